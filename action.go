@@ -1,0 +1,224 @@
+package kraft
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Action is something Step asks the host to do. The host carries out the
+// actions of one step in order; nothing after a Persist may leave the
+// process before the Persist is durable. The set is closed.
+type Action interface {
+	isAction()
+}
+
+// Timer names one of a replica's timers. Each role owns some of them: a role
+// change stops every timer the new role does not own.
+type Timer uint8
+
+// The timers.
+const (
+	// ElectionTimer: owned by Unattached voters, Prospective, Candidate and
+	// Resigned. Fires ElectionTimeout.
+	ElectionTimer Timer = iota + 1
+	// FetchTimer: owned by Followers and Unattached observers. Fires
+	// FetchTimeout.
+	FetchTimer
+	// CheckQuorumTimer: owned by the Leader. Fires CheckQuorumTimeout.
+	CheckQuorumTimer
+	// BeginQuorumEpochTimer: owned by the Leader. Fires
+	// BeginQuorumEpochTimeout.
+	BeginQuorumEpochTimer
+)
+
+// String names the timer.
+func (t Timer) String() string {
+	switch t {
+	case ElectionTimer:
+		return "election"
+	case FetchTimer:
+		return "fetch"
+	case CheckQuorumTimer:
+		return "check-quorum"
+	case BeginQuorumEpochTimer:
+		return "begin-quorum-epoch"
+	}
+	return "timer?"
+}
+
+// Persist: write Record as the quorum-state record, durably (fsync), before
+// carrying out any later action of the same step.
+type Persist struct {
+	Record QuorumRecord
+}
+
+// SendVoteRequest: send a Vote request to one voter.
+type SendVoteRequest struct {
+	// To is the addressee's key (voter_id, voter_directory_id).
+	To        ReplicaKey
+	ClusterID uuid.NullUUID
+	// CandidateEpoch is replica_epoch; Candidate is (replica_id,
+	// replica_directory_id); CandidateLogEnd is (last_offset,
+	// last_offset_epoch).
+	CandidateEpoch  Epoch
+	Candidate       ReplicaKey
+	CandidateLogEnd LogEnd
+	PreVote         bool
+}
+
+// SendVoteResponse: answer a Vote request. INCONSISTENT_CLUSTER_ID goes in
+// the top-level error_code; every other code is the partition error.
+type SendVoteResponse struct {
+	To          NodeID
+	Error       ErrorCode
+	Epoch       Epoch
+	LeaderID    NodeID
+	VoteGranted bool
+}
+
+// SendBeginQuorumEpoch: tell a voter that this replica leads Epoch.
+type SendBeginQuorumEpoch struct {
+	To        ReplicaKey
+	ClusterID uuid.NullUUID
+	Epoch     Epoch
+	LeaderID  NodeID
+}
+
+// SendBeginQuorumEpochResponse: answer a BeginQuorumEpoch request.
+type SendBeginQuorumEpochResponse struct {
+	To       NodeID
+	Error    ErrorCode
+	Epoch    Epoch
+	LeaderID NodeID
+}
+
+// SendEndQuorumEpoch: tell a voter that this replica resigns the leadership
+// of Epoch. PreferredSuccessors is the same ordered list for every
+// addressee; the host puts it in preferred_successors (ids) and
+// preferred_candidates (keys).
+type SendEndQuorumEpoch struct {
+	To                  ReplicaKey
+	ClusterID           uuid.NullUUID
+	Epoch               Epoch
+	LeaderID            NodeID
+	PreferredSuccessors []ReplicaKey
+}
+
+// SendEndQuorumEpochResponse: answer an EndQuorumEpoch request.
+type SendEndQuorumEpochResponse struct {
+	To       NodeID
+	Error    ErrorCode
+	Epoch    Epoch
+	LeaderID NodeID
+}
+
+// SendFetch: send a Fetch request. To is the leader, or NoNode for "any
+// bootstrap voter" (an observer looking for the leader).
+type SendFetch struct {
+	To        NodeID
+	ClusterID uuid.NullUUID
+	// CurrentLeaderEpoch is the local epoch; FetchOffset and FetchEpoch
+	// are the local log end offset and last fetched epoch; HighWatermark is
+	// the local high watermark (-1 if unknown).
+	CurrentLeaderEpoch Epoch
+	FetchOffset        int64
+	FetchEpoch         Epoch
+	HighWatermark      int64
+}
+
+// SendFetchResponse: answer a Fetch request. When Error is NONE and neither
+// Diverging nor Snapshot is set, the host attaches records from the
+// request's fetch offset.
+type SendFetchResponse struct {
+	To NodeID
+	// Error, Epoch and LeaderID: error_code and current_leader.
+	Error    ErrorCode
+	Epoch    Epoch
+	LeaderID NodeID
+	// HighWatermark is the leader's high watermark, -1 if unknown or on
+	// error.
+	HighWatermark int64
+	// Diverging is set when the follower's log diverges from the leader's.
+	Diverging *LogOffsetMetadata
+}
+
+// SendFetchSnapshotResponse: answer a FetchSnapshot request. On NONE the
+// host sends the snapshot chunk asked for (decision 8).
+type SendFetchSnapshotResponse struct {
+	To       NodeID
+	Error    ErrorCode
+	Epoch    Epoch
+	LeaderID NodeID
+}
+
+// TruncateLog: remove every record at or after offset To from the local log.
+// The state already assumes it is done.
+type TruncateLog struct {
+	To int64
+}
+
+// AppendLeaderChange: append Kafka's start-of-epoch LeaderChange control
+// record at the log end, in Epoch, then report it with LogAppended.
+type AppendLeaderChange struct {
+	Epoch    Epoch
+	LeaderID NodeID
+	// Voters is the voter set; GrantingVoters the voters that granted the
+	// election (the leader included).
+	Voters         []ReplicaKey
+	GrantingVoters []ReplicaKey
+}
+
+// HighWatermarkChanged: the high watermark moved up to HighWatermark;
+// records below it are committed.
+type HighWatermarkChanged struct {
+	HighWatermark int64
+}
+
+// ResetTimer: (re)arm Timer to fire After from now, replacing any pending
+// arming.
+type ResetTimer struct {
+	Timer Timer
+	After time.Duration
+}
+
+// StopTimer: cancel Timer.
+type StopTimer struct {
+	Timer Timer
+}
+
+// RoleChanged: the replica changed role, epoch or leader. For listeners and
+// logs; nothing to carry out.
+type RoleChanged struct {
+	From     Role
+	To       Role
+	Epoch    Epoch
+	LeaderID NodeID
+	Reason   string
+}
+
+// Fault: an input proved the cluster inconsistent (two leaders in one epoch,
+// a message naming this replica leader when it is not, a truncation below
+// the high watermark). The state did not change; the host decides whether to
+// stop. Kafka throws in these cases.
+type Fault struct {
+	Reason string
+}
+
+func (Persist) isAction()                      {}
+func (SendVoteRequest) isAction()              {}
+func (SendVoteResponse) isAction()             {}
+func (SendBeginQuorumEpoch) isAction()         {}
+func (SendBeginQuorumEpochResponse) isAction() {}
+func (SendEndQuorumEpoch) isAction()           {}
+func (SendEndQuorumEpochResponse) isAction()   {}
+func (SendFetch) isAction()                    {}
+func (SendFetchResponse) isAction()            {}
+func (SendFetchSnapshotResponse) isAction()    {}
+func (TruncateLog) isAction()                  {}
+func (AppendLeaderChange) isAction()           {}
+func (HighWatermarkChanged) isAction()         {}
+func (ResetTimer) isAction()                   {}
+func (StopTimer) isAction()                    {}
+func (RoleChanged) isAction()                  {}
+func (Fault) isAction()                        {}

@@ -1,0 +1,182 @@
+package kraft
+
+import "github.com/google/uuid"
+
+// Event is something that happened to a replica: a message arrived, a timer
+// fired, or the host did something the state must know about. Step takes one
+// Event at a time. The set is closed: only this package's types implement it.
+type Event interface {
+	isEvent()
+}
+
+// ElectionTimeout: the election timer armed by the latest ResetTimer{Timer:
+// ElectionTimer} fired. Kafka checks this timer in pollUnattached,
+// pollProspective, pollCandidate and pollResigned.
+type ElectionTimeout struct{}
+
+// FetchTimeout: the fetch timer fired. A Follower has not had a successful
+// Fetch response within T_f (Kafka's pollFollower), or an Unattached observer
+// is due to look for the leader again (decision 6 in docs/design.md).
+type FetchTimeout struct{}
+
+// CheckQuorumTimeout: the leader's check-quorum timer fired: a majority of
+// voters has not fetched within 1.5*T_f (Kafka's
+// LeaderState.timeUntilCheckQuorumExpires, KAFKA-15489).
+type CheckQuorumTimeout struct{}
+
+// BeginQuorumEpochTimeout: the leader's BeginQuorumEpoch re-send timer fired
+// (Kafka re-sends BeginQuorumEpoch every T_f/2 to voters that have not
+// fetched, KAFKA-16926).
+type BeginQuorumEpochTimeout struct{}
+
+// ReceiveVoteRequest: a Vote request (Kafka VoteRequest v2, KIP-996)
+// arrived.
+type ReceiveVoteRequest struct {
+	// From is the network source. Kafka identifies the candidate by the
+	// request body (Candidate), not by the source; From is informational.
+	From NodeID
+	// ClusterID is the request's cluster_id; unset means "not sent".
+	ClusterID uuid.NullUUID
+	// VoterID and VoterDirectoryID are the addressee (voter_id,
+	// voter_directory_id). A negative VoterID means "no addressee" (older
+	// RPC versions).
+	VoterID          NodeID
+	VoterDirectoryID uuid.UUID
+	// CandidateEpoch is replica_epoch: the candidate's epoch (for a
+	// pre-vote, the requester's current epoch, not yet bumped).
+	CandidateEpoch Epoch
+	// Candidate and CandidateDirectoryID are replica_id and
+	// replica_directory_id.
+	Candidate            NodeID
+	CandidateDirectoryID uuid.UUID
+	// CandidateLogEnd is (last_offset, last_offset_epoch).
+	CandidateLogEnd LogEnd
+	// PreVote is pre_vote: a KIP-996 pre-vote that binds nobody.
+	PreVote bool
+}
+
+// ReceiveVoteResponse: a response to a Vote request this replica sent.
+type ReceiveVoteResponse struct {
+	// From is the responding voter.
+	From NodeID
+	// Error is the partition error_code (or the top-level one when the
+	// partition data is missing). UNSUPPORTED_VERSION means the responder
+	// does not know Vote v2 (Pre-Vote).
+	Error ErrorCode
+	// Epoch is the responder's leader_epoch.
+	Epoch Epoch
+	// VoteGranted is vote_granted.
+	VoteGranted bool
+	// LeaderID is the responder's leader_id, NoNode if it knows none. A
+	// Prospective that missed BeginQuorumEpoch finds the leader this way.
+	LeaderID NodeID
+}
+
+// ReceiveBeginQuorumEpoch: a BeginQuorumEpoch request arrived: a new leader
+// announces its epoch (KIP-595).
+type ReceiveBeginQuorumEpoch struct {
+	From      NodeID
+	ClusterID uuid.NullUUID
+	// LeaderID and LeaderEpoch are leader_id and leader_epoch.
+	LeaderID    NodeID
+	LeaderEpoch Epoch
+	// VoterID and VoterDirectoryID are the addressee (voter_id,
+	// voter_directory_id, KIP-853); a negative VoterID means "not sent".
+	VoterID          NodeID
+	VoterDirectoryID uuid.UUID
+}
+
+// ReceiveEndQuorumEpoch: an EndQuorumEpoch request arrived: the leader of
+// LeaderEpoch is resigning (KIP-595, graceful shutdown).
+type ReceiveEndQuorumEpoch struct {
+	From        NodeID
+	ClusterID   uuid.NullUUID
+	LeaderID    NodeID
+	LeaderEpoch Epoch
+	// SuccessorRank is this replica's position in the request's
+	// preferred_candidates list (first entry with the local id and, if
+	// present, the local directory id) and the list's length.
+	SuccessorRank SuccessorRank
+}
+
+// ReceiveFetch: a Fetch request for the metadata partition arrived from a
+// follower or an observer.
+type ReceiveFetch struct {
+	// From and FromDirectoryID are replica_id and replica_directory_id; a
+	// negative From is a non-replica consumer.
+	From            NodeID
+	FromDirectoryID uuid.UUID
+	ClusterID       uuid.NullUUID
+	// CurrentLeaderEpoch is current_leader_epoch, used for fencing.
+	CurrentLeaderEpoch Epoch
+	// FetchEpoch is last_fetched_epoch and FetchOffset is fetch_offset: the
+	// follower's log position.
+	FetchEpoch  Epoch
+	FetchOffset int64
+}
+
+// ReceiveFetchSnapshot: a FetchSnapshot request arrived. The snapshot id and
+// position are the host's business (decision 8); the state fences the epoch
+// and, on a leader, counts the request as contact for check-quorum.
+type ReceiveFetchSnapshot struct {
+	From               NodeID
+	FromDirectoryID    uuid.UUID
+	ClusterID          uuid.NullUUID
+	CurrentLeaderEpoch Epoch
+}
+
+// ReceiveFetchResponse: a response to a Fetch this replica sent. The host
+// appends the records it carried (and reports them with LogAppended) before
+// delivering this event.
+type ReceiveFetchResponse struct {
+	From NodeID
+	// Error is the partition error_code (or the top-level one).
+	Error ErrorCode
+	// LeaderID and LeaderEpoch are current_leader.leader_id and
+	// leader_epoch; LeaderID is NoNode if the responder knows no leader.
+	LeaderID    NodeID
+	LeaderEpoch Epoch
+	// HighWatermark is the leader's high_watermark, -1 if unknown.
+	HighWatermark int64
+	// Diverging is diverging_epoch (epoch, end_offset); nil when absent.
+	Diverging *LogOffsetMetadata
+	// Snapshot is snapshot_id (end offset, epoch) when the leader wants the
+	// follower to fetch a snapshot instead; nil when absent.
+	Snapshot *LogEnd
+}
+
+// ReceiveLeaderlessEpoch: a response (to Fetch or Vote) reported a higher
+// epoch than ours and no leader for it. Every role moves to Unattached in
+// that epoch (Kafka's maybeHandleCommonResponse, spec 10.11).
+type ReceiveLeaderlessEpoch struct {
+	From  NodeID
+	Epoch Epoch
+}
+
+// LogAppended: the local log is now durable up to End. Leader appends,
+// follower appends of fetched records and the LeaderChange record all come
+// through here. An append that spans several epochs is reported as one
+// LogAppended per epoch, in order; a new epoch starts at the previous log
+// end.
+type LogAppended struct {
+	End LogEnd
+}
+
+// Resign: the leader gives up leadership gracefully (a shutdown or an
+// operator's request; Kafka's KafkaRaftClient.resign and shutdown).
+type Resign struct{}
+
+func (ElectionTimeout) isEvent()         {}
+func (FetchTimeout) isEvent()            {}
+func (CheckQuorumTimeout) isEvent()      {}
+func (BeginQuorumEpochTimeout) isEvent() {}
+func (ReceiveVoteRequest) isEvent()      {}
+func (ReceiveVoteResponse) isEvent()     {}
+func (ReceiveBeginQuorumEpoch) isEvent() {}
+func (ReceiveEndQuorumEpoch) isEvent()   {}
+func (ReceiveFetch) isEvent()            {}
+func (ReceiveFetchSnapshot) isEvent()    {}
+func (ReceiveFetchResponse) isEvent()    {}
+func (ReceiveLeaderlessEpoch) isEvent()  {}
+func (LogAppended) isEvent()             {}
+func (Resign) isEvent()                  {}

@@ -1,0 +1,170 @@
+package kraft
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Followers and observers: BeginQuorumEpoch, EndQuorumEpoch, the fetch
+// timer and Fetch responses (spec 5.2, 8.2, 9).
+
+// onBeginQuorumEpoch is Kafka's handleBeginQuorumEpochRequest (spec 9.4).
+func (t *stepper) onBeginQuorumEpoch(e ReceiveBeginQuorumEpoch) {
+	code := t.leaderAnnouncement(e.ClusterID, e.LeaderID, e.LeaderEpoch, "BeginQuorumEpoch")
+	if t.fault != "" {
+		return
+	}
+	if code == ErrNone && !t.validVoterKey(e.VoterID, e.VoterDirectoryID) {
+		// After the transition, which stays.
+		code = ErrInvalidVoterKey
+	}
+	t.emit(SendBeginQuorumEpochResponse{To: e.From, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader})
+}
+
+// onEndQuorumEpoch is Kafka's handleEndQuorumEpochRequest (spec 8.2).
+func (t *stepper) onEndQuorumEpoch(e ReceiveEndQuorumEpoch) {
+	code := t.leaderAnnouncement(e.ClusterID, e.LeaderID, e.LeaderEpoch, "EndQuorumEpoch")
+	if t.fault != "" {
+		return
+	}
+	if code == ErrNone && t.s.role == Follower && t.s.leader == e.LeaderID {
+		// Our leader resigns: campaign after a backoff that follows our
+		// rank among its preferred successors, and grant pre-votes again
+		// (decision 3) so that the preferred successor can win.
+		t.s.leaderResigned = true
+		t.emit(ResetTimer{Timer: FetchTimer, After: t.endQuorumBackoff(e.SuccessorRank)})
+	}
+	t.emit(SendEndQuorumEpochResponse{To: e.From, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader})
+}
+
+// leaderAnnouncement validates a BeginQuorumEpoch or EndQuorumEpoch request
+// and reconciles with the leader and epoch it names (Kafka's
+// validateVoterOnlyRequest and maybeTransition). It returns the error code
+// to answer with.
+func (t *stepper) leaderAnnouncement(cluster uuid.NullUUID, leader NodeID, epoch Epoch, what string) ErrorCode {
+	if !t.clusterOK(cluster) {
+		return ErrInconsistentClusterID
+	}
+	if code := t.validateVoterOnly(leader, epoch); code != ErrNone {
+		return code
+	}
+	t.reconcile(epoch, leader, what)
+	return ErrNone
+}
+
+// endQuorumBackoff is Kafka's strictExponentialElectionBackoffMs: rank 0
+// campaigns at once, the listed rank p of n waits
+// min(B_max, (B_max >> (n-1)) << (p-1)), and an unlisted replica waits
+// B_max. Decision 4: the base never underflows to 0, so ranks stay ordered
+// in long lists. Kafka computes in whole milliseconds; so do we when B_max
+// is at least one.
+func (t *stepper) endQuorumBackoff(rank SuccessorRank) time.Duration {
+	p, n := rank.Position, rank.Of
+	limit := t.s.c.backoffMax
+	switch {
+	case p == 0:
+		return 0
+	case p < 0 || p >= n:
+		return limit
+	}
+	unit := time.Millisecond
+	if limit < unit {
+		unit = 1
+	}
+	b := int64(limit / unit)
+	base := b
+	if n-1 < 63 {
+		base = b >> uint(n-1)
+	} else {
+		base = 0
+	}
+	if base < 1 {
+		base = 1
+	}
+	backoff := b
+	if p-1 < 62 && base <= b>>uint(p-1) {
+		backoff = base << uint(p-1)
+	}
+	if backoff > b {
+		backoff = b
+	}
+	return time.Duration(backoff) * unit
+}
+
+// onFetchTimeout: a voter Follower that has not heard from its leader runs
+// a pre-vote; an observer Follower goes back to Unattached in the same
+// epoch, keeping the leader id; an Unattached observer searches again
+// (decision 6).
+func (t *stepper) onFetchTimeout() {
+	switch t.s.role {
+	case Follower:
+		if t.s.c.isVoter() {
+			t.toProspective("fetch timeout")
+			return
+		}
+		t.toUnattached(t.s.epoch, t.s.leader, timerRandom, "fetch timeout")
+	case Unattached:
+		if !t.s.c.isVoter() {
+			t.enterUnattached(timerRandom)
+		}
+	case Prospective, Candidate, Leader, Resigned:
+	}
+}
+
+// onFetchResponse is Kafka's handleFetchResponse (spec 9.2). The host has
+// already appended the records the response carried and reported them with
+// LogAppended.
+func (t *stepper) onFetchResponse(e ReceiveFetchResponse) {
+	leader := e.LeaderID
+	if leader < 0 {
+		leader = NoNode
+	}
+	// maybeSwitchObserverFetchToLeader: an Unattached replica that learns
+	// (or already knew) the leader of its epoch attaches to it.
+	if !t.consistentLeader(e.LeaderEpoch, leader) {
+		t.inconsistentLeader(e.LeaderEpoch, leader)
+		return
+	}
+	if e.LeaderEpoch == t.s.epoch && t.s.role == Unattached && leader != NoNode {
+		t.toFollower(e.LeaderEpoch, leader, "fetch response names the leader")
+	}
+	if !t.commonResponse(e.LeaderEpoch, leader, e.Error) {
+		return
+	}
+	if t.s.role != Follower || leader != t.s.leader {
+		return
+	}
+	switch {
+	case e.Diverging != nil && e.Diverging.Epoch >= 0:
+		d := *e.Diverging
+		if d.Offset < 0 {
+			return
+		}
+		to := t.s.log.truncationPoint(d)
+		if d.Offset < t.s.hwm || to < t.s.hwm {
+			t.failf("the leader asks to truncate below the high watermark")
+			return
+		}
+		if to < t.s.log.end.Offset {
+			t.s.log = t.s.log.truncated(to)
+			t.emit(TruncateLog{To: to})
+		}
+	case e.Snapshot != nil:
+		if e.Snapshot.Offset < 0 || e.Snapshot.Epoch < 0 {
+			return
+		}
+		// The host downloads the snapshot with FetchSnapshot (decision 8).
+		t.s.fetched = true
+		t.emit(t.s.c.resetFetch)
+		return
+	case e.HighWatermark >= 0:
+		if hwm := min64(t.s.log.end.Offset, e.HighWatermark); hwm > t.s.hwm {
+			t.s.hwm = hwm
+			t.emit(HighWatermarkChanged{HighWatermark: hwm})
+		}
+	}
+	t.s.fetched = true
+	t.emit(t.s.c.resetFetch)
+	t.emit(t.fetchRequest(t.s.leader))
+}

@@ -1,0 +1,103 @@
+package kraft
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// Shared test helpers. States are built by stepping real events, never by
+// setting fields.
+
+// Test durations: T_e = 1s, T_f = 2s, B_max = 1s (Kafka's defaults).
+const (
+	testTe = time.Second
+	testTf = 2 * time.Second
+)
+
+// keys returns voter keys for the given ids, without directory ids.
+func keys(ids ...NodeID) []ReplicaKey {
+	out := make([]ReplicaKey, len(ids))
+	for i, id := range ids {
+		out[i] = ReplicaKey{ID: id}
+	}
+	return out
+}
+
+// config is a Config for local among voters.
+func config(local NodeID, voters ...NodeID) Config {
+	return Config{Local: ReplicaKey{ID: local}, Voters: keys(voters...), Seed: uint64(local) + 1}
+}
+
+// observerConfig is a Config for an observer with id local.
+func observerConfig(local NodeID, voters ...NodeID) Config {
+	return Config{Local: ReplicaKey{ID: local}, Observer: true, Voters: keys(voters...), Seed: uint64(local) + 100}
+}
+
+// start builds a fresh replica (no record, empty log).
+func start(t *testing.T, cfg Config) State {
+	t.Helper()
+	s, _, err := NewState(cfg, nil, LogState{})
+	require.NoError(t, err)
+	return s
+}
+
+// restart builds a replica from a record and a log.
+func restart(t *testing.T, cfg Config, rec QuorumRecord, log LogState) (State, []Action) {
+	t.Helper()
+	s, acts, err := NewState(cfg, &rec, log)
+	require.NoError(t, err)
+	return s, acts
+}
+
+// step steps s with e and checks that s itself did not change.
+func step(t *testing.T, s State, e Event) (State, []Action) {
+	t.Helper()
+	before := deepCopy(s)
+	next, acts := Step(s, e)
+	require.True(t, reflect.DeepEqual(before, s), "Step mutated its input state")
+	again, acts2 := Step(s, e)
+	require.Equal(t, next, again, "Step is not deterministic")
+	require.Equal(t, acts, acts2, "Step is not deterministic")
+	return next, acts
+}
+
+// deepCopy copies every slice a State refers to, so that a later in-place
+// write into a shared slice shows up as a difference.
+func deepCopy(s State) State {
+	c := s
+	c.votes = append([]vote(nil), s.votes...)
+	c.replicas = append([]replica(nil), s.replicas...)
+	c.log.epochs = append([]EpochStart(nil), s.log.epochs...)
+	if s.c != nil {
+		cc := *s.c
+		cc.voters = append([]ReplicaKey(nil), s.c.voters...)
+		c.c = &cc
+	}
+	if s.votes == nil {
+		c.votes = nil
+	}
+	if s.replicas == nil {
+		c.replicas = nil
+	}
+	if s.log.epochs == nil {
+		c.log.epochs = nil
+	}
+	return c
+}
+
+// ofType returns the actions of type T, in order.
+func ofType[T Action](acts []Action) []T {
+	var out []T
+	for _, a := range acts {
+		if x, ok := a.(T); ok {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+var dirA = uuid.MustParse("00000000-0000-0000-0000-00000000000a")

@@ -1,0 +1,272 @@
+package kraft
+
+import "sort"
+
+// The leader: becoming leader, answering fetches, the high watermark,
+// check-quorum, BeginQuorumEpoch re-sends and resignation (spec 5.3, 7, 8.1).
+
+// toLeader is Kafka's onBecomeLeader: the epoch starts at the log end; the
+// record (epoch, self, no vote) is persisted; the LeaderChange record is
+// appended; every other voter is told with BeginQuorumEpoch. The high
+// watermark of the new epoch starts unknown.
+func (t *stepper) toLeader() {
+	var granting []ReplicaKey
+	for i, v := range t.s.votes {
+		if v == voteGranted {
+			granting = append(granting, t.s.c.voters[i])
+		}
+	}
+	t.become(Leader, t.s.epoch, t.s.c.local.ID, NoReplica, true, "won election")
+	n := len(t.s.c.voters)
+	t.s.endpoints = true
+	t.s.epochStart = t.s.log.end.Offset
+	t.s.replicas = make([]replica, n)
+	for i := range t.s.replicas {
+		t.s.replicas[i].end = -1
+	}
+	t.s.checkRound, t.s.beginRound = 1, 1
+	if n > 1 {
+		t.emit(t.s.c.resetCheckQuorum)
+		t.emit(t.s.c.resetBegin)
+	}
+	t.emit(AppendLeaderChange{
+		Epoch:          t.s.epoch,
+		LeaderID:       t.s.c.local.ID,
+		Voters:         t.s.Voters(),
+		GrantingVoters: granting,
+	})
+	for i, v := range t.s.c.voters {
+		if i != t.s.c.localIndex {
+			t.emit(t.beginQuorumEpoch(v))
+		}
+	}
+}
+
+func (t *stepper) beginQuorumEpoch(to ReplicaKey) SendBeginQuorumEpoch {
+	return SendBeginQuorumEpoch{To: to, ClusterID: t.s.c.clusterID, Epoch: t.s.epoch, LeaderID: t.s.c.local.ID}
+}
+
+// onFetch is Kafka's handleFetchRequest (spec 7.6). Every role answers;
+// only the Leader answers with data. No role changes on an incoming Fetch,
+// whatever its epoch.
+func (t *stepper) onFetch(e ReceiveFetch) {
+	respond := func(code ErrorCode, hwm int64, diverging *LogOffsetMetadata) {
+		t.emit(SendFetchResponse{To: e.From, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader, HighWatermark: hwm, Diverging: diverging})
+	}
+	if !t.clusterOK(e.ClusterID) {
+		respond(ErrInconsistentClusterID, -1, nil)
+		return
+	}
+	if e.FetchOffset < 0 || e.FetchEpoch < 0 || e.FetchEpoch > e.CurrentLeaderEpoch {
+		respond(ErrInvalidRequest, -1, nil)
+		return
+	}
+	if code := t.validateLeaderOnly(e.CurrentLeaderEpoch); code != ErrNone {
+		respond(code, -1, nil)
+		return
+	}
+	if e.From >= 0 && e.From == t.s.c.local.ID {
+		t.failf("a Fetch carries the leader's own replica id")
+		return
+	}
+	// RaftLog.validateOffsetAndEpoch, without snapshots: the log starts at
+	// offset 0, so a fetch from 0 is always valid.
+	var diverging *LogOffsetMetadata
+	if e.FetchOffset > 0 {
+		epoch, end := t.s.log.endOffsetForEpoch(e.FetchEpoch)
+		if epoch != e.FetchEpoch || end < e.FetchOffset {
+			diverging = &LogOffsetMetadata{Offset: end, Epoch: epoch}
+		}
+	}
+	if diverging == nil && e.From >= 0 {
+		// Only a valid fetch moves the voter's position and counts for
+		// check-quorum (spec 16.9).
+		t.fetchedBy(ReplicaKey{ID: e.From, DirectoryID: e.FromDirectoryID}, e.FetchOffset, true)
+	}
+	respond(ErrNone, t.leaderHighWatermark(), diverging)
+}
+
+// onFetchSnapshot is Kafka's handleFetchSnapshotRequest as far as the state
+// goes (decision 8): fencing, and on the leader, contact for check-quorum.
+func (t *stepper) onFetchSnapshot(e ReceiveFetchSnapshot) {
+	code := ErrInconsistentClusterID
+	if t.clusterOK(e.ClusterID) {
+		code = t.validateLeaderOnly(e.CurrentLeaderEpoch)
+	}
+	if code == ErrNone && e.From >= 0 {
+		t.fetchedBy(ReplicaKey{ID: e.From, DirectoryID: e.FromDirectoryID}, -1, false)
+	}
+	t.emit(SendFetchSnapshotResponse{To: e.From, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader})
+}
+
+// fetchedBy records a voter's valid Fetch at offset (position true) or its
+// FetchSnapshot (position false). Observers and keys that do not match the
+// voter's key (KIP-853) are not tracked (spec 7.2, decision 5).
+func (t *stepper) fetchedBy(key ReplicaKey, offset int64, position bool) {
+	i := voterIndex(t.s.c.voters, key)
+	if i < 0 || i == t.s.c.localIndex {
+		return
+	}
+	old := t.s.replicas[i]
+	r := old
+	r.checkRound = t.s.checkRound
+	if position {
+		r.end = offset
+		r.beginRound = t.s.beginRound
+	}
+	if r != old {
+		replicas := make([]replica, len(t.s.replicas))
+		copy(replicas, t.s.replicas)
+		replicas[i] = r
+		t.s.replicas = replicas
+	}
+	if position {
+		t.maybeAdvanceHighWatermark()
+	}
+	t.checkQuorum()
+}
+
+// checkQuorum restarts the check-quorum window once a majority of voters,
+// the leader included, has fetched in it (Kafka's
+// LeaderState.updateCheckQuorumForFollowingVoter).
+func (t *stepper) checkQuorum() {
+	needed := t.s.c.majority() - 1
+	fetched := 0
+	for i, r := range t.s.replicas {
+		if i != t.s.c.localIndex && r.checkRound == t.s.checkRound {
+			fetched++
+		}
+	}
+	if fetched >= needed {
+		t.s.checkRound++
+		t.emit(t.s.c.resetCheckQuorum)
+	}
+}
+
+// maybeAdvanceHighWatermark is Kafka's LeaderState.maybeUpdateHighWatermark:
+// the largest offset a majority of voters (the leader's own flushed end
+// included) has reached, adopted only past the epoch start (so a leader
+// never commits older epochs' records by counting replicas, Raft's figure
+// 8) and never downwards.
+func (t *stepper) maybeAdvanceHighWatermark() {
+	majority := t.s.c.majority()
+	candidate := int64(-1)
+	for i := range t.s.replicas {
+		v := t.endOf(i)
+		if v <= candidate {
+			continue
+		}
+		reached := 0
+		for j := range t.s.replicas {
+			if t.endOf(j) >= v {
+				reached++
+			}
+		}
+		if reached >= majority {
+			candidate = v
+		}
+	}
+	if candidate > t.s.epochStart && candidate > t.s.hwm {
+		t.s.hwm = candidate
+		t.emit(HighWatermarkChanged{HighWatermark: candidate})
+	}
+}
+
+func (t *stepper) endOf(i int) int64 {
+	if i == t.s.c.localIndex {
+		return t.s.log.end.Offset
+	}
+	return t.s.replicas[i].end
+}
+
+// leaderHighWatermark is what the leader reports: its high watermark once
+// it has committed a record of its own epoch, -1 before (Kafka's leader
+// state starts with no high watermark).
+func (t *stepper) leaderHighWatermark() int64 {
+	if t.s.hwm > t.s.epochStart {
+		return t.s.hwm
+	}
+	return -1
+}
+
+// updateLeaderEnd: the leader's own log grew; it counts in the high
+// watermark (Kafka's flushLeaderLog and updateLocalState).
+func (t *stepper) updateLeaderEnd() {
+	t.maybeAdvanceHighWatermark()
+}
+
+// onCheckQuorumTimeout: a leader that has not heard from a majority within
+// the window resigns (KAFKA-15489). The only voter never does.
+func (t *stepper) onCheckQuorumTimeout() {
+	if t.s.role == Leader && len(t.s.c.voters) > 1 {
+		t.toResigned("check quorum failed")
+	}
+}
+
+// onBeginQuorumEpochTimeout re-sends BeginQuorumEpoch to the voters that
+// have not fetched since the last round (KAFKA-16926).
+func (t *stepper) onBeginQuorumEpochTimeout() {
+	if t.s.role != Leader || len(t.s.c.voters) < 2 {
+		return
+	}
+	for i, v := range t.s.c.voters {
+		if i != t.s.c.localIndex && t.s.replicas[i].beginRound != t.s.beginRound {
+			t.emit(t.beginQuorumEpoch(v))
+		}
+	}
+	t.s.beginRound++
+	t.emit(t.s.c.resetBegin)
+}
+
+// onResign: the leader gives up leadership (Kafka's resign and shutdown).
+func (t *stepper) onResign() {
+	if t.s.role == Leader {
+		t.toResigned("resigned")
+	}
+}
+
+// toResigned is Kafka's transitionToResigned: memory only, the election
+// timer armed, EndQuorumEpoch to every other voter naming the preferred
+// successors.
+func (t *stepper) toResigned(reason string) {
+	successors := t.preferredSuccessors()
+	t.become(Resigned, t.s.epoch, t.s.c.local.ID, NoReplica, false, reason)
+	t.s.endpoints = true
+	t.armElection(timerRandom)
+	t.sendEndQuorumEpoch(successors)
+}
+
+// preferredSuccessors is every other voter by last known fetch position,
+// highest first, unknown last, ties by replica key (Kafka's
+// LeaderState.nonLeaderVotersByDescendingFetchOffset).
+func (t *stepper) preferredSuccessors() []ReplicaKey {
+	type entry struct {
+		key ReplicaKey
+		end int64
+	}
+	entries := make([]entry, 0, len(t.s.c.voters))
+	for i, v := range t.s.c.voters {
+		if i != t.s.c.localIndex {
+			entries = append(entries, entry{key: v, end: t.s.replicas[i].end})
+		}
+	}
+	sort.SliceStable(entries, func(a, b int) bool {
+		if entries[a].end != entries[b].end {
+			return entries[a].end > entries[b].end
+		}
+		return entries[a].key.Compare(entries[b].key) < 0
+	})
+	keys := make([]ReplicaKey, len(entries))
+	for i, e := range entries {
+		keys[i] = e.key
+	}
+	return keys
+}
+
+func (t *stepper) sendEndQuorumEpoch(successors []ReplicaKey) {
+	for i, v := range t.s.c.voters {
+		if i != t.s.c.localIndex {
+			t.emit(SendEndQuorumEpoch{To: v, ClusterID: t.s.c.clusterID, Epoch: t.s.epoch, LeaderID: t.s.c.local.ID, PreferredSuccessors: successors})
+		}
+	}
+}

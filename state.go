@@ -1,0 +1,323 @@
+package kraft
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Role is a replica's role in the quorum (Kafka's EpochState classes).
+type Role uint8
+
+// The roles. Observers are only ever Unattached or Follower.
+const (
+	// Unattached: no leader to follow (or a leader id without a way to reach
+	// it); a voter waits for its election timer, an observer searches.
+	Unattached Role = iota + 1
+	// Prospective: a voter running a KIP-996 pre-vote in its current epoch.
+	Prospective
+	// Candidate: a voter that won the pre-vote, bumped the epoch, voted
+	// for itself and asks for standard votes.
+	Candidate
+	// Leader: elected leader of the epoch.
+	Leader
+	// Follower: fetches from the known leader of the epoch.
+	Follower
+	// Resigned: a former leader that gave up leadership of its epoch and
+	// waits for a successor.
+	Resigned
+)
+
+// String names the role as Kafka does.
+func (r Role) String() string {
+	switch r {
+	case Unattached:
+		return "Unattached"
+	case Prospective:
+		return "Prospective"
+	case Candidate:
+		return "Candidate"
+	case Leader:
+		return "Leader"
+	case Follower:
+		return "Follower"
+	case Resigned:
+		return "Resigned"
+	}
+	return "Role?"
+}
+
+// settings is the immutable per-replica configuration shared by every State
+// of one replica, with the durations and boxed timer actions derived from it
+// once (so hot paths do not allocate them).
+type settings struct {
+	local      ReplicaKey
+	localIndex int // index in voters, -1 for an observer
+	clusterID  uuid.NullUUID
+	voters     []ReplicaKey
+
+	electionTimeout time.Duration
+	fetchTimeout    time.Duration
+	backoffMax      time.Duration
+	checkQuorum     time.Duration // floor(1.5 * T_f)
+	beginPeriod     time.Duration // floor(T_f / 2)
+
+	resetFetch       Action
+	resetCheckQuorum Action
+	resetBegin       Action
+}
+
+func newSettings(c Config) *settings {
+	s := &settings{
+		local:           c.Local,
+		localIndex:      voterIndex(c.Voters, c.Local),
+		clusterID:       c.ClusterID,
+		voters:          append([]ReplicaKey(nil), c.Voters...),
+		electionTimeout: orDefault(c.ElectionTimeout, DefaultElectionTimeout),
+		fetchTimeout:    orDefault(c.FetchTimeout, DefaultFetchTimeout),
+		backoffMax:      orDefault(c.ElectionBackoffMax, DefaultElectionBackoffMax),
+	}
+	s.checkQuorum = s.fetchTimeout * 3 / 2
+	s.beginPeriod = s.fetchTimeout / 2
+	s.resetFetch = ResetTimer{Timer: FetchTimer, After: s.fetchTimeout}
+	s.resetCheckQuorum = ResetTimer{Timer: CheckQuorumTimer, After: s.checkQuorum}
+	s.resetBegin = ResetTimer{Timer: BeginQuorumEpochTimer, After: s.beginPeriod}
+	return s
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+func (c *settings) isVoter() bool { return c.localIndex >= 0 }
+
+// majority is floor(n/2)+1 for the voter set (Kafka's
+// EpochElection.majoritySize).
+func (c *settings) majority() int { return len(c.voters)/2 + 1 }
+
+// State is one replica's quorum state: an immutable value. Step returns a
+// new State and never changes the one it was given; old States stay valid
+// and may be kept, compared, replayed or forked. The zero State is not
+// usable: build one with NewState.
+type State struct {
+	c *settings
+
+	role   Role
+	epoch  Epoch
+	leader NodeID
+	voted  ReplicaKey // NoReplica when there is no vote
+	// endpoints: this replica can reach the known leader (Kafka's non-empty
+	// leader endpoints). True in Follower, Leader and Resigned, carried into
+	// Prospective, false in Unattached and Candidate.
+	endpoints bool
+
+	hwm int64 // high watermark known locally, -1 if unknown
+	log logView
+	rng uint64
+
+	// Follower: a fetch from the leader succeeded since this Follower role
+	// began (Kafka's hasFetchedFromLeader), and the leader has resigned
+	// (an EndQuorumEpoch arrived; decision 3).
+	fetched        bool
+	leaderResigned bool
+
+	// Prospective, Candidate: the election tally by voter index.
+	votes []vote
+
+	// Leader: where its epoch starts, per-voter progress by voter index, and
+	// the current check-quorum and BeginQuorumEpoch rounds.
+	epochStart int64
+	replicas   []replica
+	checkRound uint32
+	beginRound uint32
+}
+
+type vote int8
+
+const (
+	voteUnrecorded vote = iota
+	voteGranted
+	voteRejected
+)
+
+// replica is a leader's view of one voter: its end offset (the fetch offset
+// of its last valid Fetch, -1 if unknown) and the check-quorum and
+// BeginQuorumEpoch rounds in which it last fetched.
+type replica struct {
+	end        int64
+	checkRound uint32
+	beginRound uint32
+}
+
+// NewState rebuilds a replica from its durable quorum-state record and its
+// log, with Kafka's startup rules (QuorumState.initialize): a former leader
+// restarts Resigned, a replica that voted for itself restarts Candidate, a
+// stored leader is followed if reachable, a stored vote is kept, and a
+// stored epoch behind the log's last epoch is raised to it. record is nil
+// when nothing was ever stored.
+//
+// The actions are what Kafka does at startup and on its first poll: the
+// written-back record (Persist), the role's timers, a Candidate's vote
+// requests, a Follower's first fetch, a Resigned replica's EndQuorumEpoch
+// with an empty successor list. A single voter elects itself at once.
+func NewState(cfg Config, record *QuorumRecord, log LogState) (State, []Action, error) {
+	if err := cfg.Validate(); err != nil {
+		return State{}, nil, err
+	}
+	view, err := newLogView(log)
+	if err != nil {
+		return State{}, nil, err
+	}
+	rec := EmptyRecord()
+	if record != nil {
+		rec = *record
+	}
+	if rec.Epoch < 0 || rec.LeaderID < NoNode || rec.VotedKey.ID < NoNode {
+		return State{}, nil, fmt.Errorf("kraft: stored record %+v has negative fields", rec)
+	}
+	c := newSettings(cfg)
+	if rec.HasVote() && c.local.ID == NoNode {
+		return State{}, nil, fmt.Errorf("kraft: stored vote %v but the local replica has no id", rec.VotedKey)
+	}
+	s := State{
+		c:      c,
+		leader: NoNode,
+		voted:  NoReplica,
+		hwm:    -1,
+		log:    view,
+		rng:    seedRand(cfg.Seed),
+	}
+	switch {
+	case rec.Epoch < view.end.Epoch:
+		s.role, s.epoch = Unattached, view.end.Epoch
+	case rec.LeaderID != NoNode && rec.LeaderID == c.local.ID:
+		s.role, s.epoch, s.leader, s.endpoints = Resigned, rec.Epoch, c.local.ID, true
+	case rec.HasVote() && rec.VotedKey.Matches(c.local) && c.isVoter():
+		s.role, s.epoch, s.voted = Candidate, rec.Epoch, rec.VotedKey
+	case rec.LeaderID != NoNode && voterIndex(c.voters, ReplicaKey{ID: rec.LeaderID}) >= 0:
+		s.role, s.epoch, s.leader, s.voted, s.endpoints = Follower, rec.Epoch, rec.LeaderID, rec.VotedKey, true
+	default:
+		// Kafka keeps a stored leader it cannot reach as Unattached with a
+		// leader id. A stored self-vote on a replica that is no longer a
+		// voter cannot restart Candidate; it stays as the vote.
+		s.role, s.epoch, s.leader, s.voted = Unattached, rec.Epoch, rec.LeaderID, rec.VotedKey
+	}
+
+	t := stepper{s: s}
+	t.emit(Persist{Record: t.s.Record()})
+	switch t.s.role {
+	case Unattached:
+		t.enterUnattached(timerRandom)
+	case Candidate:
+		t.s.votes = t.newTally()
+		t.emit(ResetTimer{Timer: ElectionTimer, After: t.randomElectionTimeout()})
+		t.requestVotes(false)
+	case Follower:
+		t.enterFollower()
+	case Resigned:
+		t.emit(ResetTimer{Timer: ElectionTimer, After: t.randomElectionTimeout()})
+		t.sendEndQuorumEpoch(nil)
+	case Prospective, Leader:
+		// Never restored (Kafka: a replica never starts as Leader).
+	}
+	if c.isVoter() && len(c.voters) == 1 {
+		// Kafka's initialize: the only voter elects itself at once.
+		switch t.s.role {
+		case Unattached, Follower, Resigned:
+			t.toProspective("only voter")
+		case Candidate:
+			t.maybeWin()
+		case Prospective, Leader:
+		}
+	}
+	return t.s, t.acts, nil
+}
+
+// Role is the replica's current role.
+func (s State) Role() Role { return s.role }
+
+// Epoch is the current epoch.
+func (s State) Epoch() Epoch { return s.epoch }
+
+// Leader is the leader of the current epoch if known, else NoNode.
+func (s State) Leader() NodeID { return s.leader }
+
+// VotedKey is the standard vote granted in the current epoch, if any.
+func (s State) VotedKey() (ReplicaKey, bool) { return s.voted, s.voted.ID != NoNode }
+
+// HighWatermark is the highest offset known to be committed (exclusive), or
+// -1 if unknown.
+func (s State) HighWatermark() int64 { return s.hwm }
+
+// LogEnd is the local log's end offset and last epoch as the state sees it.
+func (s State) LogEnd() LogEnd { return s.log.end }
+
+// IsVoter reports whether the local replica is in the voter set.
+func (s State) IsVoter() bool { return s.c != nil && s.c.isVoter() }
+
+// Local is the local replica's key.
+func (s State) Local() ReplicaKey {
+	if s.c == nil {
+		return NoReplica
+	}
+	return s.c.local
+}
+
+// Voters is the voter set (a copy).
+func (s State) Voters() []ReplicaKey {
+	if s.c == nil {
+		return nil
+	}
+	return append([]ReplicaKey(nil), s.c.voters...)
+}
+
+// Record is the quorum-state record that matches this state: what the last
+// Persist wrote (Kafka's EpochState.election). Prospective and Resigned are
+// never persisted on entry; their record equals the one they came from.
+func (s State) Record() QuorumRecord {
+	r := QuorumRecord{Epoch: s.epoch, LeaderID: NoNode, VotedKey: NoReplica}
+	switch s.role {
+	case Leader, Resigned:
+		r.LeaderID = s.leader
+	case Unattached, Prospective, Candidate, Follower:
+		r.LeaderID, r.VotedKey = s.leader, s.voted
+	}
+	return r
+}
+
+// String describes the state for humans and logs.
+func (s State) String() string {
+	if s.c == nil {
+		return "State{}"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s epoch=%d", s.role, s.epoch)
+	if s.leader != NoNode {
+		fmt.Fprintf(&b, " leader=%d", s.leader)
+	}
+	if s.voted.ID != NoNode {
+		fmt.Fprintf(&b, " voted=%v", s.voted)
+	}
+	fmt.Fprintf(&b, " hwm=%d log=%d@%d", s.hwm, s.log.end.Offset, s.log.end.Epoch)
+	if !s.c.isVoter() {
+		b.WriteString(" observer")
+	}
+	return b.String()
+}
+
+// seedRand turns a seed into the first PRNG state.
+func seedRand(seed uint64) uint64 { return seed ^ 0x9e3779b97f4a7c15 }
+
+// nextRand is splitmix64: it returns the next PRNG state and output.
+func nextRand(x uint64) (uint64, uint64) {
+	x += 0x9e3779b97f4a7c15
+	z := x
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return x, z ^ (z >> 31)
+}

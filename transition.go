@@ -1,0 +1,420 @@
+package kraft
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Step applies one event to a state and returns the next state and the
+// actions the host must carry out, in order. Step is pure: it never changes
+// s or anything reachable from it, reads no clock, does no I/O and draws
+// randomness only from the PRNG kept in s. It is deterministic and total:
+// every event, including zero values and nonsense, gets Kafka's answer or is
+// dropped, and an event that proves the cluster inconsistent yields a single
+// Fault action and s unchanged.
+func Step(s State, e Event) (State, []Action) {
+	return StepInto(nil, s, e)
+}
+
+// StepInto is Step appending the actions to dst, so a host can reuse one
+// buffer across steps. It returns the extended slice.
+func StepInto(dst []Action, s State, e Event) (State, []Action) {
+	if s.c == nil || e == nil {
+		return s, dst
+	}
+	t := stepper{s: s, acts: dst, base: len(dst)}
+	switch e := e.(type) {
+	case ElectionTimeout:
+		t.onElectionTimeout()
+	case FetchTimeout:
+		t.onFetchTimeout()
+	case CheckQuorumTimeout:
+		t.onCheckQuorumTimeout()
+	case BeginQuorumEpochTimeout:
+		t.onBeginQuorumEpochTimeout()
+	case ReceiveVoteRequest:
+		t.onVoteRequest(e)
+	case ReceiveVoteResponse:
+		t.onVoteResponse(e)
+	case ReceiveBeginQuorumEpoch:
+		t.onBeginQuorumEpoch(e)
+	case ReceiveEndQuorumEpoch:
+		t.onEndQuorumEpoch(e)
+	case ReceiveFetch:
+		t.onFetch(e)
+	case ReceiveFetchSnapshot:
+		t.onFetchSnapshot(e)
+	case ReceiveFetchResponse:
+		t.onFetchResponse(e)
+	case ReceiveLeaderlessEpoch:
+		t.onLeaderlessEpoch(e)
+	case LogAppended:
+		t.onLogAppended(e)
+	case Resign:
+		t.onResign()
+	}
+	if t.fault != "" {
+		return s, append(dst, Fault{Reason: t.fault})
+	}
+	return t.s, t.acts
+}
+
+// stepper carries one step: the state being built and the actions so far.
+// A fault discards both (Step returns the input state and the Fault alone).
+type stepper struct {
+	s     State
+	acts  []Action
+	base  int
+	from  Role // the role the latest transition of this step left
+	fault string
+}
+
+func (t *stepper) emit(a Action) { t.acts = append(t.acts, a) }
+
+// failf records that the input proved the cluster inconsistent.
+func (t *stepper) failf(reason string) { t.fault = reason }
+
+// randomElectionTimeout draws T_e + U[0, T_e) from the state's PRNG (Kafka's
+// QuorumState.randomElectionTimeoutMs; 0 when T_e is 0).
+func (t *stepper) randomElectionTimeout() time.Duration {
+	te := t.s.c.electionTimeout
+	if te <= 0 {
+		return 0
+	}
+	var r uint64
+	t.s.rng, r = nextRand(t.s.rng)
+	return te + time.Duration(r%uint64(te))
+}
+
+// Timers each role owns. A transition stops the old role's timers that the
+// new role does not own.
+func timersOf(r Role, voter bool) (owned [2]Timer) {
+	switch r {
+	case Unattached:
+		if voter {
+			return [2]Timer{ElectionTimer}
+		}
+		return [2]Timer{FetchTimer}
+	case Prospective, Candidate, Resigned:
+		return [2]Timer{ElectionTimer}
+	case Follower:
+		return [2]Timer{FetchTimer}
+	case Leader:
+		return [2]Timer{CheckQuorumTimer, BeginQuorumEpochTimer}
+	}
+	return owned
+}
+
+func owns(set [2]Timer, t Timer) bool { return t != 0 && (set[0] == t || set[1] == t) }
+
+// electionTimer says how a transition arms the election timer of a role
+// that owns one.
+type electionTimer int
+
+const (
+	timerRandom electionTimer = iota // a fresh T_e + U[0, T_e)
+	timerKeep                        // keep the running timer (Kafka: "remaining time")
+	timerZero                        // fire at once
+)
+
+// become moves to role in epoch with leader and vote, emitting, in this
+// order: Persist (when durable and the record changes), RoleChanged, and
+// StopTimer for timers the old role owned and the new one does not.
+// Role-specific data is reset. The caller arms the new role's timers and
+// sends its messages.
+func (t *stepper) become(role Role, epoch Epoch, leader NodeID, voted ReplicaKey, durable bool, reason string) {
+	old := t.s
+	t.from = old.role
+	n := old
+	n.role, n.epoch, n.leader, n.voted = role, epoch, leader, voted
+	n.endpoints = false
+	n.fetched, n.leaderResigned = false, false
+	n.votes, n.replicas = nil, nil
+	n.epochStart, n.checkRound, n.beginRound = 0, 0, 0
+	t.s = n
+	if durable && n.Record() != old.Record() {
+		t.emit(Persist{Record: n.Record()})
+	}
+	t.emit(RoleChanged{From: old.role, To: role, Epoch: epoch, LeaderID: leader, Reason: reason})
+	voter := n.c.isVoter()
+	was, now := timersOf(old.role, voter), timersOf(role, voter)
+	for _, tm := range was {
+		if tm != 0 && !owns(now, tm) {
+			t.emit(StopTimer{Timer: tm})
+		}
+	}
+}
+
+// toUnattached moves to Unattached in epoch (Kafka's
+// transitionToUnattached). The vote is kept within the same epoch. timer
+// says how a voter's election timer is armed (spec 3.1); an observer
+// searches for the leader at once and then on every fetch timeout.
+func (t *stepper) toUnattached(epoch Epoch, leader NodeID, timer electionTimer, reason string) {
+	voted := NoReplica
+	if epoch == t.s.epoch {
+		voted = t.s.voted
+	}
+	t.become(Unattached, epoch, leader, voted, true, reason)
+	t.enterUnattached(timer)
+}
+
+func (t *stepper) enterUnattached(timer electionTimer) {
+	if !t.s.c.isVoter() {
+		t.emit(t.s.c.resetFetch)
+		t.emit(t.fetchRequest(NoNode))
+		return
+	}
+	t.armElection(timer)
+}
+
+// leaveUnattachedTimer is the election timer rule for entering Unattached
+// from the current role (Kafka's QuorumState.transitionToUnattached):
+// Candidate, Unattached, a Prospective that has not lost, and Resigned hand
+// over their remaining time; anything else draws a fresh timeout.
+func (t *stepper) leaveUnattachedTimer() electionTimer {
+	switch t.s.role {
+	case Candidate, Unattached, Resigned:
+		return timerKeep
+	case Prospective:
+		if !t.electionLost() {
+			return timerKeep
+		}
+	case Leader, Follower:
+	}
+	return timerRandom
+}
+
+func (t *stepper) armElection(timer electionTimer) {
+	switch timer {
+	case timerRandom:
+		t.emit(ResetTimer{Timer: ElectionTimer, After: t.randomElectionTimeout()})
+	case timerZero:
+		t.emit(ResetTimer{Timer: ElectionTimer, After: 0})
+	case timerKeep:
+		if !owns(timersOf(t.from, true), ElectionTimer) {
+			t.emit(ResetTimer{Timer: ElectionTimer, After: t.randomElectionTimeout()})
+		}
+	}
+}
+
+// toFollower moves to Follower of leader in epoch (Kafka's
+// transitionToFollower): durable, vote kept within the same epoch, fetch
+// timer T_f, and the first Fetch goes out at once.
+func (t *stepper) toFollower(epoch Epoch, leader NodeID, reason string) {
+	voted := NoReplica
+	if epoch == t.s.epoch {
+		voted = t.s.voted
+	}
+	t.become(Follower, epoch, leader, voted, true, reason)
+	t.enterFollower()
+}
+
+func (t *stepper) enterFollower() {
+	t.s.endpoints = true
+	t.emit(t.s.c.resetFetch)
+	t.emit(t.fetchRequest(t.s.leader))
+}
+
+// toProspective starts a pre-vote in the current epoch (Kafka's
+// transitionToProspective): memory only; leader, endpoints and vote are
+// kept; a fresh election timer; pre-votes to every other voter. The only
+// voter goes straight on to Candidate and Leader.
+func (t *stepper) toProspective(reason string) {
+	endpoints := t.s.endpoints
+	t.become(Prospective, t.s.epoch, t.s.leader, t.s.voted, false, reason)
+	t.s.endpoints = endpoints
+	t.s.votes = t.newTally()
+	t.armElection(timerRandom)
+	if t.won() {
+		t.toCandidate("won pre-vote")
+		return
+	}
+	t.requestVotes(true)
+}
+
+// toCandidate bumps the epoch and votes for itself (Kafka's
+// transitionToCandidate): durable, fresh election timer, standard votes to
+// every other voter. The only voter goes straight on to Leader.
+func (t *stepper) toCandidate(reason string) {
+	t.become(Candidate, t.s.epoch+1, NoNode, t.s.c.local, true, reason)
+	t.s.votes = t.newTally()
+	t.armElection(timerRandom)
+	if t.maybeWin() {
+		return
+	}
+	t.requestVotes(false)
+}
+
+// maybeWin makes a Candidate whose tally has a majority Leader.
+func (t *stepper) maybeWin() bool {
+	if t.s.role != Candidate || !t.won() {
+		return false
+	}
+	t.toLeader()
+	return true
+}
+
+// newTally is a nominee's election with only its own vote granted.
+func (t *stepper) newTally() []vote {
+	votes := make([]vote, len(t.s.c.voters))
+	votes[t.s.c.localIndex] = voteGranted
+	return votes
+}
+
+func (t *stepper) count() (granted, unrecorded int) {
+	for _, v := range t.s.votes {
+		switch v {
+		case voteGranted:
+			granted++
+		case voteUnrecorded:
+			unrecorded++
+		case voteRejected:
+		}
+	}
+	return granted, unrecorded
+}
+
+func (t *stepper) won() bool {
+	granted, _ := t.count()
+	return granted >= t.s.c.majority()
+}
+
+// electionLost: even the voters that have not answered cannot make a
+// majority (Kafka's EpochElection.isVoteRejected).
+func (t *stepper) electionLost() bool {
+	if t.s.votes == nil {
+		return false
+	}
+	granted, unrecorded := t.count()
+	return granted+unrecorded < t.s.c.majority()
+}
+
+// requestVotes sends a Vote request to every other voter.
+func (t *stepper) requestVotes(preVote bool) {
+	for i, v := range t.s.c.voters {
+		if i == t.s.c.localIndex {
+			continue
+		}
+		t.emit(t.voteRequest(v, preVote))
+	}
+}
+
+func (t *stepper) voteRequest(to ReplicaKey, preVote bool) SendVoteRequest {
+	return SendVoteRequest{
+		To:              to,
+		ClusterID:       t.s.c.clusterID,
+		CandidateEpoch:  t.s.epoch,
+		Candidate:       t.s.c.local,
+		CandidateLogEnd: t.s.log.end,
+		PreVote:         preVote,
+	}
+}
+
+func (t *stepper) fetchRequest(to NodeID) SendFetch {
+	return SendFetch{
+		To:                 to,
+		ClusterID:          t.s.c.clusterID,
+		CurrentLeaderEpoch: t.s.epoch,
+		FetchOffset:        t.s.log.end.Offset,
+		FetchEpoch:         t.s.log.end.Epoch,
+		HighWatermark:      t.s.hwm,
+	}
+}
+
+// clusterOK is Kafka's hasValidClusterId: a request without a cluster id is
+// accepted, otherwise it must be ours. A replica configured without one
+// accepts any.
+func (t *stepper) clusterOK(id uuid.NullUUID) bool {
+	return !id.Valid || !t.s.c.clusterID.Valid || id.UUID == t.s.c.clusterID.UUID
+}
+
+// validateVoterOnly is Kafka's validateVoterOnlyRequest (Vote,
+// BeginQuorumEpoch, EndQuorumEpoch).
+func (t *stepper) validateVoterOnly(remote NodeID, epoch Epoch) ErrorCode {
+	switch {
+	case epoch < t.s.epoch:
+		return ErrFencedLeaderEpoch
+	case remote < 0:
+		return ErrInvalidRequest
+	}
+	return ErrNone
+}
+
+// validateLeaderOnly is Kafka's validateLeaderOnlyRequest (Fetch,
+// FetchSnapshot).
+func (t *stepper) validateLeaderOnly(epoch Epoch) ErrorCode {
+	switch {
+	case epoch < t.s.epoch:
+		return ErrFencedLeaderEpoch
+	case epoch > t.s.epoch:
+		return ErrUnknownLeaderEpoch
+	case t.s.role != Leader:
+		return ErrNotLeaderOrFollower
+	}
+	return ErrNone
+}
+
+// validVoterKey is Kafka's isValidVoterKey: a request addressed to a voter
+// key must be addressed to us.
+func (t *stepper) validVoterKey(id NodeID, dir uuid.UUID) bool {
+	if id < 0 {
+		return true
+	}
+	l := t.s.c.local
+	return l.ID >= 0 && id == l.ID && (dir == uuid.Nil || dir == l.DirectoryID)
+}
+
+// consistentLeader is Kafka's hasConsistentLeader: a message may not name
+// us leader unless we lead that epoch, nor name a second leader for our
+// epoch.
+func (t *stepper) consistentLeader(epoch Epoch, leader NodeID) bool {
+	if leader != NoNode && leader == t.s.c.local.ID {
+		return t.s.role == Leader && epoch == t.s.epoch
+	}
+	return epoch != t.s.epoch || leader == NoNode || t.s.leader == NoNode || leader == t.s.leader
+}
+
+func (t *stepper) inconsistentLeader(epoch Epoch, leader NodeID) {
+	t.failf(fmt.Sprintf("inconsistent leader: a message names %d leader of epoch %d, but this replica is %v", leader, epoch, t.s))
+}
+
+// reconcile is Kafka's maybeTransition: check the named leader for
+// consistency, then follow a newer epoch (or the leader of ours that we did
+// not know or could not reach). It returns false after a fault.
+func (t *stepper) reconcile(epoch Epoch, leader NodeID, reason string) bool {
+	if leader < 0 {
+		leader = NoNode
+	}
+	if !t.consistentLeader(epoch, leader) {
+		t.inconsistentLeader(epoch, leader)
+		return false
+	}
+	switch {
+	case epoch > t.s.epoch && leader != NoNode:
+		t.toFollower(epoch, leader, reason)
+	case epoch > t.s.epoch:
+		t.toUnattached(epoch, NoNode, t.leaveUnattachedTimer(), reason)
+	case epoch == t.s.epoch && leader != NoNode && (t.s.leader == NoNode || !t.s.endpoints):
+		t.toFollower(epoch, leader, reason)
+	}
+	return true
+}
+
+func (t *stepper) onLeaderlessEpoch(e ReceiveLeaderlessEpoch) {
+	if e.Epoch > t.s.epoch {
+		t.toUnattached(e.Epoch, NoNode, t.leaveUnattachedTimer(), "leaderless epoch")
+	}
+}
+
+func (t *stepper) onLogAppended(e LogAppended) {
+	view, ok := t.s.log.appended(e.End)
+	if !ok || view.end == t.s.log.end {
+		return
+	}
+	t.s.log = view
+	if t.s.role == Leader {
+		t.updateLeaderEnd()
+	}
+}

@@ -1,0 +1,214 @@
+package kraft
+
+// Elections: the election timer, Vote requests and Vote responses
+// (KIP-595, KIP-996 Pre-Vote; spec sections 5.1 and 6).
+
+// onElectionTimeout: Kafka's pollUnattached, pollProspective, pollCandidate
+// and pollResigned when the election timer has expired.
+func (t *stepper) onElectionTimeout() {
+	switch t.s.role {
+	case Unattached:
+		if t.s.c.isVoter() {
+			t.toProspective("election timeout")
+		}
+	case Prospective:
+		// The remaining time handed to Unattached is 0 at expiry, so the
+		// replica campaigns again at once with a fresh pre-vote round
+		// (spec 3.1; prospectiveTransitionAfterElectionLoss).
+		t.afterElectionLoss(timerZero, "pre-vote timed out")
+	case Candidate:
+		// KAFKA-18345: no backoff; a Candidate that did not win in time
+		// goes back to a pre-vote in the same epoch.
+		t.toProspective("election timeout")
+	case Resigned:
+		t.toUnattached(t.s.epoch+1, NoNode, timerZero, "resigned leader's election timeout")
+	case Leader, Follower:
+	}
+}
+
+// afterElectionLoss is Kafka's prospectiveTransitionAfterElectionLoss: a
+// Prospective that knows a reachable leader follows it again; otherwise it
+// is Unattached in the same epoch, keeping the leader id and the vote.
+func (t *stepper) afterElectionLoss(timer electionTimer, reason string) {
+	if t.s.leader != NoNode && t.s.endpoints {
+		t.toFollower(t.s.epoch, t.s.leader, reason)
+		return
+	}
+	t.toUnattached(t.s.epoch, t.s.leader, timer, reason)
+}
+
+// onVoteRequest is Kafka's handleVoteRequest, step by step (spec 6.2).
+func (t *stepper) onVoteRequest(e ReceiveVoteRequest) {
+	respond := func(code ErrorCode, granted bool) {
+		t.emit(SendVoteResponse{To: e.From, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader, VoteGranted: granted})
+	}
+	if !t.clusterOK(e.ClusterID) {
+		respond(ErrInconsistentClusterID, false)
+		return
+	}
+	last := e.CandidateLogEnd
+	// A candidate has bumped its epoch, so its last record is older than
+	// its epoch; a pre-vote asks in its current epoch.
+	if last.Offset < 0 || last.Epoch < 0 ||
+		(!e.PreVote && last.Epoch >= e.CandidateEpoch) ||
+		(e.PreVote && last.Epoch > e.CandidateEpoch) {
+		respond(ErrInvalidRequest, false)
+		return
+	}
+	if code := t.validateVoterOnly(e.Candidate, e.CandidateEpoch); code != ErrNone {
+		respond(code, false)
+		return
+	}
+	if e.CandidateEpoch > t.s.epoch {
+		// Even a pre-vote moves us to the newer epoch, before the voter-key
+		// check (Kafka's handleVoteRequest).
+		t.toUnattached(e.CandidateEpoch, NoNode, t.leaveUnattachedTimer(), "vote request with a newer epoch")
+	}
+	if !t.validVoterKey(e.VoterID, e.VoterDirectoryID) {
+		respond(ErrInvalidVoterKey, false)
+		return
+	}
+	candidate := ReplicaKey{ID: e.Candidate, DirectoryID: e.CandidateDirectoryID}
+	upToDate := last.Compare(t.s.log.end) >= 0
+	granted := t.canGrantVote(candidate, upToDate, e.PreVote)
+	if granted && !e.PreVote && t.s.voted.ID == NoNode {
+		t.recordVote(candidate)
+	}
+	respond(ErrNone, granted)
+}
+
+// canGrantVote is each role's answer to a vote request (Kafka's
+// EpochState.canGrantVote, spec 6.3).
+func (t *stepper) canGrantVote(candidate ReplicaKey, upToDate, preVote bool) bool {
+	s := &t.s
+	switch s.role {
+	case Unattached, Prospective:
+		switch {
+		case preVote:
+			return upToDate
+		case s.voted.ID != NoNode:
+			// An idempotent re-grant to the same key; the log is not
+			// checked again.
+			return s.voted.Matches(candidate)
+		case s.leader != NoNode:
+			return false
+		case s.c.local.ID == NoNode || candidate.ID == s.c.local.ID:
+			// A replica without an id cannot persist a vote, and a
+			// replica never grants itself a vote by request (Kafka throws
+			// in both cases).
+			return false
+		}
+		return upToDate
+	case Candidate, Resigned:
+		return preVote && upToDate
+	case Follower:
+		// KIP-996: a Follower rejects pre-votes once it has fetched from
+		// its leader, unless that leader has since resigned (decision 3,
+		// the fix proposed in KAFKA-20895).
+		return preVote && upToDate && (!s.fetched || s.leaderResigned)
+	case Leader:
+	}
+	return false
+}
+
+// recordVote persists a granted standard vote (Kafka's
+// unattachedAddVotedState and prospectiveAddVotedState). A Prospective
+// starts over with a fresh tally and asks again the voters that had
+// answered (their connections are free; the others are still in flight).
+func (t *stepper) recordVote(candidate ReplicaKey) {
+	t.s.voted = candidate
+	t.emit(Persist{Record: t.s.Record()})
+	if !t.s.c.isVoter() {
+		return
+	}
+	t.armElection(timerRandom)
+	if t.s.role != Prospective {
+		return
+	}
+	old := t.s.votes
+	t.s.votes = t.newTally()
+	for i, v := range t.s.c.voters {
+		if i != t.s.c.localIndex && old[i] != voteUnrecorded {
+			t.emit(t.voteRequest(v, true))
+		}
+	}
+}
+
+// onVoteResponse is Kafka's handleVoteResponse (spec 6.4).
+func (t *stepper) onVoteResponse(e ReceiveVoteResponse) {
+	if e.Error == ErrUnsupportedVersion && t.s.role == Prospective {
+		// The voter predates Vote v2: skip the pre-vote.
+		t.toCandidate("voter does not support pre-vote")
+		return
+	}
+	if t.s.role == Prospective && e.LeaderID >= 0 && e.LeaderID == t.s.c.local.ID {
+		// KAFKA-16281: a Prospective ignores a response that names it
+		// leader instead of failing.
+		return
+	}
+	if !t.commonResponse(e.Epoch, e.LeaderID, e.Error) || e.Error != ErrNone {
+		return
+	}
+	if t.s.role != Prospective && t.s.role != Candidate {
+		return
+	}
+	i := voterIndex(t.s.c.voters, ReplicaKey{ID: e.From})
+	if i < 0 || i == t.s.c.localIndex {
+		return
+	}
+	verdict := voteRejected
+	if e.VoteGranted {
+		verdict = voteGranted
+	}
+	prev := t.s.votes[i]
+	if prev == verdict || (t.s.role == Candidate && prev != voteUnrecorded) {
+		// A repeat changes nothing; a Candidate never changes a recorded
+		// verdict (Kafka throws, we ignore).
+		return
+	}
+	votes := make([]vote, len(t.s.votes))
+	copy(votes, t.s.votes)
+	votes[i] = verdict
+	t.s.votes = votes
+	switch {
+	case verdict == voteGranted && t.won() && t.s.role == Prospective:
+		t.toCandidate("won pre-vote")
+	case verdict == voteGranted && t.won():
+		t.toLeader()
+	case verdict == voteRejected && t.electionLost() && t.s.role == Prospective:
+		t.afterElectionLoss(timerRandom, "lost pre-vote")
+	}
+	// A Candidate that lost waits for its election timer (KAFKA-18345).
+}
+
+// commonResponse is Kafka's maybeHandleCommonResponse (spec 4.3) for a
+// response carrying the responder's epoch, leader and error. It returns
+// true when the API-specific handling should go on.
+func (t *stepper) commonResponse(epoch Epoch, leader NodeID, code ErrorCode) bool {
+	if leader < 0 {
+		leader = NoNode
+	}
+	switch {
+	case epoch < t.s.epoch || code == ErrUnknownLeaderEpoch:
+		return false
+	case epoch > t.s.epoch || code == ErrFencedLeaderEpoch || code == ErrNotLeaderOrFollower:
+		t.reconcile(epoch, leader, "response with a newer epoch")
+		return false
+	}
+	if leader != NoNode {
+		if !t.consistentLeader(epoch, leader) {
+			t.inconsistentLeader(epoch, leader)
+			return false
+		}
+		if t.s.leader == NoNode {
+			t.toFollower(epoch, leader, "response names the leader")
+		}
+	}
+	switch code {
+	case ErrNone:
+		return true
+	case ErrInvalidRequest:
+		t.failf("a response says our request of the current epoch was invalid")
+	}
+	return false
+}
