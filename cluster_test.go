@@ -20,7 +20,7 @@ type testCluster struct {
 	queue  []envelope
 	down   map[NodeID]bool // messages to and from these are dropped
 	faults []Fault
-	parked []envelope // fetches a leader holds until it has news (long poll)
+	parked []envelope          // fetches a leader holds until it has news (long poll)
 	fetch  map[NodeID]envelope // each node's latest fetch request
 }
 
