@@ -113,9 +113,27 @@ func (t *stepper) onFetchTimeout() {
 }
 
 // onFetchResponse is Kafka's handleFetchResponse (spec 9.2). The host has
-// already appended the records the response carried and reported them with
-// LogAppended.
+// already appended the records the response carried (when AcceptsRecords
+// said so) and reported them with LogAppended.
+//
+// The next Fetch is sent once, at the end of the step, from the final
+// position: a transition to Follower on the way (an Unattached replica
+// attaching to the leader the response names) does not send its own, so at
+// most one Fetch is in flight (spec 12.11).
 func (t *stepper) onFetchResponse(e ReceiveFetchResponse) {
+	t.deferFetch = true
+	t.processFetchResponse(e)
+	if t.fault == "" && t.s.role == Follower {
+		if t.fetchTimerDue {
+			t.emit(t.s.c.resetFetch)
+		}
+		if t.fetchDue {
+			t.emit(t.fetchRequest(t.s.leader))
+		}
+	}
+}
+
+func (t *stepper) processFetchResponse(e ReceiveFetchResponse) {
 	leader := e.LeaderID
 	if leader < 0 {
 		leader = NoNode
@@ -154,17 +172,35 @@ func (t *stepper) onFetchResponse(e ReceiveFetchResponse) {
 		if e.Snapshot.Offset < 0 || e.Snapshot.Epoch < 0 {
 			return
 		}
-		// The host downloads the snapshot with FetchSnapshot (decision 8).
+		// The host downloads the snapshot with FetchSnapshot (decision 8):
+		// no next Fetch.
 		t.s.fetched = true
-		t.emit(t.s.c.resetFetch)
+		t.fetchTimerDue, t.fetchDue = true, false
 		return
-	case e.HighWatermark >= 0:
-		if hwm := min64(t.s.log.end.Offset, e.HighWatermark); hwm > t.s.hwm {
-			t.s.hwm = hwm
-			t.emit(HighWatermarkChanged{HighWatermark: hwm})
+	default:
+		t.accepted = true
+		if e.HighWatermark >= 0 {
+			if hwm := min64(t.s.log.end.Offset, e.HighWatermark); hwm > t.s.hwm {
+				t.s.hwm = hwm
+				t.emit(HighWatermarkChanged{HighWatermark: hwm})
+			}
 		}
 	}
 	t.s.fetched = true
-	t.emit(t.s.c.resetFetch)
-	t.emit(t.fetchRequest(t.s.leader))
+	t.fetchTimerDue, t.fetchDue = true, true
+}
+
+// AcceptsRecords reports whether stepping r would take the records it
+// carries: r answers this Follower's fetch from its leader in its epoch
+// (or makes an Unattached replica attach to that leader), with no error,
+// no diverging point and no snapshot. A host appends a Fetch response's
+// records, and reports them with LogAppended, only when this is true, and
+// then steps r (Kafka appends only after these checks).
+func (s State) AcceptsRecords(r ReceiveFetchResponse) bool {
+	if s.c == nil {
+		return false
+	}
+	t := stepper{s: s}
+	t.onFetchResponse(r)
+	return t.accepted && t.fault == ""
 }

@@ -20,6 +20,9 @@ func (t *stepper) toLeader() {
 	n := len(t.s.c.voters)
 	t.s.endpoints = true
 	t.s.epochStart = t.s.log.end.Offset
+	// A new leader's high watermark starts unknown, so that the one it
+	// exposes never goes backwards (Kafka's transitionToLeader).
+	t.s.hwm = -1
 	t.s.replicas = make([]replica, n)
 	for i := range t.s.replicas {
 		t.s.replicas[i].end = -1
@@ -65,10 +68,6 @@ func (t *stepper) onFetch(e ReceiveFetch) {
 		respond(code, -1, nil)
 		return
 	}
-	if e.From >= 0 && e.From == t.s.c.local.ID {
-		t.failf("a Fetch carries the leader's own replica id")
-		return
-	}
 	// RaftLog.validateOffsetAndEpoch, without snapshots: the log starts at
 	// offset 0, so a fetch from 0 is always valid.
 	var diverging *LogOffsetMetadata
@@ -78,12 +77,18 @@ func (t *stepper) onFetch(e ReceiveFetch) {
 			diverging = &LogOffsetMetadata{Offset: end, Epoch: epoch}
 		}
 	}
+	if diverging == nil && e.From >= 0 && e.From == t.s.c.local.ID {
+		// Kafka's updateReplicaState throws for a fetch carrying the
+		// leader's own id and the request gets UNKNOWN_SERVER_ERROR.
+		respond(ErrUnknownServerError, -1, nil)
+		return
+	}
 	if diverging == nil && e.From >= 0 {
 		// Only a valid fetch moves the voter's position and counts for
 		// check-quorum (spec 16.9).
 		t.fetchedBy(ReplicaKey{ID: e.From, DirectoryID: e.FromDirectoryID}, e.FetchOffset, true)
 	}
-	respond(ErrNone, t.leaderHighWatermark(), diverging)
+	respond(ErrNone, t.s.hwm, diverging)
 }
 
 // onFetchSnapshot is Kafka's handleFetchSnapshotRequest as far as the state
@@ -177,16 +182,6 @@ func (t *stepper) endOf(i int) int64 {
 		return t.s.log.end.Offset
 	}
 	return t.s.replicas[i].end
-}
-
-// leaderHighWatermark is what the leader reports: its high watermark once
-// it has committed a record of its own epoch, -1 before (Kafka's leader
-// state starts with no high watermark).
-func (t *stepper) leaderHighWatermark() int64 {
-	if t.s.hwm > t.s.epochStart {
-		return t.s.hwm
-	}
-	return -1
 }
 
 // updateLeaderEnd: the leader's own log grew; it counts in the high

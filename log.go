@@ -67,10 +67,12 @@ func (v logView) appended(end LogEnd) (logView, bool) {
 
 // endOffsetForEpoch returns the largest local epoch not greater than epoch
 // and the offset where it ends (the start of the next epoch, or the log end).
-// With no such epoch it returns epoch 0 and the start of the first epoch.
+// With no such epoch it returns the requested epoch itself and the start of
+// the first epoch, as Kafka's LeaderEpochFileCache.endOffsetFor does ("the
+// requested epoch is smaller than any known epoch").
 // Kafka's ReplicatedLog.endOffsetForEpoch (without snapshots).
 func (v logView) endOffsetForEpoch(epoch Epoch) (Epoch, int64) {
-	lower := Epoch(0)
+	lower := epoch
 	for _, e := range v.epochs {
 		if e.Epoch > epoch {
 			return lower, e.StartOffset
@@ -90,7 +92,11 @@ func (v logView) truncated(offset int64) logView {
 	for n > 0 && v.epochs[n-1].StartOffset >= offset {
 		n--
 	}
-	v.epochs = v.epochs[:n:n]
+	if n == 0 {
+		v.epochs = nil
+	} else {
+		v.epochs = v.epochs[:n:n]
+	}
 	v.end = LogEnd{Offset: offset}
 	if n > 0 {
 		v.end.Epoch = v.epochs[n-1].Epoch

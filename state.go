@@ -197,9 +197,14 @@ func NewState(cfg Config, record *QuorumRecord, log LogState) (State, []Action, 
 		s.role, s.epoch = Unattached, view.end.Epoch
 	case rec.LeaderID != NoNode && rec.LeaderID == c.local.ID:
 		s.role, s.epoch, s.leader, s.endpoints = Resigned, rec.Epoch, c.local.ID, true
-	case rec.HasVote() && rec.VotedKey.Matches(c.local) && c.isVoter():
+	case rec.HasVote() && rec.VotedKey.Matches(c.local) && c.isVoter() && rec.LeaderID == NoNode:
+		// Kafka restarts any self-vote as Candidate, even when the record
+		// also names the epoch's leader (a Candidate that lost and followed
+		// keeps its vote). Such a Candidate may hold records of its own
+		// epoch, so its vote requests are illegal and the answers fatal;
+		// kraft follows the named leader instead (docs/design.md D17).
 		s.role, s.epoch, s.voted = Candidate, rec.Epoch, rec.VotedKey
-	case rec.LeaderID != NoNode && voterIndex(c.voters, ReplicaKey{ID: rec.LeaderID}) >= 0:
+	case rec.LeaderID != NoNode && voterByID(c.voters, rec.LeaderID) >= 0:
 		s.role, s.epoch, s.leader, s.voted, s.endpoints = Follower, rec.Epoch, rec.LeaderID, rec.VotedKey, true
 	default:
 		// Kafka keeps a stored leader it cannot reach as Unattached with a
@@ -210,30 +215,32 @@ func NewState(cfg Config, record *QuorumRecord, log LogState) (State, []Action, 
 
 	t := stepper{s: s}
 	t.emit(Persist{Record: t.s.Record()})
-	switch t.s.role {
-	case Unattached:
-		t.enterUnattached(timerRandom)
-	case Candidate:
-		t.s.votes = t.newTally()
-		t.emit(ResetTimer{Timer: ElectionTimer, After: t.randomElectionTimeout()})
-		t.requestVotes(false)
-	case Follower:
-		t.enterFollower()
-	case Resigned:
-		t.emit(ResetTimer{Timer: ElectionTimer, After: t.randomElectionTimeout()})
-		t.sendEndQuorumEpoch(nil)
-	case Prospective, Leader:
-		// Never restored (Kafka: a replica never starts as Leader).
-	}
 	if c.isVoter() && len(c.voters) == 1 {
 		// Kafka's initialize: the only voter elects itself at once.
 		switch t.s.role {
 		case Unattached, Follower, Resigned:
 			t.toProspective("only voter")
 		case Candidate:
+			t.s.votes = t.newTally()
 			t.maybeWin()
 		case Prospective, Leader:
 		}
+		return t.s, t.acts, nil
+	}
+	switch t.s.role {
+	case Unattached:
+		t.enterUnattached(timerRandom)
+	case Candidate:
+		t.s.votes = t.newTally()
+		t.armElection(timerRandom)
+		t.requestVotes(false)
+	case Follower:
+		t.enterFollower()
+	case Resigned:
+		t.armElection(timerRandom)
+		t.sendEndQuorumEpoch(nil)
+	case Prospective, Leader:
+		// Never restored (Kafka: a replica never starts as Leader).
 	}
 	return t.s, t.acts, nil
 }

@@ -69,6 +69,14 @@ type stepper struct {
 	base  int
 	from  Role // the role the latest transition of this step left
 	fault string
+
+	// Fetch responses: a Follower entered during the step defers its first
+	// Fetch to the end of the step (deferFetch); the timer reset and the
+	// Fetch still due; whether the response's records were taken.
+	deferFetch    bool
+	fetchTimerDue bool
+	fetchDue      bool
+	accepted      bool
 }
 
 func (t *stepper) emit(a Action) { t.acts = append(t.acts, a) }
@@ -87,6 +95,9 @@ func (t *stepper) randomElectionTimeout() time.Duration {
 	t.s.rng, r = nextRand(t.s.rng)
 	return te + time.Duration(r%uint64(te))
 }
+
+// maxEpoch is the largest epoch; a replica never bumps past it.
+const maxEpoch = Epoch(1<<31 - 1)
 
 // Timers each role owns. A transition stops the old role's timers that the
 // new role does not own.
@@ -213,6 +224,10 @@ func (t *stepper) toFollower(epoch Epoch, leader NodeID, reason string) {
 
 func (t *stepper) enterFollower() {
 	t.s.endpoints = true
+	if t.deferFetch {
+		t.fetchTimerDue, t.fetchDue = true, true
+		return
+	}
 	t.emit(t.s.c.resetFetch)
 	t.emit(t.fetchRequest(t.s.leader))
 }
@@ -238,6 +253,11 @@ func (t *stepper) toProspective(reason string) {
 // transitionToCandidate): durable, fresh election timer, standard votes to
 // every other voter. The only voter goes straight on to Leader.
 func (t *stepper) toCandidate(reason string) {
+	if t.s.epoch == maxEpoch {
+		// The epoch cannot be bumped (only reachable with forged epochs);
+		// stay rather than wrap around.
+		return
+	}
 	t.become(Candidate, t.s.epoch+1, NoNode, t.s.c.local, true, reason)
 	t.s.votes = t.newTally()
 	t.armElection(timerRandom)
@@ -371,7 +391,7 @@ func (t *stepper) validVoterKey(id NodeID, dir uuid.UUID) bool {
 // epoch.
 func (t *stepper) consistentLeader(epoch Epoch, leader NodeID) bool {
 	if leader != NoNode && leader == t.s.c.local.ID {
-		return t.s.role == Leader && epoch == t.s.epoch
+		return t.s.role == Leader
 	}
 	return epoch != t.s.epoch || leader == NoNode || t.s.leader == NoNode || leader == t.s.leader
 }
@@ -392,6 +412,13 @@ func (t *stepper) reconcile(epoch Epoch, leader NodeID, reason string) bool {
 		return false
 	}
 	switch {
+	case leader != NoNode && leader == t.s.c.local.ID:
+		if epoch != t.s.epoch {
+			// A Leader told it leads another epoch: Kafka's
+			// transitionToFollower refuses to follow itself.
+			t.inconsistentLeader(epoch, leader)
+			return false
+		}
 	case epoch > t.s.epoch && leader != NoNode:
 		t.toFollower(epoch, leader, reason)
 	case epoch > t.s.epoch:

@@ -119,6 +119,7 @@ type ErrorCode int16
 
 // The Kafka error codes KRaft's quorum RPCs use.
 const (
+	ErrUnknownServerError         ErrorCode = -1
 	ErrNone                       ErrorCode = 0
 	ErrUnknownTopicOrPartition    ErrorCode = 3
 	ErrNotLeaderOrFollower        ErrorCode = 6
@@ -135,6 +136,7 @@ const (
 )
 
 var errorNames = map[ErrorCode]string{
+	ErrUnknownServerError:         "UNKNOWN_SERVER_ERROR",
 	ErrNone:                       "NONE",
 	ErrUnknownTopicOrPartition:    "UNKNOWN_TOPIC_OR_PARTITION",
 	ErrNotLeaderOrFollower:        "NOT_LEADER_OR_FOLLOWER",
@@ -270,6 +272,21 @@ func voterIndex(voters []ReplicaKey, key ReplicaKey) int {
 	}
 	for i, v := range voters {
 		if v.Matches(key) {
+			return i
+		}
+	}
+	return -1
+}
+
+// voterByID returns the index of the voter with node id id, or -1. Messages
+// that carry no directory id (Vote responses, a stored leader id) are
+// matched by id alone, as Kafka's EpochElection and voter-set lookups do.
+func voterByID(voters []ReplicaKey, id NodeID) int {
+	if id < 0 {
+		return -1
+	}
+	for i, v := range voters {
+		if v.ID == id {
 			return i
 		}
 	}

@@ -21,6 +21,9 @@ func (t *stepper) onElectionTimeout() {
 		// goes back to a pre-vote in the same epoch.
 		t.toProspective("election timeout")
 	case Resigned:
+		if t.s.epoch == maxEpoch {
+			return
+		}
 		t.toUnattached(t.s.epoch+1, NoNode, timerZero, "resigned leader's election timeout")
 	case Leader, Follower:
 	}
@@ -143,7 +146,9 @@ func (t *stepper) onVoteResponse(e ReceiveVoteResponse) {
 	}
 	if t.s.role == Prospective && e.LeaderID >= 0 && e.LeaderID == t.s.c.local.ID {
 		// KAFKA-16281: a Prospective ignores a response that names it
-		// leader instead of failing.
+		// leader instead of failing. This happens to a replica that lost
+		// its disk: it led an epoch it no longer remembers, and voters still
+		// name it (any epoch, any error code).
 		return
 	}
 	if !t.commonResponse(e.Epoch, e.LeaderID, e.Error) || e.Error != ErrNone {
@@ -152,7 +157,10 @@ func (t *stepper) onVoteResponse(e ReceiveVoteResponse) {
 	if t.s.role != Prospective && t.s.role != Candidate {
 		return
 	}
-	i := voterIndex(t.s.c.voters, ReplicaKey{ID: e.From})
+	// The tally is keyed by node id, as Kafka's EpochElection is: a Vote
+	// response carries no directory id, so voterIndex (which needs the
+	// stored directory id when there is one) would never match.
+	i := voterByID(t.s.c.voters, e.From)
 	if i < 0 || i == t.s.c.localIndex {
 		return
 	}
