@@ -1,0 +1,780 @@
+package kraft
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// Election scenario tests: the election timer (spec 5.1, 10.1), epochs
+// without a leader (10.11), timer ownership (3, 3.1) and whole elections on
+// the testCluster host. Vote requests and responses are in vote_test.go.
+//
+// Every state is built by stepping real events from NewState; the vt
+// helpers below do that and check each step lands where it should.
+
+var (
+	vtDirB    = uuid.MustParse("00000000-0000-0000-0000-00000000000b")
+	vtCluster = uuid.NullUUID{UUID: uuid.MustParse("11111111-2222-3333-4444-555555555555"), Valid: true}
+)
+
+// vtKey is the key of id without a directory id.
+func vtKey(id NodeID) ReplicaKey { return ReplicaKey{ID: id} }
+
+// vtRC is a RoleChanged without its free-text reason (vtActs drops it).
+func vtRC(from, to Role, epoch Epoch, leader NodeID) RoleChanged {
+	return RoleChanged{From: from, To: to, Epoch: epoch, LeaderID: leader}
+}
+
+// vtActs asserts the exact actions, in order, ignoring the free-text reason
+// of RoleChanged (it is for humans) but requiring that there is one.
+func vtActs(t *testing.T, want, got []Action) {
+	t.Helper()
+	norm := make([]Action, len(got))
+	for i, a := range got {
+		if rc, ok := a.(RoleChanged); ok {
+			require.NotEmpty(t, rc.Reason, "RoleChanged without a reason: %+v", rc)
+			rc.Reason = ""
+			a = rc
+		}
+		norm[i] = a
+	}
+	require.Equal(t, want, norm)
+}
+
+// vtRand returns the After of acts[i], which must be a ResetTimer of the
+// election timer with a random election timeout in [T_e, 2*T_e).
+func vtRand(t *testing.T, acts []Action, i int) time.Duration {
+	t.Helper()
+	require.Greater(t, len(acts), i, "actions: %+v", acts)
+	rt, ok := acts[i].(ResetTimer)
+	require.True(t, ok, "action %d is %T, want ResetTimer: %+v", i, acts[i], acts)
+	require.Equal(t, ElectionTimer, rt.Timer, "actions: %+v", acts)
+	require.GreaterOrEqual(t, rt.After, testTe, "election timeout below T_e")
+	require.Less(t, rt.After, 2*testTe, "election timeout not below 2*T_e")
+	return rt.After
+}
+
+func vtElection(d time.Duration) ResetTimer { return ResetTimer{Timer: ElectionTimer, After: d} }
+
+var (
+	vtFetchTimer = ResetTimer{Timer: FetchTimer, After: testTf}
+	vtCheckTimer = ResetTimer{Timer: CheckQuorumTimer, After: testTf * 3 / 2}
+	vtBeginTimer = ResetTimer{Timer: BeginQuorumEpochTimer, After: testTf / 2}
+)
+
+// vtFault asserts that a step proved the cluster inconsistent: one Fault
+// action and the input state returned unchanged.
+func vtFault(t *testing.T, before, after State, acts []Action) {
+	t.Helper()
+	require.Len(t, acts, 1, "actions: %+v", acts)
+	f, ok := acts[0].(Fault)
+	require.True(t, ok, "want a Fault, got %+v", acts)
+	require.NotEmpty(t, f.Reason)
+	require.Equal(t, before, after, "a Fault must leave the state unchanged")
+}
+
+// vtIs asserts role, epoch, leader, vote and the record the state stands
+// for (what its last Persist wrote, or would have written).
+func vtIs(t *testing.T, s State, role Role, epoch Epoch, leader NodeID, voted ReplicaKey) {
+	t.Helper()
+	require.Equal(t, role, s.Role(), "state %v", s)
+	require.Equal(t, epoch, s.Epoch(), "state %v", s)
+	require.Equal(t, leader, s.Leader(), "state %v", s)
+	v, ok := s.VotedKey()
+	require.Equal(t, voted, v, "state %v", s)
+	require.Equal(t, voted.ID != NoNode, ok, "state %v", s)
+	require.Equal(t, QuorumRecord{Epoch: epoch, LeaderID: leader, VotedKey: voted}, s.Record(), "state %v", s)
+}
+
+// vtWithLog restarts a replica whose record holds only epoch (no leader, no
+// vote) and whose log ends at end, all in end.Epoch: Unattached(epoch).
+func vtWithLog(t *testing.T, cfg Config, epoch Epoch, end LogEnd) State {
+	t.Helper()
+	s, _ := restart(t, cfg, QuorumRecord{Epoch: epoch, LeaderID: NoNode, VotedKey: NoReplica}, LogState{End: end})
+	require.Equal(t, Unattached, s.Role())
+	return s
+}
+
+// vtUnattachedAt is a fresh replica moved to Unattached(epoch) by a
+// response announcing that epoch without a leader.
+func vtUnattachedAt(t *testing.T, cfg Config, epoch Epoch) State {
+	t.Helper()
+	s, _ := step(t, start(t, cfg), ReceiveLeaderlessEpoch{From: cfg.Voters[0].ID, Epoch: epoch})
+	vtIs(t, s, Unattached, epoch, NoNode, NoReplica)
+	return s
+}
+
+// vtProspective runs the election timer of an Unattached voter.
+func vtProspective(t *testing.T, s State) State {
+	t.Helper()
+	s, _ = step(t, s, ElectionTimeout{})
+	require.Equal(t, Prospective, s.Role())
+	return s
+}
+
+// vtGrantUntil feeds granted Vote responses from the other voters, in voter
+// order, until the state reaches role.
+func vtGrantUntil(t *testing.T, s State, role Role) State {
+	t.Helper()
+	for _, v := range s.Voters() {
+		if s.Role() == role {
+			break
+		}
+		if v.ID == s.Local().ID {
+			continue
+		}
+		s, _ = step(t, s, ReceiveVoteResponse{From: v.ID, Epoch: s.Epoch(), VoteGranted: true, LeaderID: NoNode})
+	}
+	require.Equal(t, role, s.Role(), "state %v", s)
+	return s
+}
+
+// vtCandidate wins the pre-vote of an Unattached or Prospective voter.
+func vtCandidate(t *testing.T, s State) State {
+	t.Helper()
+	if s.Role() != Prospective {
+		s = vtProspective(t, s)
+	}
+	return vtGrantUntil(t, s, Candidate)
+}
+
+// vtLeader wins the whole election of an Unattached or Prospective voter.
+func vtLeader(t *testing.T, s State) State {
+	t.Helper()
+	return vtGrantUntil(t, vtCandidate(t, s), Leader)
+}
+
+// vtResigned is a leader that resigned.
+func vtResigned(t *testing.T, s State) State {
+	t.Helper()
+	s, _ = step(t, vtLeader(t, s), Resign{})
+	require.Equal(t, Resigned, s.Role())
+	return s
+}
+
+// vtFollower follows leader in epoch after its BeginQuorumEpoch.
+func vtFollower(t *testing.T, s State, epoch Epoch, leader NodeID) State {
+	t.Helper()
+	s, _ = step(t, s, ReceiveBeginQuorumEpoch{From: leader, LeaderID: leader, LeaderEpoch: epoch, VoterID: NoNode})
+	require.Equal(t, Follower, s.Role(), "state %v", s)
+	require.Equal(t, leader, s.Leader())
+	return s
+}
+
+// vtFetched is a Follower after a successful (empty) fetch from its leader.
+func vtFetched(t *testing.T, s State) State {
+	t.Helper()
+	s, _ = step(t, s, ReceiveFetchResponse{From: s.Leader(), LeaderID: s.Leader(), LeaderEpoch: s.Epoch(), HighWatermark: -1})
+	require.Equal(t, Follower, s.Role())
+	return s
+}
+
+// vtVoteRequests are the Vote requests (pre-votes or standard) s sends to
+// each of to.
+func vtVoteRequests(s State, preVote bool, to ...ReplicaKey) []Action {
+	out := make([]Action, 0, len(to))
+	for _, k := range to {
+		out = append(out, SendVoteRequest{To: k, ClusterID: s.c.clusterID, CandidateEpoch: s.Epoch(), Candidate: s.Local(), CandidateLogEnd: s.LogEnd(), PreVote: preVote})
+	}
+	return out
+}
+
+// vtFetch is the Fetch s sends to to.
+func vtFetch(s State, to NodeID) SendFetch {
+	return SendFetch{To: to, ClusterID: s.c.clusterID, CurrentLeaderEpoch: s.Epoch(), FetchOffset: s.LogEnd().Offset, FetchEpoch: s.LogEnd().Epoch, HighWatermark: s.HighWatermark()}
+}
+
+func vtCat(parts ...[]Action) []Action {
+	var out []Action
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// ---------------------------------------------------------------------------
+// ElectionTimeout (spec 5.1, 10.1)
+
+// An Unattached voter whose election timer fires starts a pre-vote in its
+// current epoch: memory only (no Persist), leader and vote kept, a fresh
+// random timer, and a pre-vote to every other voter carrying the cluster id,
+// its current (not bumped) epoch, its key and its log end, addressed to the
+// voter's full key.
+// Reference: spec 5.1, 6.1; KafkaRaftClient.pollUnattachedAsVoter,
+// QuorumState.transitionToProspective, buildVoteRequest.
+func TestUnattachedVoterBecomesProspectiveOnElectionTimeout(t *testing.T) {
+	cfg := Config{
+		Local:     ReplicaKey{ID: 1, DirectoryID: dirA},
+		ClusterID: vtCluster,
+		Voters:    []ReplicaKey{{ID: 1, DirectoryID: dirA}, {ID: 2, DirectoryID: vtDirB}, {ID: 3}},
+		Seed:      7,
+	}
+	s := vtWithLog(t, cfg, 3, LogEnd{Offset: 10, Epoch: 2})
+
+	next, acts := step(t, s, ElectionTimeout{})
+
+	vtIs(t, next, Prospective, 3, NoNode, NoReplica)
+	vtActs(t, []Action{
+		vtRC(Unattached, Prospective, 3, NoNode),
+		vtElection(vtRand(t, acts, 1)),
+		SendVoteRequest{To: ReplicaKey{ID: 2, DirectoryID: vtDirB}, ClusterID: vtCluster, CandidateEpoch: 3,
+			Candidate: ReplicaKey{ID: 1, DirectoryID: dirA}, CandidateLogEnd: LogEnd{Offset: 10, Epoch: 2}, PreVote: true},
+		SendVoteRequest{To: ReplicaKey{ID: 3}, ClusterID: vtCluster, CandidateEpoch: 3,
+			Candidate: ReplicaKey{ID: 1, DirectoryID: dirA}, CandidateLogEnd: LogEnd{Offset: 10, Epoch: 2}, PreVote: true},
+	}, acts)
+	require.Empty(t, ofType[Persist](acts), "entering Prospective is memory only")
+}
+
+// A voter that granted a standard vote keeps it when it starts its own
+// pre-vote in the same epoch (the vote binds it for the whole epoch).
+// Reference: spec 4.5 transitionToProspective, 12 invariant 2.
+func TestUnattachedVoterKeepsItsVoteWhenBecomingProspective(t *testing.T) {
+	s := vtWithLog(t, config(1, 1, 2, 3), 3, LogEnd{Offset: 10, Epoch: 2})
+	s, _ = step(t, s, ReceiveVoteRequest{From: 2, VoterID: NoNode, CandidateEpoch: 3, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 10, Epoch: 2}})
+	vtIs(t, s, Unattached, 3, NoNode, vtKey(2))
+
+	next, acts := step(t, s, ElectionTimeout{})
+
+	vtIs(t, next, Prospective, 3, NoNode, vtKey(2))
+	vtActs(t, vtCat([]Action{
+		vtRC(Unattached, Prospective, 3, NoNode),
+		vtElection(vtRand(t, acts, 1)),
+	}, vtVoteRequests(s, true, vtKey(2), vtKey(3))), acts)
+}
+
+// An observer never starts an election; its Unattached state has no
+// election timer, and a stray ElectionTimeout changes nothing.
+// Reference: spec 2.3, 5.1 (Unattached observer: infinite timer).
+func TestUnattachedObserverIgnoresElectionTimeout(t *testing.T) {
+	s := start(t, observerConfig(7, 1, 2, 3))
+	vtIs(t, s, Unattached, 0, NoNode, NoReplica)
+
+	next, acts := step(t, s, ElectionTimeout{})
+
+	require.Empty(t, acts)
+	require.Equal(t, s, next)
+}
+
+// A Prospective whose pre-vote timed out and that knows a reachable leader
+// goes back to following it in the same epoch, with a fresh Follower (fetch
+// timer T_f, first fetch at once, hasFetchedFromLeader cleared so it grants
+// pre-votes again). The record does not change, so nothing is rewritten.
+// Reference: spec 5.1 pollProspective, prospectiveTransitionAfterElectionLoss.
+func TestProspectiveTimeoutFollowsReachableLeader(t *testing.T) {
+	s := vtFetched(t, vtFollower(t, start(t, config(1, 1, 2, 3)), 1, 2))
+	s, _ = step(t, s, FetchTimeout{})
+	vtIs(t, s, Prospective, 1, 2, NoReplica)
+
+	next, acts := step(t, s, ElectionTimeout{})
+
+	vtIs(t, next, Follower, 1, 2, NoReplica)
+	vtActs(t, []Action{
+		vtRC(Prospective, Follower, 1, 2),
+		StopTimer{Timer: ElectionTimer},
+		vtFetchTimer,
+		vtFetch(s, 2),
+	}, acts)
+
+	// A new FollowerState has not fetched yet: it grants an up-to-date pre-vote.
+	_, acts = step(t, next, ReceiveVoteRequest{From: 3, VoterID: NoNode, CandidateEpoch: 1, Candidate: 3, PreVote: true})
+	require.Equal(t, []Action{SendVoteResponse{To: 3, Epoch: 1, LeaderID: 2, VoteGranted: true}}, acts)
+}
+
+// A Prospective whose pre-vote timed out without a reachable leader becomes
+// Unattached in the same epoch, keeping the leader id and the vote, with an
+// election timer of 0 (the Prospective's remaining time), so it campaigns
+// again at once.
+// Reference: spec 3.1 rule 4, 5.1, open question 16.2.
+func TestProspectiveTimeoutWithoutReachableLeaderBecomesUnattached(t *testing.T) {
+	log := LogEnd{Offset: 10, Epoch: 2}
+	cfg := config(1, 1, 2, 3)
+	voted := vtWithLog(t, cfg, 3, log)
+	voted, _ = step(t, voted, ReceiveVoteRequest{From: 2, VoterID: NoNode, CandidateEpoch: 3, Candidate: 2, CandidateLogEnd: log})
+	// Node 9 led epoch 3 but is not in our voter set: its id is known, its
+	// endpoints are not.
+	withLeader, _ := restart(t, cfg, QuorumRecord{Epoch: 3, LeaderID: 9, VotedKey: NoReplica}, LogState{End: log})
+	vtIs(t, withLeader, Unattached, 3, 9, NoReplica)
+
+	cases := []struct {
+		name   string
+		s      State
+		leader NodeID
+		voted  ReplicaKey
+	}{
+		{"no leader, no vote", vtWithLog(t, cfg, 3, log), NoNode, NoReplica},
+		{"with vote", voted, NoNode, vtKey(2)},
+		{"with unreachable leader id", withLeader, 9, NoReplica},
+	}
+	for _, tc := range cases {
+		tc := tc
+		t.Run(tc.name, func(t *testing.T) {
+			p := vtProspective(t, tc.s)
+			vtIs(t, p, Prospective, 3, tc.leader, tc.voted)
+
+			next, acts := step(t, p, ElectionTimeout{})
+
+			vtIs(t, next, Unattached, 3, tc.leader, tc.voted)
+			vtActs(t, []Action{
+				vtRC(Prospective, Unattached, 3, tc.leader),
+				vtElection(0),
+			}, acts)
+		})
+	}
+}
+
+// A Candidate whose election timer fires goes back to a pre-vote in the
+// same epoch (no backoff, no new epoch since KAFKA-18345), memory only: the
+// record still says it voted for itself.
+// Reference: spec 5.1 pollCandidate, 3.4.
+func TestCandidateTimeoutBecomesProspectiveInSameEpoch(t *testing.T) {
+	s := vtCandidate(t, start(t, config(1, 1, 2, 3)))
+	vtIs(t, s, Candidate, 1, NoNode, vtKey(1))
+
+	next, acts := step(t, s, ElectionTimeout{})
+
+	vtIs(t, next, Prospective, 1, NoNode, vtKey(1))
+	vtActs(t, vtCat([]Action{
+		vtRC(Candidate, Prospective, 1, NoNode),
+		vtElection(vtRand(t, acts, 1)),
+	}, vtVoteRequests(s, true, vtKey(2), vtKey(3))), acts)
+	require.Equal(t, Epoch(1), ofType[SendVoteRequest](acts)[0].CandidateEpoch, "a pre-vote asks in the current epoch")
+}
+
+// A Resigned leader whose election timer fires moves to Unattached(E+1),
+// persisted, with an election timer of 0 so that it starts a pre-vote in
+// E+1 at once.
+// Reference: spec 5.1 pollResigned, 3.1 rule 5, 8.1.
+func TestResignedTimeoutBecomesUnattachedInNextEpoch(t *testing.T) {
+	s := vtResigned(t, start(t, config(1, 1, 2, 3)))
+	vtIs(t, s, Resigned, 1, 1, NoReplica)
+
+	next, acts := step(t, s, ElectionTimeout{})
+
+	vtIs(t, next, Unattached, 2, NoNode, NoReplica)
+	vtActs(t, []Action{
+		Persist{Record: QuorumRecord{Epoch: 2, LeaderID: NoNode, VotedKey: NoReplica}},
+		vtRC(Resigned, Unattached, 2, NoNode),
+		vtElection(0),
+	}, acts)
+
+	// And the next expiry starts the pre-vote of epoch 2.
+	next, _ = step(t, next, ElectionTimeout{})
+	vtIs(t, next, Prospective, 2, NoNode, NoReplica)
+}
+
+// Leaders and Followers own no election timer; a stray ElectionTimeout is
+// ignored.
+// Reference: spec 5.1 (Leader, Follower: no election timer), DESIGN 5.2.
+func TestLeaderAndFollowerIgnoreElectionTimeout(t *testing.T) {
+	cases := map[string]State{
+		"leader":            vtLeader(t, start(t, config(1, 1, 2, 3))),
+		"follower":          vtFollower(t, start(t, config(1, 1, 2, 3)), 1, 2),
+		"observer follower": vtFollower(t, start(t, observerConfig(7, 1, 2, 3)), 1, 2),
+	}
+	for name, s := range cases {
+		s := s
+		t.Run(name, func(t *testing.T) {
+			next, acts := step(t, s, ElectionTimeout{})
+			require.Empty(t, acts)
+			require.Equal(t, s, next)
+		})
+	}
+}
+
+// The only voter elects itself at once: at start (Kafka's initialize) and
+// whenever it finds itself Unattached and its election timer fires, it goes
+// Prospective -> Candidate(E+1) -> Leader in one step, with nobody to ask.
+// Reference: spec 5.1 (only voter), 13, 4.5 (tally already granted).
+func TestSingleVoterElectsItselfAtOnce(t *testing.T) {
+	cfg := config(1, 1)
+	s, acts, err := NewState(cfg, nil, LogState{})
+	require.NoError(t, err)
+
+	vtIs(t, s, Leader, 1, 1, NoReplica)
+	vtActs(t, []Action{
+		Persist{Record: EmptyRecord()},
+		vtRC(Unattached, Prospective, 0, NoNode),
+		vtElection(vtRand(t, acts, 2)),
+		Persist{Record: QuorumRecord{Epoch: 1, LeaderID: NoNode, VotedKey: vtKey(1)}},
+		vtRC(Prospective, Candidate, 1, NoNode),
+		vtElection(vtRand(t, acts, 5)),
+		Persist{Record: QuorumRecord{Epoch: 1, LeaderID: 1, VotedKey: NoReplica}},
+		vtRC(Candidate, Leader, 1, 1),
+		StopTimer{Timer: ElectionTimer},
+		AppendLeaderChange{Epoch: 1, LeaderID: 1, Voters: keys(1), GrantingVoters: keys(1)},
+	}, acts)
+
+	// Pushed out of its epoch, it is Unattached; its timer elects it again.
+	s, _ = step(t, s, ReceiveLeaderlessEpoch{From: 2, Epoch: 3})
+	vtIs(t, s, Unattached, 3, NoNode, NoReplica)
+
+	next, acts := step(t, s, ElectionTimeout{})
+
+	vtIs(t, next, Leader, 4, 1, NoReplica)
+	vtActs(t, []Action{
+		vtRC(Unattached, Prospective, 3, NoNode),
+		vtElection(vtRand(t, acts, 1)),
+		Persist{Record: QuorumRecord{Epoch: 4, LeaderID: NoNode, VotedKey: vtKey(1)}},
+		vtRC(Prospective, Candidate, 4, NoNode),
+		vtElection(vtRand(t, acts, 4)),
+		Persist{Record: QuorumRecord{Epoch: 4, LeaderID: 1, VotedKey: NoReplica}},
+		vtRC(Candidate, Leader, 4, 1),
+		StopTimer{Timer: ElectionTimer},
+		AppendLeaderChange{Epoch: 4, LeaderID: 1, Voters: keys(1), GrantingVoters: keys(1)},
+	}, acts)
+}
+
+// ---------------------------------------------------------------------------
+// ReceiveLeaderlessEpoch (spec 10.11, 3.1)
+
+// Every role moves to Unattached(E') without leader or vote, persisted, when
+// a response reports a newer epoch without a leader. The election timer
+// follows spec 3.1: Unattached, Prospective (not lost), Candidate and
+// Resigned hand over their running timer (no ResetTimer), Followers and
+// Leaders draw a fresh random one and stop the timers they owned; observers
+// search for the leader with a fetch timer and a bootstrap Fetch.
+// Reference: spec 10.11, 3.1, 4.3 step 3; QuorumState.transitionToUnattached.
+func TestLeaderlessEpochMakesEveryRoleUnattached(t *testing.T) {
+	cfg := config(1, 1, 2, 3)
+	obs := observerConfig(7, 1, 2, 3)
+	persist := Persist{Record: QuorumRecord{Epoch: 5, LeaderID: NoNode, VotedKey: NoReplica}}
+
+	cases := []struct {
+		name string
+		s    State
+		want func(t *testing.T, acts []Action) []Action
+	}{
+		{"unattached", start(t, cfg), func(*testing.T, []Action) []Action {
+			return []Action{persist, vtRC(Unattached, Unattached, 5, NoNode)}
+		}},
+		{"unattached with vote", vtVotedFor(t, cfg, 2), func(*testing.T, []Action) []Action {
+			return []Action{persist, vtRC(Unattached, Unattached, 5, NoNode)}
+		}},
+		{"prospective", vtProspective(t, start(t, cfg)), func(*testing.T, []Action) []Action {
+			return []Action{persist, vtRC(Prospective, Unattached, 5, NoNode)}
+		}},
+		{"candidate", vtCandidate(t, start(t, cfg)), func(*testing.T, []Action) []Action {
+			return []Action{persist, vtRC(Candidate, Unattached, 5, NoNode)}
+		}},
+		{"resigned", vtResigned(t, start(t, cfg)), func(*testing.T, []Action) []Action {
+			return []Action{persist, vtRC(Resigned, Unattached, 5, NoNode)}
+		}},
+		{"follower", vtFetched(t, vtFollower(t, start(t, cfg), 1, 2)), func(t *testing.T, acts []Action) []Action {
+			return []Action{persist, vtRC(Follower, Unattached, 5, NoNode),
+				StopTimer{Timer: FetchTimer}, vtElection(vtRand(t, acts, 3))}
+		}},
+		{"leader", vtLeader(t, start(t, cfg)), func(t *testing.T, acts []Action) []Action {
+			return []Action{persist, vtRC(Leader, Unattached, 5, NoNode),
+				StopTimer{Timer: CheckQuorumTimer}, StopTimer{Timer: BeginQuorumEpochTimer}, vtElection(vtRand(t, acts, 4))}
+		}},
+		{"observer unattached", start(t, obs), func(*testing.T, []Action) []Action {
+			return []Action{persist, vtRC(Unattached, Unattached, 5, NoNode), vtFetchTimer,
+				SendFetch{To: NoNode, CurrentLeaderEpoch: 5, HighWatermark: -1}}
+		}},
+		{"observer follower", vtFollower(t, start(t, obs), 1, 2), func(*testing.T, []Action) []Action {
+			return []Action{persist, vtRC(Follower, Unattached, 5, NoNode), vtFetchTimer,
+				SendFetch{To: NoNode, CurrentLeaderEpoch: 5, HighWatermark: -1}}
+		}},
+	}
+	for _, tc := range cases {
+		tc := tc
+		t.Run(tc.name, func(t *testing.T) {
+			require.Less(t, tc.s.Epoch(), Epoch(5))
+
+			next, acts := step(t, tc.s, ReceiveLeaderlessEpoch{From: 3, Epoch: 5})
+
+			vtIs(t, next, Unattached, 5, NoNode, NoReplica)
+			vtActs(t, tc.want(t, acts), acts)
+		})
+	}
+}
+
+// vtVotedFor is an Unattached(1) voter that granted its standard
+// vote to cand.
+func vtVotedFor(t *testing.T, cfg Config, cand NodeID) State {
+	t.Helper()
+	s, _ := step(t, start(t, cfg), ReceiveVoteRequest{From: cand, VoterID: NoNode, CandidateEpoch: 1, Candidate: cand})
+	vtIs(t, s, Unattached, 1, NoNode, vtKey(cand))
+	return s
+}
+
+// A leaderless epoch that is not newer than ours is stale: ignored by every
+// role.
+// Reference: spec 4.3 step 2.
+func TestLeaderlessEpochNotNewerIsIgnored(t *testing.T) {
+	cfg := config(1, 1, 2, 3)
+	states := map[string]State{
+		"unattached": vtUnattachedAt(t, cfg, 2),
+		"candidate":  vtCandidate(t, vtUnattachedAt(t, cfg, 1)),
+		"leader":     vtLeader(t, vtUnattachedAt(t, cfg, 1)),
+		"follower":   vtFollower(t, start(t, cfg), 2, 3),
+	}
+	for name, s := range states {
+		s := s
+		t.Run(name, func(t *testing.T) {
+			require.Equal(t, Epoch(2), s.Epoch())
+			for _, e := range []Epoch{0, 1, 2} {
+				next, acts := step(t, s, ReceiveLeaderlessEpoch{From: 3, Epoch: e})
+				require.Empty(t, acts, "epoch %d", e)
+				require.Equal(t, s, next, "epoch %d", e)
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Timers owned per role (spec 3, DESIGN 5.2)
+
+// vtOwned is the set of timers each role owns (spec 3's table): an
+// Unattached voter, a Prospective, a Candidate and a Resigned leader the
+// election timer; a Follower and an Unattached observer the fetch timer; a
+// Leader check-quorum and BeginQuorumEpoch.
+func vtOwned(role Role, voter bool) map[Timer]bool {
+	switch role {
+	case Unattached:
+		if voter {
+			return map[Timer]bool{ElectionTimer: true}
+		}
+		return map[Timer]bool{FetchTimer: true}
+	case Prospective, Candidate, Resigned:
+		return map[Timer]bool{ElectionTimer: true}
+	case Follower:
+		return map[Timer]bool{FetchTimer: true}
+	case Leader:
+		return map[Timer]bool{CheckQuorumTimer: true, BeginQuorumEpochTimer: true}
+	}
+	return nil
+}
+
+// vtTimers tracks which timers a host has armed, applying ResetTimer and
+// StopTimer as the host contract says.
+type vtTimers map[Timer]bool
+
+func (m vtTimers) apply(acts []Action) {
+	for _, a := range acts {
+		switch a := a.(type) {
+		case ResetTimer:
+			m[a.Timer] = true
+		case StopTimer:
+			delete(m, a.Timer)
+		}
+	}
+}
+
+// Across a long run of role changes, the timers a host has armed are
+// exactly the timers the current role owns: every role change stops the
+// timers the new role does not own and arms the ones it does.
+// Reference: spec 3, 2.1 (timers per role); DESIGN 5.2.
+func TestRoleChangeStopsEveryTimerTheNewRoleDoesNotOwn(t *testing.T) {
+	run := func(t *testing.T, cfg Config, events []Event, wantRoles []Role) {
+		t.Helper()
+		s, acts, err := NewState(cfg, nil, LogState{})
+		require.NoError(t, err)
+		armed := vtTimers{}
+		armed.apply(acts)
+		require.Equal(t, vtOwned(s.Role(), s.IsVoter()), map[Timer]bool(armed))
+		for i, e := range events {
+			s, acts = step(t, s, e)
+			armed.apply(acts)
+			require.Equal(t, wantRoles[i], s.Role(), "after event %d %T: %v", i, e, s)
+			require.Equal(t, vtOwned(s.Role(), s.IsVoter()), map[Timer]bool(armed),
+				"after event %d %T: %v, actions %+v", i, e, s, acts)
+		}
+	}
+	t.Run("voter", func(t *testing.T) {
+		grant := func(from NodeID, epoch Epoch) Event {
+			return ReceiveVoteResponse{From: from, Epoch: epoch, VoteGranted: true, LeaderID: NoNode}
+		}
+		run(t, config(1, 1, 2, 3), []Event{
+			ElectionTimeout{}, // U -> P
+			grant(2, 0),       // P -> C(1)
+			grant(3, 1),       // C -> L(1)
+			ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 2, VoterID: NoNode}, // L -> F(2)
+			FetchTimeout{},    // F -> P(2)
+			ElectionTimeout{}, // P -> F(2)
+			ReceiveLeaderlessEpoch{From: 2, Epoch: 3}, // F -> U(3)
+			ElectionTimeout{},                         // U -> P(3)
+			grant(2, 3),                               // P -> C(4)
+			ElectionTimeout{},                         // C -> P(4)
+			grant(3, 4),                               // P -> C(5)
+			grant(2, 5),                               // C -> L(5)
+			Resign{},                                  // L -> R(5)
+			ReceiveVoteRequest{From: 2, VoterID: NoNode, CandidateEpoch: 7, Candidate: 2},  // R -> U(7)
+			ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 7, VoterID: NoNode}, // U -> F(7)
+			ReceiveVoteResponse{From: 3, Epoch: 9, LeaderID: 3},                            // F -> F(9)
+			ReceiveLeaderlessEpoch{From: 3, Epoch: 10},                                     // F -> U(10)
+			ElectionTimeout{}, // U -> P(10)
+			grant(2, 10),      // P -> C(11)
+			ReceiveBeginQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 11, VoterID: NoNode}, // C -> F(11)
+			CheckQuorumTimeout{}, // ignored
+		}, []Role{Prospective, Candidate, Leader, Follower, Prospective, Follower, Unattached, Prospective,
+			Candidate, Prospective, Candidate, Leader, Resigned, Unattached, Follower, Follower, Unattached,
+			Prospective, Candidate, Follower, Follower})
+	})
+	t.Run("observer", func(t *testing.T) {
+		run(t, observerConfig(7, 1, 2, 3), []Event{
+			ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, VoterID: NoNode}, // U -> F(1)
+			FetchTimeout{}, // F -> U(1)
+			ReceiveLeaderlessEpoch{From: 2, Epoch: 2},           // U -> U(2)
+			ReceiveVoteResponse{From: 3, Epoch: 3, LeaderID: 3}, // U -> F(3)
+			ElectionTimeout{}, // ignored
+		}, []Role{Follower, Unattached, Unattached, Follower, Follower})
+	})
+}
+
+// ---------------------------------------------------------------------------
+// Whole elections on the synchronous test host
+
+// vtCheckElected asserts that the cluster has exactly one leader, in epoch,
+// and that every other node follows it, has persisted that, fetches from it
+// (only the fetch timer armed) and holds the leader's log.
+func vtCheckElected(t *testing.T, c *testCluster, leader NodeID, epoch Epoch) {
+	t.Helper()
+	require.Empty(t, c.faults)
+	require.Equal(t, []NodeID{leader}, c.leaders())
+	require.Equal(t, QuorumRecord{Epoch: epoch, LeaderID: leader, VotedKey: NoReplica}, c.record[leader])
+	require.Equal(t, map[Timer]bool{CheckQuorumTimer: true, BeginQuorumEpochTimer: true}, c.timers[leader])
+	require.Equal(t, []Epoch{epoch}, c.logs[leader], "the leader's LeaderChange record")
+	for _, id := range c.ids {
+		s := c.states[id]
+		require.Equal(t, epoch, s.Epoch(), "node %d: %v", id, s)
+		if id == leader {
+			continue
+		}
+		require.Equal(t, Follower, s.Role(), "node %d: %v", id, s)
+		require.Equal(t, leader, s.Leader(), "node %d", id)
+		require.Equal(t, s.Record(), c.record[id], "node %d: persisted record", id)
+		require.Equal(t, leader, c.record[id].LeaderID, "node %d", id)
+		require.Equal(t, map[Timer]bool{FetchTimer: true}, c.timers[id], "node %d", id)
+		require.Equal(t, c.logs[leader], c.logs[id], "node %d: log", id)
+	}
+}
+
+// Three voters, one election timer fires: pre-vote, vote, BeginQuorumEpoch,
+// first fetch. One leader in epoch 1, every other voter follows it and
+// remembers its vote for it; the first record commits.
+// Reference: spec 18.1 (cold start trace).
+func TestThreeVoterElectionEndsWithOneLeaderAndAttachedFollowers(t *testing.T) {
+	c := newTestCluster(t, 1, 2, 3)
+	c.fire(2, ElectionTimeout{})
+
+	vtCheckElected(t, c, 2, 1)
+	for _, id := range []NodeID{1, 3} {
+		require.Equal(t, QuorumRecord{Epoch: 1, LeaderID: 2, VotedKey: vtKey(2)}, c.record[id], "node %d voted for 2", id)
+	}
+	c.appendAt(2, 2)
+	require.Equal(t, int64(3), c.states[2].HighWatermark())
+	for _, id := range []NodeID{1, 3} {
+		require.Equal(t, c.logs[2], c.logs[id])
+	}
+}
+
+// Five voters: the candidate needs two other voters for each round; it ends
+// with one leader and four attached followers.
+// Reference: spec 18.1, 1.2 (majority of 5 is 3).
+func TestFiveVoterElectionEndsWithOneLeaderAndAttachedFollowers(t *testing.T) {
+	c := newTestCluster(t, 1, 2, 3, 4, 5)
+	c.fire(4, ElectionTimeout{})
+
+	vtCheckElected(t, c, 4, 1)
+	c.appendAt(4, 1)
+	require.Equal(t, int64(2), c.states[4].HighWatermark())
+}
+
+// Five voters with two of them down: the other three still elect a leader
+// (a majority), and the two come back as followers through a later
+// BeginQuorumEpoch re-send.
+// Reference: spec 1.2, 7.3.
+func TestFiveVoterElectionWithTwoVotersDown(t *testing.T) {
+	c := newTestCluster(t, 1, 2, 3, 4, 5)
+	c.down[4], c.down[5] = true, true
+	c.fire(1, ElectionTimeout{})
+	require.Equal(t, []NodeID{1}, c.leaders())
+	require.Equal(t, Unattached, c.states[4].Role())
+
+	c.down[4], c.down[5] = false, false
+	c.fire(1, BeginQuorumEpochTimeout{})
+	vtCheckElected(t, c, 1, 1)
+}
+
+// Two voters time out together: both win their pre-votes and become
+// Candidates of epoch 1; each voter grants one standard vote per epoch, so
+// exactly one wins, and the loser waits as Candidate until the winner's
+// BeginQuorumEpoch makes it a follower.
+// Reference: spec 6.3, 12 invariants 2 and 5.
+func TestConcurrentCandidatesEndWithOneLeader(t *testing.T) {
+	c := newTestCluster(t, 1, 2, 3)
+	c.stepNode(1, ElectionTimeout{})
+	c.stepNode(2, ElectionTimeout{})
+	c.deliverAll()
+
+	vtCheckElected(t, c, 1, 1)
+	// Node 2 voted for itself in epoch 1 and keeps that vote as a follower.
+	require.Equal(t, QuorumRecord{Epoch: 1, LeaderID: 1, VotedKey: vtKey(2)}, c.record[2])
+	require.Equal(t, QuorumRecord{Epoch: 1, LeaderID: 1, VotedKey: vtKey(1)}, c.record[3])
+}
+
+// vtDeliverDropping is testCluster.deliverAll that also drops the messages
+// drop selects.
+func vtDeliverDropping(c *testCluster, drop func(m envelope) bool) {
+	c.t.Helper()
+	for i := 0; len(c.queue) > 0; i++ {
+		require.Less(c.t, i, 10000, "message storm")
+		m := c.queue[0]
+		c.queue = c.queue[1:]
+		if drop(m) || c.down[m.from] || c.down[m.to] {
+			continue
+		}
+		if m.records != nil || m.fetchAt >= 0 {
+			if !c.appendFetched(m) {
+				continue
+			}
+		}
+		c.stepNode(m.to, m.event)
+	}
+}
+
+// A voter that voted in the election but missed the winner's
+// BeginQuorumEpoch is Unattached in the new epoch without a leader. When its
+// timer fires it runs a pre-vote; the first answer names the leader of its
+// epoch, so it follows that leader at once (and ignores the vote itself).
+// Reference: spec 6.4 step 2, 4.3 step 4; DESIGN 4 (ReceiveVoteResponse.LeaderID);
+// KafkaRaftClientPreVoteTest.testProspectiveWithoutLeaderTransitionsToFollower.
+func TestProspectiveThatMissedBeginQuorumEpochLearnsLeaderFromVoteResponse(t *testing.T) {
+	c := newTestCluster(t, 1, 2, 3)
+	c.stepNode(1, ElectionTimeout{})
+	vtDeliverDropping(c, func(m envelope) bool {
+		_, begin := m.event.(ReceiveBeginQuorumEpoch)
+		return begin && m.to == 3
+	})
+	require.Equal(t, []NodeID{1}, c.leaders())
+	vtIs(t, c.states[3], Unattached, 1, NoNode, vtKey(1))
+
+	c.stepNode(3, ElectionTimeout{})
+	vtIs(t, c.states[3], Prospective, 1, NoNode, vtKey(1))
+	c.deliverAll()
+
+	vtCheckElected(t, c, 1, 1)
+	require.Equal(t, QuorumRecord{Epoch: 1, LeaderID: 1, VotedKey: vtKey(1)}, c.record[3])
+}
+
+// A voter that was down for a whole election runs a pre-vote in the old
+// epoch when it comes back; the answers carry the newer epoch and its
+// leader, so it follows that leader instead of disturbing it.
+// Reference: spec 6.4 step 2 (E' > E with a leader), 4.2 step 2.
+func TestProspectiveBehindLearnsLeaderFromNewerVoteResponse(t *testing.T) {
+	c := newTestCluster(t, 1, 2, 3)
+	c.down[3] = true
+	c.fire(1, ElectionTimeout{})
+	require.Equal(t, []NodeID{1}, c.leaders())
+	vtIs(t, c.states[3], Unattached, 0, NoNode, NoReplica)
+
+	c.down[3] = false
+	c.fire(3, ElectionTimeout{})
+
+	vtCheckElected(t, c, 1, 1)
+	require.Equal(t, QuorumRecord{Epoch: 1, LeaderID: 1, VotedKey: NoReplica}, c.record[3])
+}

@@ -1,0 +1,128 @@
+package kraft
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Fetch responses that arrive while the replica is not yet a Follower, and
+// the AcceptsRecords predicate hosts use before appending fetched records.
+
+// A Candidate that learns the leader of its epoch from a successful Fetch
+// response (Kafka's maybeHandleCommonResponse step 4) becomes Follower and
+// processes the response in the same step; exactly one Fetch goes out, from
+// the position after the response, and the fetch timer is armed once.
+// Reference: spec 4.3 step 4, 9.2, 12.11 (one Fetch in flight).
+func TestCandidateAttachingThroughFetchResponseSendsOneFetch(t *testing.T) {
+	s := start(t, config(2, 1, 2, 3))
+	s, _ = step(t, s, ElectionTimeout{})
+	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 0, VoteGranted: true, LeaderID: NoNode})
+	require.Equal(t, Candidate, s.Role())
+	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 2, Epoch: 0}})
+
+	next, acts := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 5})
+	require.Equal(t, Follower, next.Role())
+	require.Equal(t, NodeID(1), next.Leader())
+	require.Equal(t, int64(2), next.HighWatermark())
+	require.Equal(t, []Action{
+		Persist{Record: QuorumRecord{Epoch: 1, LeaderID: 1, VotedKey: ReplicaKey{ID: 2}}},
+		RoleChanged{From: Candidate, To: Follower, Epoch: 1, LeaderID: 1, Reason: "response names the leader"},
+		StopTimer{Timer: ElectionTimer},
+		HighWatermarkChanged{HighWatermark: 2},
+		ResetTimer{Timer: FetchTimer, After: testTf},
+		SendFetch{To: 1, CurrentLeaderEpoch: 1, FetchOffset: 2, FetchEpoch: 0, HighWatermark: 2},
+	}, acts)
+}
+
+// An Unattached replica attaching on a diverging answer truncates first and
+// sends its one Fetch from the truncated end.
+// Reference: spec 9.2 steps 3 and 5, 12.11.
+func TestUnattachedAttachingOnDivergingAnswerFetchesFromTruncatedEnd(t *testing.T) {
+	s, _ := restart(t, observerConfig(4, 1, 2, 3), QuorumRecord{Epoch: 2, LeaderID: 1, VotedKey: NoReplica},
+		LogState{End: LogEnd{Offset: 10, Epoch: 2}, Epochs: []EpochStart{{Epoch: 1}, {Epoch: 2, StartOffset: 4}}})
+	require.Equal(t, Follower, s.Role())
+	s, _ = step(t, s, FetchTimeout{})
+	require.Equal(t, Unattached, s.Role())
+
+	next, acts := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 2, HighWatermark: 3,
+		Diverging: &LogOffsetMetadata{Offset: 3, Epoch: 1}})
+	require.Equal(t, Follower, next.Role())
+	require.Equal(t, LogEnd{Offset: 3, Epoch: 1}, next.LogEnd())
+	require.Equal(t, []Action{
+		RoleChanged{From: Unattached, To: Follower, Epoch: 2, LeaderID: 1, Reason: "fetch response names the leader"},
+		TruncateLog{To: 3},
+		ResetTimer{Timer: FetchTimer, After: testTf},
+		SendFetch{To: 1, CurrentLeaderEpoch: 2, FetchOffset: 3, FetchEpoch: 1, HighWatermark: -1},
+	}, acts)
+}
+
+// An Unattached replica that attaches on an error answer still fetches
+// once (from the new leader), and does not process the error.
+// Reference: spec 9.2 step 3, 4.3 step 5.
+func TestUnattachedAttachingOnErrorAnswerStillFetches(t *testing.T) {
+	s := start(t, observerConfig(4, 1, 2, 3))
+	next, acts := step(t, s, ReceiveFetchResponse{From: 1, Error: ErrBrokerNotAvailable, LeaderID: 1, LeaderEpoch: 0, HighWatermark: -1})
+	require.Equal(t, Follower, next.Role())
+	require.Equal(t, []Action{
+		Persist{Record: QuorumRecord{Epoch: 0, LeaderID: 1, VotedKey: NoReplica}},
+		RoleChanged{From: Unattached, To: Follower, Epoch: 0, LeaderID: 1, Reason: "fetch response names the leader"},
+		ResetTimer{Timer: FetchTimer, After: testTf},
+		SendFetch{To: 1, CurrentLeaderEpoch: 0, HighWatermark: -1},
+	}, acts)
+}
+
+// A Leader that gets a stale response naming itself leader of an older
+// epoch drops it (Kafka's hasConsistentLeader accepts a message naming the
+// local replica while it is Leader; the stale check then drops it). A
+// message naming it leader of a newer epoch is a Fault.
+// Reference: spec 4.2 step 1, 4.3 step 2.
+func TestLeaderDropsStaleResponseNamingItself(t *testing.T) {
+	s := rpLeaderOf(t, 3)
+	s, _ = step(t, s, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 2, VoterID: NoNode})
+	s, _ = step(t, s, ReceiveVoteRequest{From: 2, VoterID: NoNode, CandidateEpoch: 3, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 1, Epoch: 1}})
+	require.Equal(t, Epoch(3), s.Epoch())
+	s, _ = step(t, s, ElectionTimeout{})
+	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 3, VoteGranted: true, LeaderID: NoNode})
+	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 4, VoteGranted: true, LeaderID: NoNode})
+	require.Equal(t, Leader, s.Role())
+	require.Equal(t, Epoch(4), s.Epoch())
+
+	next, acts := step(t, s, ReceiveFetchResponse{From: 2, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 1})
+	require.Equal(t, s, next)
+	require.Empty(t, acts)
+
+	next, acts = step(t, s, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 1, LeaderEpoch: 5, VoterID: NoNode})
+	require.Equal(t, s, next)
+	require.Len(t, acts, 1)
+	require.IsType(t, Fault{}, acts[0])
+}
+
+// AcceptsRecords says yes exactly when stepping the response takes its
+// records: a Follower's successful answer from its leader in its epoch, or
+// the answer that makes an Unattached replica attach; never an error, a
+// diverging point, a snapshot, a stale epoch or another leader.
+// Reference: spec 9.2 (Kafka appends only after these checks).
+func TestAcceptsRecords(t *testing.T) {
+	f := rpFollower(t)
+	require.True(t, f.AcceptsRecords(rpOK(1, 1, 0)))
+	require.False(t, f.AcceptsRecords(rpOK(1, 0, 0)), "stale epoch")
+	require.False(t, f.AcceptsRecords(rpOK(1, 2, 0)), "newer epoch")
+	bad := rpOK(1, 1, 0)
+	bad.Error = ErrBrokerNotAvailable
+	require.False(t, f.AcceptsRecords(bad), "error")
+	div := rpOK(1, 1, 0)
+	div.Diverging = &LogOffsetMetadata{Offset: 0, Epoch: 0}
+	require.False(t, f.AcceptsRecords(div), "diverging")
+	snap := rpOK(1, 1, 0)
+	snap.Snapshot = &LogEnd{Offset: 5, Epoch: 1}
+	require.False(t, f.AcceptsRecords(snap), "snapshot")
+	require.False(t, f.AcceptsRecords(rpOK(3, 1, 0)), "another leader")
+
+	u := start(t, observerConfig(4, 1, 2, 3))
+	require.True(t, u.AcceptsRecords(rpOK(1, 0, 0)), "attaching")
+	require.False(t, State{}.AcceptsRecords(rpOK(1, 0, 0)))
+
+	l := rpLeaderOf(t, 3)
+	require.False(t, l.AcceptsRecords(rpOK(1, 1, 0)))
+}

@@ -1,0 +1,793 @@
+package kraft
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// Graceful resignation, the Resigned role, and the receipt of
+// EndQuorumEpoch and BeginQuorumEpoch (spec 8, 9.4, 10.6, 10.7).
+
+// ---- Resign ----
+
+// TestResignLeaderBecomesResignedWithSuccessorsByFetchPosition: a leader
+// that resigns stays in its epoch as Resigned (memory only, nothing
+// persisted), arms its election timer, and sends EndQuorumEpoch to every
+// other voter naming the preferred successors: the other voters by last
+// known fetch position, highest first, unknown last, ties by replica key.
+// Reference: spec 8.1, 10.3, 2.4; LeaderState.nonLeaderVotersByDescendingFetchOffset.
+func TestResignLeaderBecomesResignedWithSuccessorsByFetchPosition(t *testing.T) {
+	s := rrLeaderOf(t, config(1, 1, 2, 3, 4, 5))
+	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 8, Epoch: 1}})
+	for _, f := range []ReceiveFetch{
+		{From: 3, CurrentLeaderEpoch: 1, FetchEpoch: 1, FetchOffset: 6},
+		{From: 5, CurrentLeaderEpoch: 1, FetchEpoch: 1, FetchOffset: 3},
+		{From: 4, CurrentLeaderEpoch: 1, FetchEpoch: 1, FetchOffset: 3},
+		// Voter 2 never fetches: its position is unknown, so it is last
+		// although its key is the smallest.
+	} {
+		var acts []Action
+		s, acts = step(t, s, f)
+		require.Equal(t, ErrNone, ofType[SendFetchResponse](acts)[0].Error)
+	}
+	before := s.Record()
+
+	next, acts := step(t, s, Resign{})
+	rrExpect(t, next, Resigned, 1, 1, NoReplica)
+	require.Equal(t, before, next.Record(), "Resigned is memory only")
+	successors := keys(3, 4, 5, 2)
+	send := func(to NodeID) Action {
+		return SendEndQuorumEpoch{To: ReplicaKey{ID: to}, Epoch: 1, LeaderID: 1, PreferredSuccessors: successors}
+	}
+	require.Equal(t, []Action{
+		RoleChanged{From: Leader, To: Resigned, Epoch: 1, LeaderID: 1, Reason: "resigned"},
+		StopTimer{Timer: CheckQuorumTimer},
+		StopTimer{Timer: BeginQuorumEpochTimer},
+		ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 3)},
+		send(2), send(3), send(4), send(5),
+	}, acts)
+
+	// A second Resign does nothing.
+	again, acts := step(t, next, Resign{})
+	rrUnchanged(t, next, again, acts)
+}
+
+// TestResignOutsideLeaderDoesNothing: Resign only concerns a Leader.
+// Reference: DESIGN 4 (Resign), spec 8.3.
+func TestResignOutsideLeaderDoesNothing(t *testing.T) {
+	for name, s := range map[string]State{
+		"Unattached":          start(t, config(1, 1, 2, 3)),
+		"Prospective":         rrProspective(t),
+		"Candidate":           rrCandidate(t),
+		"Follower":            rrFetched(t),
+		"Resigned":            rrResigned(t),
+		"observer Unattached": start(t, observerConfig(9, 1, 2, 3)),
+		"observer Follower":   rrFollower(t, observerConfig(9, 1, 2, 3), 1, 2),
+	} {
+		next, acts := step(t, s, Resign{})
+		require.Empty(t, acts, name)
+		require.Equal(t, s, next, name)
+	}
+}
+
+// ---- the Resigned role ----
+
+// rrResignedStates are the two ways to be Resigned in epoch 1 with log end
+// (1, 1): a leader that resigned, and a former leader that restarted.
+func rrResignedStates(t *testing.T) map[string]State {
+	restarted, _ := restart(t, config(1, 1, 2, 3), rrRecord(1, 1, NoNode), LogState{End: LogEnd{Offset: 1, Epoch: 1}})
+	return map[string]State{"resigned": rrResigned(t), "restarted": restarted}
+}
+
+// TestResignedVotes: a Resigned replica grants pre-votes to up-to-date
+// requesters only and rejects standard votes of its epoch. Reference: spec
+// 6.3 (Resigned row), 8.1; ResignedStateTest.testGrantVote.
+func TestResignedVotes(t *testing.T) {
+	for name, s := range rrResignedStates(t) {
+		s := s
+		t.Run(name, func(t *testing.T) {
+			pre := func(end LogEnd) ReceiveVoteRequest {
+				return ReceiveVoteRequest{From: 2, VoterID: 1, CandidateEpoch: 1, Candidate: 2, CandidateLogEnd: end, PreVote: true}
+			}
+			next, acts := step(t, s, pre(LogEnd{Offset: 1, Epoch: 1}))
+			require.Equal(t, s, next)
+			require.Equal(t, []Action{SendVoteResponse{To: 2, Epoch: 1, LeaderID: 1, VoteGranted: true}}, acts)
+
+			next, acts = step(t, s, pre(LogEnd{Offset: 0, Epoch: 1}))
+			require.Equal(t, s, next)
+			require.Equal(t, []Action{SendVoteResponse{To: 2, Epoch: 1, LeaderID: 1}}, acts)
+
+			next, acts = step(t, s, ReceiveVoteRequest{From: 3, VoterID: 1, CandidateEpoch: 1, Candidate: 3, CandidateLogEnd: LogEnd{Offset: 9, Epoch: 0}})
+			require.Equal(t, s, next)
+			require.Equal(t, []Action{SendVoteResponse{To: 3, Epoch: 1, LeaderID: 1}}, acts)
+		})
+	}
+}
+
+// TestResignedAnswersFetchWithNotLeaderNamingItself: a Resigned replica is
+// no longer leader but still names itself leader of its epoch. Reference:
+// spec 7.6 step 3, 8.1.
+func TestResignedAnswersFetchWithNotLeaderNamingItself(t *testing.T) {
+	for name, s := range rrResignedStates(t) {
+		next, acts := step(t, s, ReceiveFetch{From: 2, CurrentLeaderEpoch: 1, FetchEpoch: 1, FetchOffset: 1})
+		require.Equal(t, s, next, name)
+		require.Equal(t, []Action{
+			SendFetchResponse{To: 2, Error: ErrNotLeaderOrFollower, Epoch: 1, LeaderID: 1, HighWatermark: -1},
+		}, acts, name)
+	}
+}
+
+// TestResignedElectionTimeoutGoesUnattachedNextEpoch: the Resigned election
+// timer moves to Unattached(E+1), persisted, with a 0 timer, and from there
+// to a pre-vote in E+1. Reference: spec 5.1 (Resigned row), 3.1 rule 5,
+// 15 (newest: always Unattached); pollResigned.
+func TestResignedElectionTimeoutGoesUnattachedNextEpoch(t *testing.T) {
+	for name, s := range rrResignedStates(t) {
+		s := s
+		t.Run(name, func(t *testing.T) {
+			u, acts := step(t, s, ElectionTimeout{})
+			rrExpect(t, u, Unattached, 2, NoNode, NoReplica)
+			require.Equal(t, []Action{
+				Persist{Record: rrRecord(2, NoNode, NoNode)},
+				RoleChanged{From: Resigned, To: Unattached, Epoch: 2, LeaderID: NoNode, Reason: "resigned leader's election timeout"},
+				ResetTimer{Timer: ElectionTimer, After: 0},
+			}, acts)
+
+			p, acts := step(t, u, ElectionTimeout{})
+			rrExpect(t, p, Prospective, 2, NoNode, NoReplica)
+			end := LogEnd{Offset: 1, Epoch: 1}
+			require.Equal(t, []Action{
+				RoleChanged{From: Unattached, To: Prospective, Epoch: 2, LeaderID: NoNode, Reason: "election timeout"},
+				ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 1)},
+				SendVoteRequest{To: ReplicaKey{ID: 2}, CandidateEpoch: 2, Candidate: ReplicaKey{ID: 1}, CandidateLogEnd: end, PreVote: true},
+				SendVoteRequest{To: ReplicaKey{ID: 3}, CandidateEpoch: 2, Candidate: ReplicaKey{ID: 1}, CandidateLogEnd: end, PreVote: true},
+			}, acts)
+		})
+	}
+}
+
+// TestResignedLeavesOnNewerEpoch: any newer epoch moves a Resigned replica
+// on: BeginQuorumEpoch makes it Follower, a leaderless epoch or a vote
+// request of a newer epoch Unattached (keeping the remaining election time).
+// Reference: spec 8.1 ("Leaves on"), 3.1 rule 5, 6.2 step 5, 10.11.
+func TestResignedLeavesOnNewerEpoch(t *testing.T) {
+	for name, s := range rrResignedStates(t) {
+		s := s
+		t.Run(name, func(t *testing.T) {
+			next, acts := step(t, s, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 2, VoterID: 1})
+			rrExpect(t, next, Follower, 2, 2, NoReplica)
+			require.Equal(t, []Action{
+				Persist{Record: rrRecord(2, 2, NoNode)},
+				RoleChanged{From: Resigned, To: Follower, Epoch: 2, LeaderID: 2, Reason: "BeginQuorumEpoch"},
+				StopTimer{Timer: ElectionTimer},
+				ResetTimer{Timer: FetchTimer, After: testTf},
+				SendFetch{To: 2, CurrentLeaderEpoch: 2, FetchOffset: 1, FetchEpoch: 1, HighWatermark: -1},
+				SendBeginQuorumEpochResponse{To: 2, Epoch: 2, LeaderID: 2},
+			}, acts)
+
+			next, acts = step(t, s, ReceiveLeaderlessEpoch{From: 2, Epoch: 3})
+			rrExpect(t, next, Unattached, 3, NoNode, NoReplica)
+			require.Equal(t, []Action{
+				Persist{Record: rrRecord(3, NoNode, NoNode)},
+				RoleChanged{From: Resigned, To: Unattached, Epoch: 3, LeaderID: NoNode, Reason: "leaderless epoch"},
+			}, acts)
+
+			// A standard vote of epoch 2 from an up-to-date candidate: first
+			// Unattached(2), then the vote is granted and persisted.
+			next, acts = step(t, s, ReceiveVoteRequest{From: 2, VoterID: 1, CandidateEpoch: 2, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 1, Epoch: 1}})
+			rrExpect(t, next, Unattached, 2, NoNode, ReplicaKey{ID: 2})
+			require.Equal(t, []Action{
+				Persist{Record: rrRecord(2, NoNode, NoNode)},
+				RoleChanged{From: Resigned, To: Unattached, Epoch: 2, LeaderID: NoNode, Reason: "vote request with a newer epoch"},
+				Persist{Record: rrRecord(2, NoNode, 2)},
+				ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 3)},
+				SendVoteResponse{To: 2, Epoch: 2, LeaderID: NoNode, VoteGranted: true},
+			}, acts)
+
+			// A pre-vote of epoch 2 moves it too, and binds nothing.
+			next, acts = step(t, s, ReceiveVoteRequest{From: 3, VoterID: 1, CandidateEpoch: 2, Candidate: 3, CandidateLogEnd: LogEnd{Offset: 1, Epoch: 1}, PreVote: true})
+			rrExpect(t, next, Unattached, 2, NoNode, NoReplica)
+			require.Equal(t, []Action{
+				Persist{Record: rrRecord(2, NoNode, NoNode)},
+				RoleChanged{From: Resigned, To: Unattached, Epoch: 2, LeaderID: NoNode, Reason: "vote request with a newer epoch"},
+				SendVoteResponse{To: 3, Epoch: 2, LeaderID: NoNode, VoteGranted: true},
+			}, acts)
+		})
+	}
+}
+
+// TestResignedInconsistentLeaderFaults: a Resigned replica is leader of its
+// epoch in the record but not Leader: another leader for its epoch, or a
+// message naming it leader, proves the cluster inconsistent. Reference:
+// spec 4.2 step 1 (hasConsistentLeader), 12.5; DESIGN decision 1.
+func TestResignedInconsistentLeaderFaults(t *testing.T) {
+	for name, s := range rrResignedStates(t) {
+		s := s
+		t.Run(name, func(t *testing.T) {
+			for _, e := range []Event{
+				ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, VoterID: 1},
+				ReceiveBeginQuorumEpoch{From: 1, LeaderID: 1, LeaderEpoch: 1, VoterID: 1},
+				ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1},
+				ReceiveEndQuorumEpoch{From: 1, LeaderID: 1, LeaderEpoch: 1},
+			} {
+				next, acts := step(t, s, e)
+				rrFault(t, s, next, acts)
+			}
+		})
+	}
+}
+
+// ---- EndQuorumEpoch receipt ----
+
+// TestEndQuorumEpochRejectsBadRequests: a foreign cluster id, an older epoch
+// (FENCED_LEADER_EPOCH, checked first) and a negative leader id
+// (INVALID_REQUEST) are answered without any change. Reference: spec 8.2
+// steps 1-2, 4.1; handleEndQuorumEpochRequest, validateVoterOnlyRequest.
+func TestEndQuorumEpochRejectsBadRequests(t *testing.T) {
+	ours := uuid.NullUUID{UUID: uuid.MustParse("11111111-1111-1111-1111-111111111111"), Valid: true}
+	foreign := uuid.NullUUID{UUID: uuid.MustParse("22222222-2222-2222-2222-222222222222"), Valid: true}
+	cfg := config(1, 1, 2, 3)
+	cfg.ClusterID = ours
+	s := rrFollower(t, cfg, 3, 2)
+	for _, tc := range []struct {
+		e    ReceiveEndQuorumEpoch
+		code ErrorCode
+	}{
+		{ReceiveEndQuorumEpoch{From: 2, ClusterID: foreign, LeaderID: 2, LeaderEpoch: 3}, ErrInconsistentClusterID},
+		{ReceiveEndQuorumEpoch{From: 2, ClusterID: foreign, LeaderID: 2, LeaderEpoch: 9}, ErrInconsistentClusterID},
+		{ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 2}, ErrFencedLeaderEpoch},
+		{ReceiveEndQuorumEpoch{From: 2, ClusterID: ours, LeaderID: -5, LeaderEpoch: 2}, ErrFencedLeaderEpoch},
+		{ReceiveEndQuorumEpoch{From: 2, LeaderID: NoNode, LeaderEpoch: 3}, ErrInvalidRequest},
+		{ReceiveEndQuorumEpoch{From: 2, LeaderID: -7, LeaderEpoch: 4}, ErrInvalidRequest},
+	} {
+		next, acts := step(t, s, tc.e)
+		require.Equal(t, s, next, "%+v", tc.e)
+		require.Equal(t, []Action{SendEndQuorumEpochResponse{To: 2, Error: tc.code, Epoch: 3, LeaderID: 2}}, acts, "%+v", tc.e)
+	}
+
+	// Our own cluster id, or none, is accepted.
+	for _, id := range []uuid.NullUUID{ours, {}} {
+		_, acts := step(t, s, ReceiveEndQuorumEpoch{From: 2, ClusterID: id, LeaderID: 2, LeaderEpoch: 3, SuccessorRank: SuccessorRank{Position: 0, Of: 2}})
+		require.Equal(t, []Action{
+			ResetTimer{Timer: FetchTimer, After: 0},
+			SendEndQuorumEpochResponse{To: 2, Epoch: 3, LeaderID: 2},
+		}, acts)
+	}
+}
+
+// TestEndQuorumEpochHigherEpochFollowsLeader: EndQuorumEpoch of a newer
+// epoch makes the receiver Follower of that leader (persisted), and, being
+// now a Follower of exactly that leader, it takes the backoff of its rank.
+// Reference: spec 8.2 steps 3-4, 4.2 step 2.
+func TestEndQuorumEpochHigherEpochFollowsLeader(t *testing.T) {
+	s := start(t, config(1, 1, 2, 3))
+	next, acts := step(t, s, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 3, SuccessorRank: SuccessorRank{Position: 1, Of: 2}})
+	rrExpect(t, next, Follower, 3, 2, NoReplica)
+	require.Equal(t, []Action{
+		Persist{Record: rrRecord(3, 2, NoNode)},
+		RoleChanged{From: Unattached, To: Follower, Epoch: 3, LeaderID: 2, Reason: "EndQuorumEpoch"},
+		StopTimer{Timer: ElectionTimer},
+		ResetTimer{Timer: FetchTimer, After: testTf},
+		SendFetch{To: 2, CurrentLeaderEpoch: 3, HighWatermark: -1},
+		ResetTimer{Timer: FetchTimer, After: 500 * time.Millisecond},
+		SendEndQuorumEpochResponse{To: 2, Epoch: 3, LeaderID: 2},
+	}, acts)
+
+	// A Follower of leader 2 in epoch 1 hears that leader 3 of epoch 2
+	// resigns: it follows 3 and backs off by its rank there.
+	next, acts = step(t, rrFetched(t), ReceiveEndQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 2, SuccessorRank: SuccessorRank{Position: 0, Of: 1}})
+	rrExpect(t, next, Follower, 2, 3, NoReplica)
+	require.Equal(t, []Action{
+		Persist{Record: rrRecord(2, 3, NoNode)},
+		RoleChanged{From: Follower, To: Follower, Epoch: 2, LeaderID: 3, Reason: "EndQuorumEpoch"},
+		ResetTimer{Timer: FetchTimer, After: testTf},
+		SendFetch{To: 3, CurrentLeaderEpoch: 2, HighWatermark: -1},
+		ResetTimer{Timer: FetchTimer, After: 0},
+		SendEndQuorumEpochResponse{To: 3, Epoch: 2, LeaderID: 3},
+	}, acts)
+}
+
+// TestEndQuorumEpochSameEpochUnknownLeaderFollowsKeepingVote: in our epoch,
+// a replica that knows no leader follows the resigning one, keeping its
+// vote. Reference: spec 8.2 step 3, 4.2 step 3, 12.2.
+func TestEndQuorumEpochSameEpochUnknownLeaderFollowsKeepingVote(t *testing.T) {
+	s, _ := restart(t, config(1, 1, 2, 3), rrRecord(2, NoNode, 3), LogState{})
+	next, acts := step(t, s, ReceiveEndQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 2, SuccessorRank: SuccessorRank{Position: 1, Of: 3}})
+	rrExpect(t, next, Follower, 2, 3, ReplicaKey{ID: 3})
+	require.Equal(t, []Action{
+		Persist{Record: rrRecord(2, 3, 3)},
+		RoleChanged{From: Unattached, To: Follower, Epoch: 2, LeaderID: 3, Reason: "EndQuorumEpoch"},
+		StopTimer{Timer: ElectionTimer},
+		ResetTimer{Timer: FetchTimer, After: testTf},
+		SendFetch{To: 3, CurrentLeaderEpoch: 2, HighWatermark: -1},
+		ResetTimer{Timer: FetchTimer, After: 250 * time.Millisecond},
+		SendEndQuorumEpochResponse{To: 3, Epoch: 2, LeaderID: 3},
+	}, acts)
+}
+
+// TestEndQuorumEpochBackoffByRank: a Follower of the resigning leader
+// replaces its fetch timer with Kafka's strict exponential backoff of its
+// rank p in a list of n: 0 for p = 0 (also for the empty list a restarted
+// leader sends), min(B, (B >> (n-1)) << (p-1)) whole ms for a listed rank,
+// B when not listed. Reference: spec 3.3, 8.2 step 4;
+// KafkaRaftClient.strictExponentialElectionBackoffMs.
+func TestEndQuorumEpochBackoffByRank(t *testing.T) {
+	ms := time.Millisecond
+	cases := []struct {
+		p, n int
+		want time.Duration
+	}{
+		{0, 0, 0}, {0, 1, 0}, {0, 5, 0},
+		{1, 2, 500 * ms},
+		{1, 3, 250 * ms}, {2, 3, 500 * ms},
+		{1, 4, 125 * ms}, {2, 4, 250 * ms}, {3, 4, 500 * ms},
+		{1, 5, 62 * ms}, {2, 5, 124 * ms}, {3, 5, 248 * ms}, {4, 5, 496 * ms},
+		// Not listed.
+		{5, 5, time.Second}, {9, 5, time.Second}, {-1, 5, time.Second}, {1, 0, time.Second}, {1, 1, time.Second},
+	}
+	for _, tc := range cases {
+		s := rrFetched(t)
+		next, acts := step(t, s, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, SuccessorRank: SuccessorRank{Position: tc.p, Of: tc.n}})
+		rrExpect(t, next, Follower, 1, 2, NoReplica)
+		require.Equal(t, s.Record(), next.Record())
+		require.Equal(t, []Action{
+			ResetTimer{Timer: FetchTimer, After: tc.want},
+			SendEndQuorumEpochResponse{To: 2, Epoch: 1, LeaderID: 2},
+		}, acts, "rank %d of %d", tc.p, tc.n)
+	}
+
+	// B_max is the configured value: B = 2 s, n = 3.
+	cfg := config(1, 1, 2, 3)
+	cfg.ElectionBackoffMax = 2 * time.Second
+	s := rrFollower(t, cfg, 1, 2)
+	for p, want := range []time.Duration{0, 500 * ms, time.Second, 2 * time.Second} {
+		_, acts := step(t, s, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, SuccessorRank: SuccessorRank{Position: p, Of: 3}})
+		require.Equal(t, ResetTimer{Timer: FetchTimer, After: want}, acts[0], "rank %d of 3", p)
+	}
+}
+
+// rrBackoff is the fetch timer a Follower of 2 sets for rank p of n.
+func rrBackoff(t *testing.T, s State, p, n int) time.Duration {
+	t.Helper()
+	_, acts := step(t, s, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, SuccessorRank: SuccessorRank{Position: p, Of: n}})
+	require.Len(t, acts, 2)
+	rt, ok := acts[0].(ResetTimer)
+	require.True(t, ok)
+	require.Equal(t, FetchTimer, rt.Timer)
+	return rt.After
+}
+
+// TestEndQuorumEpochBackoffLongListsStayOrdered: for n >= 11 Kafka's base
+// B >> (n-1) is 0 and every listed rank would campaign at once; kraft keeps
+// the base at least 1 ms so that ranks stay ordered, never above B.
+// Reference: DESIGN decision 4; spec 3.3, 16.4.
+func TestEndQuorumEpochBackoffLongListsStayOrdered(t *testing.T) {
+	s := rrFetched(t)
+	var got []time.Duration
+	for p := 1; p < 11; p++ {
+		got = append(got, rrBackoff(t, s, p, 11))
+	}
+	ms := time.Millisecond
+	require.Equal(t, []time.Duration{1 * ms, 2 * ms, 4 * ms, 8 * ms, 16 * ms, 32 * ms, 64 * ms, 128 * ms, 256 * ms, 512 * ms}, got)
+
+	for _, n := range []int{12, 20, 64, 100, 1000} {
+		prev := time.Duration(0)
+		for p := 1; p < n; p++ {
+			b := rrBackoff(t, s, p, n)
+			require.Greater(t, b, time.Duration(0), "rank %d of %d", p, n)
+			require.GreaterOrEqual(t, b, prev, "rank %d of %d", p, n)
+			require.LessOrEqual(t, b, time.Second, "rank %d of %d", p, n)
+			prev = b
+		}
+		require.Equal(t, time.Millisecond, rrBackoff(t, s, 1, n), "rank 1 of %d", n)
+		require.Equal(t, time.Second, rrBackoff(t, s, n, n), "unlisted of %d", n)
+	}
+}
+
+// TestEndQuorumEpochOtherRolesKeepTimers: only a Follower of exactly the
+// resigning leader changes its timer; a Prospective that already knows that
+// leader, or the Leader hearing its own epoch's EndQuorumEpoch, just answer.
+// Reference: spec 8.2 (last paragraph), 3.3.
+func TestEndQuorumEpochOtherRolesKeepTimers(t *testing.T) {
+	p, _ := step(t, rrFetched(t), FetchTimeout{})
+	require.Equal(t, Prospective, p.Role())
+	require.Equal(t, NodeID(2), p.Leader())
+	next, acts := step(t, p, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, SuccessorRank: SuccessorRank{Position: 0, Of: 2}})
+	require.Equal(t, p, next)
+	require.Equal(t, []Action{SendEndQuorumEpochResponse{To: 2, Epoch: 1, LeaderID: 2}}, acts)
+
+	l := rrLeader(t)
+	next, acts = step(t, l, ReceiveEndQuorumEpoch{From: 1, LeaderID: 1, LeaderEpoch: 1})
+	require.Equal(t, l, next)
+	require.Equal(t, []Action{SendEndQuorumEpochResponse{To: 1, Epoch: 1, LeaderID: 1}}, acts)
+}
+
+// TestEndQuorumEpochInconsistentLeaderFaults: an EndQuorumEpoch naming
+// another leader for our epoch, or naming us when we do not lead, is a
+// Fault. Reference: spec 4.2 step 1; DESIGN decision 1.
+func TestEndQuorumEpochInconsistentLeaderFaults(t *testing.T) {
+	f := rrFetched(t)
+	next, acts := step(t, f, ReceiveEndQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 1})
+	rrFault(t, f, next, acts)
+	next, acts = step(t, f, ReceiveEndQuorumEpoch{From: 3, LeaderID: 1, LeaderEpoch: 1})
+	rrFault(t, f, next, acts)
+	l := rrLeader(t)
+	next, acts = step(t, l, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1})
+	rrFault(t, l, next, acts)
+}
+
+// TestFollowerGrantsPreVoteAfterEndQuorumEpoch: a Follower that has fetched
+// rejects pre-votes (KIP-996), but after EndQuorumEpoch from its leader it
+// grants them again to up-to-date requesters, so that the preferred
+// successor can win; standard votes stay rejected. Reference: DESIGN
+// decision 3 (KAFKA-20895); spec 6.3, 8.4.
+func TestFollowerGrantsPreVoteAfterEndQuorumEpoch(t *testing.T) {
+	pre := ReceiveVoteRequest{From: 3, VoterID: 1, CandidateEpoch: 1, Candidate: 3, CandidateLogEnd: LogEnd{Offset: 0, Epoch: 0}, PreVote: true}
+	f := rrFetched(t)
+	_, acts := step(t, f, pre)
+	require.Equal(t, []Action{SendVoteResponse{To: 3, Epoch: 1, LeaderID: 2}}, acts)
+
+	r, _ := step(t, f, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, SuccessorRank: SuccessorRank{Position: 1, Of: 2}})
+	next, acts := step(t, r, pre)
+	require.Equal(t, r, next)
+	require.Equal(t, []Action{SendVoteResponse{To: 3, Epoch: 1, LeaderID: 2, VoteGranted: true}}, acts)
+
+	// Still only to up-to-date requesters.
+	r, _ = step(t, r, LogAppended{End: LogEnd{Offset: 2, Epoch: 1}})
+	_, acts = step(t, r, pre)
+	require.Equal(t, []Action{SendVoteResponse{To: 3, Epoch: 1, LeaderID: 2}}, acts)
+
+	// Standard votes of the epoch are still refused.
+	_, acts = step(t, r, ReceiveVoteRequest{From: 3, VoterID: 1, CandidateEpoch: 1, Candidate: 3, CandidateLogEnd: LogEnd{Offset: 5, Epoch: 0}})
+	require.Equal(t, []Action{SendVoteResponse{To: 3, Epoch: 1, LeaderID: 2}}, acts)
+
+	// A late fetch response from before the resignation does not undo it:
+	// the leader has resigned for good in this epoch.
+	r, _ = step(t, r, ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: 1, HighWatermark: -1})
+	_, acts = step(t, r, ReceiveVoteRequest{From: 3, VoterID: 1, CandidateEpoch: 1, Candidate: 3, CandidateLogEnd: LogEnd{Offset: 2, Epoch: 1}, PreVote: true})
+	require.Equal(t, []Action{SendVoteResponse{To: 3, Epoch: 1, LeaderID: 2, VoteGranted: true}}, acts)
+}
+
+// TestEndQuorumEpochRankZeroCampaignsAtOnce: rank 0 (or the empty list of a
+// restarted leader) sets the fetch timer to 0; when it fires the Follower
+// runs a pre-vote in the same epoch. Reference: spec 8.2 step 4, 5.2, 18.2
+// step 2.
+func TestEndQuorumEpochRankZeroCampaignsAtOnce(t *testing.T) {
+	f, acts := step(t, rrFetched(t), ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, SuccessorRank: SuccessorRank{Position: 0, Of: 0}})
+	require.Equal(t, ResetTimer{Timer: FetchTimer, After: 0}, acts[0])
+	p, acts := step(t, f, FetchTimeout{})
+	rrExpect(t, p, Prospective, 1, 2, NoReplica)
+	require.Equal(t, []Action{
+		RoleChanged{From: Follower, To: Prospective, Epoch: 1, LeaderID: 2, Reason: "fetch timeout"},
+		StopTimer{Timer: FetchTimer},
+		ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 2)},
+		SendVoteRequest{To: ReplicaKey{ID: 2}, CandidateEpoch: 1, Candidate: ReplicaKey{ID: 1}, PreVote: true},
+		SendVoteRequest{To: ReplicaKey{ID: 3}, CandidateEpoch: 1, Candidate: ReplicaKey{ID: 1}, PreVote: true},
+	}, acts)
+}
+
+// ---- BeginQuorumEpoch receipt ----
+
+// TestBeginQuorumEpochRejectsBadRequests: foreign cluster id, older epoch
+// and negative leader id are answered without change, on every role.
+// Reference: spec 9.4 steps 1-2, 4.1, 11.
+func TestBeginQuorumEpochRejectsBadRequests(t *testing.T) {
+	ours := uuid.NullUUID{UUID: uuid.MustParse("11111111-1111-1111-1111-111111111111"), Valid: true}
+	foreign := uuid.NullUUID{UUID: uuid.MustParse("22222222-2222-2222-2222-222222222222"), Valid: true}
+	for name, s := range rrRolesInEpoch(t, ours) {
+		for _, tc := range []struct {
+			e    ReceiveBeginQuorumEpoch
+			code ErrorCode
+		}{
+			{ReceiveBeginQuorumEpoch{From: 3, ClusterID: foreign, LeaderID: 3, LeaderEpoch: 9, VoterID: NoNode}, ErrInconsistentClusterID},
+			{ReceiveBeginQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 1, VoterID: NoNode}, ErrFencedLeaderEpoch},
+			{ReceiveBeginQuorumEpoch{From: 3, LeaderID: -3, LeaderEpoch: 1, VoterID: NoNode}, ErrFencedLeaderEpoch},
+			{ReceiveBeginQuorumEpoch{From: 3, ClusterID: ours, LeaderID: NoNode, LeaderEpoch: 9, VoterID: NoNode}, ErrInvalidRequest},
+		} {
+			next, acts := step(t, s, tc.e)
+			require.Equal(t, s, next, "%s %+v", name, tc.e)
+			require.Equal(t, []Action{
+				SendBeginQuorumEpochResponse{To: 3, Error: tc.code, Epoch: s.Epoch(), LeaderID: s.Leader()},
+			}, acts, "%s %+v", name, tc.e)
+		}
+	}
+}
+
+// rrRolesInEpoch builds every reachable role of node 1 among {1,2,3} (or
+// observer 9) in epoch 2 or 3, configured with cluster id cluster, by
+// stepping real events from a restart in epoch 2.
+func rrRolesInEpoch(t *testing.T, cluster uuid.NullUUID) map[string]State {
+	t.Helper()
+	cfg := config(1, 1, 2, 3)
+	cfg.ClusterID = cluster
+	ocfg := observerConfig(9, 1, 2, 3)
+	ocfg.ClusterID = cluster
+	ncfg := Config{Local: NoReplica, Observer: true, Voters: keys(1, 2, 3), ClusterID: cluster}
+	empty := rrRecord(2, NoNode, NoNode)
+
+	u, _ := restart(t, cfg, empty, LogState{})
+	p, _ := step(t, u, ElectionTimeout{})
+	c, _ := step(t, p, ReceiveVoteResponse{From: 2, Epoch: 2, VoteGranted: true, LeaderID: NoNode})
+	l, _ := step(t, c, ReceiveVoteResponse{From: 2, Epoch: 3, VoteGranted: true, LeaderID: NoNode})
+	l, _ = step(t, l, LogAppended{End: LogEnd{Offset: 1, Epoch: 3}})
+	r, _ := step(t, l, Resign{})
+	f, _ := restart(t, cfg, rrRecord(2, 2, NoNode), LogState{})
+	f, _ = step(t, f, ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: 2, HighWatermark: -1})
+	uo, _ := restart(t, ocfg, empty, LogState{})
+	fo, _ := restart(t, ocfg, rrRecord(2, 2, NoNode), LogState{})
+	un, _, err := NewState(ncfg, &empty, LogState{})
+	require.NoError(t, err)
+	fn, _ := step(t, un, ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: 2, HighWatermark: -1})
+	states := map[string]State{
+		"Unattached": u, "Prospective": p, "Candidate": c, "Leader": l, "Follower": f, "Resigned": r,
+		"observer Unattached": uo, "observer Follower": fo,
+		"observer without id Unattached": un, "observer without id Follower": fn,
+	}
+	want := map[string]Role{
+		"Unattached": Unattached, "Prospective": Prospective, "Candidate": Candidate, "Leader": Leader,
+		"Follower": Follower, "Resigned": Resigned, "observer Unattached": Unattached, "observer Follower": Follower,
+		"observer without id Unattached": Unattached, "observer without id Follower": Follower,
+	}
+	for name, s := range states {
+		require.Equal(t, want[name], s.Role(), name)
+	}
+	return states
+}
+
+// TestBeginQuorumEpochNewerEpochFollowsFromEveryRole: a newer epoch makes
+// every role Follower of the named leader, persisted, fetch timer T_f, first
+// Fetch at once: the Leader steps down, Resigned leaves, Prospective and
+// Candidate abort. Reference: spec 9.4, 10.6, 4.2 step 2.
+func TestBeginQuorumEpochNewerEpochFollowsFromEveryRole(t *testing.T) {
+	stops := map[Role][]Action{
+		Unattached:  {StopTimer{Timer: ElectionTimer}},
+		Prospective: {StopTimer{Timer: ElectionTimer}},
+		Candidate:   {StopTimer{Timer: ElectionTimer}},
+		Leader:      {StopTimer{Timer: CheckQuorumTimer}, StopTimer{Timer: BeginQuorumEpochTimer}},
+		Follower:    nil,
+		Resigned:    {StopTimer{Timer: ElectionTimer}},
+	}
+	for name, s := range rrRolesInEpoch(t, uuid.NullUUID{}) {
+		const epoch, leader = 5, 3
+		next, acts := step(t, s, ReceiveBeginQuorumEpoch{From: leader, LeaderID: leader, LeaderEpoch: epoch, VoterID: s.Local().ID})
+		rrExpect(t, next, Follower, epoch, leader, NoReplica)
+		require.Equal(t, s.IsVoter(), next.IsVoter())
+		want := []Action{
+			Persist{Record: rrRecord(epoch, leader, NoNode)},
+			RoleChanged{From: s.Role(), To: Follower, Epoch: epoch, LeaderID: leader, Reason: "BeginQuorumEpoch"},
+		}
+		if s.IsVoter() {
+			want = append(want, stops[s.Role()]...)
+		}
+		end := s.LogEnd()
+		want = append(want,
+			ResetTimer{Timer: FetchTimer, After: testTf},
+			SendFetch{To: leader, CurrentLeaderEpoch: epoch, FetchOffset: end.Offset, FetchEpoch: end.Epoch, HighWatermark: -1},
+			SendBeginQuorumEpochResponse{To: leader, Epoch: epoch, LeaderID: leader},
+		)
+		require.Equal(t, want, acts, name)
+	}
+}
+
+// TestBeginQuorumEpochSameEpochNoLeaderFollowsKeepingVote: in our epoch, a
+// replica that knows no leader follows the announced one and keeps its
+// vote: Unattached with a vote, Prospective, Candidate (its self-vote).
+// Reference: spec 9.4 ("For E' == E"), 4.2 step 3, 12.2.
+func TestBeginQuorumEpochSameEpochNoLeaderFollowsKeepingVote(t *testing.T) {
+	uv, _ := restart(t, config(1, 1, 2, 3), rrRecord(2, NoNode, 3), LogState{})
+	cases := []struct {
+		name  string
+		s     State
+		epoch Epoch
+		voted ReplicaKey
+		stop  bool
+	}{
+		{"Unattached with vote", uv, 2, ReplicaKey{ID: 3}, true},
+		{"Prospective", rrProspective(t), 0, NoReplica, true},
+		{"Candidate", rrCandidate(t), 1, ReplicaKey{ID: 1}, true},
+		{"observer Unattached", start(t, observerConfig(9, 1, 2, 3)), 0, NoReplica, false},
+	}
+	for _, tc := range cases {
+		next, acts := step(t, tc.s, ReceiveBeginQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: tc.epoch, VoterID: NoNode})
+		rrExpect(t, next, Follower, tc.epoch, 3, tc.voted)
+		want := []Action{
+			Persist{Record: QuorumRecord{Epoch: tc.epoch, LeaderID: 3, VotedKey: tc.voted}},
+			RoleChanged{From: tc.s.Role(), To: Follower, Epoch: tc.epoch, LeaderID: 3, Reason: "BeginQuorumEpoch"},
+		}
+		if tc.stop {
+			want = append(want, StopTimer{Timer: ElectionTimer})
+		}
+		want = append(want,
+			ResetTimer{Timer: FetchTimer, After: testTf},
+			SendFetch{To: 3, CurrentLeaderEpoch: tc.epoch, HighWatermark: -1},
+			SendBeginQuorumEpochResponse{To: 3, Epoch: tc.epoch, LeaderID: 3},
+		)
+		require.Equal(t, want, acts, tc.name)
+	}
+}
+
+// TestBeginQuorumEpochUnattachedWithLeaderIDFollows: an Unattached replica
+// that knows the leader's id but could not reach it follows once the
+// leader's own BeginQuorumEpoch brings the way to it. Reference: spec 9.4
+// ("an Unattached with leader id has 0 endpoints, so it does become
+// Follower"), 13 rule 5.
+func TestBeginQuorumEpochUnattachedWithLeaderIDFollows(t *testing.T) {
+	s, _ := restart(t, config(1, 1, 2, 3), rrRecord(2, 7, 2), LogState{})
+	next, acts := step(t, s, ReceiveBeginQuorumEpoch{From: 7, LeaderID: 7, LeaderEpoch: 2, VoterID: 1})
+	rrExpect(t, next, Follower, 2, 7, ReplicaKey{ID: 2})
+	require.Equal(t, []Action{
+		RoleChanged{From: Unattached, To: Follower, Epoch: 2, LeaderID: 7, Reason: "BeginQuorumEpoch"},
+		StopTimer{Timer: ElectionTimer},
+		ResetTimer{Timer: FetchTimer, After: testTf},
+		SendFetch{To: 7, CurrentLeaderEpoch: 2, HighWatermark: -1},
+		SendBeginQuorumEpochResponse{To: 7, Epoch: 2, LeaderID: 7},
+	}, acts, "the record (2, 7, 2) does not change, so nothing is persisted")
+}
+
+// TestBeginQuorumEpochLeaderOwnIsNoop: a Leader that receives its own
+// BeginQuorumEpoch answers and changes nothing. Reference: spec 9.4
+// ("Leader with itself as leader -> nothing").
+func TestBeginQuorumEpochLeaderOwnIsNoop(t *testing.T) {
+	l := rrLeader(t)
+	next, acts := step(t, l, ReceiveBeginQuorumEpoch{From: 1, LeaderID: 1, LeaderEpoch: 1, VoterID: 1})
+	require.Equal(t, l, next)
+	require.Equal(t, []Action{SendBeginQuorumEpochResponse{To: 1, Epoch: 1, LeaderID: 1}}, acts)
+}
+
+// TestBeginQuorumEpochInconsistentLeaderFaults: another leader for our
+// epoch, or a message naming us leader when we are not, is a single Fault
+// with the state unchanged. Reference: spec 4.2 step 1, 9.4, 12.5;
+// hasConsistentLeader; DESIGN decision 1.
+func TestBeginQuorumEpochInconsistentLeaderFaults(t *testing.T) {
+	ua, _ := restart(t, config(1, 1, 2, 3), rrRecord(2, 7, NoNode), LogState{})
+	cases := []struct {
+		name string
+		s    State
+		e    ReceiveBeginQuorumEpoch
+	}{
+		{"Follower, other leader", rrFetched(t), ReceiveBeginQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 1, VoterID: 1}},
+		{"Leader, other leader", rrLeader(t), ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, VoterID: 1}},
+		{"Resigned, other leader", rrResigned(t), ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, VoterID: 1}},
+		{"Unattached with leader id, other leader", ua, ReceiveBeginQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 2, VoterID: 1}},
+		{"Unattached, names us", start(t, config(1, 1, 2, 3)), ReceiveBeginQuorumEpoch{From: 2, LeaderID: 1, LeaderEpoch: 0, VoterID: 1}},
+		{"Candidate, names us", rrCandidate(t), ReceiveBeginQuorumEpoch{From: 2, LeaderID: 1, LeaderEpoch: 1, VoterID: 1}},
+		{"Follower, names us in a newer epoch", rrFetched(t), ReceiveBeginQuorumEpoch{From: 2, LeaderID: 1, LeaderEpoch: 4, VoterID: 1}},
+		{"Leader, names us in a newer epoch", rrLeader(t), ReceiveBeginQuorumEpoch{From: 2, LeaderID: 1, LeaderEpoch: 4, VoterID: 1}},
+	}
+	for _, tc := range cases {
+		next, acts := step(t, tc.s, tc.e)
+		require.Len(t, acts, 1, tc.name)
+		rrFault(t, tc.s, next, acts)
+	}
+}
+
+// TestBeginQuorumEpochInvalidVoterKeyAfterTransition: a BeginQuorumEpoch
+// addressed to another voter key is answered INVALID_VOTER_KEY, but only
+// after the epoch/leader transition, which is kept. Reference: spec 9.4
+// step 4, 4.1 (isValidVoterKey), 11.
+func TestBeginQuorumEpochInvalidVoterKeyAfterTransition(t *testing.T) {
+	s := start(t, config(1, 1, 2, 3))
+	next, acts := step(t, s, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 3, VoterID: 3})
+	rrExpect(t, next, Follower, 3, 2, NoReplica)
+	require.Equal(t, []Action{
+		Persist{Record: rrRecord(3, 2, NoNode)},
+		RoleChanged{From: Unattached, To: Follower, Epoch: 3, LeaderID: 2, Reason: "BeginQuorumEpoch"},
+		StopTimer{Timer: ElectionTimer},
+		ResetTimer{Timer: FetchTimer, After: testTf},
+		SendFetch{To: 2, CurrentLeaderEpoch: 3, HighWatermark: -1},
+		SendBeginQuorumEpochResponse{To: 2, Error: ErrInvalidVoterKey, Epoch: 3, LeaderID: 2},
+	}, acts)
+
+	// Directory ids: a request for our id with another directory id is not
+	// for us; with ours or with none it is.
+	dirB := uuid.MustParse("00000000-0000-0000-0000-00000000000b")
+	local := ReplicaKey{ID: 1, DirectoryID: dirA}
+	f := rrFollower(t, Config{Local: local, Voters: []ReplicaKey{local, {ID: 2}, {ID: 3}}}, 1, 2)
+	for dir, code := range map[uuid.UUID]ErrorCode{dirB: ErrInvalidVoterKey, dirA: ErrNone, uuid.Nil: ErrNone} {
+		next, acts := step(t, f, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, VoterID: 1, VoterDirectoryID: dir})
+		require.Equal(t, f, next)
+		require.Equal(t, []Action{SendBeginQuorumEpochResponse{To: 2, Error: code, Epoch: 1, LeaderID: 2}}, acts, "directory %v", dir)
+	}
+	// An observer without an id is never the addressee of a voter key.
+	o := start(t, Config{Local: NoReplica, Observer: true, Voters: keys(1, 2, 3)})
+	_, acts = step(t, o, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 3, VoterID: 0})
+	require.Equal(t, SendBeginQuorumEpochResponse{To: 2, Error: ErrInvalidVoterKey, Epoch: 3, LeaderID: 2}, acts[len(acts)-1])
+}
+
+// TestBeginQuorumEpochRepeatedDoesNotResetFetchTimer: a Follower that hears
+// BeginQuorumEpoch again from its leader only answers: no timer reset, and
+// it still rejects pre-votes because it has fetched. Reference: spec 9.4
+// ("A Follower's fetch timer is NOT reset by BeginQuorumEpoch"), 4.5.
+func TestBeginQuorumEpochRepeatedDoesNotResetFetchTimer(t *testing.T) {
+	f := rrFetched(t)
+	next, acts := step(t, f, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, VoterID: 1})
+	require.Equal(t, f, next)
+	require.Equal(t, []Action{SendBeginQuorumEpochResponse{To: 2, Epoch: 1, LeaderID: 2}}, acts)
+	_, acts = step(t, next, ReceiveVoteRequest{From: 3, VoterID: 1, CandidateEpoch: 1, Candidate: 3, PreVote: true})
+	require.Equal(t, []Action{SendVoteResponse{To: 3, Epoch: 1, LeaderID: 2}}, acts)
+
+	// The same for a Follower that has not fetched yet.
+	g := rrFollower(t, config(1, 1, 2, 3), 1, 2)
+	next, acts = step(t, g, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, VoterID: 1})
+	require.Equal(t, g, next)
+	require.Equal(t, []Action{SendBeginQuorumEpochResponse{To: 2, Epoch: 1, LeaderID: 2}}, acts)
+
+	// A Prospective that left this leader on a fetch timeout keeps
+	// campaigning: the request brings no way to the leader it lacked
+	// (spec 16.13).
+	p, _ := step(t, f, FetchTimeout{})
+	require.Equal(t, Prospective, p.Role())
+	next, acts = step(t, p, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, VoterID: 1})
+	require.Equal(t, p, next)
+	require.Equal(t, []Action{SendBeginQuorumEpochResponse{To: 2, Epoch: 1, LeaderID: 2}}, acts)
+}
+
+// ---- the 5-voter scenario ----
+
+// TestResignFiveVotersElectsFirstPreferredSuccessor: five voters elect 1;
+// records are appended while 5, then 4, then 3 are cut off, so that the
+// followers' positions are 2 > 3 > 4 > 5. The leader resigns; 2, its first
+// preferred successor, campaigns at once (rank 0) and wins epoch 2 because
+// the followers that have fetched grant its pre-vote after EndQuorumEpoch.
+// Kafka elects a lower-ranked voter here (KAFKA-20895, spec 8.4); DESIGN
+// decision 3 is why kraft does better. Reference: spec 18.2, 8.4; DESIGN
+// decision 3.
+func TestResignFiveVotersElectsFirstPreferredSuccessor(t *testing.T) {
+	c := newTestCluster(t, 1, 2, 3, 4, 5)
+	c.fire(1, ElectionTimeout{})
+	require.Equal(t, []NodeID{1}, c.leaders())
+	for _, id := range []NodeID{5, 4, 3} {
+		c.down[id] = true
+		c.appendAt(1, 2)
+	}
+	for _, id := range []NodeID{3, 4, 5} {
+		c.down[id] = false
+	}
+	require.Empty(t, c.faults)
+	positions := map[NodeID]int{}
+	for _, id := range c.ids {
+		positions[id] = len(c.logs[id])
+		if id != 1 {
+			rrExpect(t, c.states[id], Follower, 1, 1, c.states[id].Record().VotedKey)
+		}
+	}
+	require.Equal(t, map[NodeID]int{1: 7, 2: 7, 3: 5, 4: 3, 5: 1}, positions)
+
+	// The resignation names the successors by fetch position.
+	_, acts := step(t, c.states[1], Resign{})
+	ends := ofType[SendEndQuorumEpoch](acts)
+	require.Len(t, ends, 4)
+	for _, e := range ends {
+		require.Equal(t, keys(2, 3, 4, 5), e.PreferredSuccessors)
+	}
+	c.fire(1, Resign{})
+	rrExpect(t, c.states[1], Resigned, 1, 1, NoReplica)
+	for _, id := range []NodeID{2, 3, 4, 5} {
+		require.Equal(t, Follower, c.states[id].Role())
+	}
+
+	// Follower 3 has fetched from 1, yet grants 2's pre-vote now.
+	_, acts = step(t, c.states[3], ReceiveVoteRequest{From: 2, VoterID: 3, CandidateEpoch: 1, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 7, Epoch: 1}, PreVote: true})
+	require.Equal(t, []Action{SendVoteResponse{To: 2, Epoch: 1, LeaderID: 1, VoteGranted: true}}, acts)
+
+	// Rank 0's fetch timer is 0: it fires first.
+	c.fire(2, FetchTimeout{})
+	require.Empty(t, c.faults)
+	require.Equal(t, []NodeID{2}, c.leaders())
+	for _, id := range c.ids {
+		s := c.states[id]
+		require.Equal(t, Epoch(2), s.Epoch(), "node %d: %v", id, s)
+		require.Equal(t, NodeID(2), s.Leader(), "node %d: %v", id, s)
+		if id != 2 {
+			require.Equal(t, Follower, s.Role(), "node %d: %v", id, s)
+		}
+		// Everyone caught up with the new leader, whose epoch starts with
+		// its LeaderChange record at offset 7.
+		require.Equal(t, c.logs[2], c.logs[id], "node %d", id)
+	}
+	require.Equal(t, []Epoch{1, 1, 1, 1, 1, 1, 1, 2}, c.logs[2])
+	require.Equal(t, int64(8), c.states[2].HighWatermark())
+}

@@ -1,0 +1,649 @@
+package kraft
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// Restart (spec 13, QuorumState.initialize and KafkaRaftClient.initialize)
+// and configuration validation. Every restart emits the written-back record
+// first, then what Kafka does on its first poll.
+
+// ---- helpers shared by restart_test.go, resign_test.go, badinput_test.go ----
+
+// rrDraw returns the election timeout armed by acts[i], after checking that
+// acts[i] arms the election timer with a value in [T_e, 2*T_e) (spec 3.2).
+func rrDraw(t *testing.T, acts []Action, i int) time.Duration {
+	t.Helper()
+	require.Greater(t, len(acts), i, "actions: %v", acts)
+	rt, ok := acts[i].(ResetTimer)
+	require.True(t, ok, "action %d is %T, not ResetTimer: %v", i, acts[i], acts)
+	require.Equal(t, ElectionTimer, rt.Timer, "action %d: %v", i, acts)
+	require.GreaterOrEqual(t, rt.After, testTe, "election timeout below T_e")
+	require.Less(t, rt.After, 2*testTe, "election timeout not below 2*T_e")
+	return rt.After
+}
+
+// rrRecord is a quorum-state record.
+func rrRecord(epoch Epoch, leader NodeID, voted NodeID) QuorumRecord {
+	r := QuorumRecord{Epoch: epoch, LeaderID: leader, VotedKey: NoReplica}
+	if voted != NoNode {
+		r.VotedKey = ReplicaKey{ID: voted}
+	}
+	return r
+}
+
+// rrExpect checks role, epoch, leader, vote and the record of s.
+func rrExpect(t *testing.T, s State, role Role, epoch Epoch, leader NodeID, voted ReplicaKey) {
+	t.Helper()
+	require.Equal(t, role, s.Role(), "state %v", s)
+	require.Equal(t, epoch, s.Epoch(), "state %v", s)
+	require.Equal(t, leader, s.Leader(), "state %v", s)
+	v, has := s.VotedKey()
+	require.Equal(t, voted, v, "state %v", s)
+	require.Equal(t, voted.ID != NoNode, has, "state %v", s)
+}
+
+// rrFault checks that a step yielded a single Fault and left the state as
+// it was (decision 1).
+func rrFault(t *testing.T, before, after State, acts []Action) {
+	t.Helper()
+	require.Len(t, acts, 1, "actions: %v", acts)
+	f, ok := acts[0].(Fault)
+	require.True(t, ok, "action is %T, not Fault", acts[0])
+	require.NotEmpty(t, f.Reason)
+	require.Equal(t, before, after, "a Fault must leave the state unchanged")
+}
+
+// rrUnchanged checks that a step changed nothing and did nothing.
+func rrUnchanged(t *testing.T, before, after State, acts []Action) {
+	t.Helper()
+	require.Empty(t, acts)
+	require.Equal(t, before, after)
+}
+
+// rrProspective: node 1 of {1,2,3} after its first election timeout:
+// Prospective(0).
+func rrProspective(t *testing.T) State {
+	t.Helper()
+	s, _ := step(t, start(t, config(1, 1, 2, 3)), ElectionTimeout{})
+	require.Equal(t, Prospective, s.Role())
+	return s
+}
+
+// rrCandidate: node 1 of {1,2,3} after node 2 granted its pre-vote:
+// Candidate(1), voted for itself.
+func rrCandidate(t *testing.T) State {
+	t.Helper()
+	s, _ := step(t, rrProspective(t), ReceiveVoteResponse{From: 2, Epoch: 0, VoteGranted: true, LeaderID: NoNode})
+	require.Equal(t, Candidate, s.Role())
+	require.Equal(t, Epoch(1), s.Epoch())
+	return s
+}
+
+// rrLeader: node 1 of {1,2,3} elected in epoch 1, its LeaderChange record
+// (offset 0) durable: Leader(1), log end (1, 1).
+func rrLeader(t *testing.T) State {
+	t.Helper()
+	s, _ := step(t, rrCandidate(t), ReceiveVoteResponse{From: 2, Epoch: 1, VoteGranted: true, LeaderID: NoNode})
+	require.Equal(t, Leader, s.Role())
+	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 1, Epoch: 1}})
+	return s
+}
+
+// rrLeaderOf elects local among voters (pre-votes and votes from the next
+// voters in order until a majority) in epoch 1 and appends its LeaderChange
+// record.
+func rrLeaderOf(t *testing.T, cfg Config) State {
+	t.Helper()
+	s, _ := step(t, start(t, cfg), ElectionTimeout{})
+	for _, round := range []Epoch{0, 1} {
+		for _, v := range cfg.Voters {
+			if v.ID == cfg.Local.ID || s.Role() == Leader || s.Epoch() != round {
+				continue
+			}
+			s, _ = step(t, s, ReceiveVoteResponse{From: v.ID, Epoch: round, VoteGranted: true, LeaderID: NoNode})
+		}
+	}
+	require.Equal(t, Leader, s.Role(), "state %v", s)
+	require.Equal(t, Epoch(1), s.Epoch())
+	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 1, Epoch: 1}})
+	return s
+}
+
+// rrResigned: rrLeader after Resign: Resigned(1).
+func rrResigned(t *testing.T) State {
+	t.Helper()
+	s, _ := step(t, rrLeader(t), Resign{})
+	require.Equal(t, Resigned, s.Role())
+	return s
+}
+
+// rrFollower: a fresh replica with cfg that received BeginQuorumEpoch from
+// leader for epoch: Follower(epoch, leader), not fetched yet.
+func rrFollower(t *testing.T, cfg Config, epoch Epoch, leader NodeID) State {
+	t.Helper()
+	s, _ := step(t, start(t, cfg), ReceiveBeginQuorumEpoch{From: leader, LeaderID: leader, LeaderEpoch: epoch, VoterID: NoNode})
+	require.Equal(t, Follower, s.Role())
+	return s
+}
+
+// rrFetched: node 1 of {1,2,3}, Follower(1, 2) that has had one successful
+// fetch response from its leader.
+func rrFetched(t *testing.T) State {
+	t.Helper()
+	s := rrFollower(t, config(1, 1, 2, 3), 1, 2)
+	s, acts := step(t, s, ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: 1, HighWatermark: -1})
+	require.Equal(t, []Action{
+		ResetTimer{Timer: FetchTimer, After: testTf},
+		SendFetch{To: 2, CurrentLeaderEpoch: 1, HighWatermark: -1},
+	}, acts)
+	return s
+}
+
+// ---- restart ----
+
+// TestRestartWithoutRecordIsUnattachedEpochZero: a missing quorum-state file
+// is epoch 0, no leader, no vote; the state is written back and the
+// election timer armed. Reference: spec 13 (rule 6), 2.4.
+func TestRestartWithoutRecordIsUnattachedEpochZero(t *testing.T) {
+	s, acts, err := NewState(config(1, 1, 2, 3), nil, LogState{})
+	require.NoError(t, err)
+	rrExpect(t, s, Unattached, 0, NoNode, NoReplica)
+	require.Equal(t, EmptyRecord(), s.Record())
+	require.True(t, s.IsVoter())
+	require.Equal(t, []Action{
+		Persist{Record: EmptyRecord()},
+		ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 1)},
+	}, acts)
+}
+
+// TestRestartFormerLeaderIsResignedWithEmptySuccessors: a replica whose
+// record names itself leader restarts Resigned in the stored epoch (it may
+// not vote or lead again in that epoch) and sends EndQuorumEpoch with an
+// empty successor list to every other voter. Reference: spec 13 (rule 3),
+// 12.6, 8.1; QuorumState.initialize; DESIGN 5.4.
+func TestRestartFormerLeaderIsResignedWithEmptySuccessors(t *testing.T) {
+	rec := rrRecord(5, 1, NoNode)
+	s, acts := restart(t, config(1, 1, 2, 3), rec, LogState{End: LogEnd{Offset: 10, Epoch: 5}})
+	rrExpect(t, s, Resigned, 5, 1, NoReplica)
+	require.Equal(t, rec, s.Record())
+	require.Equal(t, []Action{
+		Persist{Record: rec},
+		ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 1)},
+		SendEndQuorumEpoch{To: ReplicaKey{ID: 2}, Epoch: 5, LeaderID: 1},
+		SendEndQuorumEpoch{To: ReplicaKey{ID: 3}, Epoch: 5, LeaderID: 1},
+	}, acts)
+	for _, a := range ofType[SendEndQuorumEpoch](acts) {
+		require.Empty(t, a.PreferredSuccessors)
+	}
+}
+
+// TestRestartFormerLeaderNoLongerVoterIsResigned: the rule does not look at
+// the voter set: a leader removed by KIP-853 still restarts Resigned and
+// tells every voter. Reference: spec 13 (rule 3), 2.1 (Resigned row).
+func TestRestartFormerLeaderNoLongerVoterIsResigned(t *testing.T) {
+	rec := rrRecord(5, 9, NoNode)
+	s, acts := restart(t, observerConfig(9, 1, 2, 3), rec, LogState{})
+	rrExpect(t, s, Resigned, 5, 9, NoReplica)
+	require.False(t, s.IsVoter())
+	require.Equal(t, []Action{
+		Persist{Record: rec},
+		ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 1)},
+		SendEndQuorumEpoch{To: ReplicaKey{ID: 1}, Epoch: 5, LeaderID: 9},
+		SendEndQuorumEpoch{To: ReplicaKey{ID: 2}, Epoch: 5, LeaderID: 9},
+		SendEndQuorumEpoch{To: ReplicaKey{ID: 3}, Epoch: 5, LeaderID: 9},
+	}, acts)
+
+	// Its election timer leaves it Unattached(6) as an observer: it
+	// searches for the leader instead of campaigning.
+	next, acts := step(t, s, ElectionTimeout{})
+	rrExpect(t, next, Unattached, 6, NoNode, NoReplica)
+	require.Equal(t, []Action{
+		Persist{Record: rrRecord(6, NoNode, NoNode)},
+		RoleChanged{From: Resigned, To: Unattached, Epoch: 6, LeaderID: NoNode, Reason: "resigned leader's election timeout"},
+		StopTimer{Timer: ElectionTimer},
+		ResetTimer{Timer: FetchTimer, After: testTf},
+		SendFetch{To: NoNode, CurrentLeaderEpoch: 6, HighWatermark: -1},
+	}, acts)
+}
+
+// TestRestartSelfVoteIsCandidateWithoutEpochBump: a replica that had voted
+// for itself restarts Candidate in the stored epoch (no bump) and asks every
+// other voter again. Reference: spec 13 (rule 4); DESIGN 5.4.
+func TestRestartSelfVoteIsCandidateWithoutEpochBump(t *testing.T) {
+	rec := rrRecord(4, NoNode, 1)
+	log := LogState{End: LogEnd{Offset: 10, Epoch: 3}, Epochs: []EpochStart{{Epoch: 1, StartOffset: 0}, {Epoch: 3, StartOffset: 6}}}
+	s, acts := restart(t, config(1, 1, 2, 3), rec, log)
+	rrExpect(t, s, Candidate, 4, NoNode, ReplicaKey{ID: 1})
+	require.Equal(t, rec, s.Record())
+	end := LogEnd{Offset: 10, Epoch: 3}
+	require.Equal(t, []Action{
+		Persist{Record: rec},
+		ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 1)},
+		SendVoteRequest{To: ReplicaKey{ID: 2}, CandidateEpoch: 4, Candidate: ReplicaKey{ID: 1}, CandidateLogEnd: end},
+		SendVoteRequest{To: ReplicaKey{ID: 3}, CandidateEpoch: 4, Candidate: ReplicaKey{ID: 1}, CandidateLogEnd: end},
+	}, acts)
+
+	// The restarted Candidate counts votes: one grant is a majority of 3.
+	next, acts := step(t, s, ReceiveVoteResponse{From: 3, Epoch: 4, VoteGranted: true, LeaderID: NoNode})
+	rrExpect(t, next, Leader, 4, 1, NoReplica)
+	require.Equal(t, Persist{Record: rrRecord(4, 1, NoNode)}, acts[0])
+}
+
+// TestRestartSelfVoteMatchesDirectoryID: the stored vote is compared with
+// the local key by KIP-853's rule: a vote for our id with another directory
+// id is not ours, so the replica restarts Unattached keeping that vote.
+// Reference: spec 13 (rule 4), 1.1; ElectionState.isVotedCandidate.
+func TestRestartSelfVoteMatchesDirectoryID(t *testing.T) {
+	dirB := uuid.MustParse("00000000-0000-0000-0000-00000000000b")
+	local := ReplicaKey{ID: 1, DirectoryID: dirA}
+	cfg := Config{Local: local, Voters: []ReplicaKey{local, {ID: 2}, {ID: 3}}}
+
+	own := QuorumRecord{Epoch: 4, LeaderID: NoNode, VotedKey: local}
+	s, acts := restart(t, cfg, own, LogState{})
+	rrExpect(t, s, Candidate, 4, NoNode, local)
+	require.Len(t, ofType[SendVoteRequest](acts), 2)
+
+	other := QuorumRecord{Epoch: 4, LeaderID: NoNode, VotedKey: ReplicaKey{ID: 1, DirectoryID: dirB}}
+	s, acts = restart(t, cfg, other, LogState{})
+	rrExpect(t, s, Unattached, 4, NoNode, other.VotedKey)
+	require.Equal(t, []Action{
+		Persist{Record: other},
+		ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 1)},
+	}, acts)
+}
+
+// TestRestartKeepsStoredVote: a vote stored for another replica is kept, so
+// the replica cannot vote twice in that epoch across a restart. Reference:
+// spec 13 (rule 6), 12.2.
+func TestRestartKeepsStoredVote(t *testing.T) {
+	rec := rrRecord(3, NoNode, 2)
+	s, acts := restart(t, config(1, 1, 2, 3), rec, LogState{})
+	rrExpect(t, s, Unattached, 3, NoNode, ReplicaKey{ID: 2})
+	require.Equal(t, []Action{
+		Persist{Record: rec},
+		ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 1)},
+	}, acts)
+
+	// The vote binds: a standard vote for 3 in epoch 3 is refused, and
+	// the re-grant to 2 writes nothing.
+	_, acts = step(t, s, ReceiveVoteRequest{From: 3, VoterID: 1, CandidateEpoch: 3, Candidate: 3})
+	require.Equal(t, []Action{SendVoteResponse{To: 3, Epoch: 3, LeaderID: NoNode}}, acts)
+	_, acts = step(t, s, ReceiveVoteRequest{From: 2, VoterID: 1, CandidateEpoch: 3, Candidate: 2})
+	require.Equal(t, []Action{SendVoteResponse{To: 2, Epoch: 3, LeaderID: NoNode, VoteGranted: true}}, acts)
+}
+
+// TestRestartStoredLeaderIsFollowerKeepingVote: a stored leader that is a
+// voter is followed at once (first Fetch, fetch timer T_f), and the vote of
+// that epoch is kept. Reference: spec 13 (rule 5), 15 (newest keeps the
+// vote); DESIGN 4 (a Follower fetches at once).
+func TestRestartStoredLeaderIsFollowerKeepingVote(t *testing.T) {
+	rec := rrRecord(3, 2, 2)
+	s, acts := restart(t, config(1, 1, 2, 3), rec, LogState{End: LogEnd{Offset: 7, Epoch: 3}})
+	rrExpect(t, s, Follower, 3, 2, ReplicaKey{ID: 2})
+	require.Equal(t, rec, s.Record())
+	require.Equal(t, []Action{
+		Persist{Record: rec},
+		ResetTimer{Timer: FetchTimer, After: testTf},
+		SendFetch{To: 2, CurrentLeaderEpoch: 3, FetchOffset: 7, FetchEpoch: 3, HighWatermark: -1},
+	}, acts)
+}
+
+// TestRestartStoredLeaderNotVoterIsUnattachedWithLeader: a stored leader
+// without endpoints in the voter set cannot be fetched from: Unattached
+// keeping the leader id (and the vote). Reference: spec 13 (rule 5), 2.1.
+// The stored record holds only the leader's id; the leader is found in the
+// voter set by id even when voters carry directory ids (spec 13 rule 5,
+// Kafka's QuorumState.initialize looks up the leader's endpoints by id).
+func TestRestartStoredLeaderWithDirectoryIDIsFollower(t *testing.T) {
+	cfg := config(1, 1, 2, 3)
+	cfg.Voters[1].DirectoryID = dirA
+	rec := rrRecord(3, 2, NoNode)
+	s, acts := restart(t, cfg, rec, LogState{End: LogEnd{Offset: 7, Epoch: 3}})
+	rrExpect(t, s, Follower, 3, 2, NoReplica)
+	require.Equal(t, []Action{
+		Persist{Record: rec},
+		ResetTimer{Timer: FetchTimer, After: testTf},
+		SendFetch{To: 2, CurrentLeaderEpoch: 3, FetchOffset: 7, FetchEpoch: 3, HighWatermark: -1},
+	}, acts)
+}
+
+// A Candidate that lost its election and followed the winner keeps its
+// self-vote in the record next to the leader. Kafka restarts it Candidate
+// (isVotedCandidate is checked before hasLeader), whose vote requests are
+// then illegal once it holds records of that epoch and whose answers
+// (INVALID_REQUEST) are fatal. kraft follows the recorded leader, keeping
+// the vote (docs/design.md D17; found by the simulator).
+func TestRestartSelfVoteWithRecordedLeaderFollowsTheLeader(t *testing.T) {
+	rec := rrRecord(1, 2, 1)
+	log := LogState{End: LogEnd{Offset: 11, Epoch: 1}}
+	s, acts := restart(t, config(1, 1, 2, 3), rec, log)
+	rrExpect(t, s, Follower, 1, 2, ReplicaKey{ID: 1})
+	require.Equal(t, []Action{
+		Persist{Record: rec},
+		ResetTimer{Timer: FetchTimer, After: testTf},
+		SendFetch{To: 2, CurrentLeaderEpoch: 1, FetchOffset: 11, FetchEpoch: 1, HighWatermark: -1},
+	}, acts)
+}
+
+func TestRestartStoredLeaderNotVoterIsUnattachedWithLeader(t *testing.T) {
+	rec := rrRecord(3, 7, 2)
+	s, acts := restart(t, config(1, 1, 2, 3), rec, LogState{})
+	rrExpect(t, s, Unattached, 3, 7, ReplicaKey{ID: 2})
+	require.Equal(t, rec, s.Record())
+	require.Equal(t, []Action{
+		Persist{Record: rec},
+		ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 1)},
+	}, acts)
+
+	// Knowing a leader, it refuses a standard vote for a third replica
+	// that it had not voted for.
+	_, acts = step(t, s, ReceiveVoteRequest{From: 3, VoterID: 1, CandidateEpoch: 3, Candidate: 3})
+	require.Equal(t, []Action{SendVoteResponse{To: 3, Epoch: 3, LeaderID: 7}}, acts)
+}
+
+// TestRestartEpochBehindLogIsUnattachedAtLogEpoch: a stored epoch older
+// than the log's last epoch is raised to it, with no leader and no vote;
+// this rule comes before the former-leader and self-vote rules. Reference:
+// spec 13 (rule 2), 12.7.
+func TestRestartEpochBehindLogIsUnattachedAtLogEpoch(t *testing.T) {
+	log := LogState{End: LogEnd{Offset: 10, Epoch: 4}, Epochs: []EpochStart{{Epoch: 2, StartOffset: 0}, {Epoch: 4, StartOffset: 5}}}
+	for _, rec := range []QuorumRecord{
+		rrRecord(2, 2, 2),           // follower of 2
+		rrRecord(2, 1, NoNode),      // former leader
+		rrRecord(3, NoNode, 1),      // self-vote
+		rrRecord(0, NoNode, NoNode), // nothing
+	} {
+		s, acts := restart(t, config(1, 1, 2, 3), rec, log)
+		rrExpect(t, s, Unattached, 4, NoNode, NoReplica)
+		require.Equal(t, []Action{
+			Persist{Record: rrRecord(4, NoNode, NoNode)},
+			ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 1)},
+		}, acts, "record %+v", rec)
+	}
+}
+
+// TestRestartOnlyVoterElectsItself: the only voter becomes Prospective,
+// Candidate (epoch + 1, persisted) and Leader within NewState, from every
+// role a restart can produce; a restarted Candidate wins in its own epoch.
+// A single voter cannot restart Follower: a stored leader other than itself
+// is never in its voter set. Reference: spec 13 (last paragraph),
+// KafkaRaftClient.initialize.
+func TestRestartOnlyVoterElectsItself(t *testing.T) {
+	self := []ReplicaKey{{ID: 1}}
+	leaderTail := func(epoch Epoch) []Action {
+		return []Action{
+			Persist{Record: rrRecord(epoch, 1, NoNode)},
+			RoleChanged{From: Candidate, To: Leader, Epoch: epoch, LeaderID: 1, Reason: "won election"},
+			StopTimer{Timer: ElectionTimer},
+			AppendLeaderChange{Epoch: epoch, LeaderID: 1, Voters: self, GrantingVoters: self},
+		}
+	}
+	campaign := func(acts []Action, from Role, epoch Epoch, leader NodeID) []Action {
+		// From the restarted role: Prospective (memory only), then
+		// Candidate in epoch+1, then Leader.
+		out := []Action{
+			RoleChanged{From: from, To: Prospective, Epoch: epoch, LeaderID: leader, Reason: "only voter"},
+			ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 2)},
+			Persist{Record: rrRecord(epoch+1, NoNode, 1)},
+			RoleChanged{From: Prospective, To: Candidate, Epoch: epoch + 1, LeaderID: NoNode, Reason: "won pre-vote"},
+			ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 5)},
+		}
+		return append(out, leaderTail(epoch+1)...)
+	}
+
+	t.Run("no record", func(t *testing.T) {
+		s, acts, err := NewState(config(1, 1), nil, LogState{})
+		require.NoError(t, err)
+		rrExpect(t, s, Leader, 1, 1, NoReplica)
+		want := append([]Action{
+			Persist{Record: EmptyRecord()},
+		}, campaign(acts, Unattached, 0, NoNode)...)
+		require.Equal(t, want, acts)
+	})
+	t.Run("former leader", func(t *testing.T) {
+		rec := rrRecord(3, 1, NoNode)
+		s, acts := restart(t, config(1, 1), rec, LogState{End: LogEnd{Offset: 4, Epoch: 3}})
+		rrExpect(t, s, Leader, 4, 1, NoReplica)
+		want := append([]Action{
+			Persist{Record: rec},
+		}, campaign(acts, Resigned, 3, 1)...)
+		require.Equal(t, want, acts)
+	})
+	t.Run("self-vote", func(t *testing.T) {
+		rec := rrRecord(3, NoNode, 1)
+		s, acts := restart(t, config(1, 1), rec, LogState{})
+		rrExpect(t, s, Leader, 3, 1, NoReplica)
+		want := append([]Action{
+			Persist{Record: rec},
+		}, leaderTail(3)...)
+		require.Equal(t, want, acts)
+	})
+	t.Run("vote for another", func(t *testing.T) {
+		rec := rrRecord(3, NoNode, 2)
+		s, acts := restart(t, config(1, 1), rec, LogState{})
+		rrExpect(t, s, Leader, 4, 1, NoReplica)
+		want := append([]Action{
+			Persist{Record: rec},
+		}, campaign(acts, Unattached, 3, NoNode)...)
+		require.Equal(t, want, acts)
+	})
+	t.Run("unreachable leader", func(t *testing.T) {
+		rec := rrRecord(3, 2, NoNode)
+		s, acts := restart(t, config(1, 1), rec, LogState{})
+		rrExpect(t, s, Leader, 4, 1, NoReplica)
+		want := append([]Action{
+			Persist{Record: rec},
+		}, campaign(acts, Unattached, 3, 2)...)
+		require.Equal(t, want, acts)
+	})
+}
+
+// TestRestartObserver: observers (with or without a node id) restart
+// Unattached or Follower only, never campaign, and an Unattached observer
+// looks for the leader with a Fetch to any bootstrap voter paced by its
+// fetch timer. Reference: spec 2.3, 9.5, 13; DESIGN decision 6.
+func TestRestartObserver(t *testing.T) {
+	noID := Config{Local: NoReplica, Observer: true, Voters: keys(1, 2, 3)}
+	withID := observerConfig(9, 1, 2, 3)
+	search := func(rec QuorumRecord) []Action {
+		return []Action{
+			Persist{Record: rec},
+			ResetTimer{Timer: FetchTimer, After: testTf},
+			SendFetch{To: NoNode, CurrentLeaderEpoch: rec.Epoch, HighWatermark: -1},
+		}
+	}
+	cases := []struct {
+		name    string
+		cfg     Config
+		rec     *QuorumRecord
+		role    Role
+		epoch   Epoch
+		leader  NodeID
+		voted   ReplicaKey
+		actions func(QuorumRecord) []Action
+	}{
+		{"no id, no record", noID, nil, Unattached, 0, NoNode, NoReplica, search},
+		{"id, no record", withID, nil, Unattached, 0, NoNode, NoReplica, search},
+		{"no id, stored leader", noID, &QuorumRecord{Epoch: 3, LeaderID: 2, VotedKey: NoReplica}, Follower, 3, 2, NoReplica, nil},
+		{"id, stored leader and vote", withID, &QuorumRecord{Epoch: 3, LeaderID: 2, VotedKey: ReplicaKey{ID: 3}}, Follower, 3, 2, ReplicaKey{ID: 3}, nil},
+		{"id, stored vote", withID, &QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: ReplicaKey{ID: 2}}, Unattached, 3, NoNode, ReplicaKey{ID: 2}, search},
+		// Not a voter, so a stored vote for itself cannot restart Candidate.
+		{"id, self vote", withID, &QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: ReplicaKey{ID: 9}}, Unattached, 3, NoNode, ReplicaKey{ID: 9}, search},
+		{"id, unreachable leader", withID, &QuorumRecord{Epoch: 3, LeaderID: 7, VotedKey: NoReplica}, Unattached, 3, 7, NoReplica, search},
+	}
+	for _, tc := range cases {
+		tc := tc
+		t.Run(tc.name, func(t *testing.T) {
+			s, acts, err := NewState(tc.cfg, tc.rec, LogState{})
+			require.NoError(t, err)
+			require.False(t, s.IsVoter())
+			rrExpect(t, s, tc.role, tc.epoch, tc.leader, tc.voted)
+			rec := s.Record()
+			if tc.rec != nil {
+				require.Equal(t, *tc.rec, rec)
+			}
+			want := []Action{
+				Persist{Record: rec},
+				ResetTimer{Timer: FetchTimer, After: testTf},
+				SendFetch{To: tc.leader, CurrentLeaderEpoch: tc.epoch, HighWatermark: -1},
+			}
+			if tc.actions != nil {
+				want = tc.actions(rec)
+			}
+			require.Equal(t, want, acts)
+
+			// An observer never starts an election.
+			next, acts := step(t, s, ElectionTimeout{})
+			rrUnchanged(t, s, next, acts)
+		})
+	}
+}
+
+// TestRestartStoredVoteWithoutLocalIDFails: a node without an id cannot
+// have voted; Kafka refuses to start. Reference: spec 13 (rule 1).
+func TestRestartStoredVoteWithoutLocalIDFails(t *testing.T) {
+	cfg := Config{Local: NoReplica, Observer: true, Voters: keys(1, 2, 3)}
+	rec := rrRecord(3, NoNode, 2)
+	_, acts, err := NewState(cfg, &rec, LogState{})
+	require.Error(t, err)
+	require.Nil(t, acts)
+}
+
+// TestRestartRejectsNegativeRecord: a corrupt record is an error, never a
+// panic or a silent "node 0". Reference: DESIGN 1.3, 3 (zero values).
+func TestRestartRejectsNegativeRecord(t *testing.T) {
+	for _, rec := range []QuorumRecord{
+		{Epoch: -1, LeaderID: NoNode, VotedKey: NoReplica},
+		{Epoch: 1, LeaderID: -2, VotedKey: NoReplica},
+		{Epoch: 1, LeaderID: NoNode, VotedKey: ReplicaKey{ID: -3}},
+	} {
+		rec := rec
+		_, _, err := NewState(config(1, 1, 2, 3), &rec, LogState{})
+		require.Error(t, err, "record %+v", rec)
+	}
+}
+
+// TestConfigValidation: every invalid Config is an error from Validate and
+// from NewState, never a panic. Reference: DESIGN 3 (Config, zero values).
+func TestConfigValidation(t *testing.T) {
+	valid := []struct {
+		name string
+		cfg  Config
+	}{
+		{"voter", config(1, 1, 2, 3)},
+		{"voter with id 0", Config{Local: ReplicaKey{ID: 0}, Voters: keys(0, 1, 2)}},
+		{"observer with id", observerConfig(9, 1, 2, 3)},
+		{"observer with id 0", Config{Local: ReplicaKey{ID: 0}, Observer: true, Voters: keys(1, 2, 3)}},
+		{"observer without id", Config{Local: NoReplica, Observer: true, Voters: keys(1, 2, 3)}},
+		{"voter with directory id", Config{Local: ReplicaKey{ID: 1, DirectoryID: dirA}, Voters: []ReplicaKey{{ID: 1, DirectoryID: dirA}, {ID: 2}}}},
+	}
+	for _, tc := range valid {
+		require.NoError(t, tc.cfg.Validate(), tc.name)
+		_, _, err := NewState(tc.cfg, nil, LogState{})
+		require.NoError(t, err, tc.name)
+	}
+
+	invalid := []struct {
+		name string
+		cfg  Config
+	}{
+		{"no voters", Config{Local: ReplicaKey{ID: 1}}},
+		{"no voters, observer", Config{Local: NoReplica, Observer: true}},
+		{"duplicate ids", Config{Local: ReplicaKey{ID: 1}, Voters: keys(1, 2, 2)}},
+		{"duplicate ids, distinct directories", Config{Local: ReplicaKey{ID: 1}, Voters: []ReplicaKey{{ID: 1}, {ID: 2, DirectoryID: dirA}, {ID: 2}}}},
+		{"negative voter id", Config{Local: ReplicaKey{ID: 1}, Voters: keys(1, -2, 3)}},
+		{"negative local id", Config{Local: ReplicaKey{ID: -2}, Observer: true, Voters: keys(1, 2, 3)}},
+		{"forgotten Local", Config{Voters: keys(1, 2, 3)}},
+		{"NoNode voter without Observer", Config{Local: NoReplica, Voters: keys(1, 2, 3)}},
+		{"Observer but a voter", Config{Local: ReplicaKey{ID: 2}, Observer: true, Voters: keys(1, 2, 3)}},
+		{"negative election timeout", Config{Local: ReplicaKey{ID: 1}, Voters: keys(1, 2, 3), ElectionTimeout: -time.Millisecond}},
+		{"negative fetch timeout", Config{Local: ReplicaKey{ID: 1}, Voters: keys(1, 2, 3), FetchTimeout: -1}},
+		{"negative backoff", Config{Local: ReplicaKey{ID: 1}, Voters: keys(1, 2, 3), ElectionBackoffMax: -time.Second}},
+	}
+	for _, tc := range invalid {
+		require.Error(t, tc.cfg.Validate(), tc.name)
+		var err error
+		require.NotPanics(t, func() { _, _, err = NewState(tc.cfg, nil, LogState{}) }, tc.name)
+		require.Error(t, err, tc.name)
+	}
+}
+
+// TestLogStateValidation: an inconsistent log description is an error from
+// NewState. Reference: DESIGN 1.3; spec 12.1 (epochs in a log ascend).
+func TestLogStateValidation(t *testing.T) {
+	valid := []LogState{
+		{},
+		{End: LogEnd{Offset: 5, Epoch: 2}},
+		{End: LogEnd{Offset: 5, Epoch: 3}, Epochs: []EpochStart{{Epoch: 1, StartOffset: 0}, {Epoch: 3, StartOffset: 4}}},
+	}
+	for _, l := range valid {
+		s, _, err := NewState(config(1, 1, 2, 3), nil, l)
+		require.NoError(t, err, "%+v", l)
+		require.Equal(t, l.End, s.LogEnd())
+	}
+	invalid := []LogState{
+		{End: LogEnd{Offset: -1}},
+		{End: LogEnd{Offset: 3, Epoch: -1}},
+		{End: LogEnd{Offset: 5, Epoch: 3}, Epochs: []EpochStart{{Epoch: 3, StartOffset: 0}, {Epoch: 1, StartOffset: 4}}},
+		{End: LogEnd{Offset: 5, Epoch: 3}, Epochs: []EpochStart{{Epoch: 1, StartOffset: 4}, {Epoch: 3, StartOffset: 2}}},
+		{End: LogEnd{Offset: 5, Epoch: 3}, Epochs: []EpochStart{{Epoch: 3, StartOffset: 0}, {Epoch: 3, StartOffset: 2}}},
+		{End: LogEnd{Offset: 5, Epoch: 3}, Epochs: []EpochStart{{Epoch: -1, StartOffset: 0}, {Epoch: 3, StartOffset: 2}}},
+		{End: LogEnd{Offset: 5, Epoch: 3}, Epochs: []EpochStart{{Epoch: 3, StartOffset: -1}}},
+		{End: LogEnd{Offset: 5, Epoch: 3}, Epochs: []EpochStart{{Epoch: 3, StartOffset: 5}}},
+		{End: LogEnd{Offset: 5, Epoch: 4}, Epochs: []EpochStart{{Epoch: 1, StartOffset: 0}, {Epoch: 3, StartOffset: 2}}},
+		{End: LogEnd{Offset: 0, Epoch: 0}, Epochs: []EpochStart{{Epoch: 0, StartOffset: 0}}},
+	}
+	for _, l := range invalid {
+		var err error
+		require.NotPanics(t, func() { _, _, err = NewState(config(1, 1, 2, 3), nil, l) })
+		require.Error(t, err, "%+v", l)
+	}
+}
+
+// TestZeroDurationsMeanKafkaDefaults: a zero duration is Kafka's default
+// (T_e 1 s, T_f 2 s, B_max 1 s); a state from zero durations is the state
+// from the explicit defaults, and explicit values are used as given.
+// Reference: spec 14; DESIGN 3 (Config).
+func TestZeroDurationsMeanKafkaDefaults(t *testing.T) {
+	explicit := config(1, 1, 2, 3)
+	explicit.ElectionTimeout = DefaultElectionTimeout
+	explicit.FetchTimeout = DefaultFetchTimeout
+	explicit.ElectionBackoffMax = DefaultElectionBackoffMax
+	rec := rrRecord(3, 2, NoNode)
+
+	zs, zacts := restart(t, config(1, 1, 2, 3), rec, LogState{})
+	es, eacts := restart(t, explicit, rec, LogState{})
+	require.Equal(t, es, zs)
+	require.Equal(t, eacts, zacts)
+	require.Equal(t, ResetTimer{Timer: FetchTimer, After: 2 * time.Second}, zacts[1])
+
+	// An unlisted successor waits B_max = 1 s.
+	_, acts := step(t, zs, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 3, SuccessorRank: SuccessorRank{Position: 2, Of: 2}})
+	require.Equal(t, ResetTimer{Timer: FetchTimer, After: time.Second}, acts[0])
+
+	// The leader: check-quorum 1.5*T_f = 3 s, BeginQuorumEpoch T_f/2 = 1 s.
+	c, acts := step(t, rrCandidate(t), ReceiveVoteResponse{From: 2, Epoch: 1, VoteGranted: true, LeaderID: NoNode})
+	require.Equal(t, Leader, c.Role())
+	require.Contains(t, acts, Action(ResetTimer{Timer: CheckQuorumTimer, After: 3 * time.Second}))
+	require.Contains(t, acts, Action(ResetTimer{Timer: BeginQuorumEpochTimer, After: time.Second}))
+
+	// Explicit values are used.
+	custom := config(1, 1, 2, 3)
+	custom.ElectionTimeout = 10 * time.Millisecond
+	custom.FetchTimeout = 300 * time.Millisecond
+	custom.ElectionBackoffMax = 80 * time.Millisecond
+	cs, cacts := restart(t, custom, rec, LogState{})
+	require.Equal(t, ResetTimer{Timer: FetchTimer, After: 300 * time.Millisecond}, cacts[1])
+	_, acts = step(t, cs, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 3, SuccessorRank: SuccessorRank{Position: 1, Of: 2}})
+	require.Equal(t, ResetTimer{Timer: FetchTimer, After: 40 * time.Millisecond}, acts[0])
+	_, acts = step(t, start(t, custom), ElectionTimeout{})
+	rt := ofType[ResetTimer](acts)
+	require.Len(t, rt, 1)
+	require.GreaterOrEqual(t, rt[0].After, 10*time.Millisecond)
+	require.Less(t, rt[0].After, 20*time.Millisecond)
+}

@@ -1,0 +1,1024 @@
+package kraft
+
+import (
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// Vote scenario tests: handling Vote requests (spec 6.2, 6.3, 10.4) and Vote
+// responses (spec 6.4, 4.3, 10.5). Helpers are in election_test.go.
+//
+// Most tests use replica 1 of voters {1, 2, 3} whose log ends at offset 10
+// in epoch 2 (vtLog), restarted in epoch 3.
+
+var vtLog = LogEnd{Offset: 10, Epoch: 2}
+
+// Candidate logs compared with vtLog (spec 1.3: by epoch, then offset).
+var (
+	vtUpToDate = []LogEnd{{Offset: 10, Epoch: 2}, {Offset: 11, Epoch: 2}}
+	vtStale    = []LogEnd{{Offset: 9, Epoch: 2}, {Offset: 50, Epoch: 1}, {Offset: 0, Epoch: 0}}
+)
+
+func vtPre(cand NodeID, epoch Epoch, last LogEnd) ReceiveVoteRequest {
+	return ReceiveVoteRequest{From: cand, VoterID: NoNode, CandidateEpoch: epoch, Candidate: cand, CandidateLogEnd: last, PreVote: true}
+}
+
+func vtStd(cand NodeID, epoch Epoch, last LogEnd) ReceiveVoteRequest {
+	return ReceiveVoteRequest{From: cand, VoterID: NoNode, CandidateEpoch: epoch, Candidate: cand, CandidateLogEnd: last}
+}
+
+func vtAnswer(to NodeID, code ErrorCode, epoch Epoch, leader NodeID, granted bool) SendVoteResponse {
+	return SendVoteResponse{To: to, Error: code, Epoch: epoch, LeaderID: leader, VoteGranted: granted}
+}
+
+func vtGrant(from NodeID, epoch Epoch) ReceiveVoteResponse {
+	return ReceiveVoteResponse{From: from, Epoch: epoch, VoteGranted: true, LeaderID: NoNode}
+}
+
+func vtReject(from NodeID, epoch Epoch) ReceiveVoteResponse {
+	return ReceiveVoteResponse{From: from, Epoch: epoch, VoteGranted: false, LeaderID: NoNode}
+}
+
+// vtAnswersOnly asserts that s answers e with exactly one Vote response
+// with the given verdict and changes nothing else.
+func vtAnswersOnly(t *testing.T, s State, e ReceiveVoteRequest, granted bool) {
+	t.Helper()
+	next, acts := step(t, s, e)
+	require.Equal(t, []Action{vtAnswer(e.From, ErrNone, s.Epoch(), s.Leader(), granted)}, acts, "request %+v", e)
+	require.Equal(t, s, next, "request %+v", e)
+}
+
+// vtPreVotesIffUpToDate asserts that s, in its own epoch, grants pre-votes
+// exactly to candidates whose log is at least as up to date as its own
+// (when grants is true), or rejects them all (when it is false), and that a
+// pre-vote never changes the state.
+func vtPreVotesIffUpToDate(t *testing.T, s State, from NodeID, grants bool) {
+	t.Helper()
+	upToDate := append(append([]LogEnd(nil), vtUpToDate...), LogEnd{Offset: 1, Epoch: s.Epoch()})
+	for _, last := range upToDate {
+		vtAnswersOnly(t, s, vtPre(from, s.Epoch(), last), grants)
+	}
+	for _, last := range vtStale {
+		vtAnswersOnly(t, s, vtPre(from, s.Epoch(), last), false)
+	}
+}
+
+// vtRejectsStandardVotes asserts that s rejects every standard vote of its
+// epoch, however up to date the candidate, and changes nothing.
+func vtRejectsStandardVotes(t *testing.T, s State, from NodeID) {
+	t.Helper()
+	for _, last := range append(append([]LogEnd(nil), vtUpToDate...), vtStale...) {
+		vtAnswersOnly(t, s, vtStd(from, s.Epoch(), last), false)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// ReceiveVoteRequest: the common prefix (spec 6.2 steps 1-6)
+
+// A request from another cluster is refused with INCONSISTENT_CLUSTER_ID
+// before anything else: even a newer epoch moves nothing. A request that
+// carries our cluster id, or none, is handled.
+// Reference: spec 6.2 step 1, 4.1 hasValidClusterId.
+func TestVoteRequestFromForeignClusterIsRejected(t *testing.T) {
+	cfg := config(1, 1, 2, 3)
+	cfg.ClusterID = vtCluster
+	s := vtWithLog(t, cfg, 3, vtLog)
+
+	foreign := vtStd(2, 5, vtLog)
+	foreign.ClusterID = uuid.NullUUID{UUID: dirA, Valid: true}
+	next, acts := step(t, s, foreign)
+	require.Equal(t, []Action{vtAnswer(2, ErrInconsistentClusterID, 3, NoNode, false)}, acts)
+	require.Equal(t, s, next)
+
+	for name, id := range map[string]uuid.NullUUID{"ours": vtCluster, "none": {}} {
+		req := vtPre(2, 5, vtLog)
+		req.ClusterID = id
+		next, acts = step(t, s, req)
+		require.Equal(t, vtAnswer(2, ErrNone, 5, NoNode, true), acts[len(acts)-1], name)
+		vtIs(t, next, Unattached, 5, NoNode, NoReplica)
+	}
+}
+
+// Malformed requests get INVALID_REQUEST without any state change, before
+// the epoch is even looked at: a negative last offset or epoch, a standard
+// vote whose last epoch is not older than the candidate's epoch, a pre-vote
+// whose last epoch is newer than the requester's epoch.
+// Reference: spec 6.2 step 3, 12 invariant 12.
+func TestVoteRequestWithIllegalFieldsIsInvalid(t *testing.T) {
+	s := vtWithLog(t, config(1, 1, 2, 3), 3, vtLog)
+	cases := []struct {
+		name string
+		req  ReceiveVoteRequest
+	}{
+		{"negative last offset", vtStd(2, 5, LogEnd{Offset: -1, Epoch: 2})},
+		{"negative last epoch", vtStd(2, 5, LogEnd{Offset: 10, Epoch: -1})},
+		{"standard vote with last epoch equal to its epoch", vtStd(2, 5, LogEnd{Offset: 10, Epoch: 5})},
+		{"standard vote with last epoch above its epoch", vtStd(2, 5, LogEnd{Offset: 10, Epoch: 6})},
+		{"standard vote in epoch 0", vtStd(2, 0, LogEnd{})},
+		{"pre-vote with last epoch above its epoch", vtPre(2, 5, LogEnd{Offset: 10, Epoch: 6})},
+		{"pre-vote with negative last offset", vtPre(2, 5, LogEnd{Offset: -1, Epoch: 0})},
+		{"pre-vote with negative last epoch", vtPre(2, 5, LogEnd{Offset: 0, Epoch: -1})},
+		{"checked before fencing", vtStd(2, 1, LogEnd{Offset: -1, Epoch: 0})},
+		{"checked before the candidate id", ReceiveVoteRequest{From: 2, VoterID: NoNode, CandidateEpoch: 5, Candidate: -1, CandidateLogEnd: LogEnd{Offset: 10, Epoch: 5}}},
+	}
+	for _, tc := range cases {
+		tc := tc
+		t.Run(tc.name, func(t *testing.T) {
+			next, acts := step(t, s, tc.req)
+			require.Equal(t, []Action{vtAnswer(2, ErrInvalidRequest, 3, NoNode, false)}, acts)
+			require.Equal(t, s, next)
+		})
+	}
+
+	// The boundaries are legal: a pre-vote from the epoch of its last
+	// record, a standard vote from the epoch after it.
+	next, acts := step(t, s, vtPre(2, 5, LogEnd{Offset: 10, Epoch: 5}))
+	require.Equal(t, vtAnswer(2, ErrNone, 5, NoNode, true), acts[len(acts)-1])
+	vtIs(t, next, Unattached, 5, NoNode, NoReplica)
+	next, acts = step(t, s, vtStd(2, 5, LogEnd{Offset: 10, Epoch: 4}))
+	require.Equal(t, vtAnswer(2, ErrNone, 5, NoNode, true), acts[len(acts)-1])
+	vtIs(t, next, Unattached, 5, NoNode, vtKey(2))
+}
+
+// A request from an older epoch is fenced: FENCED_LEADER_EPOCH with our
+// epoch and leader, not granted, nothing changes. Fencing comes before the
+// candidate-id check.
+// Reference: spec 6.2 step 4, 4.1 validateVoterOnlyRequest.
+func TestVoteRequestWithStaleEpochIsFenced(t *testing.T) {
+	unattached := vtWithLog(t, config(1, 1, 2, 3), 3, vtLog)
+	leader := vtLeader(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog))
+	vtIs(t, leader, Leader, 4, 1, NoReplica)
+
+	for name, s := range map[string]State{"unattached": unattached, "leader": leader} {
+		stale := s.Epoch() - 1
+		reqs := []ReceiveVoteRequest{
+			vtPre(2, stale, LogEnd{Offset: 100, Epoch: 1}),
+			vtStd(2, stale, LogEnd{Offset: 100, Epoch: 1}),
+			{From: 2, VoterID: NoNode, CandidateEpoch: stale, Candidate: -1, CandidateLogEnd: LogEnd{Offset: 100, Epoch: 1}},
+		}
+		for _, req := range reqs {
+			next, acts := step(t, s, req)
+			require.Equal(t, []Action{vtAnswer(2, ErrFencedLeaderEpoch, s.Epoch(), s.Leader(), false)}, acts, "%s: %+v", name, req)
+			require.Equal(t, s, next, name)
+		}
+	}
+}
+
+// A request with a negative candidate id (and a current or newer epoch) is
+// INVALID_REQUEST and does not move us to its epoch.
+// Reference: spec 6.2 step 4, 4.1 validateVoterOnlyRequest.
+func TestVoteRequestWithNegativeCandidateIsInvalid(t *testing.T) {
+	s := vtWithLog(t, config(1, 1, 2, 3), 3, vtLog)
+	for _, epoch := range []Epoch{3, 5} {
+		for _, pre := range []bool{false, true} {
+			req := ReceiveVoteRequest{From: 2, VoterID: NoNode, CandidateEpoch: epoch, Candidate: -1, CandidateLogEnd: vtLog, PreVote: pre}
+			next, acts := step(t, s, req)
+			require.Equal(t, []Action{vtAnswer(2, ErrInvalidRequest, 3, NoNode, false)}, acts, "%+v", req)
+			require.Equal(t, s, next)
+		}
+	}
+}
+
+// A request from a newer epoch moves every role to Unattached in that epoch,
+// persisted, before the vote is decided: even a pre-vote, which itself binds
+// nobody. The transition follows the timer rule of spec 3.1, and the
+// decision is then the Unattached one (a Follower that had fetched, a Leader
+// or a Resigned leader may now grant). A granted standard vote is persisted
+// in a second record after the epoch's, and both come before the response.
+// Reference: spec 6.2 steps 5, 7, 8; 10.4; 2.4 ordering guarantee.
+func TestVoteRequestWithNewerEpochMakesEveryRoleUnattached(t *testing.T) {
+	cfg := config(1, 1, 2, 3)
+	base := func() State { return vtWithLog(t, cfg, 3, vtLog) }
+	cases := []struct {
+		name string
+		s    State
+		// leaving is what leaving the role emits between RoleChanged and
+		// the vote: stopped timers and a fresh election timer or none.
+		leaving func(t *testing.T, acts []Action) []Action
+	}{
+		{"unattached", base(), func(*testing.T, []Action) []Action { return nil }},
+		{"prospective", vtProspective(t, base()), func(*testing.T, []Action) []Action { return nil }},
+		{"candidate", vtCandidate(t, base()), func(*testing.T, []Action) []Action { return nil }},
+		{"resigned", vtResigned(t, base()), func(*testing.T, []Action) []Action { return nil }},
+		{"follower that fetched", vtFetched(t, vtFollower(t, base(), 3, 2)), func(t *testing.T, acts []Action) []Action {
+			return []Action{StopTimer{Timer: FetchTimer}, vtElection(vtRand(t, acts, 3))}
+		}},
+		{"leader", vtLeader(t, base()), func(t *testing.T, acts []Action) []Action {
+			return []Action{StopTimer{Timer: CheckQuorumTimer}, StopTimer{Timer: BeginQuorumEpochTimer}, vtElection(vtRand(t, acts, 4))}
+		}},
+	}
+	for _, tc := range cases {
+		tc := tc
+		t.Run(tc.name+"/pre-vote", func(t *testing.T) {
+			next, acts := step(t, tc.s, vtPre(3, 7, vtLog))
+
+			vtIs(t, next, Unattached, 7, NoNode, NoReplica)
+			vtActs(t, vtCat(
+				[]Action{Persist{Record: QuorumRecord{Epoch: 7, LeaderID: NoNode, VotedKey: NoReplica}}, vtRC(tc.s.Role(), Unattached, 7, NoNode)},
+				tc.leaving(t, acts),
+				[]Action{vtAnswer(3, ErrNone, 7, NoNode, true)},
+			), acts)
+		})
+		t.Run(tc.name+"/standard", func(t *testing.T) {
+			next, acts := step(t, tc.s, vtStd(3, 7, vtLog))
+
+			vtIs(t, next, Unattached, 7, NoNode, vtKey(3))
+			leaving := tc.leaving(t, acts)
+			n := 2 + len(leaving)
+			vtActs(t, vtCat(
+				[]Action{Persist{Record: QuorumRecord{Epoch: 7, LeaderID: NoNode, VotedKey: NoReplica}}, vtRC(tc.s.Role(), Unattached, 7, NoNode)},
+				leaving,
+				[]Action{
+					Persist{Record: QuorumRecord{Epoch: 7, LeaderID: NoNode, VotedKey: vtKey(3)}},
+					vtElection(vtRand(t, acts, n+1)),
+					vtAnswer(3, ErrNone, 7, NoNode, true),
+				},
+			), acts)
+		})
+		t.Run(tc.name+"/stale log", func(t *testing.T) {
+			next, acts := step(t, tc.s, vtStd(3, 7, LogEnd{Offset: 9, Epoch: 2}))
+
+			vtIs(t, next, Unattached, 7, NoNode, NoReplica)
+			vtActs(t, vtCat(
+				[]Action{Persist{Record: QuorumRecord{Epoch: 7, LeaderID: NoNode, VotedKey: NoReplica}}, vtRC(tc.s.Role(), Unattached, 7, NoNode)},
+				tc.leaving(t, acts),
+				[]Action{vtAnswer(3, ErrNone, 7, NoNode, false)},
+			), acts)
+		})
+	}
+}
+
+// A request addressed to another voter key gets INVALID_VOTER_KEY and is not
+// granted, but the move to its newer epoch, done before the check, stays.
+// A request without an addressee, or addressed to our id without a
+// directory id, or to our exact key, is ours.
+// Reference: spec 6.2 step 6, 4.1 isValidVoterKey, KIP-853.
+func TestVoteRequestToAnotherVoterKeyIsInvalidButKeepsTheEpoch(t *testing.T) {
+	plain := vtWithLog(t, config(1, 1, 2, 3), 3, vtLog)
+	withDir := vtWithLog(t, Config{
+		Local:  ReplicaKey{ID: 1, DirectoryID: dirA},
+		Voters: []ReplicaKey{{ID: 1, DirectoryID: dirA}, {ID: 2}, {ID: 3}},
+		Seed:   3,
+	}, 3, vtLog)
+
+	wrong := []struct {
+		name string
+		s    State
+		to   ReplicaKey
+	}{
+		{"another id", plain, vtKey(3)},
+		{"our id with a directory id we do not have", plain, ReplicaKey{ID: 1, DirectoryID: dirA}},
+		{"our id with another directory id", withDir, ReplicaKey{ID: 1, DirectoryID: vtDirB}},
+	}
+	for _, tc := range wrong {
+		tc := tc
+		t.Run(tc.name, func(t *testing.T) {
+			req := vtStd(2, 5, vtLog)
+			req.VoterID, req.VoterDirectoryID = tc.to.ID, tc.to.DirectoryID
+			next, acts := step(t, tc.s, req)
+
+			vtIs(t, next, Unattached, 5, NoNode, NoReplica)
+			vtActs(t, []Action{
+				Persist{Record: QuorumRecord{Epoch: 5, LeaderID: NoNode, VotedKey: NoReplica}},
+				vtRC(Unattached, Unattached, 5, NoNode),
+				vtAnswer(2, ErrInvalidVoterKey, 5, NoNode, false),
+			}, acts)
+
+			// In the current epoch nothing changes at all.
+			pre := vtPre(2, 3, vtLog)
+			pre.VoterID, pre.VoterDirectoryID = tc.to.ID, tc.to.DirectoryID
+			next, acts = step(t, tc.s, pre)
+			require.Equal(t, []Action{vtAnswer(2, ErrInvalidVoterKey, 3, NoNode, false)}, acts)
+			require.Equal(t, tc.s, next)
+		})
+	}
+
+	right := []struct {
+		name string
+		s    State
+		to   ReplicaKey
+	}{
+		{"no addressee", withDir, NoReplica},
+		{"our id", plain, vtKey(1)},
+		{"our id without directory id", withDir, vtKey(1)},
+		{"our exact key", withDir, ReplicaKey{ID: 1, DirectoryID: dirA}},
+	}
+	for _, tc := range right {
+		tc := tc
+		t.Run(tc.name, func(t *testing.T) {
+			req := vtStd(2, 5, vtLog)
+			req.VoterID, req.VoterDirectoryID = tc.to.ID, tc.to.DirectoryID
+			next, acts := step(t, tc.s, req)
+			require.Equal(t, vtAnswer(2, ErrNone, 5, NoNode, true), acts[len(acts)-1])
+			vtIs(t, next, Unattached, 5, NoNode, vtKey(2))
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// ReceiveVoteRequest: the grant table per role (spec 6.3, 10.4)
+
+// An Unattached replica grants a pre-vote iff the candidate's log is at
+// least as up to date as its own; nothing is recorded.
+// Reference: spec 6.3 (Unattached, pre-vote), 1.3; UnattachedState.canGrantVote.
+func TestUnattachedGrantsPreVoteIffUpToDate(t *testing.T) {
+	vtPreVotesIffUpToDate(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog), 2, true)
+}
+
+// An Unattached replica without vote or leader grants a standard vote iff
+// the candidate is up to date; a granted vote is persisted (with the
+// candidate's directory id) before the response, and the election timer is
+// reset to a fresh random value.
+// Reference: spec 6.2 step 8, 6.3; QuorumState.unattachedAddVotedState.
+func TestUnattachedGrantsStandardVoteIffUpToDateAndPersistsIt(t *testing.T) {
+	s := vtWithLog(t, config(1, 1, 2, 3), 3, vtLog)
+	for _, last := range vtUpToDate {
+		req := vtStd(2, 3, last)
+		req.CandidateDirectoryID = dirA
+		next, acts := step(t, s, req)
+
+		voted := ReplicaKey{ID: 2, DirectoryID: dirA}
+		vtIs(t, next, Unattached, 3, NoNode, voted)
+		vtActs(t, []Action{
+			Persist{Record: QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: voted}},
+			vtElection(vtRand(t, acts, 1)),
+			vtAnswer(2, ErrNone, 3, NoNode, true),
+		}, acts)
+	}
+	for _, last := range vtStale {
+		if last.Epoch < 3 {
+			vtAnswersOnly(t, s, vtStd(2, 3, last), false)
+		}
+	}
+}
+
+// An Unattached replica that voted re-grants its vote to the same candidate
+// without looking at the log again and without writing anything, and
+// rejects any other candidate.
+// Reference: spec 6.3 (votedKey present), 12 invariant 2;
+// QuorumState.unattachedOrProspectiveCanGrantVote.
+func TestUnattachedWithVoteReGrantsOnlyTheSameCandidate(t *testing.T) {
+	s, _ := step(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog), vtStd(2, 3, vtLog))
+	vtIs(t, s, Unattached, 3, NoNode, vtKey(2))
+
+	for _, last := range append(append([]LogEnd(nil), vtUpToDate...), LogEnd{}) {
+		vtAnswersOnly(t, s, vtStd(2, 3, last), true)
+	}
+	for _, last := range vtUpToDate {
+		vtAnswersOnly(t, s, vtStd(3, 3, LogEnd{Offset: last.Offset + 5, Epoch: last.Epoch}), false)
+	}
+	// Pre-votes ignore the vote: granted iff up to date, to anyone.
+	vtPreVotesIffUpToDate(t, s, 3, true)
+}
+
+// KIP-853 matching of the vote: a vote stored without a directory id
+// matches the same id with any directory id; a vote stored with one matches
+// only that directory id.
+// Reference: spec 1.1, 6.3.
+func TestUnattachedVoteReGrantFollowsDirectoryIDMatching(t *testing.T) {
+	base := vtWithLog(t, config(1, 1, 2, 3), 3, vtLog)
+	cases := []struct {
+		name    string
+		stored  uuid.UUID
+		asking  uuid.UUID
+		granted bool
+	}{
+		{"stored without directory, asked with one", uuid.Nil, dirA, true},
+		{"same directory", dirA, dirA, true},
+		{"stored with directory, asked without", dirA, uuid.Nil, false},
+		{"another directory", dirA, vtDirB, false},
+	}
+	for _, tc := range cases {
+		tc := tc
+		t.Run(tc.name, func(t *testing.T) {
+			first := vtStd(2, 3, vtLog)
+			first.CandidateDirectoryID = tc.stored
+			s, _ := step(t, base, first)
+			vtIs(t, s, Unattached, 3, NoNode, ReplicaKey{ID: 2, DirectoryID: tc.stored})
+
+			again := vtStd(2, 3, vtLog)
+			again.CandidateDirectoryID = tc.asking
+			vtAnswersOnly(t, s, again, tc.granted)
+		})
+	}
+}
+
+// An Unattached replica that knows the leader's id (but cannot reach it)
+// rejects standard votes and still grants up-to-date pre-votes.
+// Reference: spec 6.3 (leaderId known), 2.1 Unattached with a leader id.
+func TestUnattachedWithLeaderRejectsStandardVotesButGrantsPreVotes(t *testing.T) {
+	// Node 9 led epoch 3 but is not in our voter set: Unattached(3, leader 9).
+	s, _ := restart(t, config(1, 1, 2, 3), QuorumRecord{Epoch: 3, LeaderID: 9, VotedKey: NoReplica}, LogState{End: vtLog})
+	vtIs(t, s, Unattached, 3, 9, NoReplica)
+
+	vtRejectsStandardVotes(t, s, 2)
+	vtPreVotesIffUpToDate(t, s, 2, true)
+}
+
+// A Prospective answers like an Unattached replica: pre-votes iff up to
+// date, standard votes iff up to date and not voted yet.
+// Reference: spec 6.3 (Prospective: same as Unattached).
+func TestProspectiveGrantsVotesLikeUnattached(t *testing.T) {
+	s := vtProspective(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog))
+	vtPreVotesIffUpToDate(t, s, 2, true)
+	for _, last := range vtStale {
+		vtAnswersOnly(t, s, vtStd(2, 3, last), false)
+	}
+
+	next, acts := step(t, s, vtStd(2, 3, vtLog))
+	vtIs(t, next, Prospective, 3, NoNode, vtKey(2))
+	vtActs(t, []Action{
+		Persist{Record: QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: vtKey(2)}},
+		vtElection(vtRand(t, acts, 1)),
+		vtAnswer(2, ErrNone, 3, NoNode, true),
+	}, acts)
+
+	// Having voted, it re-grants the same candidate and rejects others.
+	vtAnswersOnly(t, next, vtStd(2, 3, LogEnd{}), true)
+	vtAnswersOnly(t, next, vtStd(3, 3, LogEnd{Offset: 20, Epoch: 2}), false)
+}
+
+// A Prospective that grants a standard vote persists it and starts over as
+// a new Prospective: a fresh random timer and a fresh tally with only its
+// own pre-vote, asking again the voters that had already answered. The
+// earlier grants no longer count.
+// Reference: spec 6.2 step 8, 4.5 prospectiveAddVotedState.
+func TestProspectiveGrantingStandardVoteStartsAFreshTally(t *testing.T) {
+	s := vtProspective(t, vtWithLog(t, config(1, 1, 2, 3, 4, 5), 3, vtLog))
+	s, acts := step(t, s, vtGrant(2, 3))
+	require.Empty(t, acts)
+	s, acts = step(t, s, vtReject(5, 3))
+	require.Empty(t, acts)
+	require.Equal(t, Prospective, s.Role())
+
+	next, acts := step(t, s, vtStd(3, 3, vtLog))
+
+	vtIs(t, next, Prospective, 3, NoNode, vtKey(3))
+	vtActs(t, vtCat(
+		[]Action{
+			Persist{Record: QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: vtKey(3)}},
+			vtElection(vtRand(t, acts, 1)),
+		},
+		vtVoteRequests(s, true, vtKey(2), vtKey(5)),
+		[]Action{vtAnswer(3, ErrNone, 3, NoNode, true)},
+	), acts)
+
+	// Self and 4 are only 2 of 5: node 2's earlier grant was forgotten.
+	next, acts = step(t, next, vtGrant(4, 3))
+	require.Empty(t, acts)
+	require.Equal(t, Prospective, next.Role())
+	next, _ = step(t, next, vtGrant(2, 3))
+	vtIs(t, next, Candidate, 4, NoNode, vtKey(1))
+}
+
+// A Candidate grants pre-votes iff up to date and rejects every standard
+// vote, even one from itself: it has already voted for itself.
+// Reference: spec 6.3 (Candidate); CandidateState.canGrantVote.
+func TestCandidateGrantsPreVotesIffUpToDateAndRejectsStandardVotes(t *testing.T) {
+	s := vtCandidate(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog))
+	vtIs(t, s, Candidate, 4, NoNode, vtKey(1))
+
+	vtPreVotesIffUpToDate(t, s, 2, true)
+	vtRejectsStandardVotes(t, s, 2)
+	vtRejectsStandardVotes(t, s, 1)
+}
+
+// A Follower grants an up-to-date pre-vote until its first successful fetch
+// from the leader, and rejects every pre-vote after it. It never grants a
+// standard vote.
+// Reference: spec 6.3 (Follower), KIP-996; FollowerState.canGrantVote,
+// hasFetchedFromLeader.
+func TestFollowerGrantsPreVoteOnlyBeforeItsFirstFetch(t *testing.T) {
+	s := vtFollower(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog), 3, 2)
+	vtIs(t, s, Follower, 3, 2, NoReplica)
+
+	vtPreVotesIffUpToDate(t, s, 3, true)
+	vtRejectsStandardVotes(t, s, 3)
+}
+
+// Reference: spec 6.3 (Follower rejects pre-votes once hasFetchedFromLeader).
+func TestFollowerRejectsPreVoteAfterFetch(t *testing.T) {
+	s := vtFetched(t, vtFollower(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog), 3, 2))
+
+	vtPreVotesIffUpToDate(t, s, 3, false)
+	vtRejectsStandardVotes(t, s, 3)
+}
+
+// DESIGN decision 3 (the fix proposed in KAFKA-20895): once its leader has
+// resigned with EndQuorumEpoch, a Follower that has fetched grants
+// up-to-date pre-votes again, so that the preferred successor can win; it
+// still rejects standard votes.
+// Reference: DESIGN 6.3, spec 8.4, open question 16.5.
+func TestFollowerGrantsPreVoteAgainAfterItsLeaderResigns(t *testing.T) {
+	s := vtFetched(t, vtFollower(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog), 3, 2))
+	s, _ = step(t, s, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 3, SuccessorRank: SuccessorRank{Position: 1, Of: 2}})
+	vtIs(t, s, Follower, 3, 2, NoReplica)
+
+	vtPreVotesIffUpToDate(t, s, 3, true)
+	vtRejectsStandardVotes(t, s, 3)
+}
+
+// A Leader rejects every vote of its epoch, pre-vote or standard.
+// Reference: spec 6.3 (Leader); LeaderState.canGrantVote.
+func TestLeaderRejectsEveryVote(t *testing.T) {
+	s := vtLeader(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog))
+	vtIs(t, s, Leader, 4, 1, NoReplica)
+
+	vtPreVotesIffUpToDate(t, s, 2, false)
+	vtRejectsStandardVotes(t, s, 2)
+}
+
+// A Resigned leader helps its successor: it grants up-to-date pre-votes; it
+// never grants a standard vote in the epoch it led.
+// Reference: spec 6.3 (Resigned), 8.1; ResignedStateTest.testGrantVote.
+func TestResignedGrantsPreVotesIffUpToDateAndRejectsStandardVotes(t *testing.T) {
+	s := vtResigned(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog))
+	vtIs(t, s, Resigned, 4, 1, NoReplica)
+
+	vtPreVotesIffUpToDate(t, s, 2, true)
+	vtRejectsStandardVotes(t, s, 2)
+}
+
+// Observers answer Vote requests by the same rules as voters: an Unattached
+// observer grants up-to-date pre-votes and may grant and persist a standard
+// vote (it owns no election timer to reset); an observer Follower rejects
+// pre-votes once it has fetched.
+// Reference: spec 2.3, 6.2 (no local voter check), 10.4 (UO, FO), open question 16.6.
+func TestObserverAnswersVotesLikeAVoter(t *testing.T) {
+	cfg := observerConfig(7, 1, 2, 3)
+	s, _ := restart(t, cfg, QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: NoReplica}, LogState{End: vtLog})
+	vtIs(t, s, Unattached, 3, NoNode, NoReplica)
+	require.False(t, s.IsVoter())
+
+	vtPreVotesIffUpToDate(t, s, 2, true)
+	next, acts := step(t, s, vtStd(2, 3, vtLog))
+	vtIs(t, next, Unattached, 3, NoNode, vtKey(2))
+	require.Equal(t, []Action{
+		Persist{Record: QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: vtKey(2)}},
+		vtAnswer(2, ErrNone, 3, NoNode, true),
+	}, acts)
+
+	f := vtFollower(t, s, 3, 2)
+	vtPreVotesIffUpToDate(t, f, 3, true)
+	vtRejectsStandardVotes(t, f, 3)
+	vtPreVotesIffUpToDate(t, vtFetched(t, f), 3, false)
+}
+
+// A replica without a node id answers pre-votes but can never grant a
+// standard vote (it could not persist it), and any request addressed to a
+// voter key is not for it.
+// Reference: spec 2.3, 6.2 step 6, open question 16.6; QuorumState (no local id).
+func TestObserverWithoutIDNeverGrantsStandardVote(t *testing.T) {
+	s := start(t, Config{Local: NoReplica, Observer: true, Voters: keys(1, 2, 3), Seed: 9})
+	vtIs(t, s, Unattached, 0, NoNode, NoReplica)
+
+	vtAnswersOnly(t, s, vtPre(2, 0, LogEnd{}), true)
+
+	next, acts := step(t, s, vtStd(2, 1, LogEnd{}))
+	vtIs(t, next, Unattached, 1, NoNode, NoReplica)
+	vtActs(t, []Action{
+		Persist{Record: QuorumRecord{Epoch: 1, LeaderID: NoNode, VotedKey: NoReplica}},
+		vtRC(Unattached, Unattached, 1, NoNode),
+		vtFetchTimer,
+		SendFetch{To: NoNode, CurrentLeaderEpoch: 1, HighWatermark: -1},
+		vtAnswer(2, ErrNone, 1, NoNode, false),
+	}, acts)
+
+	addressed := vtPre(2, 0, LogEnd{})
+	addressed.VoterID = 7
+	next, acts = step(t, s, addressed)
+	require.Equal(t, []Action{vtAnswer(2, ErrInvalidVoterKey, 0, NoNode, false)}, acts)
+	require.Equal(t, s, next)
+}
+
+// ---------------------------------------------------------------------------
+// ReceiveVoteResponse (spec 6.4, 4.3, 10.5)
+
+// A response from an older epoch is stale and ignored, whatever it says.
+// Reference: spec 4.3 step 2, 10.5.
+func TestVoteResponseFromOlderEpochIsIgnored(t *testing.T) {
+	s := vtCandidate(t, start(t, config(1, 1, 2, 3)))
+	vtIs(t, s, Candidate, 1, NoNode, vtKey(1))
+
+	for _, e := range []ReceiveVoteResponse{
+		vtGrant(3, 0),
+		vtReject(3, 0),
+		{From: 3, Epoch: 0, VoteGranted: true, LeaderID: 2},
+		{From: 3, Epoch: 0, LeaderID: 1},
+		{From: 3, Epoch: 0, Error: ErrUnknownLeaderEpoch},
+	} {
+		next, acts := step(t, s, e)
+		require.Empty(t, acts, "%+v", e)
+		require.Equal(t, s, next, "%+v", e)
+	}
+}
+
+// A response from a newer epoch that names a leader makes the nominee a
+// Follower of that leader in that epoch (persisted, first fetch at once).
+// Reference: spec 6.4 step 2, 4.2 step 2.
+func TestVoteResponseFromNewerEpochWithLeaderMakesFollower(t *testing.T) {
+	s := vtProspective(t, start(t, config(1, 1, 2, 3)))
+
+	next, acts := step(t, s, ReceiveVoteResponse{From: 2, Error: ErrFencedLeaderEpoch, Epoch: 2, LeaderID: 3})
+
+	vtIs(t, next, Follower, 2, 3, NoReplica)
+	vtActs(t, []Action{
+		Persist{Record: QuorumRecord{Epoch: 2, LeaderID: 3, VotedKey: NoReplica}},
+		vtRC(Prospective, Follower, 2, 3),
+		StopTimer{Timer: ElectionTimer},
+		vtFetchTimer,
+		SendFetch{To: 3, CurrentLeaderEpoch: 2, HighWatermark: -1},
+	}, acts)
+}
+
+// A response from a newer epoch without a leader makes the nominee
+// Unattached in that epoch, persisted, keeping its running election timer.
+// Reference: spec 6.4 step 2, 10.11, 3.1 rules 2 and 4.
+func TestVoteResponseFromNewerEpochWithoutLeaderMakesUnattached(t *testing.T) {
+	for name, s := range map[string]State{
+		"prospective": vtProspective(t, start(t, config(1, 1, 2, 3))),
+		"candidate":   vtCandidate(t, start(t, config(1, 1, 2, 3))),
+	} {
+		next, acts := step(t, s, ReceiveVoteResponse{From: 2, Epoch: 3, LeaderID: NoNode})
+
+		require.Equal(t, Unattached, next.Role(), name)
+		vtIs(t, next, Unattached, 3, NoNode, NoReplica)
+		vtActs(t, []Action{
+			Persist{Record: QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: NoReplica}},
+			vtRC(s.Role(), Unattached, 3, NoNode),
+		}, acts)
+	}
+}
+
+// A response of our epoch that names a leader we did not know makes us its
+// Follower in the same epoch, keeping our vote; the vote it carries is then
+// ignored (a granted one does not make a Candidate or a Leader).
+// Reference: spec 6.4 step 2, 4.3 step 4;
+// KafkaRaftClientPreVoteTest.testProspectiveWithoutLeaderTransitionsToFollower.
+func TestVoteResponseNamingUnknownLeaderOfOurEpochMakesFollower(t *testing.T) {
+	p := vtProspective(t, vtUnattachedAt(t, config(1, 1, 2, 3), 2))
+	next, acts := step(t, p, ReceiveVoteResponse{From: 2, Epoch: 2, VoteGranted: true, LeaderID: 3})
+	vtIs(t, next, Follower, 2, 3, NoReplica)
+	vtActs(t, []Action{
+		Persist{Record: QuorumRecord{Epoch: 2, LeaderID: 3, VotedKey: NoReplica}},
+		vtRC(Prospective, Follower, 2, 3),
+		StopTimer{Timer: ElectionTimer},
+		vtFetchTimer,
+		SendFetch{To: 3, CurrentLeaderEpoch: 2, HighWatermark: -1},
+	}, acts)
+
+	c := vtCandidate(t, vtUnattachedAt(t, config(1, 1, 2, 3), 1))
+	vtIs(t, c, Candidate, 2, NoNode, vtKey(1))
+	next, acts = step(t, c, ReceiveVoteResponse{From: 2, Epoch: 2, VoteGranted: true, LeaderID: 3})
+	vtIs(t, next, Follower, 2, 3, vtKey(1))
+	vtActs(t, []Action{
+		Persist{Record: QuorumRecord{Epoch: 2, LeaderID: 3, VotedKey: vtKey(1)}},
+		vtRC(Candidate, Follower, 2, 3),
+		StopTimer{Timer: ElectionTimer},
+		vtFetchTimer,
+		SendFetch{To: 3, CurrentLeaderEpoch: 2, HighWatermark: -1},
+	}, acts)
+}
+
+// With three voters the Prospective's own pre-vote plus one grant is a
+// majority: it becomes Candidate(E+1), persists its self-vote, draws a fresh
+// timer and asks every other voter for a standard vote in E+1.
+// Reference: spec 6.4 step 3, 4.5 transitionToCandidate, 1.2 majority.
+func TestProspectiveWinsPreVoteWithMajorityOfThree(t *testing.T) {
+	cfg := config(1, 1, 2, 3)
+	cfg.ClusterID = vtCluster
+	s := vtProspective(t, vtWithLog(t, cfg, 3, vtLog))
+
+	next, acts := step(t, s, vtGrant(3, 3))
+
+	vtIs(t, next, Candidate, 4, NoNode, vtKey(1))
+	vtActs(t, []Action{
+		Persist{Record: QuorumRecord{Epoch: 4, LeaderID: NoNode, VotedKey: vtKey(1)}},
+		vtRC(Prospective, Candidate, 4, NoNode),
+		vtElection(vtRand(t, acts, 2)),
+		SendVoteRequest{To: vtKey(2), ClusterID: vtCluster, CandidateEpoch: 4, Candidate: vtKey(1), CandidateLogEnd: vtLog},
+		SendVoteRequest{To: vtKey(3), ClusterID: vtCluster, CandidateEpoch: 4, Candidate: vtKey(1), CandidateLogEnd: vtLog},
+	}, acts)
+}
+
+// With five voters the Prospective needs two grants besides its own.
+// Reference: spec 6.4 step 3, 1.2 majority.
+func TestProspectiveWinsPreVoteWithMajorityOfFive(t *testing.T) {
+	s := vtProspective(t, start(t, config(1, 1, 2, 3, 4, 5)))
+
+	s, acts := step(t, s, vtGrant(2, 0))
+	require.Empty(t, acts)
+	require.Equal(t, Prospective, s.Role())
+	s, acts = step(t, s, vtReject(3, 0))
+	require.Empty(t, acts)
+	require.Equal(t, Prospective, s.Role())
+
+	next, acts := step(t, s, vtGrant(4, 0))
+
+	vtIs(t, next, Candidate, 1, NoNode, vtKey(1))
+	vtActs(t, vtCat([]Action{
+		Persist{Record: QuorumRecord{Epoch: 1, LeaderID: NoNode, VotedKey: vtKey(1)}},
+		vtRC(Prospective, Candidate, 1, NoNode),
+		vtElection(vtRand(t, acts, 2)),
+	}, vtVoteRequests(next, false, vtKey(2), vtKey(3), vtKey(4), vtKey(5))), acts)
+}
+
+// A Candidate with a majority becomes Leader: it persists (E, self, no
+// vote), announces the role change, stops its election timer, arms
+// check-quorum (1.5*T_f) and BeginQuorumEpoch (T_f/2), appends the
+// LeaderChange record naming the voters that granted (itself included) and
+// sends BeginQuorumEpoch to every other voter, in that order.
+// Reference: spec 7.1 onBecomeLeader, 4.5 transitionToLeader, 3.
+func TestCandidateWinsElectionWithMajorityOfThree(t *testing.T) {
+	cfg := config(1, 1, 2, 3)
+	cfg.ClusterID = vtCluster
+	s := vtCandidate(t, start(t, cfg))
+
+	next, acts := step(t, s, vtGrant(3, 1))
+
+	vtIs(t, next, Leader, 1, 1, NoReplica)
+	vtActs(t, []Action{
+		Persist{Record: QuorumRecord{Epoch: 1, LeaderID: 1, VotedKey: NoReplica}},
+		vtRC(Candidate, Leader, 1, 1),
+		StopTimer{Timer: ElectionTimer},
+		vtCheckTimer,
+		vtBeginTimer,
+		AppendLeaderChange{Epoch: 1, LeaderID: 1, Voters: keys(1, 2, 3), GrantingVoters: keys(1, 3)},
+		SendBeginQuorumEpoch{To: vtKey(2), ClusterID: vtCluster, Epoch: 1, LeaderID: 1},
+		SendBeginQuorumEpoch{To: vtKey(3), ClusterID: vtCluster, Epoch: 1, LeaderID: 1},
+	}, acts)
+}
+
+// Reference: spec 7.1, 6.4 step 3, 1.2 (majority of 5 is 3).
+func TestCandidateWinsElectionWithMajorityOfFive(t *testing.T) {
+	s := vtCandidate(t, vtWithLog(t, config(3, 1, 2, 3, 4, 5), 3, vtLog))
+	vtIs(t, s, Candidate, 4, NoNode, vtKey(3))
+
+	for _, e := range []ReceiveVoteResponse{vtReject(1, 4), vtGrant(5, 4)} {
+		var acts []Action
+		s, acts = step(t, s, e)
+		require.Empty(t, acts)
+		require.Equal(t, Candidate, s.Role())
+	}
+	next, acts := step(t, s, vtGrant(2, 4))
+
+	vtIs(t, next, Leader, 4, 3, NoReplica)
+	vtActs(t, []Action{
+		Persist{Record: QuorumRecord{Epoch: 4, LeaderID: 3, VotedKey: NoReplica}},
+		vtRC(Candidate, Leader, 4, 3),
+		StopTimer{Timer: ElectionTimer},
+		vtCheckTimer,
+		vtBeginTimer,
+		AppendLeaderChange{Epoch: 4, LeaderID: 3, Voters: keys(1, 2, 3, 4, 5), GrantingVoters: keys(2, 3, 5)},
+		SendBeginQuorumEpoch{To: vtKey(1), Epoch: 4, LeaderID: 3},
+		SendBeginQuorumEpoch{To: vtKey(2), Epoch: 4, LeaderID: 3},
+		SendBeginQuorumEpoch{To: vtKey(4), Epoch: 4, LeaderID: 3},
+		SendBeginQuorumEpoch{To: vtKey(5), Epoch: 4, LeaderID: 3},
+	}, acts)
+}
+
+// Voters with KIP-853 directory ids: a Vote response carries only the
+// responder's node id, and it must still be counted (Kafka's EpochElection
+// keys the tally by id).
+// Reference: spec 6.4 step 3, 1.1; EpochElection.recordVote.
+func TestVoteResponsesCountForVotersWithDirectoryIDs(t *testing.T) {
+	dirC := uuid.MustParse("00000000-0000-0000-0000-00000000000c")
+	voters := []ReplicaKey{{ID: 1, DirectoryID: dirA}, {ID: 2, DirectoryID: vtDirB}, {ID: 3, DirectoryID: dirC}}
+	s := vtProspective(t, start(t, Config{Local: voters[0], Voters: voters, Seed: 5}))
+
+	s, _ = step(t, s, vtGrant(2, 0))
+	vtIs(t, s, Candidate, 1, NoNode, voters[0])
+	next, acts := step(t, s, vtGrant(3, 1))
+	vtIs(t, next, Leader, 1, 1, NoReplica)
+	require.Equal(t, []AppendLeaderChange{{Epoch: 1, LeaderID: 1, Voters: voters, GrantingVoters: []ReplicaKey{voters[0], voters[2]}}},
+		ofType[AppendLeaderChange](acts))
+	require.Equal(t, []SendBeginQuorumEpoch{{To: voters[1], Epoch: 1, LeaderID: 1}, {To: voters[2], Epoch: 1, LeaderID: 1}},
+		ofType[SendBeginQuorumEpoch](acts))
+}
+
+// A Prospective that can no longer reach a majority (granted + unanswered <
+// majority) gives up at once: without a reachable leader it is Unattached
+// in the same epoch, leader id and vote kept, with a fresh random election
+// timer (the "lost by rejections" branch of spec 3.1).
+// Reference: spec 6.4 step 3, 3.1 rule 6; prospectiveTransitionAfterElectionLoss.
+func TestProspectiveLosingPreVoteBecomesUnattachedWithFreshTimer(t *testing.T) {
+	// Three voters: the second rejection loses.
+	s := vtProspective(t, start(t, config(1, 1, 2, 3)))
+	s, acts := step(t, s, vtReject(2, 0))
+	require.Empty(t, acts)
+	require.Equal(t, Prospective, s.Role())
+	next, acts := step(t, s, vtReject(3, 0))
+	vtIs(t, next, Unattached, 0, NoNode, NoReplica)
+	vtActs(t, []Action{vtRC(Prospective, Unattached, 0, NoNode), vtElection(vtRand(t, acts, 1))}, acts)
+
+	// Five voters: the third rejection loses.
+	s = vtProspective(t, start(t, config(1, 1, 2, 3, 4, 5)))
+	for _, e := range []ReceiveVoteResponse{vtReject(2, 0), vtGrant(3, 0), vtReject(4, 0)} {
+		s, acts = step(t, s, e)
+		require.Empty(t, acts)
+		require.Equal(t, Prospective, s.Role())
+	}
+	next, acts = step(t, s, vtReject(5, 0))
+	vtIs(t, next, Unattached, 0, NoNode, NoReplica)
+	vtActs(t, []Action{vtRC(Prospective, Unattached, 0, NoNode), vtElection(vtRand(t, acts, 1))}, acts)
+
+	// A known but unreachable leader id is kept.
+	u, _ := restart(t, config(1, 1, 2, 3), QuorumRecord{Epoch: 3, LeaderID: 9, VotedKey: NoReplica}, LogState{End: vtLog})
+	s = vtProspective(t, u)
+	s, _ = step(t, s, vtReject(2, 3))
+	next, acts = step(t, s, vtReject(3, 3))
+	vtIs(t, next, Unattached, 3, 9, NoReplica)
+	vtActs(t, []Action{vtRC(Prospective, Unattached, 3, 9), vtElection(vtRand(t, acts, 1))}, acts)
+}
+
+// A Prospective that came from following a reachable leader and loses its
+// pre-vote follows that leader again in the same epoch.
+// Reference: spec 6.4 step 3, 5.1; prospectiveTransitionAfterElectionLoss.
+func TestProspectiveLosingPreVoteFollowsReachableLeaderAgain(t *testing.T) {
+	s := vtFetched(t, vtFollower(t, start(t, config(1, 1, 2, 3)), 1, 2))
+	s, _ = step(t, s, FetchTimeout{})
+	vtIs(t, s, Prospective, 1, 2, NoReplica)
+
+	s, acts := step(t, s, ReceiveVoteResponse{From: 3, Epoch: 1, LeaderID: 2})
+	require.Empty(t, acts)
+	require.Equal(t, Prospective, s.Role())
+	next, acts := step(t, s, ReceiveVoteResponse{From: 2, Epoch: 1, LeaderID: 2})
+
+	vtIs(t, next, Follower, 1, 2, NoReplica)
+	vtActs(t, []Action{
+		vtRC(Prospective, Follower, 1, 2),
+		StopTimer{Timer: ElectionTimer},
+		vtFetchTimer,
+		vtFetch(s, 2),
+	}, acts)
+}
+
+// A Candidate that has lost (too many rejections) does nothing: no new
+// epoch, no backoff, it waits for its election timer (KAFKA-18345). It
+// never changes a verdict it recorded, so a late grant from a voter that
+// rejected cannot make it Leader.
+// Reference: spec 6.4 step 3 (Candidate), 3.4, open question 16.8;
+// CandidateState.recordGrantedVote.
+func TestCandidateLosingWaitsAndNeverFlipsAVerdict(t *testing.T) {
+	s := vtCandidate(t, start(t, config(1, 1, 2, 3)))
+	for _, e := range []ReceiveVoteResponse{vtReject(2, 1), vtReject(3, 1), vtGrant(2, 1), vtGrant(3, 1)} {
+		var acts []Action
+		s, acts = step(t, s, e)
+		require.Empty(t, acts, "%+v", e)
+		vtIs(t, s, Candidate, 1, NoNode, vtKey(1))
+	}
+
+	// Not lost yet: a flip from rejected to granted is ignored too.
+	s = vtCandidate(t, start(t, config(1, 1, 2, 3, 4, 5)))
+	s, _ = step(t, s, vtReject(2, 1))
+	s, _ = step(t, s, vtGrant(3, 1))
+	next, acts := step(t, s, vtGrant(2, 1))
+	require.Empty(t, acts)
+	require.Equal(t, s, next)
+	next, _ = step(t, next, vtGrant(4, 1))
+	require.Equal(t, Leader, next.Role())
+}
+
+// A Prospective records the latest verdict of a voter (Kafka overwrites):
+// a grant after a rejection from the same voter counts.
+// Reference: spec 6.4 (Prospective silently overwrites), DESIGN 6.2.
+func TestProspectiveOverwritesAVerdict(t *testing.T) {
+	s := vtProspective(t, start(t, config(1, 1, 2, 3)))
+	s, acts := step(t, s, vtReject(2, 0))
+	require.Empty(t, acts)
+	next, _ := step(t, s, vtGrant(2, 0))
+	vtIs(t, next, Candidate, 1, NoNode, vtKey(1))
+}
+
+// A repeated response is counted once, for a Prospective and a Candidate:
+// the second grant from the same voter changes nothing.
+// Reference: spec 6.4 (duplicates; EpochElection.recordVote returns false).
+func TestDuplicateVoteResponseIsCountedOnce(t *testing.T) {
+	p := vtProspective(t, start(t, config(1, 1, 2, 3, 4, 5)))
+	p, _ = step(t, p, vtGrant(2, 0))
+	next, acts := step(t, p, vtGrant(2, 0))
+	require.Empty(t, acts)
+	require.Equal(t, p, next)
+	next, _ = step(t, next, vtGrant(3, 0))
+	require.Equal(t, Candidate, next.Role())
+
+	c := vtCandidate(t, start(t, config(1, 1, 2, 3, 4, 5)))
+	c, _ = step(t, c, vtGrant(2, 1))
+	next, acts = step(t, c, vtGrant(2, 1))
+	require.Empty(t, acts)
+	require.Equal(t, c, next)
+	next, _ = step(t, next, vtGrant(3, 1))
+	require.Equal(t, Leader, next.Role())
+}
+
+// Responses from replicas outside the voter set, or carrying our own id,
+// are not counted.
+// Reference: spec 6.4 (EpochElection.getVoterStateOrThrow; Go: ignore).
+func TestVoteResponseFromNonVoterIsIgnored(t *testing.T) {
+	for name, s := range map[string]State{
+		"prospective": vtProspective(t, start(t, config(1, 1, 2, 3))),
+		"candidate":   vtCandidate(t, start(t, config(1, 1, 2, 3))),
+	} {
+		for _, from := range []NodeID{9, 1, -1, 0} {
+			next, acts := step(t, s, vtGrant(from, s.Epoch()))
+			require.Empty(t, acts, "%s from %d", name, from)
+			require.Equal(t, s, next, "%s from %d", name, from)
+			next, acts = step(t, s, vtReject(from, s.Epoch()))
+			require.Empty(t, acts, "%s from %d", name, from)
+			require.Equal(t, s, next, "%s from %d", name, from)
+		}
+	}
+}
+
+// A voter that does not know Vote v2 answers UNSUPPORTED_VERSION; a
+// Prospective then skips the pre-vote and becomes Candidate(E+1) at once. A
+// Candidate ignores it.
+// Reference: spec 6.4 step 1, 10.5.
+func TestProspectiveBecomesCandidateOnUnsupportedVersion(t *testing.T) {
+	s := vtProspective(t, start(t, config(1, 1, 2, 3, 4, 5)))
+
+	next, acts := step(t, s, ReceiveVoteResponse{From: 2, Error: ErrUnsupportedVersion, LeaderID: NoNode})
+
+	vtIs(t, next, Candidate, 1, NoNode, vtKey(1))
+	vtActs(t, vtCat([]Action{
+		Persist{Record: QuorumRecord{Epoch: 1, LeaderID: NoNode, VotedKey: vtKey(1)}},
+		vtRC(Prospective, Candidate, 1, NoNode),
+		vtElection(vtRand(t, acts, 2)),
+	}, vtVoteRequests(next, false, vtKey(2), vtKey(3), vtKey(4), vtKey(5))), acts)
+
+	for _, epoch := range []Epoch{0, 1} {
+		after, acts := step(t, next, ReceiveVoteResponse{From: 3, Error: ErrUnsupportedVersion, Epoch: epoch, LeaderID: NoNode})
+		require.Empty(t, acts)
+		require.Equal(t, next, after)
+	}
+}
+
+// KAFKA-16281: a Prospective ignores a Vote response that names itself the
+// leader of its epoch (no Fault, and the vote is not counted).
+// Reference: KAFKA-16281; KafkaRaftClient.handleVoteResponse.
+func TestProspectiveIgnoresVoteResponseNamingItselfLeader(t *testing.T) {
+	s := vtProspective(t, vtUnattachedAt(t, config(1, 1, 2, 3), 2))
+	for _, granted := range []bool{true, false} {
+		next, acts := step(t, s, ReceiveVoteResponse{From: 2, Epoch: 2, VoteGranted: granted, LeaderID: 1})
+		require.Empty(t, acts)
+		require.Equal(t, s, next)
+	}
+}
+
+// A Vote response that names a second leader for our epoch, or names us
+// leader when we are not (outside KAFKA-16281's Prospective case), proves
+// the cluster inconsistent: a single Fault and the state unchanged.
+// Reference: spec 4.2 step 1 hasConsistentLeader, 12 invariant 5; DESIGN 1.3, 6.1.
+func TestVoteResponseNamingSecondLeaderIsAFault(t *testing.T) {
+	follower := vtFollower(t, start(t, config(1, 1, 2, 3)), 1, 2)
+	prospective, _ := step(t, follower, FetchTimeout{})
+	vtIs(t, prospective, Prospective, 1, 2, NoReplica)
+	candidate := vtCandidate(t, start(t, config(1, 1, 2, 3)))
+
+	cases := []struct {
+		name string
+		s    State
+		e    ReceiveVoteResponse
+	}{
+		{"prospective that knows another leader", prospective, ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: true, LeaderID: 3}},
+		{"follower of another leader", follower, ReceiveVoteResponse{From: 3, Epoch: 1, LeaderID: 3}},
+		{"candidate named leader", candidate, ReceiveVoteResponse{From: 2, Epoch: 1, VoteGranted: true, LeaderID: 1}},
+		{"candidate named leader of a newer epoch", candidate, ReceiveVoteResponse{From: 2, Epoch: 3, LeaderID: 1}},
+		{"fenced answer naming another leader of our epoch", prospective, ReceiveVoteResponse{From: 3, Error: ErrFencedLeaderEpoch, Epoch: 1, LeaderID: 3}},
+	}
+	for _, tc := range cases {
+		tc := tc
+		t.Run(tc.name, func(t *testing.T) {
+			next, acts := step(t, tc.s, tc.e)
+			vtFault(t, tc.s, next, acts)
+		})
+	}
+}
+
+// Roles that are not running an election ignore Vote responses of their
+// epoch.
+// Reference: spec 6.4 step 3 (Leader, any other role: ignore), 10.5.
+func TestNonNomineesIgnoreVoteResponses(t *testing.T) {
+	cfg := config(1, 1, 2, 3)
+	cases := []struct {
+		name string
+		s    State
+		e    ReceiveVoteResponse
+	}{
+		{"leader", vtLeader(t, start(t, cfg)), vtGrant(2, 1)},
+		{"leader named", vtLeader(t, start(t, cfg)), ReceiveVoteResponse{From: 2, Epoch: 1, VoteGranted: true, LeaderID: 1}},
+		{"follower", vtFollower(t, start(t, cfg), 1, 2), ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: true, LeaderID: 2}},
+		{"unattached", vtUnattachedAt(t, cfg, 1), vtGrant(2, 1)},
+		{"resigned", vtResigned(t, start(t, cfg)), vtGrant(2, 1)},
+	}
+	for _, tc := range cases {
+		tc := tc
+		t.Run(tc.name, func(t *testing.T) {
+			next, acts := step(t, tc.s, tc.e)
+			require.Empty(t, acts)
+			require.Equal(t, tc.s, next)
+		})
+	}
+}
