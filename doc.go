@@ -1,1 +1,174 @@
+// Package kraft implements Apache Kafka's KRaft quorum protocol as a pure,
+// deterministic state machine:
+//
+//	func Step(s State, e Event) (State, []Action)
+//
+// It covers KIP-595 elections and fetch-based replication, KIP-996 Pre-Vote,
+// check-quorum (KAFKA-15489), KIP-853 replica directory ids in replica keys,
+// and graceful resignation with EndQuorumEpoch. The voter set is fixed by
+// Config: voter changes at runtime (AddRaftVoter, RemoveRaftVoter) are not
+// modelled.
+//
+// kraft does no I/O. The host program owns the network, the disk, the clock
+// and the log: it turns what happens into Events, calls Step, and carries out
+// the returned Actions in order. A State is an immutable value: Step never
+// changes the State it is given, so a host may keep old States to compare,
+// replay or fork from them.
+//
+// # Starting a replica
+//
+// Describe the replica with a Config and build its first State with
+// NewState:
+//
+//	cfg := kraft.Config{
+//		Local:  kraft.ReplicaKey{ID: 1},
+//		Voters: []kraft.ReplicaKey{{ID: 1}, {ID: 2}, {ID: 3}},
+//		Seed:   1, // a distinct seed per replica
+//	}
+//	s, acts, err := kraft.NewState(cfg, nil, kraft.LogState{})
+//
+// A nil record and an empty LogState mean "nothing was ever stored". Zero
+// durations in Config mean Kafka's defaults (DefaultElectionTimeout,
+// DefaultFetchTimeout, DefaultElectionBackoffMax). Node id 0 is valid, so a
+// Config whose Local was never set is rejected by Config.Validate (which
+// NewState calls) unless 0 is a voter; an invalid Config is an error, never
+// a panic. NoNode (-1) names nobody: no leader, no vote, an observer without
+// an id. The zero QuorumRecord names node 0; use EmptyRecord for "no
+// record".
+//
+// The actions NewState returns are the replica's first work, to carry out
+// like those of any step: a Persist of the (possibly rewritten) record, the
+// role's timers, and the messages Kafka sends on its first poll. A fresh
+// voter starts Unattached in epoch 0 with its election timer armed. A single
+// voter elects itself at once, inside NewState.
+//
+// # Restarting
+//
+// On restart, pass the last record the host persisted and a description of
+// the durable log (its end and the first offset of each epoch, Kafka's
+// leader-epoch cache):
+//
+//	rec := kraft.QuorumRecord{Epoch: 5, LeaderID: 1, VotedKey: kraft.NoReplica}
+//	log := kraft.LogState{
+//		End:    kraft.LogEnd{Offset: 10, Epoch: 5},
+//		Epochs: []kraft.EpochStart{{Epoch: 1, StartOffset: 0}, {Epoch: 5, StartOffset: 4}},
+//	}
+//	s, acts, err := kraft.NewState(cfg, &rec, log)
+//
+// NewState applies Kafka's startup rules (QuorumState.initialize): a record
+// whose epoch is behind the log's last epoch restarts Unattached in the
+// log's epoch; a former leader restarts Resigned and sends EndQuorumEpoch
+// with an empty successor list; a replica that voted for itself restarts
+// Candidate and asks for votes again; a stored leader that is a voter is
+// followed (the first Fetch goes out at once); anything else restarts
+// Unattached, keeping the stored leader id and vote. A replica never
+// restarts as Leader.
+//
+// # The host loop
+//
+// A host runs one loop per replica. Each turn it takes one input (a message,
+// a timer, a completed append), makes it an Event, steps, and carries out
+// the actions in the order given:
+//
+//	next, acts := kraft.Step(s, e)
+//	s = next
+//	for _, a := range acts {
+//		switch a := a.(type) {
+//		case kraft.Persist:
+//			// write a.Record and fsync, before anything after it
+//		case kraft.ResetTimer, kraft.StopTimer:
+//			// arm or cancel the timer
+//		case kraft.AppendLeaderChange, kraft.TruncateLog:
+//			// change the local log; report appends with LogAppended
+//		case kraft.HighWatermarkChanged:
+//			// records below a.HighWatermark are committed
+//		case kraft.RoleChanged:
+//			// note the new role; forget requests in flight
+//		case kraft.Fault:
+//			// the cluster is inconsistent: stop or alert
+//		default:
+//			// a Send* action: a message to send
+//		}
+//	}
+//
+// StepInto is Step appending into a caller's slice, so a host can reuse one
+// action buffer across steps. The package examples contain a complete
+// in-memory host.
+//
+// Events a host reports about its own log are events too: LogAppended when
+// the log is durable up to a new end (the leader's appends, including the
+// LeaderChange record asked for by AppendLeaderChange, and a follower's
+// appends of fetched records), one LogAppended per epoch when an append
+// spans several epochs; Resign when a leader should step down gracefully.
+// A TruncateLog action is already reflected in the State when Step returns.
+//
+// Fetched records are the host's: it appends the records a successful
+// Fetch response carries, reports them with LogAppended, and only then
+// steps the ReceiveFetchResponse. The leader's host attaches records from
+// its log to a SendFetchResponse whose Error is ErrNone and that has no
+// Diverging point, starting at the request's fetch offset.
+//
+// # The persistence rule
+//
+// A Persist action must be durable (written and fsynced) before the host
+// carries out any later action of the same step: nothing after a Persist may
+// leave the process first. Every step that changes the durable quorum state
+// emits its Persist before the messages that depend on it (a granted vote,
+// a new epoch), so following the action order is enough. The host keeps the
+// last persisted record; it is what NewState needs after a crash.
+// State.Record returns the record that matches a State.
+//
+// # Responses and round trips
+//
+// Step says what to send, once. Retries, correlation ids, connection
+// backoff and long-poll parking of Fetch requests are the host's, as they
+// are Kafka's RequestManager and fetch purgatory. A host drops every
+// response to a request it sent before the latest RoleChanged action of that
+// replica, as Kafka's resetConnections does. Responses to BeginQuorumEpoch
+// and EndQuorumEpoch have no event of their own: a host reports a higher
+// epoch without a leader with ReceiveLeaderlessEpoch and otherwise drops
+// them, re-sending an EndQuorumEpoch until the voter answers NONE or the
+// role changes (the leader re-sends BeginQuorumEpoch on its own timer).
+// docs/wire-mapping.md maps every Kafka RPC field to an event or action
+// field.
+//
+// # Timers and randomness
+//
+// A replica has four timers (ElectionTimer, FetchTimer, CheckQuorumTimer,
+// BeginQuorumEpochTimer). ResetTimer arms a timer to fire After from now and
+// replaces any pending arming of that timer; StopTimer cancels it. A timer
+// fires at most once per arming, and the host delivers the timeout event
+// (ElectionTimeout, FetchTimeout, CheckQuorumTimeout,
+// BeginQuorumEpochTimeout) only for the latest arming. After may be 0: fire
+// as soon as the current step's actions are done. A timer keeps running
+// across a role change unless a StopTimer says otherwise (some transitions
+// hand the remaining election time to the next role, as Kafka does). Step
+// also ignores a timeout that does not belong to the current role.
+//
+// Election timeouts are T_e + U[0, T_e), drawn from a small PRNG kept in the
+// State and seeded from Config.Seed. Step reads no clock and uses no global
+// randomness, so a run replays exactly from its inputs. Give every replica
+// a distinct seed: replicas that draw the same timeouts split votes.
+//
+// # Observers
+//
+// A replica whose Local key is not in Voters is an observer; set
+// Config.Observer so that a forgotten Local is caught by Validate. An
+// observer may have no id (Local.ID = NoNode). Observers never vote or
+// campaign: they are Unattached or Follower, except that a former leader
+// that has left the voter set restarts Resigned until its election timer
+// fires. An Unattached observer looks for the leader with a SendFetch whose
+// To is NoNode ("any bootstrap voter"), again on every FetchTimeout, and
+// follows the leader a response names. A leader answers observers' fetches
+// fully but does not track them, so the State does not grow with the number
+// of observers.
+//
+// # Faults
+//
+// An input that proves the cluster inconsistent (such as two leaders in
+// one epoch, a message naming this replica leader when it is not, or a
+// leader asking a follower to truncate below its high watermark) makes Step
+// return the State unchanged and a single Fault action. Kafka throws in
+// these cases; the host decides whether to stop. Malformed input never
+// panics: it gets Kafka's error code in the response action, or is dropped.
 package kraft
