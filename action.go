@@ -47,13 +47,13 @@ func (t Timer) String() string {
 	return "timer?"
 }
 
-// Persist: write Record as the quorum-state record, durably (fsync), before
+// Persist asks the host to write Record as the quorum-state record, durably (fsync), before
 // carrying out any later action of the same step.
 type Persist struct {
 	Record QuorumRecord
 }
 
-// SendVoteRequest: send a Vote request to one voter.
+// SendVoteRequest asks the host to send a Vote request to one voter.
 type SendVoteRequest struct {
 	// To is the addressee's key (voter_id, voter_directory_id).
 	To        ReplicaKey
@@ -67,7 +67,7 @@ type SendVoteRequest struct {
 	PreVote         bool
 }
 
-// SendVoteResponse: answer a Vote request. INCONSISTENT_CLUSTER_ID goes in
+// SendVoteResponse asks the host to answer a Vote request. INCONSISTENT_CLUSTER_ID goes in
 // the top-level error_code; every other code is the partition error.
 type SendVoteResponse struct {
 	To          NodeID
@@ -77,7 +77,8 @@ type SendVoteResponse struct {
 	VoteGranted bool
 }
 
-// SendBeginQuorumEpoch: tell a voter that this replica leads Epoch.
+// SendBeginQuorumEpoch asks the host to tell a voter that this replica leads
+// Epoch.
 type SendBeginQuorumEpoch struct {
 	To        ReplicaKey
 	ClusterID uuid.NullUUID
@@ -85,7 +86,8 @@ type SendBeginQuorumEpoch struct {
 	LeaderID  NodeID
 }
 
-// SendBeginQuorumEpochResponse: answer a BeginQuorumEpoch request.
+// SendBeginQuorumEpochResponse asks the host to answer a BeginQuorumEpoch
+// request.
 type SendBeginQuorumEpochResponse struct {
 	To       NodeID
 	Error    ErrorCode
@@ -93,8 +95,8 @@ type SendBeginQuorumEpochResponse struct {
 	LeaderID NodeID
 }
 
-// SendEndQuorumEpoch: tell a voter that this replica resigns the leadership
-// of Epoch. PreferredSuccessors is the same ordered list for every
+// SendEndQuorumEpoch asks the host to tell a voter that this replica resigns
+// the leadership of Epoch. PreferredSuccessors is the same ordered list for every
 // addressee; the host puts it in preferred_successors (ids) and
 // preferred_candidates (keys).
 type SendEndQuorumEpoch struct {
@@ -105,7 +107,8 @@ type SendEndQuorumEpoch struct {
 	PreferredSuccessors []ReplicaKey
 }
 
-// SendEndQuorumEpochResponse: answer an EndQuorumEpoch request.
+// SendEndQuorumEpochResponse asks the host to answer an EndQuorumEpoch
+// request.
 type SendEndQuorumEpochResponse struct {
 	To       NodeID
 	Error    ErrorCode
@@ -113,7 +116,7 @@ type SendEndQuorumEpochResponse struct {
 	LeaderID NodeID
 }
 
-// SendFetch: send a Fetch request. To is the leader, or NoNode for "any
+// SendFetch asks the host to send a Fetch request. To is the leader, or NoNode for "any
 // bootstrap voter" (an observer looking for the leader).
 type SendFetch struct {
 	To        NodeID
@@ -127,7 +130,7 @@ type SendFetch struct {
 	HighWatermark      int64
 }
 
-// SendFetchResponse: answer a Fetch request. When Error is NONE and neither
+// SendFetchResponse asks the host to answer a Fetch request. When Error is NONE and neither
 // Diverging nor Snapshot is set, the host attaches records from the
 // request's fetch offset.
 type SendFetchResponse struct {
@@ -143,7 +146,7 @@ type SendFetchResponse struct {
 	Diverging *LogOffsetMetadata
 }
 
-// SendFetchSnapshotResponse: answer a FetchSnapshot request. On NONE the
+// SendFetchSnapshotResponse asks the host to answer a FetchSnapshot request. On NONE the
 // host sends the snapshot chunk asked for (decision 8).
 type SendFetchSnapshotResponse struct {
 	To       NodeID
@@ -152,14 +155,15 @@ type SendFetchSnapshotResponse struct {
 	LeaderID NodeID
 }
 
-// TruncateLog: remove every record at or after offset To from the local log.
+// TruncateLog asks the host to remove every record at or after offset To
+// from the local log.
 // The state already assumes it is done.
 type TruncateLog struct {
 	To int64
 }
 
-// AppendLeaderChange: append Kafka's start-of-epoch LeaderChange control
-// record at the log end, in Epoch, then report it with LogAppended.
+// AppendLeaderChange asks the host to append Kafka's start-of-epoch
+// LeaderChange control record at the log end, in Epoch, then report it with LogAppended.
 type AppendLeaderChange struct {
 	Epoch    Epoch
 	LeaderID NodeID
@@ -169,25 +173,26 @@ type AppendLeaderChange struct {
 	GrantingVoters []ReplicaKey
 }
 
-// HighWatermarkChanged: the high watermark moved up to HighWatermark;
+// HighWatermarkChanged reports that the high watermark moved up to
+// HighWatermark;
 // records below it are committed.
 type HighWatermarkChanged struct {
 	HighWatermark int64
 }
 
-// ResetTimer: (re)arm Timer to fire After from now, replacing any pending
+// ResetTimer asks the host to (re)arm Timer to fire After from now, replacing any pending
 // arming.
 type ResetTimer struct {
 	Timer Timer
 	After time.Duration
 }
 
-// StopTimer: cancel Timer.
+// StopTimer asks the host to cancel Timer.
 type StopTimer struct {
 	Timer Timer
 }
 
-// RoleChanged: the replica changed role, epoch or leader. For listeners and
+// RoleChanged reports that the replica changed role, epoch or leader. For listeners and
 // logs; nothing to carry out.
 type RoleChanged struct {
 	From     Role
@@ -197,7 +202,7 @@ type RoleChanged struct {
 	Reason   string
 }
 
-// Fault: an input proved the cluster inconsistent (two leaders in one epoch,
+// Fault reports that an input proved the cluster inconsistent (two leaders in one epoch,
 // a message naming this replica leader when it is not, a truncation below
 // the high watermark). The state did not change; the host decides whether to
 // stop. Kafka throws in these cases.

@@ -21,10 +21,20 @@ var (
 
 // rrZeroEvents is the zero value of every event type.
 var rrZeroEvents = []Event{
-	ElectionTimeout{}, FetchTimeout{}, CheckQuorumTimeout{}, BeginQuorumEpochTimeout{},
-	ReceiveVoteRequest{}, ReceiveVoteResponse{}, ReceiveBeginQuorumEpoch{}, ReceiveEndQuorumEpoch{},
-	ReceiveFetch{}, ReceiveFetchSnapshot{}, ReceiveFetchResponse{}, ReceiveLeaderlessEpoch{},
-	LogAppended{}, Resign{},
+	ElectionTimeout{},
+	FetchTimeout{},
+	CheckQuorumTimeout{},
+	BeginQuorumEpochTimeout{},
+	ReceiveVoteRequest{},
+	ReceiveVoteResponse{},
+	ReceiveBeginQuorumEpoch{},
+	ReceiveEndQuorumEpoch{},
+	ReceiveFetch{},
+	ReceiveFetchSnapshot{},
+	ReceiveFetchResponse{},
+	ReceiveLeaderlessEpoch{},
+	LogAppended{},
+	Resign{},
 }
 
 // rrOwnsTimer reports whether a role of s acts on the timeout event e.
@@ -164,20 +174,41 @@ func TestNegativeFieldsGetKafkaAnswers(t *testing.T) {
 		{"vote: last epoch not older", u, ReceiveVoteRequest{From: 2, VoterID: 1, CandidateEpoch: 5, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 3, Epoch: 5}}, voteResp(ErrInvalidRequest)},
 		{"pre-vote: last epoch newer", u, ReceiveVoteRequest{From: 2, VoterID: 1, CandidateEpoch: 5, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 3, Epoch: 6}, PreVote: true}, voteResp(ErrInvalidRequest)},
 		{"vote response: negative epoch", u, ReceiveVoteResponse{From: 2, Epoch: -1, VoteGranted: true, LeaderID: 2}, nil},
-		{"begin: negative leader", u, ReceiveBeginQuorumEpoch{From: 2, LeaderID: -2, LeaderEpoch: 4, VoterID: NoNode},
-			[]Action{SendBeginQuorumEpochResponse{To: 2, Error: ErrInvalidRequest, Epoch: 2, LeaderID: NoNode}}},
-		{"begin: negative epoch", u, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: -1, VoterID: NoNode},
-			[]Action{SendBeginQuorumEpochResponse{To: 2, Error: ErrFencedLeaderEpoch, Epoch: 2, LeaderID: NoNode}}},
-		{"end: negative leader", f, ReceiveEndQuorumEpoch{From: 2, LeaderID: -1, LeaderEpoch: 2},
-			[]Action{SendEndQuorumEpochResponse{To: 2, Error: ErrInvalidRequest, Epoch: 2, LeaderID: 2}}},
-		{"fetch: negative offset", f, ReceiveFetch{From: 3, CurrentLeaderEpoch: 2, FetchOffset: -1},
-			[]Action{SendFetchResponse{To: 3, Error: ErrInvalidRequest, Epoch: 2, LeaderID: 2, HighWatermark: -1}}},
-		{"fetch: negative last epoch", f, ReceiveFetch{From: 3, CurrentLeaderEpoch: 2, FetchEpoch: -1},
-			[]Action{SendFetchResponse{To: 3, Error: ErrInvalidRequest, Epoch: 2, LeaderID: 2, HighWatermark: -1}}},
-		{"fetch: negative leader epoch", f, ReceiveFetch{From: 3, CurrentLeaderEpoch: -1},
-			[]Action{SendFetchResponse{To: 3, Error: ErrInvalidRequest, Epoch: 2, LeaderID: 2, HighWatermark: -1}}},
-		{"fetch snapshot: negative epoch", f, ReceiveFetchSnapshot{From: 3, CurrentLeaderEpoch: -1},
-			[]Action{SendFetchSnapshotResponse{To: 3, Error: ErrFencedLeaderEpoch, Epoch: 2, LeaderID: 2}}},
+		{
+			"begin: negative leader", u,
+			ReceiveBeginQuorumEpoch{From: 2, LeaderID: -2, LeaderEpoch: 4, VoterID: NoNode},
+			[]Action{SendBeginQuorumEpochResponse{To: 2, Error: ErrInvalidRequest, Epoch: 2, LeaderID: NoNode}},
+		},
+		{
+			"begin: negative epoch", u,
+			ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: -1, VoterID: NoNode},
+			[]Action{SendBeginQuorumEpochResponse{To: 2, Error: ErrFencedLeaderEpoch, Epoch: 2, LeaderID: NoNode}},
+		},
+		{
+			"end: negative leader", f,
+			ReceiveEndQuorumEpoch{From: 2, LeaderID: -1, LeaderEpoch: 2},
+			[]Action{SendEndQuorumEpochResponse{To: 2, Error: ErrInvalidRequest, Epoch: 2, LeaderID: 2}},
+		},
+		{
+			"fetch: negative offset", f,
+			ReceiveFetch{From: 3, CurrentLeaderEpoch: 2, FetchOffset: -1},
+			[]Action{SendFetchResponse{To: 3, Error: ErrInvalidRequest, Epoch: 2, LeaderID: 2, HighWatermark: -1}},
+		},
+		{
+			"fetch: negative last epoch", f,
+			ReceiveFetch{From: 3, CurrentLeaderEpoch: 2, FetchEpoch: -1},
+			[]Action{SendFetchResponse{To: 3, Error: ErrInvalidRequest, Epoch: 2, LeaderID: 2, HighWatermark: -1}},
+		},
+		{
+			"fetch: negative leader epoch", f,
+			ReceiveFetch{From: 3, CurrentLeaderEpoch: -1},
+			[]Action{SendFetchResponse{To: 3, Error: ErrInvalidRequest, Epoch: 2, LeaderID: 2, HighWatermark: -1}},
+		},
+		{
+			"fetch snapshot: negative epoch", f,
+			ReceiveFetchSnapshot{From: 3, CurrentLeaderEpoch: -1},
+			[]Action{SendFetchSnapshotResponse{To: 3, Error: ErrFencedLeaderEpoch, Epoch: 2, LeaderID: 2}},
+		},
 		{"fetch response: negative epoch", f, ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: -1, HighWatermark: 5}, nil},
 		{"fetch response: negative leader", f, ReceiveFetchResponse{From: 2, LeaderID: -4, LeaderEpoch: 2, HighWatermark: 5}, nil},
 		{"fetch response: negative diverging offset", f, ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: 2, HighWatermark: -1, Diverging: &LogOffsetMetadata{Offset: -1, Epoch: 1}}, nil},
@@ -186,14 +217,26 @@ func TestNegativeFieldsGetKafkaAnswers(t *testing.T) {
 		{"log: negative offset", f, LogAppended{End: LogEnd{Offset: -1, Epoch: 2}}, nil},
 		{"log: negative epoch", f, LogAppended{End: LogEnd{Offset: 4, Epoch: -1}}, nil},
 		{"log: backwards", l, LogAppended{End: LogEnd{Offset: 0, Epoch: 3}}, nil},
-		{"leader: fetch with negative offset", l, ReceiveFetch{From: 2, CurrentLeaderEpoch: 3, FetchOffset: -5},
-			[]Action{SendFetchResponse{To: 2, Error: ErrInvalidRequest, Epoch: 3, LeaderID: 1, HighWatermark: -1}}},
-		{"leader: fetch from a non-replica", l, ReceiveFetch{From: -1, CurrentLeaderEpoch: 3, FetchEpoch: 3, FetchOffset: 1},
-			[]Action{SendFetchResponse{To: -1, Error: ErrNone, Epoch: 3, LeaderID: 1, HighWatermark: -1}}},
-		{"leader: fetch snapshot from a non-replica", l, ReceiveFetchSnapshot{From: -1, CurrentLeaderEpoch: 3},
-			[]Action{SendFetchSnapshotResponse{To: -1, Error: ErrNone, Epoch: 3, LeaderID: 1}}},
-		{"leader: fetch of a newer epoch", l, ReceiveFetch{From: 2, CurrentLeaderEpoch: 4, FetchEpoch: 3, FetchOffset: 1},
-			[]Action{SendFetchResponse{To: 2, Error: ErrUnknownLeaderEpoch, Epoch: 3, LeaderID: 1, HighWatermark: -1}}},
+		{
+			"leader: fetch with negative offset", l,
+			ReceiveFetch{From: 2, CurrentLeaderEpoch: 3, FetchOffset: -5},
+			[]Action{SendFetchResponse{To: 2, Error: ErrInvalidRequest, Epoch: 3, LeaderID: 1, HighWatermark: -1}},
+		},
+		{
+			"leader: fetch from a non-replica", l,
+			ReceiveFetch{From: -1, CurrentLeaderEpoch: 3, FetchEpoch: 3, FetchOffset: 1},
+			[]Action{SendFetchResponse{To: -1, Error: ErrNone, Epoch: 3, LeaderID: 1, HighWatermark: -1}},
+		},
+		{
+			"leader: fetch snapshot from a non-replica", l,
+			ReceiveFetchSnapshot{From: -1, CurrentLeaderEpoch: 3},
+			[]Action{SendFetchSnapshotResponse{To: -1, Error: ErrNone, Epoch: 3, LeaderID: 1}},
+		},
+		{
+			"leader: fetch of a newer epoch", l,
+			ReceiveFetch{From: 2, CurrentLeaderEpoch: 4, FetchEpoch: 3, FetchOffset: 1},
+			[]Action{SendFetchResponse{To: 2, Error: ErrUnknownLeaderEpoch, Epoch: 3, LeaderID: 1, HighWatermark: -1}},
+		},
 	}
 	for _, tc := range cases {
 		next, acts := step(t, tc.s, tc.e)
@@ -323,18 +366,30 @@ func TestForeignClusterIDOnEveryRequestType(t *testing.T) {
 			ev   Event
 			want Action
 		}{
-			{ReceiveVoteRequest{From: 2, ClusterID: rrForeign, VoterID: NoNode, CandidateEpoch: 9, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 99, Epoch: 8}},
-				SendVoteResponse{To: 2, Error: ErrInconsistentClusterID, Epoch: e, LeaderID: l}},
-			{ReceiveVoteRequest{From: 2, ClusterID: rrForeign, VoterID: NoNode, CandidateEpoch: 9, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 99, Epoch: 9}, PreVote: true},
-				SendVoteResponse{To: 2, Error: ErrInconsistentClusterID, Epoch: e, LeaderID: l}},
-			{ReceiveBeginQuorumEpoch{From: 2, ClusterID: rrForeign, LeaderID: 2, LeaderEpoch: 9, VoterID: NoNode},
-				SendBeginQuorumEpochResponse{To: 2, Error: ErrInconsistentClusterID, Epoch: e, LeaderID: l}},
-			{ReceiveEndQuorumEpoch{From: 2, ClusterID: rrForeign, LeaderID: 2, LeaderEpoch: 9},
-				SendEndQuorumEpochResponse{To: 2, Error: ErrInconsistentClusterID, Epoch: e, LeaderID: l}},
-			{ReceiveFetch{From: 2, ClusterID: rrForeign, CurrentLeaderEpoch: e, FetchEpoch: 0, FetchOffset: 0},
-				SendFetchResponse{To: 2, Error: ErrInconsistentClusterID, Epoch: e, LeaderID: l, HighWatermark: -1}},
-			{ReceiveFetchSnapshot{From: 2, ClusterID: rrForeign, CurrentLeaderEpoch: e},
-				SendFetchSnapshotResponse{To: 2, Error: ErrInconsistentClusterID, Epoch: e, LeaderID: l}},
+			{
+				ReceiveVoteRequest{From: 2, ClusterID: rrForeign, VoterID: NoNode, CandidateEpoch: 9, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 99, Epoch: 8}},
+				SendVoteResponse{To: 2, Error: ErrInconsistentClusterID, Epoch: e, LeaderID: l},
+			},
+			{
+				ReceiveVoteRequest{From: 2, ClusterID: rrForeign, VoterID: NoNode, CandidateEpoch: 9, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 99, Epoch: 9}, PreVote: true},
+				SendVoteResponse{To: 2, Error: ErrInconsistentClusterID, Epoch: e, LeaderID: l},
+			},
+			{
+				ReceiveBeginQuorumEpoch{From: 2, ClusterID: rrForeign, LeaderID: 2, LeaderEpoch: 9, VoterID: NoNode},
+				SendBeginQuorumEpochResponse{To: 2, Error: ErrInconsistentClusterID, Epoch: e, LeaderID: l},
+			},
+			{
+				ReceiveEndQuorumEpoch{From: 2, ClusterID: rrForeign, LeaderID: 2, LeaderEpoch: 9},
+				SendEndQuorumEpochResponse{To: 2, Error: ErrInconsistentClusterID, Epoch: e, LeaderID: l},
+			},
+			{
+				ReceiveFetch{From: 2, ClusterID: rrForeign, CurrentLeaderEpoch: e, FetchEpoch: 0, FetchOffset: 0},
+				SendFetchResponse{To: 2, Error: ErrInconsistentClusterID, Epoch: e, LeaderID: l, HighWatermark: -1},
+			},
+			{
+				ReceiveFetchSnapshot{From: 2, ClusterID: rrForeign, CurrentLeaderEpoch: e},
+				SendFetchSnapshotResponse{To: 2, Error: ErrInconsistentClusterID, Epoch: e, LeaderID: l},
+			},
 		} {
 			next, acts := step(t, s, tc.ev)
 			require.Equal(t, []Action{tc.want}, acts, "%s %T", name, tc.ev)
@@ -394,8 +449,10 @@ func rrGenEvent(rt *rapid.T, cur Epoch) Event {
 	}
 	dir := func(l string) uuid.UUID { return rapid.SampledFrom([]uuid.UUID{uuid.Nil, uuid.Nil, dirA}).Draw(rt, l) }
 	code := func() ErrorCode {
-		return rapid.SampledFrom([]ErrorCode{ErrNone, ErrNone, ErrNone, ErrNone, ErrNone, ErrNone, ErrNotLeaderOrFollower, ErrFencedLeaderEpoch,
-			ErrUnknownLeaderEpoch, ErrInvalidRequest, ErrBrokerNotAvailable, ErrInvalidVoterKey, ErrUnsupportedVersion, 999}).Draw(rt, "code")
+		return rapid.SampledFrom([]ErrorCode{
+			ErrNone, ErrNone, ErrNone, ErrNone, ErrNone, ErrNone, ErrNotLeaderOrFollower, ErrFencedLeaderEpoch,
+			ErrUnknownLeaderEpoch, ErrInvalidRequest, ErrBrokerNotAvailable, ErrInvalidVoterKey, ErrUnsupportedVersion, 999,
+		}).Draw(rt, "code")
 	}
 	switch rapid.IntRange(0, 13).Draw(rt, "kind") {
 	case 0:
@@ -407,9 +464,11 @@ func rrGenEvent(rt *rapid.T, cur Epoch) Event {
 	case 3:
 		return BeginQuorumEpochTimeout{}
 	case 4:
-		return ReceiveVoteRequest{From: id("from"), ClusterID: cluster(), VoterID: id("voter"), VoterDirectoryID: dir("voterDir"),
+		return ReceiveVoteRequest{
+			From: id("from"), ClusterID: cluster(), VoterID: id("voter"), VoterDirectoryID: dir("voterDir"),
 			CandidateEpoch: ep("epoch"), Candidate: id("candidate"), CandidateDirectoryID: dir("candidateDir"),
-			CandidateLogEnd: LogEnd{Offset: off("lastOffset"), Epoch: ep("lastEpoch")}, PreVote: rapid.Bool().Draw(rt, "preVote")}
+			CandidateLogEnd: LogEnd{Offset: off("lastOffset"), Epoch: ep("lastEpoch")}, PreVote: rapid.Bool().Draw(rt, "preVote"),
+		}
 	case 5:
 		leader := NoNode
 		if rapid.IntRange(0, 3).Draw(rt, "namesLeader") == 0 {
@@ -417,14 +476,20 @@ func rrGenEvent(rt *rapid.T, cur Epoch) Event {
 		}
 		return ReceiveVoteResponse{From: id("from"), Error: code(), Epoch: ep("epoch"), VoteGranted: rapid.Bool().Draw(rt, "granted"), LeaderID: leader}
 	case 6:
-		return ReceiveBeginQuorumEpoch{From: id("from"), ClusterID: cluster(), LeaderID: id("leader"), LeaderEpoch: ep("epoch"),
-			VoterID: id("voter"), VoterDirectoryID: dir("voterDir")}
+		return ReceiveBeginQuorumEpoch{
+			From: id("from"), ClusterID: cluster(), LeaderID: id("leader"), LeaderEpoch: ep("epoch"),
+			VoterID: id("voter"), VoterDirectoryID: dir("voterDir"),
+		}
 	case 7:
-		return ReceiveEndQuorumEpoch{From: id("from"), ClusterID: cluster(), LeaderID: id("leader"), LeaderEpoch: ep("epoch"),
-			SuccessorRank: SuccessorRank{Position: rapid.IntRange(-1, 6).Draw(rt, "position"), Of: rapid.IntRange(-1, 12).Draw(rt, "of")}}
+		return ReceiveEndQuorumEpoch{
+			From: id("from"), ClusterID: cluster(), LeaderID: id("leader"), LeaderEpoch: ep("epoch"),
+			SuccessorRank: SuccessorRank{Position: rapid.IntRange(-1, 6).Draw(rt, "position"), Of: rapid.IntRange(-1, 12).Draw(rt, "of")},
+		}
 	case 8:
-		return ReceiveFetch{From: id("from"), FromDirectoryID: dir("fromDir"), ClusterID: cluster(), CurrentLeaderEpoch: ep("epoch"),
-			FetchEpoch: ep("fetchEpoch"), FetchOffset: off("fetchOffset")}
+		return ReceiveFetch{
+			From: id("from"), FromDirectoryID: dir("fromDir"), ClusterID: cluster(), CurrentLeaderEpoch: ep("epoch"),
+			FetchEpoch: ep("fetchEpoch"), FetchOffset: off("fetchOffset"),
+		}
 	case 9:
 		return ReceiveFetchSnapshot{From: id("from"), FromDirectoryID: dir("fromDir"), ClusterID: cluster(), CurrentLeaderEpoch: ep("epoch")}
 	case 10:

@@ -116,14 +116,18 @@ func (c *testCluster) apply(id NodeID, acts []Action) {
 		case Persist:
 			c.record[id] = a.Record
 		case SendVoteRequest:
-			c.send(id, a.To.ID, ReceiveVoteRequest{From: id, ClusterID: a.ClusterID, VoterID: a.To.ID, VoterDirectoryID: a.To.DirectoryID,
+			c.send(id, a.To.ID, ReceiveVoteRequest{
+				From: id, ClusterID: a.ClusterID, VoterID: a.To.ID, VoterDirectoryID: a.To.DirectoryID,
 				CandidateEpoch: a.CandidateEpoch, Candidate: a.Candidate.ID, CandidateDirectoryID: a.Candidate.DirectoryID,
-				CandidateLogEnd: a.CandidateLogEnd, PreVote: a.PreVote})
+				CandidateLogEnd: a.CandidateLogEnd, PreVote: a.PreVote,
+			})
 		case SendVoteResponse:
 			c.send(id, a.To, ReceiveVoteResponse{From: id, Error: a.Error, Epoch: a.Epoch, VoteGranted: a.VoteGranted, LeaderID: a.LeaderID})
 		case SendBeginQuorumEpoch:
-			c.send(id, a.To.ID, ReceiveBeginQuorumEpoch{From: id, ClusterID: a.ClusterID, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
-				VoterID: a.To.ID, VoterDirectoryID: a.To.DirectoryID})
+			c.send(id, a.To.ID, ReceiveBeginQuorumEpoch{
+				From: id, ClusterID: a.ClusterID, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
+				VoterID: a.To.ID, VoterDirectoryID: a.To.DirectoryID,
+			})
 		case SendEndQuorumEpoch:
 			rank := SuccessorRank{Position: len(a.PreferredSuccessors), Of: len(a.PreferredSuccessors)}
 			for i, k := range a.PreferredSuccessors {
@@ -138,15 +142,23 @@ func (c *testCluster) apply(id NodeID, acts []Action) {
 			if to == NoNode {
 				to = c.ids[0]
 			}
-			m := envelope{from: id, to: to, fetchAt: -1, fetchHWM: a.HighWatermark,
-				event: ReceiveFetch{From: id, FromDirectoryID: local.DirectoryID, ClusterID: a.ClusterID,
-					CurrentLeaderEpoch: a.CurrentLeaderEpoch, FetchEpoch: a.FetchEpoch, FetchOffset: a.FetchOffset}}
+			m := envelope{
+				from: id, to: to, fetchAt: -1, fetchHWM: a.HighWatermark,
+				event: ReceiveFetch{
+					From: id, FromDirectoryID: local.DirectoryID, ClusterID: a.ClusterID,
+					CurrentLeaderEpoch: a.CurrentLeaderEpoch, FetchEpoch: a.FetchEpoch, FetchOffset: a.FetchOffset,
+				},
+			}
 			c.queue = append(c.queue, m)
 			c.fetch[id] = m
 		case SendFetchResponse:
-			m := envelope{from: id, to: a.To, fetchAt: c.fetchOffsetOf(a.To),
-				event: ReceiveFetchResponse{From: id, Error: a.Error, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
-					HighWatermark: a.HighWatermark, Diverging: a.Diverging}}
+			m := envelope{
+				from: id, to: a.To, fetchAt: c.fetchOffsetOf(a.To),
+				event: ReceiveFetchResponse{
+					From: id, Error: a.Error, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
+					HighWatermark: a.HighWatermark, Diverging: a.Diverging,
+				},
+			}
 			if a.Error == ErrNone && a.Diverging == nil && m.fetchAt >= 0 && m.fetchAt < int64(len(c.logs[id])) {
 				m.records = append([]Epoch(nil), c.logs[id][m.fetchAt:]...)
 			}

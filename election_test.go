@@ -220,10 +220,14 @@ func TestUnattachedVoterBecomesProspectiveOnElectionTimeout(t *testing.T) {
 	vtActs(t, []Action{
 		vtRC(Unattached, Prospective, 3, NoNode),
 		vtElection(vtRand(t, acts, 1)),
-		SendVoteRequest{To: ReplicaKey{ID: 2, DirectoryID: vtDirB}, ClusterID: vtCluster, CandidateEpoch: 3,
-			Candidate: ReplicaKey{ID: 1, DirectoryID: dirA}, CandidateLogEnd: LogEnd{Offset: 10, Epoch: 2}, PreVote: true},
-		SendVoteRequest{To: ReplicaKey{ID: 3}, ClusterID: vtCluster, CandidateEpoch: 3,
-			Candidate: ReplicaKey{ID: 1, DirectoryID: dirA}, CandidateLogEnd: LogEnd{Offset: 10, Epoch: 2}, PreVote: true},
+		SendVoteRequest{
+			To: ReplicaKey{ID: 2, DirectoryID: vtDirB}, ClusterID: vtCluster, CandidateEpoch: 3,
+			Candidate: ReplicaKey{ID: 1, DirectoryID: dirA}, CandidateLogEnd: LogEnd{Offset: 10, Epoch: 2}, PreVote: true,
+		},
+		SendVoteRequest{
+			To: ReplicaKey{ID: 3}, ClusterID: vtCluster, CandidateEpoch: 3,
+			Candidate: ReplicaKey{ID: 1, DirectoryID: dirA}, CandidateLogEnd: LogEnd{Offset: 10, Epoch: 2}, PreVote: true,
+		},
 	}, acts)
 	require.Empty(t, ofType[Persist](acts), "entering Prospective is memory only")
 }
@@ -463,20 +467,31 @@ func TestLeaderlessEpochMakesEveryRoleUnattached(t *testing.T) {
 			return []Action{persist, vtRC(Resigned, Unattached, 5, NoNode)}
 		}},
 		{"follower", vtFetched(t, vtFollower(t, start(t, cfg), 1, 2)), func(t *testing.T, acts []Action) []Action {
-			return []Action{persist, vtRC(Follower, Unattached, 5, NoNode),
-				StopTimer{Timer: FetchTimer}, vtElection(vtRand(t, acts, 3))}
+			return []Action{
+				persist, vtRC(Follower, Unattached, 5, NoNode),
+				StopTimer{Timer: FetchTimer},
+				vtElection(vtRand(t, acts, 3)),
+			}
 		}},
 		{"leader", vtLeader(t, start(t, cfg)), func(t *testing.T, acts []Action) []Action {
-			return []Action{persist, vtRC(Leader, Unattached, 5, NoNode),
-				StopTimer{Timer: CheckQuorumTimer}, StopTimer{Timer: BeginQuorumEpochTimer}, vtElection(vtRand(t, acts, 4))}
+			return []Action{
+				persist, vtRC(Leader, Unattached, 5, NoNode),
+				StopTimer{Timer: CheckQuorumTimer},
+				StopTimer{Timer: BeginQuorumEpochTimer},
+				vtElection(vtRand(t, acts, 4)),
+			}
 		}},
 		{"observer unattached", start(t, obs), func(*testing.T, []Action) []Action {
-			return []Action{persist, vtRC(Unattached, Unattached, 5, NoNode), vtFetchTimer,
-				SendFetch{To: NoNode, CurrentLeaderEpoch: 5, HighWatermark: -1}}
+			return []Action{
+				persist, vtRC(Unattached, Unattached, 5, NoNode), vtFetchTimer,
+				SendFetch{To: NoNode, CurrentLeaderEpoch: 5, HighWatermark: -1},
+			}
 		}},
 		{"observer follower", vtFollower(t, start(t, obs), 1, 2), func(*testing.T, []Action) []Action {
-			return []Action{persist, vtRC(Follower, Unattached, 5, NoNode), vtFetchTimer,
-				SendFetch{To: NoNode, CurrentLeaderEpoch: 5, HighWatermark: -1}}
+			return []Action{
+				persist, vtRC(Follower, Unattached, 5, NoNode), vtFetchTimer,
+				SendFetch{To: NoNode, CurrentLeaderEpoch: 5, HighWatermark: -1},
+			}
 		}},
 	}
 	for _, tc := range cases {
@@ -610,9 +625,11 @@ func TestRoleChangeStopsEveryTimerTheNewRoleDoesNotOwn(t *testing.T) {
 			grant(2, 10),      // P -> C(11)
 			ReceiveBeginQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 11, VoterID: NoNode}, // C -> F(11)
 			CheckQuorumTimeout{}, // ignored
-		}, []Role{Prospective, Candidate, Leader, Follower, Prospective, Follower, Unattached, Prospective,
+		}, []Role{
+			Prospective, Candidate, Leader, Follower, Prospective, Follower, Unattached, Prospective,
 			Candidate, Prospective, Candidate, Leader, Resigned, Unattached, Follower, Follower, Unattached,
-			Prospective, Candidate, Follower, Follower})
+			Prospective, Candidate, Follower, Follower,
+		})
 	})
 	t.Run("observer", func(t *testing.T) {
 		run(t, observerConfig(7, 1, 2, 3), []Event{

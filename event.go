@@ -9,28 +9,29 @@ type Event interface {
 	isEvent()
 }
 
-// ElectionTimeout: the election timer armed by the latest ResetTimer{Timer:
-// ElectionTimer} fired. Kafka checks this timer in pollUnattached,
+// ElectionTimeout reports that the election timer armed by the latest
+// ResetTimer{Timer: ElectionTimer} fired. Kafka checks this timer in pollUnattached,
 // pollProspective, pollCandidate and pollResigned.
 type ElectionTimeout struct{}
 
-// FetchTimeout: the fetch timer fired. A Follower has not had a successful
+// FetchTimeout reports that the fetch timer fired. A Follower has not had a successful
 // Fetch response within T_f (Kafka's pollFollower), or an Unattached observer
 // is due to look for the leader again (decision 6 in docs/design.md).
 type FetchTimeout struct{}
 
-// CheckQuorumTimeout: the leader's check-quorum timer fired: a majority of
+// CheckQuorumTimeout reports that the leader's check-quorum timer fired: a majority of
 // voters has not fetched within 1.5*T_f (Kafka's
 // LeaderState.timeUntilCheckQuorumExpires, KAFKA-15489).
 type CheckQuorumTimeout struct{}
 
-// BeginQuorumEpochTimeout: the leader's BeginQuorumEpoch re-send timer fired
+// BeginQuorumEpochTimeout reports that the leader's BeginQuorumEpoch re-send
+// timer fired
 // (Kafka re-sends BeginQuorumEpoch every T_f/2 to voters that have not
 // fetched, KAFKA-16926).
 type BeginQuorumEpochTimeout struct{}
 
-// ReceiveVoteRequest: a Vote request (Kafka VoteRequest v2, KIP-996)
-// arrived.
+// ReceiveVoteRequest is a Vote request that arrived (Kafka VoteRequest v2,
+// KIP-996).
 type ReceiveVoteRequest struct {
 	// From is the network source. Kafka identifies the candidate by the
 	// request body (Candidate), not by the source; From is informational.
@@ -55,7 +56,7 @@ type ReceiveVoteRequest struct {
 	PreVote bool
 }
 
-// ReceiveVoteResponse: a response to a Vote request this replica sent.
+// ReceiveVoteResponse is a response to a Vote request this replica sent.
 type ReceiveVoteResponse struct {
 	// From is the responding voter.
 	From NodeID
@@ -72,8 +73,8 @@ type ReceiveVoteResponse struct {
 	LeaderID NodeID
 }
 
-// ReceiveBeginQuorumEpoch: a BeginQuorumEpoch request arrived: a new leader
-// announces its epoch (KIP-595).
+// ReceiveBeginQuorumEpoch is a BeginQuorumEpoch request that arrived: a new
+// leader announces its epoch (KIP-595).
 type ReceiveBeginQuorumEpoch struct {
 	From      NodeID
 	ClusterID uuid.NullUUID
@@ -86,8 +87,8 @@ type ReceiveBeginQuorumEpoch struct {
 	VoterDirectoryID uuid.UUID
 }
 
-// ReceiveEndQuorumEpoch: an EndQuorumEpoch request arrived: the leader of
-// LeaderEpoch is resigning (KIP-595, graceful shutdown).
+// ReceiveEndQuorumEpoch is an EndQuorumEpoch request that arrived: the leader
+// of LeaderEpoch is resigning (KIP-595, graceful shutdown).
 type ReceiveEndQuorumEpoch struct {
 	From        NodeID
 	ClusterID   uuid.NullUUID
@@ -99,8 +100,8 @@ type ReceiveEndQuorumEpoch struct {
 	SuccessorRank SuccessorRank
 }
 
-// ReceiveFetch: a Fetch request for the metadata partition arrived from a
-// follower or an observer.
+// ReceiveFetch is a Fetch request for the metadata partition from a follower
+// or an observer.
 type ReceiveFetch struct {
 	// From and FromDirectoryID are replica_id and replica_directory_id; a
 	// negative From is a non-replica consumer.
@@ -115,7 +116,7 @@ type ReceiveFetch struct {
 	FetchOffset int64
 }
 
-// ReceiveFetchSnapshot: a FetchSnapshot request arrived. The snapshot id and
+// ReceiveFetchSnapshot is a FetchSnapshot request that arrived. The snapshot id and
 // position are the host's business (decision 8); the state fences the epoch
 // and, on a leader, counts the request as contact for check-quorum.
 type ReceiveFetchSnapshot struct {
@@ -125,7 +126,7 @@ type ReceiveFetchSnapshot struct {
 	CurrentLeaderEpoch Epoch
 }
 
-// ReceiveFetchResponse: a response to a Fetch this replica sent. The host
+// ReceiveFetchResponse is a response to a Fetch this replica sent. The host
 // appends the records it carried (and reports them with LogAppended) before
 // delivering this event.
 type ReceiveFetchResponse struct {
@@ -145,15 +146,15 @@ type ReceiveFetchResponse struct {
 	Snapshot *LogEnd
 }
 
-// ReceiveLeaderlessEpoch: a response (to Fetch or Vote) reported a higher
-// epoch than ours and no leader for it. Every role moves to Unattached in
+// ReceiveLeaderlessEpoch reports a response that named a higher epoch than
+// ours and no leader for it. Every role moves to Unattached in
 // that epoch (Kafka's maybeHandleCommonResponse, spec 10.11).
 type ReceiveLeaderlessEpoch struct {
 	From  NodeID
 	Epoch Epoch
 }
 
-// LogAppended: the local log is now durable up to End. Leader appends,
+// LogAppended reports that the local log is now durable up to End. Leader appends,
 // follower appends of fetched records and the LeaderChange record all come
 // through here. An append that spans several epochs is reported as one
 // LogAppended per epoch, in order; a new epoch starts at the previous log
@@ -162,7 +163,7 @@ type LogAppended struct {
 	End LogEnd
 }
 
-// Resign: the leader gives up leadership gracefully (a shutdown or an
+// Resign asks the leader to give up leadership gracefully (a shutdown or an
 // operator's request; Kafka's KafkaRaftClient.resign and shutdown).
 type Resign struct{}
 

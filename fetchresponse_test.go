@@ -45,8 +45,10 @@ func TestUnattachedAttachingOnDivergingAnswerFetchesFromTruncatedEnd(t *testing.
 	s, _ = step(t, s, FetchTimeout{})
 	require.Equal(t, Unattached, s.Role())
 
-	next, acts := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 2, HighWatermark: 3,
-		Diverging: &LogOffsetMetadata{Offset: 3, Epoch: 1}})
+	next, acts := step(t, s, ReceiveFetchResponse{
+		From: 1, LeaderID: 1, LeaderEpoch: 2, HighWatermark: 3,
+		Diverging: &LogOffsetMetadata{Offset: 3, Epoch: 1},
+	})
 	require.Equal(t, Follower, next.Role())
 	require.Equal(t, LogEnd{Offset: 3, Epoch: 1}, next.LogEnd())
 	require.Equal(t, []Action{

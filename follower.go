@@ -73,11 +73,9 @@ func (t *stepper) endQuorumBackoff(rank SuccessorRank) time.Duration {
 		unit = 1
 	}
 	b := int64(limit / unit)
-	base := b
+	var base int64
 	if n-1 < 63 {
 		base = b >> uint(n-1)
-	} else {
-		base = 0
 	}
 	if base < 1 {
 		base = 1

@@ -52,8 +52,10 @@ func rpOK(leader NodeID, epoch Epoch, hwm int64) ReceiveFetchResponse {
 // voter 3 in its epoch.
 func rpPreVoteGranted(t *testing.T, s State) bool {
 	t.Helper()
-	_, acts := step(t, s, ReceiveVoteRequest{From: 3, VoterID: NoNode, CandidateEpoch: s.Epoch(), Candidate: 3,
-		CandidateLogEnd: LogEnd{Offset: 100, Epoch: s.Epoch()}, PreVote: true})
+	_, acts := step(t, s, ReceiveVoteRequest{
+		From: 3, VoterID: NoNode, CandidateEpoch: s.Epoch(), Candidate: 3,
+		CandidateLogEnd: LogEnd{Offset: 100, Epoch: s.Epoch()}, PreVote: true,
+	})
 	resp := ofType[SendVoteResponse](acts)
 	require.Len(t, resp, 1)
 	return resp[0].VoteGranted
@@ -536,7 +538,7 @@ func TestClusterObserverFindsLeaderAfterFetchTimeout(t *testing.T) {
 	require.Equal(t, c.logs[2], c.logs[4])
 	require.Equal(t, int64(4), c.states[2].HighWatermark())
 	require.Equal(t, int64(4), c.states[4].HighWatermark())
-	require.Equal(t, len(leaderBefore.replicas), len(c.states[2].replicas), "observers are not stored")
+	require.Len(t, c.states[2].replicas, len(leaderBefore.replicas), "observers are not stored")
 }
 
 // TestClusterFollowerWithDivergentTailTruncatesAndCatchesUp: a leader of

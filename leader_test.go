@@ -279,8 +279,10 @@ func TestLeaderDivergingEpochBelowItsFirstEpoch(t *testing.T) {
 	require.Equal(t, Epoch(4), s.Epoch())
 	next, acts := step(t, s, rpFetch(2, 4, 6, 2))
 	require.Equal(t, s, next)
-	require.Equal(t, []Action{SendFetchResponse{To: 2, Error: ErrNone, Epoch: 4, LeaderID: 1, HighWatermark: -1,
-		Diverging: &LogOffsetMetadata{Epoch: 2, Offset: 0}}}, acts)
+	require.Equal(t, []Action{SendFetchResponse{
+		To: 2, Error: ErrNone, Epoch: 4, LeaderID: 1, HighWatermark: -1,
+		Diverging: &LogOffsetMetadata{Epoch: 2, Offset: 0},
+	}}, acts)
 }
 
 // TestLeaderRecordsVoterPositionOnlyWhenKeyMatches: a voter's position and
@@ -290,8 +292,10 @@ func TestLeaderDivergingEpochBelowItsFirstEpoch(t *testing.T) {
 // observer's: answered in full, not stored.
 // Reference: spec 1.1, 7.2, 16.10 (LeaderState.ReplicaState.matchesKey).
 func TestLeaderRecordsVoterPositionOnlyWhenKeyMatches(t *testing.T) {
-	cfg := Config{Local: ReplicaKey{ID: 1, DirectoryID: dirA},
-		Voters: []ReplicaKey{{ID: 1, DirectoryID: dirA}, {ID: 2, DirectoryID: rpDirB}, {ID: 3}}, Seed: 7}
+	cfg := Config{
+		Local:  ReplicaKey{ID: 1, DirectoryID: dirA},
+		Voters: []ReplicaKey{{ID: 1, DirectoryID: dirA}, {ID: 2, DirectoryID: rpDirB}, {ID: 3}}, Seed: 7,
+	}
 	s := rpElect(t, start(t, cfg))
 
 	wrongDir := ReceiveFetch{From: 2, FromDirectoryID: rpDirC, CurrentLeaderEpoch: 1, FetchOffset: 1, FetchEpoch: 1}
@@ -722,7 +726,7 @@ func TestBeginQuorumEpochTimeoutResendsOnlyToVotersThatHaveNotFetched(t *testing
 
 	// A new round: only 4 fetched in it.
 	s, _ = step(t, s, rpFetch(4, 1, 1, 1))
-	s, acts = step(t, s, BeginQuorumEpochTimeout{})
+	_, acts = step(t, s, BeginQuorumEpochTimeout{})
 	require.Equal(t, []Action{
 		SendBeginQuorumEpoch{To: ReplicaKey{ID: 2}, Epoch: 1, LeaderID: 1},
 		SendBeginQuorumEpoch{To: ReplicaKey{ID: 3}, Epoch: 1, LeaderID: 1},

@@ -320,13 +320,25 @@ func TestEndQuorumEpochBackoffByRank(t *testing.T) {
 		p, n int
 		want time.Duration
 	}{
-		{0, 0, 0}, {0, 1, 0}, {0, 5, 0},
+		{0, 0, 0},
+		{0, 1, 0},
+		{0, 5, 0},
 		{1, 2, 500 * ms},
-		{1, 3, 250 * ms}, {2, 3, 500 * ms},
-		{1, 4, 125 * ms}, {2, 4, 250 * ms}, {3, 4, 500 * ms},
-		{1, 5, 62 * ms}, {2, 5, 124 * ms}, {3, 5, 248 * ms}, {4, 5, 496 * ms},
+		{1, 3, 250 * ms},
+		{2, 3, 500 * ms},
+		{1, 4, 125 * ms},
+		{2, 4, 250 * ms},
+		{3, 4, 500 * ms},
+		{1, 5, 62 * ms},
+		{2, 5, 124 * ms},
+		{3, 5, 248 * ms},
+		{4, 5, 496 * ms},
 		// Not listed.
-		{5, 5, time.Second}, {9, 5, time.Second}, {-1, 5, time.Second}, {1, 0, time.Second}, {1, 1, time.Second},
+		{5, 5, time.Second},
+		{9, 5, time.Second},
+		{-1, 5, time.Second},
+		{1, 0, time.Second},
+		{1, 1, time.Second},
 	}
 	for _, tc := range cases {
 		s := rrFetched(t)

@@ -402,14 +402,14 @@ func (t *stepper) inconsistentLeader(epoch Epoch, leader NodeID) {
 
 // reconcile is Kafka's maybeTransition: check the named leader for
 // consistency, then follow a newer epoch (or the leader of ours that we did
-// not know or could not reach). It returns false after a fault.
-func (t *stepper) reconcile(epoch Epoch, leader NodeID, reason string) bool {
+// not know or could not reach). A fault is recorded in t.
+func (t *stepper) reconcile(epoch Epoch, leader NodeID, reason string) {
 	if leader < 0 {
 		leader = NoNode
 	}
 	if !t.consistentLeader(epoch, leader) {
 		t.inconsistentLeader(epoch, leader)
-		return false
+		return
 	}
 	switch {
 	case leader != NoNode && leader == t.s.c.local.ID:
@@ -417,7 +417,7 @@ func (t *stepper) reconcile(epoch Epoch, leader NodeID, reason string) bool {
 			// A Leader told it leads another epoch: Kafka's
 			// transitionToFollower refuses to follow itself.
 			t.inconsistentLeader(epoch, leader)
-			return false
+			return
 		}
 	case epoch > t.s.epoch && leader != NoNode:
 		t.toFollower(epoch, leader, reason)
@@ -426,7 +426,6 @@ func (t *stepper) reconcile(epoch Epoch, leader NodeID, reason string) bool {
 	case epoch == t.s.epoch && leader != NoNode && (t.s.leader == NoNode || !t.s.endpoints):
 		t.toFollower(epoch, leader, reason)
 	}
-	return true
 }
 
 func (t *stepper) onLeaderlessEpoch(e ReceiveLeaderlessEpoch) {
