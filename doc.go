@@ -59,7 +59,8 @@
 // whose epoch is behind the log's last epoch restarts Unattached in the
 // log's epoch; a former leader restarts Resigned and sends EndQuorumEpoch
 // with an empty successor list; a replica that voted for itself restarts
-// Candidate and asks for votes again; a stored leader that is a voter is
+// Candidate and asks for votes again (unless the record also names the
+// epoch's leader, which it then follows); a stored leader that is a voter is
 // followed (the first Fetch goes out at once); anything else restarts
 // Unattached, keeping the stored leader id and vote. A replica never
 // restarts as Leader.
@@ -102,9 +103,9 @@
 // spans several epochs; Resign when a leader should step down gracefully.
 // A TruncateLog action is already reflected in the State when Step returns.
 //
-// Fetched records are the host's: it appends the records a successful
-// Fetch response carries, reports them with LogAppended, and only then
-// steps the ReceiveFetchResponse. The leader's host attaches records from
+// Fetched records are the host's: when State.AcceptsRecords says the state
+// will take a Fetch response's records, the host appends them, reports them
+// with LogAppended, and only then steps the ReceiveFetchResponse. The leader's host attaches records from
 // its log to a SendFetchResponse whose Error is ErrNone and that has no
 // Diverging point, starting at the request's fetch offset.
 //
