@@ -1,0 +1,345 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/kraftquorum/kraft"
+)
+
+// Violation is a broken invariant. Rule names it:
+//
+//   - "one-leader-per-epoch": two replicas led the same epoch.
+//   - "one-vote-per-epoch": a voter granted (or persisted) standard votes
+//     for two candidates in one epoch, across restarts.
+//   - "vote-durable": a voter persisted a record of an epoch in which it
+//     voted without that vote (only a leader's own record drops it).
+//   - "epoch-monotonic": a replica's in-memory or persisted epoch went down.
+//   - "hwm-monotonic": a replica's high watermark went down (within one
+//     life, and from the moment it became leader: a restart forgets it and
+//     a new leader's starts unknown).
+//   - "hwm-majority": a leader's high watermark is not held by a majority of
+//     the voters' durable logs.
+//   - "hwm-own-epoch": a leader's high watermark does not end in a record of
+//     its own epoch (a leader commits older records only through its own,
+//     Raft's figure 8, spec 7.5).
+//   - "committed-changed": a leader's log differs from the committed log
+//     below its high watermark.
+//   - "committed-lost": a replica lost or changed a committed record it held
+//     durably.
+//   - "log-matching": a replica's log differs from the committed log below
+//     its high watermark, or its high watermark is past the committed log.
+//   - "persist-before-send": a message that depends on a persisted decision
+//     (a new epoch, a vote, a leadership) left before the Persist.
+//   - "record-matches-state": after a step, the durable record is not the
+//     state's Record().
+//   - "host-log": the state's log end differs from the host's flushed log.
+//   - "fault": Step returned a Fault action.
+//   - "restart", "trace": the host could not restart a replica or write the
+//     trace.
+type Violation struct {
+	At     time.Duration
+	Node   kraft.NodeID
+	Rule   string
+	Detail string
+}
+
+func (v Violation) Error() string {
+	return fmt.Sprintf("sim: invariant %s violated at %v on replica %d: %s", v.Rule, v.At, v.Node, v.Detail)
+}
+
+type voteKey struct {
+	voter kraft.NodeID
+	disk  int
+	epoch kraft.Epoch
+}
+
+type nodeCheck struct {
+	memEpoch, diskEpoch kraft.Epoch
+	hwm                 int64
+	held                int
+	dirty               bool
+	prospectiveSince    time.Duration
+}
+
+// Checker checks the safety invariants after every event (see Violation)
+// and records what liveness checks need.
+type Checker struct {
+	c         *Cluster
+	leaders   map[kraft.Epoch]kraft.NodeID
+	votes     map[voteKey]kraft.ReplicaKey
+	committed []Record
+	per       []*nodeCheck
+	// Checks counts the events after which the invariants were checked.
+	Checks int
+}
+
+func newChecker(c *Cluster) *Checker {
+	return &Checker{c: c, leaders: map[kraft.Epoch]kraft.NodeID{}, votes: map[voteKey]kraft.ReplicaKey{}}
+}
+
+func (k *Checker) of(n *node) *nodeCheck {
+	for int(n.id) >= len(k.per) {
+		k.per = append(k.per, &nodeCheck{hwm: -1, prospectiveSince: -1})
+	}
+	return k.per[n.id]
+}
+
+func (k *Checker) fail(n *node, rule, format string, args ...interface{}) {
+	k.c.fail(Violation{Node: n.id, Rule: rule, Detail: fmt.Sprintf(format, args...)})
+}
+
+// Committed returns a copy of the committed log.
+func (k *Checker) Committed() []Record { return append([]Record(nil), k.committed...) }
+
+func (k *Checker) logChanged(n *node) { k.of(n).dirty = true }
+
+func (k *Checker) diskLost(n *node) {
+	p := k.of(n)
+	p.memEpoch, p.diskEpoch, p.held, p.hwm = 0, 0, 0, -1
+	p.dirty = true
+}
+
+func (k *Checker) afterStart(n *node, before kraft.State) {
+	p := k.of(n)
+	p.hwm = -1
+	p.dirty = true
+}
+
+func durable(n *node) kraft.QuorumRecord {
+	if n.record == nil {
+		return kraft.EmptyRecord()
+	}
+	return *n.record
+}
+
+// beforeAction checks an action of n's step before the host carries it
+// out; e is the event of the step (nil at start).
+func (k *Checker) beforeAction(n *node, a kraft.Action, e kraft.Event) {
+	d := durable(n)
+	p := k.of(n)
+	epochSent := func(what string, epoch kraft.Epoch) {
+		if epoch > d.Epoch {
+			k.fail(n, "persist-before-send", "%s carries epoch %d but the durable record is %+v", what, epoch, d)
+		}
+	}
+	switch a := a.(type) {
+	case kraft.Persist:
+		r := a.Record
+		if r.Epoch < p.diskEpoch {
+			k.fail(n, "epoch-monotonic", "persisted epoch %d after %d", r.Epoch, p.diskEpoch)
+			return
+		}
+		p.diskEpoch = r.Epoch
+		if r.HasVote() {
+			k.vote(n, r.Epoch, r.VotedKey)
+		} else if v, ok := k.votes[voteKey{voter: n.id, disk: n.disk, epoch: r.Epoch}]; ok && r.LeaderID != n.id {
+			// Only a leader's own record drops its self-vote (Kafka's
+			// LeaderState.election); every other record of the epoch keeps
+			// the vote (spec 12.2).
+			k.fail(n, "vote-durable", "persisted %+v, forgetting its vote for %v in epoch %d", r, v, r.Epoch)
+		}
+	case kraft.SendVoteRequest:
+		if a.PreVote {
+			epochSent("pre-vote request", a.CandidateEpoch)
+		} else if d.Epoch != a.CandidateEpoch || !d.VotedKey.Matches(n.cfg.Local) {
+			k.fail(n, "persist-before-send", "vote request for epoch %d sent with durable record %+v", a.CandidateEpoch, d)
+		}
+	case kraft.SendVoteResponse:
+		epochSent("vote response", a.Epoch)
+		req, ok := e.(kraft.ReceiveVoteRequest)
+		if a.VoteGranted && ok && !req.PreVote {
+			cand := kraft.ReplicaKey{ID: req.Candidate, DirectoryID: req.CandidateDirectoryID}
+			if d.Epoch != a.Epoch || !d.VotedKey.Matches(cand) {
+				k.fail(n, "persist-before-send", "vote for %v in epoch %d sent with durable record %+v", cand, a.Epoch, d)
+				return
+			}
+			k.vote(n, a.Epoch, cand)
+		}
+	case kraft.SendBeginQuorumEpoch:
+		if d.Epoch != a.Epoch || d.LeaderID != n.id {
+			k.fail(n, "persist-before-send", "BeginQuorumEpoch for epoch %d sent with durable record %+v", a.Epoch, d)
+		}
+	case kraft.SendEndQuorumEpoch:
+		if d.Epoch != a.Epoch || d.LeaderID != n.id {
+			k.fail(n, "persist-before-send", "EndQuorumEpoch for epoch %d sent with durable record %+v", a.Epoch, d)
+		}
+	case kraft.SendFetch:
+		epochSent("fetch", a.CurrentLeaderEpoch)
+		if a.To != kraft.NoNode && (d.LeaderID != a.To || d.Epoch != a.CurrentLeaderEpoch) {
+			k.fail(n, "persist-before-send", "fetch to %d in epoch %d sent with durable record %+v", a.To, a.CurrentLeaderEpoch, d)
+		}
+	case kraft.SendFetchResponse:
+		epochSent("fetch response", a.Epoch)
+	case kraft.SendBeginQuorumEpochResponse:
+		epochSent("BeginQuorumEpoch response", a.Epoch)
+	case kraft.SendEndQuorumEpochResponse:
+		epochSent("EndQuorumEpoch response", a.Epoch)
+	case kraft.SendFetchSnapshotResponse:
+		epochSent("FetchSnapshot response", a.Epoch)
+	case kraft.HighWatermarkChanged:
+		if n.st.Role() == kraft.Leader {
+			k.leaderHighWatermark(n, a.HighWatermark)
+		}
+	case kraft.Fault:
+		k.fail(n, "fault", "Step returned Fault %q on %v after %T %+v", a.Reason, n.st, e, e)
+	case kraft.TruncateLog, kraft.AppendLeaderChange, kraft.ResetTimer, kraft.StopTimer, kraft.RoleChanged:
+	}
+}
+
+func (k *Checker) vote(n *node, epoch kraft.Epoch, cand kraft.ReplicaKey) {
+	key := voteKey{voter: n.id, disk: n.disk, epoch: epoch}
+	if prev, ok := k.votes[key]; ok && prev != cand {
+		k.fail(n, "one-vote-per-epoch", "voted for %v and for %v in epoch %d", prev, cand, epoch)
+		return
+	}
+	k.votes[key] = cand
+}
+
+// leaderHighWatermark checks a leader's new high watermark h and extends the
+// committed log.
+func (k *Checker) leaderHighWatermark(n *node, h int64) {
+	if h > int64(n.flushed) {
+		k.fail(n, "hwm-majority", "leader's high watermark %d is past its own flushed log of %d", h, n.flushed)
+		return
+	}
+	if h <= 0 {
+		k.fail(n, "hwm-own-epoch", "leader of epoch %d moved its high watermark to %d, which ends in no record", n.st.Epoch(), h)
+		return
+	}
+	if e := n.log[h-1].Epoch; e != n.st.Epoch() {
+		k.fail(n, "hwm-own-epoch", "leader of epoch %d moved its high watermark to %d, which ends in a record of epoch %d", n.st.Epoch(), h, e)
+		return
+	}
+	holders := 0
+	for _, v := range k.c.voters {
+		o := k.c.nodes[v.ID]
+		// A replica that lost its disk counts as a holder: the leader may
+		// still count the position it fetched before the loss (Kafka's
+		// data-loss simulation drops MajorityReachedHighWatermark).
+		if o.disk > 0 || (int64(o.flushed) >= h && samePrefix(o.log, n.log, int(h))) {
+			holders++
+		}
+	}
+	if holders < len(k.c.voters)/2+1 {
+		k.fail(n, "hwm-majority", "leader moved its high watermark to %d, held by %d of %d voters", h, holders, len(k.c.voters))
+		return
+	}
+	m := len(k.committed)
+	if int(h) < m {
+		m = int(h)
+	}
+	if !samePrefix(n.log, k.committed, m) {
+		k.fail(n, "committed-changed", "leader's log differs from the committed log below %d (first difference at %d)", m, firstDiff(n.log, k.committed, m))
+		return
+	}
+	if int(h) > len(k.committed) {
+		k.committed = append(k.committed, n.log[len(k.committed):h]...)
+		for _, p := range k.per {
+			p.dirty = true
+		}
+	}
+}
+
+func samePrefix(a, b []Record, n int) bool {
+	return firstDiff(a, b, n) == n
+}
+
+func firstDiff(a, b []Record, n int) int {
+	for i := 0; i < n; i++ {
+		if i >= len(a) || i >= len(b) || a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// afterStep checks n after a step (or a restart, e nil).
+func (k *Checker) afterStep(n *node, before kraft.State, e kraft.Event) {
+	if k.c.err != nil || !n.up {
+		return
+	}
+	p := k.of(n)
+	s := n.st
+	if s.Epoch() < p.memEpoch {
+		k.fail(n, "epoch-monotonic", "epoch went from %d to %d (%v after %T)", p.memEpoch, s.Epoch(), s, e)
+		return
+	}
+	p.memEpoch = s.Epoch()
+	if s.Role() == kraft.Leader {
+		if l, ok := k.leaders[s.Epoch()]; ok && l != n.id {
+			k.fail(n, "one-leader-per-epoch", "replicas %d and %d both led epoch %d", l, n.id, s.Epoch())
+			return
+		}
+		k.leaders[s.Epoch()] = n.id
+	}
+	if d := durable(n); s.Record() != d {
+		k.fail(n, "record-matches-state", "state %v has record %+v but the durable record is %+v (after %T)", s, s.Record(), d, e)
+		return
+	}
+	if s.Role() == kraft.Leader && before.Role() != kraft.Leader {
+		// A new leader's high watermark starts unknown (Kafka's
+		// transitionToLeader); it is monotonic from there.
+		p.hwm = -1
+	}
+	if h := s.HighWatermark(); h < p.hwm {
+		k.fail(n, "hwm-monotonic", "high watermark went from %d to %d", p.hwm, h)
+		return
+	}
+	p.hwm = s.HighWatermark()
+	if s.Role() == kraft.Prospective {
+		if p.prospectiveSince < 0 {
+			p.prospectiveSince = k.c.now
+		}
+	} else {
+		p.prospectiveSince = -1
+	}
+	p.dirty = true
+}
+
+// afterEvent checks the logs of the replicas that changed.
+func (k *Checker) afterEvent() {
+	k.Checks++
+	for _, n := range k.c.nodes {
+		p := k.of(n)
+		if !p.dirty {
+			continue
+		}
+		p.dirty = false
+		limit := n.flushed
+		if limit > len(k.committed) {
+			limit = len(k.committed)
+		}
+		held := firstDiff(n.log, k.committed, limit)
+		if held < p.held {
+			k.fail(n, "committed-lost", "replica held committed records up to %d durably, now only up to %d", p.held, held)
+			return
+		}
+		p.held = held
+		if !n.up {
+			continue
+		}
+		h := n.st.HighWatermark()
+		if h > int64(len(k.committed)) {
+			k.fail(n, "log-matching", "high watermark %d is past the committed log (%d records)", h, len(k.committed))
+			return
+		}
+		if h > 0 && !samePrefix(n.log, k.committed, int(h)) {
+			k.fail(n, "log-matching", "log differs from the committed log at %d, below the high watermark %d", firstDiff(n.log, k.committed, int(h)), h)
+			return
+		}
+		if want := logState(n.log[:n.flushed]).End; n.st.LogEnd() != want {
+			k.fail(n, "host-log", "state's log end %+v, host's flushed log end %+v", n.st.LogEnd(), want)
+			return
+		}
+	}
+}
+
+// ProspectiveFor returns how long replica id has been Prospective without
+// a break (0 if it is not Prospective).
+func (k *Checker) ProspectiveFor(id kraft.NodeID) time.Duration {
+	if int(id) >= len(k.per) || k.per[id].prospectiveSince < 0 {
+		return 0
+	}
+	return k.c.now - k.per[id].prospectiveSince
+}

@@ -1,0 +1,739 @@
+package sim
+
+import (
+	"container/heap"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand"
+	"time"
+
+	"github.com/kraftquorum/kraft"
+)
+
+// Record is one log record.
+type Record struct {
+	Epoch   kraft.Epoch `json:"epoch"`
+	Payload string      `json:"payload"`
+}
+
+// Stats counts what a run did.
+type Stats struct {
+	// Events is the number of Step calls (every one checked).
+	Events int
+	// Messages sent, lost and dropped (partition, crashed receiver,
+	// unexpected response).
+	Messages, Lost, Dropped int
+	// Appends is the number of client records appended at a leader.
+	Appends int
+}
+
+// node is one replica and its simulated host.
+type node struct {
+	id   kraft.NodeID
+	cfg  kraft.Config
+	up   bool
+	inc  int // incarnation, bumped at every crash
+	disk int // disk generation, bumped at every disk loss
+	st   kraft.State
+
+	record  *kraft.QuorumRecord // durable quorum-state record
+	log     []Record
+	flushed int
+	flushAt bool // a flush is scheduled
+
+	timerGen [5]uint64
+	// Requests in flight (Vote requests) by correlation id, and the one
+	// Fetch in flight.
+	inflight  map[uint64]bool
+	fetchCorr uint64
+	fetchTo   kraft.NodeID
+	parked    []parked
+}
+
+// parked is a Fetch a leader holds (long poll).
+type parked struct {
+	id   uint64
+	req  *message
+	resp *message
+}
+
+// message is one message on the simulated network.
+type message struct {
+	from, to kraft.NodeID
+	// The incarnations of sender and receiver: a message to an earlier
+	// incarnation is dropped (its connection is gone).
+	fromInc, toInc int
+	event          kraft.Event
+	corr           uint64 // request: its id; response: the request's id
+	response       bool
+	// Fetch requests: the request's high watermark; Fetch responses: the
+	// offset the request fetched from and the records carried.
+	reqHWM      int64
+	fetchOffset int64
+	records     []Record
+	noPark      bool
+}
+
+type itemKind uint8
+
+const (
+	itemMessage itemKind = iota + 1
+	itemTimer
+	itemFlush
+	itemFetchRetry
+	itemParkExpire
+	itemClient
+	itemOp
+)
+
+type item struct {
+	at    time.Duration
+	seq   uint64
+	kind  itemKind
+	node  kraft.NodeID
+	inc   int
+	msg   *message
+	timer kraft.Timer
+	gen   uint64
+	op    Op
+}
+
+type queue []*item
+
+func (q queue) Len() int { return len(q) }
+func (q queue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].seq < q[j].seq
+}
+func (q queue) Swap(i, j int)       { q[i], q[j] = q[j], q[i] }
+func (q *queue) Push(x interface{}) { *q = append(*q, x.(*item)) }
+func (q *queue) Pop() interface{} {
+	old := *q
+	it := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return it
+}
+
+// Cluster is a simulated KRaft cluster. It is not safe for concurrent use.
+type Cluster struct {
+	opts   Options
+	rng    *rand.Rand
+	now    time.Duration
+	seq    uint64
+	corr   uint64
+	q      queue
+	nodes  []*node
+	voters []kraft.ReplicaKey
+	cut    map[[2]kraft.NodeID]bool // blocked directions (from, to)
+	stats  Stats
+	check  *Checker
+	trace  *json.Encoder
+	err    error
+	client uint64
+
+	// ctx is the message being delivered, for matching responses.
+	ctx *message
+	// OnStep, if set, is called after every Step with the replica, the
+	// event, and the states and actions.
+	OnStep func(id kraft.NodeID, e kraft.Event, before, after kraft.State, acts []kraft.Action)
+}
+
+// New builds a cluster and starts every replica from an empty disk. If
+// trace is not nil, the run is written to it as JSON lines (see Replay).
+func New(opts Options, trace io.Writer) (*Cluster, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	c := &Cluster{
+		opts: opts,
+		rng:  rand.New(rand.NewSource(opts.Seed)),
+		cut:  map[[2]kraft.NodeID]bool{},
+	}
+	if trace != nil {
+		c.trace = json.NewEncoder(trace)
+	}
+	c.check = newChecker(c)
+	for i := 0; i < opts.Voters; i++ {
+		c.voters = append(c.voters, kraft.ReplicaKey{ID: kraft.NodeID(i)})
+	}
+	c.writeTrace(TraceLine{Kind: "header", Seed: opts.Seed, Options: &opts})
+	for i := 0; i < opts.Voters+opts.Observers; i++ {
+		id := kraft.NodeID(i)
+		cfg := kraft.Config{
+			Local:              kraft.ReplicaKey{ID: id},
+			Observer:           i >= opts.Voters,
+			Voters:             c.voters,
+			ElectionTimeout:    opts.ElectionTimeout,
+			FetchTimeout:       opts.FetchTimeout,
+			ElectionBackoffMax: opts.ElectionBackoffMax,
+			Seed:               replicaSeed(opts.Seed, id),
+		}
+		c.nodes = append(c.nodes, &node{id: id, cfg: cfg})
+	}
+	for _, n := range c.nodes {
+		c.start(n)
+	}
+	if opts.ClientInterval > 0 {
+		c.push(&item{at: c.clientDelay(), kind: itemClient})
+	}
+	return c, c.err
+}
+
+// replicaSeed derives a distinct kraft.Config.Seed per replica.
+func replicaSeed(seed int64, id kraft.NodeID) uint64 {
+	x := uint64(seed)*0x9e3779b97f4a7c15 + uint64(id+1)*0xbf58476d1ce4e5b9
+	x ^= x >> 31
+	return x
+}
+
+// Options returns the options in force (defaults filled in).
+func (c *Cluster) Options() Options { return c.opts }
+
+// Now is the virtual time.
+func (c *Cluster) Now() time.Duration { return c.now }
+
+// Err is the first invariant violation, or nil.
+func (c *Cluster) Err() error { return c.err }
+
+// Stats reports what the run did so far.
+func (c *Cluster) Stats() Stats { return c.stats }
+
+// Checker is the invariant checker of the run.
+func (c *Cluster) Checker() *Checker { return c.check }
+
+// IDs lists every replica's id, voters first.
+func (c *Cluster) IDs() []kraft.NodeID {
+	out := make([]kraft.NodeID, len(c.nodes))
+	for i, n := range c.nodes {
+		out[i] = n.id
+	}
+	return out
+}
+
+// VoterIDs lists the voters' ids.
+func (c *Cluster) VoterIDs() []kraft.NodeID {
+	out := make([]kraft.NodeID, len(c.voters))
+	for i, v := range c.voters {
+		out[i] = v.ID
+	}
+	return out
+}
+
+// State is the current state of replica id (the last one before a crash
+// while it is down).
+func (c *Cluster) State(id kraft.NodeID) kraft.State { return c.node(id).st }
+
+// Up reports whether replica id is running.
+func (c *Cluster) Up(id kraft.NodeID) bool { return c.node(id).up }
+
+// Log returns a copy of replica id's log and the length of its flushed
+// prefix.
+func (c *Cluster) Log(id kraft.NodeID) ([]Record, int) {
+	n := c.node(id)
+	return append([]Record(nil), n.log...), n.flushed
+}
+
+// DurableRecord returns replica id's stored quorum-state record, nil if none.
+func (c *Cluster) DurableRecord(id kraft.NodeID) *kraft.QuorumRecord {
+	if r := c.node(id).record; r != nil {
+		cp := *r
+		return &cp
+	}
+	return nil
+}
+
+func (c *Cluster) node(id kraft.NodeID) *node {
+	if id < 0 || int(id) >= len(c.nodes) {
+		panic(fmt.Sprintf("sim: no replica %d", id))
+	}
+	return c.nodes[id]
+}
+
+func (c *Cluster) push(it *item) {
+	c.seq++
+	it.seq = c.seq
+	heap.Push(&c.q, it)
+}
+
+func (c *Cluster) fail(v Violation) {
+	if c.err == nil {
+		v.At = c.now
+		c.err = v
+	}
+}
+
+// RunFor runs the simulation for d of virtual time, or until the first
+// violation, which it returns.
+func (c *Cluster) RunFor(d time.Duration) error {
+	return c.RunUntil(c.now+d, nil)
+}
+
+// RunUntil runs until virtual time end, until done (checked after every
+// event) returns true, or until the first violation, which it returns.
+func (c *Cluster) RunUntil(end time.Duration, done func() bool) error {
+	for c.err == nil {
+		if done != nil && done() {
+			return nil
+		}
+		if len(c.q) == 0 || c.q[0].at > end {
+			break
+		}
+		it := heap.Pop(&c.q).(*item)
+		c.now = it.at
+		c.handle(it)
+		if c.err == nil {
+			c.check.afterEvent()
+		}
+	}
+	if c.err == nil && c.now < end {
+		c.now = end
+	}
+	return c.err
+}
+
+func (c *Cluster) handle(it *item) {
+	switch it.kind {
+	case itemMessage:
+		c.deliver(it.msg)
+	case itemTimer:
+		n := c.node(it.node)
+		if !n.up || n.inc != it.inc || n.timerGen[it.timer] != it.gen {
+			return
+		}
+		var e kraft.Event
+		switch it.timer {
+		case kraft.ElectionTimer:
+			e = kraft.ElectionTimeout{}
+		case kraft.FetchTimer:
+			e = kraft.FetchTimeout{}
+		case kraft.CheckQuorumTimer:
+			e = kraft.CheckQuorumTimeout{}
+		case kraft.BeginQuorumEpochTimer:
+			e = kraft.BeginQuorumEpochTimeout{}
+		default:
+			return
+		}
+		c.step(n, e)
+	case itemFlush:
+		n := c.node(it.node)
+		if n.up && n.inc == it.inc {
+			n.flushAt = false
+			c.flush(n)
+		}
+	case itemFetchRetry:
+		n := c.node(it.node)
+		if n.up && n.inc == it.inc && n.fetchCorr == it.gen {
+			c.resendFetch(n)
+		}
+	case itemParkExpire:
+		n := c.node(it.node)
+		if !n.up || n.inc != it.inc {
+			return
+		}
+		for i, p := range n.parked {
+			if p.id == it.gen {
+				n.parked = append(n.parked[:i:i], n.parked[i+1:]...)
+				c.transmit(p.resp)
+				return
+			}
+		}
+	case itemClient:
+		c.clientAppend()
+		c.push(&item{at: c.now + c.clientDelay(), kind: itemClient})
+	case itemOp:
+		c.Apply(it.op)
+	}
+}
+
+func (c *Cluster) clientDelay() time.Duration {
+	m := int64(c.opts.ClientInterval)
+	return time.Duration(m/2 + c.rng.Int63n(m+1))
+}
+
+// clientAppend appends 1-3 records at the leader of the highest epoch.
+func (c *Cluster) clientAppend() {
+	var leader *node
+	for _, n := range c.nodes {
+		if n.up && n.st.Role() == kraft.Leader && (leader == nil || n.st.Epoch() > leader.st.Epoch()) {
+			leader = n
+		}
+	}
+	if leader == nil {
+		return
+	}
+	k := 1 + c.rng.Intn(3)
+	for i := 0; i < k; i++ {
+		c.client++
+		leader.log = append(leader.log, Record{Epoch: leader.st.Epoch(), Payload: fmt.Sprintf("c%d", c.client)})
+		c.stats.Appends++
+	}
+	c.check.logChanged(leader)
+	c.scheduleFlush(leader)
+}
+
+func (c *Cluster) scheduleFlush(n *node) {
+	if n.flushAt {
+		return
+	}
+	n.flushAt = true
+	d := time.Duration(c.rng.Int63n(int64(c.opts.FlushDelayMax) + 1))
+	c.push(&item{at: c.now + d, kind: itemFlush, node: n.id, inc: n.inc})
+}
+
+// flush makes n's whole log durable and reports it, one LogAppended per
+// epoch run.
+func (c *Cluster) flush(n *node) {
+	from := n.flushed
+	n.flushed = len(n.log)
+	c.check.logChanged(n)
+	c.reportAppends(n, from, len(n.log))
+}
+
+// reportAppends steps LogAppended for each epoch run of n.log[from:to].
+func (c *Cluster) reportAppends(n *node, from, to int) {
+	for i := from; i < to && n.up; i++ {
+		if i == to-1 || n.log[i+1].Epoch != n.log[i].Epoch {
+			c.step(n, kraft.LogAppended{End: kraft.LogEnd{Offset: int64(i + 1), Epoch: n.log[i].Epoch}})
+		}
+	}
+}
+
+// step applies e to n and carries out the actions.
+func (c *Cluster) step(n *node, e kraft.Event) {
+	if c.err != nil || !n.up {
+		return
+	}
+	before := n.st
+	next, acts := kraft.Step(before, e)
+	c.stats.Events++
+	n.st = next
+	if c.trace != nil {
+		c.writeTrace(TraceLine{Kind: "step", T: c.now, Node: n.id, Event: encodeEvent(e), Actions: encodeActions(acts), State: summarize(next)})
+	}
+	if c.OnStep != nil {
+		c.OnStep(n.id, e, before, next, acts)
+	}
+	c.carryOut(n, acts, e)
+	c.check.afterStep(n, before, e)
+	if n.up && n.st.Role() == kraft.Leader && (next.LogEnd() != before.LogEnd() || next.HighWatermark() != before.HighWatermark()) {
+		c.wakeParked(n)
+	}
+}
+
+// start (re)builds n from its durable record and flushed log.
+func (c *Cluster) start(n *node) {
+	n.log = n.log[:n.flushed:n.flushed]
+	n.up = true
+	n.inflight = map[uint64]bool{}
+	n.fetchCorr = 0
+	n.parked = nil
+	n.flushAt = false
+	ls := logState(n.log)
+	var rec *kraft.QuorumRecord
+	if n.record != nil {
+		r := *n.record
+		rec = &r
+	}
+	st, acts, err := kraft.NewState(n.cfg, rec, ls)
+	if err != nil {
+		c.fail(Violation{Node: n.id, Rule: "restart", Detail: err.Error()})
+		return
+	}
+	before := n.st
+	n.st = st
+	c.stats.Events++
+	if c.trace != nil {
+		cfg := n.cfg
+		c.writeTrace(TraceLine{Kind: "start", T: c.now, Node: n.id, Config: &cfg, Record: rec, Log: &ls, Actions: encodeActions(acts), State: summarize(st)})
+	}
+	c.check.afterStart(n, before)
+	c.carryOut(n, acts, nil)
+	c.check.afterStep(n, before, nil)
+}
+
+// logState describes a log for kraft.NewState.
+func logState(log []Record) kraft.LogState {
+	var ls kraft.LogState
+	for i, r := range log {
+		if i == 0 || r.Epoch != log[i-1].Epoch {
+			ls.Epochs = append(ls.Epochs, kraft.EpochStart{Epoch: r.Epoch, StartOffset: int64(i)})
+		}
+	}
+	if len(log) > 0 {
+		ls.End = kraft.LogEnd{Offset: int64(len(log)), Epoch: log[len(log)-1].Epoch}
+	}
+	return ls
+}
+
+// carryOut carries out a step's actions in order. e is the event the
+// actions answer (nil at start).
+func (c *Cluster) carryOut(n *node, acts []kraft.Action, e kraft.Event) {
+	ctx := c.ctx
+	for _, a := range acts {
+		if c.err != nil {
+			return
+		}
+		c.check.beforeAction(n, a, e)
+		switch a := a.(type) {
+		case kraft.Persist:
+			r := a.Record
+			n.record = &r
+		case kraft.SendVoteRequest:
+			c.corr++
+			n.inflight[c.corr] = true
+			c.send(&message{from: n.id, to: a.To.ID, corr: c.corr, event: kraft.ReceiveVoteRequest{
+				From: n.id, ClusterID: a.ClusterID, VoterID: a.To.ID, VoterDirectoryID: a.To.DirectoryID,
+				CandidateEpoch: a.CandidateEpoch, Candidate: a.Candidate.ID, CandidateDirectoryID: a.Candidate.DirectoryID,
+				CandidateLogEnd: a.CandidateLogEnd, PreVote: a.PreVote,
+			}})
+		case kraft.SendVoteResponse:
+			if ctx == nil || ctx.from != a.To {
+				continue
+			}
+			c.send(&message{from: n.id, to: a.To, corr: ctx.corr, response: true, event: kraft.ReceiveVoteResponse{
+				From: n.id, Error: a.Error, Epoch: a.Epoch, VoteGranted: a.VoteGranted, LeaderID: a.LeaderID,
+			}})
+		case kraft.SendBeginQuorumEpoch:
+			c.send(&message{from: n.id, to: a.To.ID, event: kraft.ReceiveBeginQuorumEpoch{
+				From: n.id, ClusterID: a.ClusterID, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
+				VoterID: a.To.ID, VoterDirectoryID: a.To.DirectoryID,
+			}})
+		case kraft.SendEndQuorumEpoch:
+			rank := kraft.SuccessorRank{Position: len(a.PreferredSuccessors), Of: len(a.PreferredSuccessors)}
+			for i, k := range a.PreferredSuccessors {
+				if k.Matches(a.To) || a.To.Matches(k) {
+					rank.Position = i
+					break
+				}
+			}
+			c.send(&message{from: n.id, to: a.To.ID, event: kraft.ReceiveEndQuorumEpoch{
+				From: n.id, ClusterID: a.ClusterID, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch, SuccessorRank: rank,
+			}})
+		case kraft.SendBeginQuorumEpochResponse, kraft.SendEndQuorumEpochResponse, kraft.SendFetchSnapshotResponse:
+			// No event takes these: a leader ignores the answers.
+		case kraft.SendFetch:
+			c.sendFetch(n, a)
+		case kraft.SendFetchResponse:
+			if ctx == nil || ctx.from != a.To {
+				continue
+			}
+			c.fetchResponse(n, ctx, a)
+		case kraft.TruncateLog:
+			if a.To >= 0 && a.To < int64(len(n.log)) {
+				n.log = n.log[:a.To:a.To]
+				if n.flushed > len(n.log) {
+					n.flushed = len(n.log)
+				}
+				c.check.logChanged(n)
+			}
+		case kraft.AppendLeaderChange:
+			n.log = append(n.log, Record{Epoch: a.Epoch, Payload: fmt.Sprintf("LeaderChange(epoch=%d,leader=%d)", a.Epoch, a.LeaderID)})
+			c.check.logChanged(n)
+			c.scheduleFlush(n)
+		case kraft.ResetTimer:
+			n.timerGen[a.Timer]++
+			c.push(&item{at: c.now + a.After, kind: itemTimer, node: n.id, inc: n.inc, timer: a.Timer, gen: n.timerGen[a.Timer]})
+		case kraft.StopTimer:
+			n.timerGen[a.Timer]++
+		case kraft.RoleChanged:
+			// Kafka's resetConnections: late responses are dropped.
+			n.inflight = map[uint64]bool{}
+			n.fetchCorr = 0
+			if a.From == kraft.Leader {
+				c.failParked(n)
+			}
+		case kraft.HighWatermarkChanged, kraft.Fault:
+			// The checker looks at them.
+		}
+	}
+}
+
+// sendFetch sends a Fetch; it supersedes any Fetch in flight.
+func (c *Cluster) sendFetch(n *node, a kraft.SendFetch) {
+	to := a.To
+	if to == kraft.NoNode {
+		to = c.voters[c.rng.Intn(len(c.voters))].ID
+	}
+	c.corr++
+	n.fetchCorr = c.corr
+	n.fetchTo = a.To
+	c.send(&message{from: n.id, to: to, corr: c.corr, reqHWM: a.HighWatermark, event: kraft.ReceiveFetch{
+		From: n.id, FromDirectoryID: n.cfg.Local.DirectoryID, ClusterID: a.ClusterID,
+		CurrentLeaderEpoch: a.CurrentLeaderEpoch, FetchEpoch: a.FetchEpoch, FetchOffset: a.FetchOffset,
+	}})
+	c.push(&item{at: c.now + c.opts.RequestTimeout, kind: itemFetchRetry, node: n.id, inc: n.inc, gen: c.corr})
+}
+
+// resendFetch sends the in-flight Fetch again, rebuilt from the current
+// state (Kafka builds each Fetch request from the log when it sends it).
+func (c *Cluster) resendFetch(n *node) {
+	end := n.st.LogEnd()
+	c.sendFetch(n, kraft.SendFetch{
+		To: n.fetchTo, ClusterID: n.cfg.ClusterID, CurrentLeaderEpoch: n.st.Epoch(),
+		FetchOffset: end.Offset, FetchEpoch: end.Epoch, HighWatermark: n.st.HighWatermark(),
+	})
+}
+
+// fetchResponse builds the response to req, attaches records, and parks it
+// if it is an empty answer to a caught-up follower.
+func (c *Cluster) fetchResponse(n *node, req *message, a kraft.SendFetchResponse) {
+	f, _ := req.event.(kraft.ReceiveFetch)
+	m := &message{from: n.id, to: req.from, toInc: req.fromInc, fromInc: n.inc, corr: req.corr, response: true, fetchOffset: f.FetchOffset,
+		event: kraft.ReceiveFetchResponse{From: n.id, Error: a.Error, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
+			HighWatermark: a.HighWatermark, Diverging: a.Diverging}}
+	served := n.st.LogEnd().Offset
+	if served > int64(len(n.log)) {
+		served = int64(len(n.log))
+	}
+	if a.Error == kraft.ErrNone && a.Diverging == nil && f.FetchOffset >= 0 && f.FetchOffset < served {
+		end := f.FetchOffset + int64(c.opts.MaxFetchRecords)
+		if end > served {
+			end = served
+		}
+		m.records = append([]Record(nil), n.log[f.FetchOffset:end]...)
+	}
+	if a.Error == kraft.ErrNone && a.Diverging == nil && len(m.records) == 0 && a.HighWatermark <= req.reqHWM && !req.noPark && n.st.Role() == kraft.Leader {
+		c.corr++
+		n.parked = append(n.parked, parked{id: c.corr, req: req, resp: m})
+		c.push(&item{at: c.now + c.opts.FetchMaxWait, kind: itemParkExpire, node: n.id, inc: n.inc, gen: c.corr})
+		return
+	}
+	c.transmit(m)
+}
+
+// wakeParked re-evaluates every parked Fetch (the leader's log end or high
+// watermark moved).
+func (c *Cluster) wakeParked(n *node) {
+	ps := n.parked
+	n.parked = nil
+	for _, p := range ps {
+		req := *p.req
+		c.push(&item{at: c.now, kind: itemMessage, msg: &req})
+	}
+}
+
+// failParked answers every parked Fetch with NOT_LEADER_OR_FOLLOWER (the
+// leader resigned or lost its epoch).
+func (c *Cluster) failParked(n *node) {
+	ps := n.parked
+	n.parked = nil
+	for _, p := range ps {
+		m := *p.resp
+		r := m.event.(kraft.ReceiveFetchResponse)
+		r.Error, r.LeaderID, r.LeaderEpoch, r.HighWatermark = kraft.ErrNotLeaderOrFollower, n.st.Leader(), n.st.Epoch(), -1
+		m.event = r
+		c.transmit(&m)
+	}
+}
+
+// send puts a new message on the network.
+func (c *Cluster) send(m *message) {
+	if m.to < 0 || int(m.to) >= len(c.nodes) {
+		return
+	}
+	m.fromInc = c.nodes[m.from].inc
+	if m.response {
+		m.toInc = c.ctx.fromInc
+	} else {
+		m.toInc = c.nodes[m.to].inc
+	}
+	c.transmit(m)
+}
+
+// transmit applies loss, duplication and delay.
+func (c *Cluster) transmit(m *message) {
+	c.stats.Messages++
+	net := c.opts.Network
+	if net.Loss > 0 && c.rng.Float64() < net.Loss {
+		c.stats.Lost++
+		return
+	}
+	copies := 1
+	if net.Duplicate > 0 && c.rng.Float64() < net.Duplicate {
+		copies = 2
+	}
+	for i := 0; i < copies; i++ {
+		d := net.MinDelay
+		if net.MaxDelay > net.MinDelay {
+			d += time.Duration(c.rng.Int63n(int64(net.MaxDelay-net.MinDelay) + 1))
+		}
+		c.push(&item{at: c.now + d, kind: itemMessage, msg: m})
+	}
+}
+
+// deliver hands a message to its receiver's host.
+func (c *Cluster) deliver(m *message) {
+	n := c.node(m.to)
+	if !n.up || n.inc != m.toInc || c.cut[[2]kraft.NodeID{m.from, m.to}] {
+		c.stats.Dropped++
+		return
+	}
+	if m.response {
+		if _, isFetch := m.event.(kraft.ReceiveFetchResponse); isFetch {
+			if m.corr != n.fetchCorr || n.fetchCorr == 0 {
+				c.stats.Dropped++
+				return
+			}
+			n.fetchCorr = 0
+			if len(m.records) > 0 {
+				if int64(len(n.log)) != m.fetchOffset {
+					// The log moved since the fetch was sent (an unflushed
+					// tail from a former leadership was flushed or not yet):
+					// fetch again from the current position.
+					c.stats.Dropped++
+					n.fetchCorr = m.corr
+					c.push(&item{at: c.now + c.opts.FetchRetryBackoff, kind: itemFetchRetry, node: n.id, inc: n.inc, gen: m.corr})
+					return
+				}
+				from := len(n.log)
+				n.log = append(n.log, m.records...)
+				n.flushed = len(n.log)
+				c.check.logChanged(n)
+				c.reportAppends(n, from, len(n.log))
+				if c.err != nil || !n.up {
+					return
+				}
+			}
+		} else {
+			if !n.inflight[m.corr] {
+				c.stats.Dropped++
+				return
+			}
+			delete(n.inflight, m.corr)
+		}
+	}
+	c.ctx = m
+	c.step(n, m.event)
+	c.ctx = nil
+}
+
+// TraceLine is one line of a trace.
+type TraceLine struct {
+	// Kind is "header", "start" (NewState at start or restart), "step" or
+	// "op" (a fault or schedule operation).
+	Kind    string              `json:"kind"`
+	T       time.Duration       `json:"t"`
+	Node    kraft.NodeID        `json:"node"`
+	Seed    int64               `json:"seed,omitempty"`
+	Options *Options            `json:"options,omitempty"`
+	Config  *kraft.Config       `json:"config,omitempty"`
+	Record  *kraft.QuorumRecord `json:"record,omitempty"`
+	Log     *kraft.LogState     `json:"log,omitempty"`
+	Event   *Tagged             `json:"event,omitempty"`
+	Actions []Tagged            `json:"actions,omitempty"`
+	State   *StateSummary       `json:"state,omitempty"`
+	Op      *Op                 `json:"op,omitempty"`
+}
+
+func (c *Cluster) writeTrace(l TraceLine) {
+	if c.trace == nil {
+		return
+	}
+	if err := c.trace.Encode(l); err != nil {
+		c.fail(Violation{Rule: "trace", Detail: err.Error()})
+	}
+}

@@ -1,0 +1,63 @@
+// Package sim is a deterministic simulator for kraft clusters.
+//
+// A Cluster holds N voters and M observers. Each replica is a kraft.State
+// driven by a simulated host that carries out the actions of every Step in
+// order, as DESIGN.md section 5 (the host contract) says:
+//
+//   - Persist writes the quorum-state record to a durable store at once; the
+//     messages of the same step are sent only after it.
+//   - Each replica has a log of records (epoch, offset, payload) with a
+//     flushed prefix. A follower appends the records a Fetch response carries,
+//     flushes them and reports them with one LogAppended per epoch before it
+//     delivers the ReceiveFetchResponse. A leader appends client records and
+//     the LeaderChange record unflushed, flushes a little later and then
+//     reports them; a crash loses the unflushed tail.
+//   - Timers run on a virtual clock; only the latest arming of a timer fires.
+//   - The network delays every message independently (so it reorders),
+//     loses and duplicates messages with configurable probabilities, and
+//     honours symmetric and one-way partitions.
+//   - Requests carry correlation ids. A replica drops responses that do not
+//     answer a request it still waits for, and forgets every request in
+//     flight on each RoleChanged action (Kafka's resetConnections). At most
+//     one Fetch is in flight per replica; a newer SendFetch supersedes it, and
+//     an unanswered Fetch is sent again (rebuilt from the current state)
+//     after the request timeout.
+//   - A leader parks a Fetch that is caught up and has nothing new (Kafka's
+//     long poll) and answers it when its log end or high watermark moves,
+//     when it stops leading (NOT_LEADER_OR_FOLLOWER), or after FetchMaxWait.
+//     A leader serves only records it has flushed and reported, which is the
+//     log its State validates fetch positions against.
+//   - SendFetch{To: NoNode} goes to a voter drawn from the simulation's RNG;
+//     SendEndQuorumEpoch becomes ReceiveEndQuorumEpoch with the recipient's
+//     SuccessorRank.
+//
+// Faults are crashes and restarts (the replica is rebuilt with kraft.NewState
+// from its record and its flushed log), graceful resignation (kraft.Resign),
+// the loss of one replica's disk (a restart with no record and an empty log),
+// partitions and a lossy network. A client appends records at whoever leads.
+//
+// Everything is driven by one seed: the same Options and the same operations
+// give the same run, event for event, and the optional trace (JSON lines)
+// can be replayed with Replay, which steps every recorded event again and
+// compares the states and actions.
+//
+// A Checker runs after every event and stops the run at the first violation
+// of a safety invariant (see Violation and docs/verification.md):
+// one leader per epoch; one granted standard vote per (voter, epoch), across
+// restarts, and every later record of that epoch keeps it; epochs never decrease, in memory or persisted; a replica's high
+// watermark never decreases; a leader's high watermark is held by a majority
+// of the voters' durable logs and ends in the leader's own epoch; committed
+// records are never lost or changed on a replica that holds them durably;
+// every log matches the committed log up to its high watermark; every message
+// that depends on a persisted decision is sent after the Persist; the state's
+// record equals the durable record after every step; no Fault action.
+//
+// Disk loss makes a replica forget its votes, epoch and log, which KRaft does
+// not tolerate in general (KIP-853's directory ids exist because of it). The
+// checker forgets the history of the replica whose disk was lost: its earlier
+// votes and epochs no longer count for the vote and epoch rules, and what it
+// held no longer counts for "held committed records", and it counts as a
+// holder in the majority rule for a leader's high watermark (the leader may
+// still count the position it fetched before the loss). The other rules still
+// apply to it. Kafka's own simulation runs its data-loss test the same way.
+package sim

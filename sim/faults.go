@@ -1,0 +1,262 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/kraftquorum/kraft"
+)
+
+// OpKind names a fault or schedule operation.
+type OpKind string
+
+// The operations.
+const (
+	// OpCrash stops Node; it loses its unflushed log tail and everything in
+	// flight to it.
+	OpCrash OpKind = "crash"
+	// OpRestart restarts a crashed Node from its record and flushed log.
+	OpRestart OpKind = "restart"
+	// OpLoseDisk crashes Node if it is up, wipes its record and log, and
+	// restarts it.
+	OpLoseDisk OpKind = "lose_disk"
+	// OpResign delivers kraft.Resign to Node (graceful resignation).
+	OpResign OpKind = "resign"
+	// OpPartition cuts Group off from every other replica, both ways.
+	OpPartition OpKind = "partition"
+	// OpOneWay drops every message from Group to the other replicas.
+	OpOneWay OpKind = "one_way"
+	// OpHeal removes every partition.
+	OpHeal OpKind = "heal"
+	// OpNetwork sets the network's behaviour to Network.
+	OpNetwork OpKind = "network"
+)
+
+// Op is one operation of a fault schedule, at virtual time At.
+type Op struct {
+	At      time.Duration  `json:"at"`
+	Kind    OpKind         `json:"kind"`
+	Node    kraft.NodeID   `json:"node,omitempty"`
+	Group   []kraft.NodeID `json:"group,omitempty"`
+	Network *Network       `json:"network,omitempty"`
+}
+
+// String describes the operation.
+func (o Op) String() string {
+	switch o.Kind {
+	case OpCrash, OpRestart, OpLoseDisk, OpResign:
+		return fmt.Sprintf("%v %s %d", o.At, o.Kind, o.Node)
+	case OpPartition, OpOneWay:
+		return fmt.Sprintf("%v %s %v", o.At, o.Kind, o.Group)
+	case OpNetwork:
+		if o.Network != nil {
+			return fmt.Sprintf("%v %s %+v", o.At, o.Kind, *o.Network)
+		}
+	case OpHeal:
+	}
+	return fmt.Sprintf("%v %s", o.At, o.Kind)
+}
+
+// Schedule queues operations to run at their At times (times in the past
+// run at once, in order).
+func (c *Cluster) Schedule(ops ...Op) {
+	for _, op := range ops {
+		at := op.At
+		if at < c.now {
+			at = c.now
+		}
+		c.push(&item{at: at, kind: itemOp, op: op})
+	}
+}
+
+// Apply carries out one operation now. Operations that make no sense (a
+// crash of a crashed replica, an unknown replica) are ignored.
+func (c *Cluster) Apply(op Op) {
+	if c.err != nil {
+		return
+	}
+	op.At = c.now
+	if c.trace != nil {
+		o := op
+		c.writeTrace(TraceLine{Kind: "op", T: c.now, Op: &o})
+	}
+	valid := op.Node >= 0 && int(op.Node) < len(c.nodes)
+	switch op.Kind {
+	case OpCrash:
+		if valid {
+			c.crash(c.nodes[op.Node])
+		}
+	case OpRestart:
+		if valid && !c.nodes[op.Node].up {
+			c.start(c.nodes[op.Node])
+		}
+	case OpLoseDisk:
+		if !valid {
+			return
+		}
+		n := c.nodes[op.Node]
+		c.crash(n)
+		n.record, n.log, n.flushed = nil, nil, 0
+		n.disk++
+		c.check.diskLost(n)
+		c.start(n)
+	case OpResign:
+		if valid && c.nodes[op.Node].up {
+			c.step(c.nodes[op.Node], kraft.Resign{})
+		}
+	case OpPartition, OpOneWay:
+		in := map[kraft.NodeID]bool{}
+		for _, id := range op.Group {
+			in[id] = true
+		}
+		for _, a := range c.nodes {
+			for _, b := range c.nodes {
+				if in[a.id] && !in[b.id] {
+					c.cut[[2]kraft.NodeID{a.id, b.id}] = true
+					if op.Kind == OpPartition {
+						c.cut[[2]kraft.NodeID{b.id, a.id}] = true
+					}
+				}
+			}
+		}
+	case OpHeal:
+		c.cut = map[[2]kraft.NodeID]bool{}
+	case OpNetwork:
+		if op.Network != nil {
+			nw := *op.Network
+			if nw.MinDelay < 0 || nw.MaxDelay < nw.MinDelay {
+				return
+			}
+			c.opts.Network = nw
+		}
+	}
+}
+
+func (c *Cluster) crash(n *node) {
+	if !n.up {
+		return
+	}
+	n.up = false
+	n.inc++
+	n.log = n.log[:n.flushed:n.flushed]
+	n.parked = nil
+	n.inflight = nil
+	n.fetchCorr = 0
+	c.check.logChanged(n)
+}
+
+// Crash stops replica id (see OpCrash).
+func (c *Cluster) Crash(id kraft.NodeID) { c.Apply(Op{Kind: OpCrash, Node: id}) }
+
+// Restart restarts replica id (see OpRestart).
+func (c *Cluster) Restart(id kraft.NodeID) { c.Apply(Op{Kind: OpRestart, Node: id}) }
+
+// LoseDisk wipes replica id's disk and restarts it (see OpLoseDisk).
+func (c *Cluster) LoseDisk(id kraft.NodeID) { c.Apply(Op{Kind: OpLoseDisk, Node: id}) }
+
+// Resign asks replica id to resign gracefully (see OpResign).
+func (c *Cluster) Resign(id kraft.NodeID) { c.Apply(Op{Kind: OpResign, Node: id}) }
+
+// Partition cuts group off from the other replicas, both ways.
+func (c *Cluster) Partition(group ...kraft.NodeID) {
+	c.Apply(Op{Kind: OpPartition, Group: group})
+}
+
+// OneWay drops every message from group to the other replicas.
+func (c *Cluster) OneWay(group ...kraft.NodeID) { c.Apply(Op{Kind: OpOneWay, Group: group}) }
+
+// Heal removes every partition.
+func (c *Cluster) Heal() { c.Apply(Op{Kind: OpHeal}) }
+
+// SetNetwork changes the network's behaviour.
+func (c *Cluster) SetNetwork(n Network) { c.Apply(Op{Kind: OpNetwork, Network: &n}) }
+
+// StopFaults ends every fault: it heals partitions, restarts every crashed
+// replica and makes the network reliable (no loss, no duplicates; delays
+// stay).
+func (c *Cluster) StopFaults() {
+	c.Heal()
+	nw := c.opts.Network
+	nw.Loss, nw.Duplicate = 0, 0
+	c.SetNetwork(nw)
+	for _, n := range c.nodes {
+		if !n.up {
+			c.Restart(n.id)
+		}
+	}
+}
+
+// Leader returns a running leader that a majority of voters follows (the
+// leader itself included), if there is one.
+func (c *Cluster) Leader() (kraft.NodeID, bool) {
+	for _, l := range c.nodes {
+		if !l.up || l.st.Role() != kraft.Leader {
+			continue
+		}
+		n := 0
+		for _, v := range c.voters {
+			s := c.nodes[v.ID]
+			if s.up && s.st.Epoch() == l.st.Epoch() && (s.id == l.id || (s.st.Role() == kraft.Follower && s.st.Leader() == l.id)) {
+				n++
+			}
+		}
+		if n >= len(c.voters)/2+1 {
+			return l.id, true
+		}
+	}
+	return kraft.NoNode, false
+}
+
+// WaitForLeader runs until a leader that a majority follows exists, for at
+// most limit, and returns it.
+func (c *Cluster) WaitForLeader(limit time.Duration) (kraft.NodeID, error) {
+	if err := c.RunUntil(c.now+limit, func() bool { _, ok := c.Leader(); return ok }); err != nil {
+		return kraft.NoNode, err
+	}
+	id, ok := c.Leader()
+	if !ok {
+		return kraft.NoNode, fmt.Errorf("sim: no leader followed by a majority within %v (at %v): %s", limit, c.now, c.Describe())
+	}
+	return id, nil
+}
+
+// WaitForHighWatermark runs until every running replica in ids (all
+// replicas if empty) has a high watermark of at least hwm, for at most
+// limit.
+func (c *Cluster) WaitForHighWatermark(hwm int64, limit time.Duration, ids ...kraft.NodeID) error {
+	if len(ids) == 0 {
+		ids = c.IDs()
+	}
+	reached := func() bool {
+		for _, id := range ids {
+			if n := c.nodes[id]; !n.up || n.st.HighWatermark() < hwm {
+				return false
+			}
+		}
+		return true
+	}
+	if err := c.RunUntil(c.now+limit, reached); err != nil {
+		return err
+	}
+	if !reached() {
+		return fmt.Errorf("sim: high watermark %d not reached on %v within %v (at %v): %s", hwm, ids, limit, c.now, c.Describe())
+	}
+	return nil
+}
+
+// Describe prints every replica's state.
+func (c *Cluster) Describe() string {
+	s := ""
+	for _, n := range c.nodes {
+		up := "up"
+		if !n.up {
+			up = "down"
+		}
+		s += fmt.Sprintf("\n  %d (%s): %v, log %d flushed %d", n.id, up, n.st, len(n.log), n.flushed)
+	}
+	return s
+}
+
+// CommittedLen is the length of the committed log (the highest high
+// watermark any leader reached).
+func (c *Cluster) CommittedLen() int { return len(c.check.committed) }

@@ -1,0 +1,117 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+)
+
+// Network describes how the simulated network treats each message.
+type Network struct {
+	// MinDelay and MaxDelay bound the delivery delay, drawn uniformly for
+	// each message (independent delays reorder messages).
+	MinDelay time.Duration `json:"min_delay"`
+	MaxDelay time.Duration `json:"max_delay"`
+	// Loss is the probability that a message is lost.
+	Loss float64 `json:"loss"`
+	// Duplicate is the probability that a message is delivered twice (the
+	// copy gets its own delay).
+	Duplicate float64 `json:"duplicate"`
+}
+
+// Options configure a Cluster. Zero fields take the defaults in
+// DefaultOptions.
+type Options struct {
+	// Voters (1 or more) get node ids 0..Voters-1; Observers get the ids
+	// after them.
+	Voters    int `json:"voters"`
+	Observers int `json:"observers"`
+	// Seed drives every random choice of the run: network delays, losses,
+	// duplicates, the voter a NoNode fetch goes to, the client workload and
+	// each replica's kraft.Config.Seed.
+	Seed int64 `json:"seed"`
+
+	// Protocol timeouts, passed to kraft.Config (Kafka's defaults).
+	ElectionTimeout    time.Duration `json:"election_timeout"`
+	FetchTimeout       time.Duration `json:"fetch_timeout"`
+	ElectionBackoffMax time.Duration `json:"election_backoff_max"`
+
+	// RequestTimeout: an unanswered Fetch is sent again after it.
+	RequestTimeout time.Duration `json:"request_timeout"`
+	// FetchMaxWait: how long a leader parks a caught-up Fetch.
+	FetchMaxWait time.Duration `json:"fetch_max_wait"`
+	// FetchRetryBackoff: the wait before a follower re-sends a Fetch whose
+	// response it could not use (its log no longer ended at the fetch
+	// offset).
+	FetchRetryBackoff time.Duration `json:"fetch_retry_backoff"`
+	// MaxFetchRecords caps the records in one Fetch response.
+	MaxFetchRecords int `json:"max_fetch_records"`
+	// FlushDelayMax: a leader flushes its appended records after a delay
+	// drawn from [0, FlushDelayMax].
+	FlushDelayMax time.Duration `json:"flush_delay_max"`
+	// ClientInterval is the mean time between client appends; the client
+	// appends 1-3 records at the leader each time. Negative: no client.
+	ClientInterval time.Duration `json:"client_interval"`
+
+	Network Network `json:"network"`
+}
+
+// DefaultOptions returns the defaults: Kafka's timeouts (T_e 1 s, T_f 2 s,
+// B_max 1 s), a 1 s request timeout, a 500 ms fetch max wait, messages
+// delayed 1-20 ms, no loss, no duplicates, a client append every 100 ms.
+func DefaultOptions() Options {
+	return Options{
+		Voters:             3,
+		ElectionTimeout:    time.Second,
+		FetchTimeout:       2 * time.Second,
+		ElectionBackoffMax: time.Second,
+		RequestTimeout:     time.Second,
+		FetchMaxWait:       500 * time.Millisecond,
+		FetchRetryBackoff:  50 * time.Millisecond,
+		MaxFetchRecords:    32,
+		FlushDelayMax:      20 * time.Millisecond,
+		ClientInterval:     100 * time.Millisecond,
+		Network:            Network{MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond},
+	}
+}
+
+// withDefaults fills zero fields from DefaultOptions.
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.Voters == 0 {
+		o.Voters = d.Voters
+	}
+	setDur := func(p *time.Duration, v time.Duration) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	setDur(&o.ElectionTimeout, d.ElectionTimeout)
+	setDur(&o.FetchTimeout, d.FetchTimeout)
+	setDur(&o.ElectionBackoffMax, d.ElectionBackoffMax)
+	setDur(&o.RequestTimeout, d.RequestTimeout)
+	setDur(&o.FetchMaxWait, d.FetchMaxWait)
+	setDur(&o.FetchRetryBackoff, d.FetchRetryBackoff)
+	setDur(&o.FlushDelayMax, d.FlushDelayMax)
+	setDur(&o.ClientInterval, d.ClientInterval)
+	if o.MaxFetchRecords == 0 {
+		o.MaxFetchRecords = d.MaxFetchRecords
+	}
+	if o.Network == (Network{}) {
+		o.Network = d.Network
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	switch {
+	case o.Voters < 1:
+		return fmt.Errorf("sim: %d voters", o.Voters)
+	case o.Observers < 0:
+		return fmt.Errorf("sim: %d observers", o.Observers)
+	case o.Network.MinDelay < 0 || o.Network.MaxDelay < o.Network.MinDelay:
+		return fmt.Errorf("sim: bad network delays [%v, %v]", o.Network.MinDelay, o.Network.MaxDelay)
+	case o.Network.Loss < 0 || o.Network.Loss > 1 || o.Network.Duplicate < 0 || o.Network.Duplicate > 1:
+		return fmt.Errorf("sim: bad network probabilities %+v", o.Network)
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand"
+	"time"
+
+	"github.com/kraftquorum/kraft"
+)
+
+// RandomSchedule draws n fault operations in [0, window) for a cluster of
+// the given size: crashes, restarts, resignations, symmetric and one-way
+// partitions, heals, and lossy or duplicating network phases. Disk loss is
+// left out (see the package doc); add OpLoseDisk operations by hand.
+func RandomSchedule(r *rand.Rand, voters, observers int, window time.Duration, n int) []Op {
+	total := voters + observers
+	ops := make([]Op, 0, n)
+	for i := 0; i < n; i++ {
+		op := Op{At: time.Duration(r.Int63n(int64(window))), Node: kraft.NodeID(r.Intn(total))}
+		switch k := r.Intn(10); {
+		case k < 2:
+			op.Kind = OpCrash
+		case k < 4:
+			op.Kind = OpRestart
+		case k < 5:
+			op.Kind = OpResign
+		case k < 7:
+			op.Kind, op.Group = OpPartition, randomGroup(r, total)
+		case k < 8:
+			op.Kind, op.Group = OpOneWay, randomGroup(r, total)
+		case k < 9:
+			op.Kind = OpHeal
+		default:
+			op.Kind = OpNetwork
+			op.Network = &Network{MinDelay: time.Millisecond, MaxDelay: time.Duration(1+r.Intn(100)) * time.Millisecond,
+				Loss: float64(r.Intn(4)) / 10, Duplicate: float64(r.Intn(3)) / 10}
+		}
+		ops = append(ops, op)
+	}
+	return ops
+}
+
+func randomGroup(r *rand.Rand, total int) []kraft.NodeID {
+	var g []kraft.NodeID
+	for len(g) == 0 {
+		for i := 0; i < total; i++ {
+			if r.Intn(2) == 0 {
+				g = append(g, kraft.NodeID(i))
+			}
+		}
+	}
+	return g
+}
+
+// LivenessBound is the time, in election timeouts T_e, within which a
+// cluster whose faults have stopped must have a leader that a majority of
+// voters follows, with every running replica following it and none
+// Prospective.
+const LivenessBound = 20
+
+// CheckLiveness stops every fault (StopFaults) and runs for
+// LivenessBound election timeouts. It fails unless a leader that a majority
+// follows appears within that time and, at the end, every running replica
+// follows it (so none is Prospective). It returns how long the first
+// majority-followed leader took to appear.
+func (c *Cluster) CheckLiveness() (time.Duration, error) {
+	c.StopFaults()
+	start := c.now
+	bound := time.Duration(LivenessBound) * c.opts.ElectionTimeout
+	if _, err := c.WaitForLeader(bound); err != nil {
+		return 0, err
+	}
+	took := c.now - start
+	if err := c.RunUntil(start+bound, nil); err != nil {
+		return took, err
+	}
+	l, ok := c.Leader()
+	if !ok {
+		return took, fmt.Errorf("sim: leader lost after healing, at %v: %s", c.now, c.Describe())
+	}
+	ep := c.nodes[l].st.Epoch()
+	for _, n := range c.nodes {
+		s := n.st
+		if n.id != l && (s.Role() != kraft.Follower || s.Leader() != l || s.Epoch() != ep) {
+			return took, fmt.Errorf("sim: replica %d does not follow leader %d %v after healing (Prospective for %v): %s",
+				n.id, l, c.now-start, c.check.ProspectiveFor(n.id), c.Describe())
+		}
+	}
+	return took, nil
+}
