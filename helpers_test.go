@@ -66,27 +66,25 @@ func step(t *testing.T, s State, e Event) (State, []Action) {
 }
 
 // deepCopy copies every slice a State refers to, so that a later in-place
-// write into a shared slice shows up as a difference.
+// write into a shared slice shows up as a difference. A nil slice stays nil
+// and an empty one empty (reflect.DeepEqual tells them apart).
 func deepCopy(s State) State {
 	c := s
-	c.votes = append([]vote(nil), s.votes...)
-	c.replicas = append([]replica(nil), s.replicas...)
-	c.log.epochs = append([]EpochStart(nil), s.log.epochs...)
+	c.ends = cloneSlice(s.ends)
+	c.log.epochs = cloneSlice(s.log.epochs)
 	if s.c != nil {
 		cc := *s.c
-		cc.voters = append([]ReplicaKey(nil), s.c.voters...)
+		cc.voters = cloneSlice(s.c.voters)
 		c.c = &cc
 	}
-	if s.votes == nil {
-		c.votes = nil
-	}
-	if s.replicas == nil {
-		c.replicas = nil
-	}
-	if s.log.epochs == nil {
-		c.log.epochs = nil
-	}
 	return c
+}
+
+func cloneSlice[T any](s []T) []T {
+	if s == nil {
+		return nil
+	}
+	return append(make([]T, 0, len(s)), s...)
 }
 
 // ofType returns the actions of type T, in order.

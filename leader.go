@@ -11,9 +11,9 @@ import "sort"
 // watermark of the new epoch starts unknown.
 func (t *stepper) toLeader() {
 	var granting []ReplicaKey
-	for i, v := range t.s.votes {
-		if v == voteGranted {
-			granting = append(granting, t.s.c.voters[i])
+	for i, v := range t.s.c.voters {
+		if t.s.granted.has(i) {
+			granting = append(granting, v)
 		}
 	}
 	t.become(Leader, t.s.epoch, t.s.c.local.ID, NoReplica, true, "won election")
@@ -23,11 +23,10 @@ func (t *stepper) toLeader() {
 	// A new leader's high watermark starts unknown, so that the one it
 	// exposes never goes backwards (Kafka's transitionToLeader).
 	t.s.hwm = -1
-	t.s.replicas = make([]replica, n)
-	for i := range t.s.replicas {
-		t.s.replicas[i].end = -1
+	t.s.ends = make([]int64, n)
+	for i := range t.s.ends {
+		t.s.ends[i] = -1
 	}
-	t.s.checkRound, t.s.beginRound = 1, 1
 	if n > 1 {
 		t.emit(t.s.c.resetCheckQuorum)
 		t.emit(t.s.c.resetBegin)
@@ -112,20 +111,15 @@ func (t *stepper) fetchedBy(key ReplicaKey, offset int64, position bool) {
 	if i < 0 || i == t.s.c.localIndex {
 		return
 	}
-	old := t.s.replicas[i]
-	r := old
-	r.checkRound = t.s.checkRound
+	t.s.fetchedCheck = t.s.fetchedCheck.with(i)
 	if position {
-		r.end = offset
-		r.beginRound = t.s.beginRound
-	}
-	if r != old {
-		replicas := make([]replica, len(t.s.replicas))
-		copy(replicas, t.s.replicas)
-		replicas[i] = r
-		t.s.replicas = replicas
-	}
-	if position {
+		t.s.fetchedBegin = t.s.fetchedBegin.with(i)
+		if t.s.ends[i] != offset {
+			ends := make([]int64, len(t.s.ends))
+			copy(ends, t.s.ends)
+			ends[i] = offset
+			t.s.ends = ends
+		}
 		t.maybeAdvanceHighWatermark()
 	}
 	t.checkQuorum()
@@ -135,15 +129,8 @@ func (t *stepper) fetchedBy(key ReplicaKey, offset int64, position bool) {
 // the leader included, has fetched in it (Kafka's
 // LeaderState.updateCheckQuorumForFollowingVoter).
 func (t *stepper) checkQuorum() {
-	needed := t.s.c.majority() - 1
-	fetched := 0
-	for i, r := range t.s.replicas {
-		if i != t.s.c.localIndex && r.checkRound == t.s.checkRound {
-			fetched++
-		}
-	}
-	if fetched >= needed {
-		t.s.checkRound++
+	if t.s.fetchedCheck.size() >= t.s.c.majority()-1 {
+		t.s.fetchedCheck = 0
 		t.emit(t.s.c.resetCheckQuorum)
 	}
 }
@@ -156,13 +143,13 @@ func (t *stepper) checkQuorum() {
 func (t *stepper) maybeAdvanceHighWatermark() {
 	majority := t.s.c.majority()
 	candidate := int64(-1)
-	for i := range t.s.replicas {
+	for i := range t.s.ends {
 		v := t.endOf(i)
 		if v <= candidate {
 			continue
 		}
 		reached := 0
-		for j := range t.s.replicas {
+		for j := range t.s.ends {
 			if t.endOf(j) >= v {
 				reached++
 			}
@@ -181,7 +168,7 @@ func (t *stepper) endOf(i int) int64 {
 	if i == t.s.c.localIndex {
 		return t.s.log.end.Offset
 	}
-	return t.s.replicas[i].end
+	return t.s.ends[i]
 }
 
 // updateLeaderEnd: the leader's own log grew; it counts in the high
@@ -205,11 +192,11 @@ func (t *stepper) onBeginQuorumEpochTimeout() {
 		return
 	}
 	for i, v := range t.s.c.voters {
-		if i != t.s.c.localIndex && t.s.replicas[i].beginRound != t.s.beginRound {
+		if i != t.s.c.localIndex && !t.s.fetchedBegin.has(i) {
 			t.emit(t.beginQuorumEpoch(v))
 		}
 	}
-	t.s.beginRound++
+	t.s.fetchedBegin = 0
 	t.emit(t.s.c.resetBegin)
 }
 
@@ -242,7 +229,7 @@ func (t *stepper) preferredSuccessors() []ReplicaKey {
 	entries := make([]entry, 0, len(t.s.c.voters))
 	for i, v := range t.s.c.voters {
 		if i != t.s.c.localIndex {
-			entries = append(entries, entry{key: v, end: t.s.replicas[i].end})
+			entries = append(entries, entry{key: v, end: t.s.ends[i]})
 		}
 	}
 	sort.SliceStable(entries, func(a, b int) bool {

@@ -2,6 +2,7 @@ package kraft
 
 import (
 	"fmt"
+	"math/bits"
 	"strings"
 	"time"
 
@@ -126,33 +127,29 @@ type State struct {
 	fetched        bool
 	leaderResigned bool
 
-	// Prospective, Candidate: the election tally by voter index.
-	votes []vote
+	// Prospective, Candidate: the election tally, as sets of voter
+	// indexes (bit i is voter i) that granted and rejected.
+	granted, rejected voterSet
 
-	// Leader: where its epoch starts, per-voter progress by voter index, and
-	// the current check-quorum and BeginQuorumEpoch rounds.
-	epochStart int64
-	replicas   []replica
-	checkRound uint32
-	beginRound uint32
+	// Leader: where its epoch starts; each voter's end offset by voter
+	// index (the fetch offset of its last valid Fetch, -1 if unknown;
+	// shared between states and copied when one moves); the voters that
+	// fetched in the current check-quorum window and since the last
+	// BeginQuorumEpoch round (D4 in docs/design.md).
+	epochStart   int64
+	ends         []int64
+	fetchedCheck voterSet
+	fetchedBegin voterSet
 }
 
-type vote int8
+// voterSet is a set of voter indexes; Config allows at most MaxVoters
+// voters, so a set is one word and states share nothing through it.
+type voterSet uint64
 
-const (
-	voteUnrecorded vote = iota
-	voteGranted
-	voteRejected
-)
-
-// replica is a leader's view of one voter: its end offset (the fetch offset
-// of its last valid Fetch, -1 if unknown) and the check-quorum and
-// BeginQuorumEpoch rounds in which it last fetched.
-type replica struct {
-	end        int64
-	checkRound uint32
-	beginRound uint32
-}
+func (v voterSet) has(i int) bool         { return v&(1<<uint(i)) != 0 }
+func (v voterSet) with(i int) voterSet    { return v | 1<<uint(i) }
+func (v voterSet) without(i int) voterSet { return v &^ (1 << uint(i)) }
+func (v voterSet) size() int              { return bits.OnesCount64(uint64(v)) }
 
 // NewState rebuilds a replica from its durable quorum-state record and its
 // log, with Kafka's startup rules (QuorumState.initialize): a former leader
@@ -221,7 +218,7 @@ func NewState(cfg Config, record *QuorumRecord, log LogState) (State, []Action, 
 		case Unattached, Follower, Resigned:
 			t.toProspective("only voter")
 		case Candidate:
-			t.s.votes = t.newTally()
+			t.newTally()
 			t.maybeWin()
 		case Prospective, Leader:
 		}
@@ -231,7 +228,7 @@ func NewState(cfg Config, record *QuorumRecord, log LogState) (State, []Action, 
 	case Unattached:
 		t.enterUnattached(timerRandom)
 	case Candidate:
-		t.s.votes = t.newTally()
+		t.newTally()
 		t.armElection(timerRandom)
 		t.requestVotes(false)
 	case Follower:

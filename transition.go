@@ -79,7 +79,14 @@ type stepper struct {
 	accepted      bool
 }
 
-func (t *stepper) emit(a Action) { t.acts = append(t.acts, a) }
+func (t *stepper) emit(a Action) {
+	if t.acts == nil {
+		// Most steps emit a handful of actions: one allocation instead of
+		// growing 1, 2, 4.
+		t.acts = make([]Action, 0, 4)
+	}
+	t.acts = append(t.acts, a)
+}
 
 // failf records that the input proved the cluster inconsistent.
 func (t *stepper) failf(reason string) { t.fault = reason }
@@ -142,8 +149,8 @@ func (t *stepper) become(role Role, epoch Epoch, leader NodeID, voted ReplicaKey
 	n.role, n.epoch, n.leader, n.voted = role, epoch, leader, voted
 	n.endpoints = false
 	n.fetched, n.leaderResigned = false, false
-	n.votes, n.replicas = nil, nil
-	n.epochStart, n.checkRound, n.beginRound = 0, 0, 0
+	n.granted, n.rejected = 0, 0
+	n.epochStart, n.ends, n.fetchedCheck, n.fetchedBegin = 0, nil, 0, 0
 	t.s = n
 	if durable && n.Record() != old.Record() {
 		t.emit(Persist{Record: n.Record()})
@@ -240,7 +247,7 @@ func (t *stepper) toProspective(reason string) {
 	endpoints := t.s.endpoints
 	t.become(Prospective, t.s.epoch, t.s.leader, t.s.voted, false, reason)
 	t.s.endpoints = endpoints
-	t.s.votes = t.newTally()
+	t.newTally()
 	t.armElection(timerRandom)
 	if t.won() {
 		t.toCandidate("won pre-vote")
@@ -259,7 +266,7 @@ func (t *stepper) toCandidate(reason string) {
 		return
 	}
 	t.become(Candidate, t.s.epoch+1, NoNode, t.s.c.local, true, reason)
-	t.s.votes = t.newTally()
+	t.newTally()
 	t.armElection(timerRandom)
 	if t.maybeWin() {
 		return
@@ -276,24 +283,14 @@ func (t *stepper) maybeWin() bool {
 	return true
 }
 
-// newTally is a nominee's election with only its own vote granted.
-func (t *stepper) newTally() []vote {
-	votes := make([]vote, len(t.s.c.voters))
-	votes[t.s.c.localIndex] = voteGranted
-	return votes
+// newTally starts a nominee's election with only its own vote granted.
+func (t *stepper) newTally() {
+	t.s.granted, t.s.rejected = voterSet(0).with(t.s.c.localIndex), 0
 }
 
 func (t *stepper) count() (granted, unrecorded int) {
-	for _, v := range t.s.votes {
-		switch v {
-		case voteGranted:
-			granted++
-		case voteUnrecorded:
-			unrecorded++
-		case voteRejected:
-		}
-	}
-	return granted, unrecorded
+	granted = t.s.granted.size()
+	return granted, len(t.s.c.voters) - granted - t.s.rejected.size()
 }
 
 func (t *stepper) won() bool {
@@ -304,7 +301,7 @@ func (t *stepper) won() bool {
 // electionLost: even the voters that have not answered cannot make a
 // majority (Kafka's EpochElection.isVoteRejected).
 func (t *stepper) electionLost() bool {
-	if t.s.votes == nil {
+	if t.s.role != Prospective && t.s.role != Candidate {
 		return false
 	}
 	granted, unrecorded := t.count()

@@ -187,6 +187,10 @@ const (
 	DefaultElectionBackoffMax = 1000 * time.Millisecond // controller.quorum.election.backoff.max.ms
 )
 
+// MaxVoters is the largest voter set kraft supports (KRaft quorums have 3
+// or 5 voters; the state keeps sets of voters in one machine word).
+const MaxVoters = 64
+
 // Config is a replica's static configuration.
 //
 // A zero duration means "Kafka's default". Local.ID is NoNode for an observer
@@ -226,6 +230,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if len(c.Voters) == 0 {
 		errs = append(errs, errors.New("kraft: config has no voters"))
+	}
+	if len(c.Voters) > MaxVoters {
+		errs = append(errs, fmt.Errorf("kraft: %d voters, at most %d are supported", len(c.Voters), MaxVoters))
 	}
 	for i, v := range c.Voters {
 		if v.ID < 0 {

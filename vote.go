@@ -128,10 +128,10 @@ func (t *stepper) recordVote(candidate ReplicaKey) {
 	if t.s.role != Prospective {
 		return
 	}
-	old := t.s.votes
-	t.s.votes = t.newTally()
+	answered := t.s.granted | t.s.rejected
+	t.newTally()
 	for i, v := range t.s.c.voters {
-		if i != t.s.c.localIndex && old[i] != voteUnrecorded {
+		if i != t.s.c.localIndex && answered.has(i) {
 			t.emit(t.voteRequest(v, true))
 		}
 	}
@@ -164,26 +164,24 @@ func (t *stepper) onVoteResponse(e ReceiveVoteResponse) {
 	if i < 0 || i == t.s.c.localIndex {
 		return
 	}
-	verdict := voteRejected
-	if e.VoteGranted {
-		verdict = voteGranted
-	}
-	prev := t.s.votes[i]
-	if prev == verdict || (t.s.role == Candidate && prev != voteUnrecorded) {
+	granted := e.VoteGranted
+	if (granted && t.s.granted.has(i)) || (!granted && t.s.rejected.has(i)) ||
+		(t.s.role == Candidate && (t.s.granted | t.s.rejected).has(i)) {
 		// A repeat changes nothing; a Candidate never changes a recorded
 		// verdict (Kafka throws, we ignore).
 		return
 	}
-	votes := make([]vote, len(t.s.votes))
-	copy(votes, t.s.votes)
-	votes[i] = verdict
-	t.s.votes = votes
+	if granted {
+		t.s.granted, t.s.rejected = t.s.granted.with(i), t.s.rejected.without(i)
+	} else {
+		t.s.granted, t.s.rejected = t.s.granted.without(i), t.s.rejected.with(i)
+	}
 	switch {
-	case verdict == voteGranted && t.won() && t.s.role == Prospective:
+	case granted && t.won() && t.s.role == Prospective:
 		t.toCandidate("won pre-vote")
-	case verdict == voteGranted && t.won():
+	case granted && t.won():
 		t.toLeader()
-	case verdict == voteRejected && t.electionLost() && t.s.role == Prospective:
+	case !granted && t.electionLost() && t.s.role == Prospective:
 		t.afterElectionLoss(timerRandom, "lost pre-vote")
 	}
 	// A Candidate that lost waits for its election timer (KAFKA-18345).
