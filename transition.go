@@ -24,7 +24,7 @@ func StepInto(dst []Action, s State, e Event) (State, []Action) {
 	if s.c == nil || e == nil {
 		return s, dst
 	}
-	t := stepper{s: s, acts: dst, base: len(dst)}
+	t := stepper{s: s, acts: dst}
 	switch e := e.(type) {
 	case ElectionTimeout:
 		t.onElectionTimeout()
@@ -66,7 +66,6 @@ func StepInto(dst []Action, s State, e Event) (State, []Action) {
 type stepper struct {
 	s     State
 	acts  []Action
-	base  int
 	from  Role // the role the latest transition of this step left
 	fault string
 
