@@ -1,6 +1,7 @@
 package kraft_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"os"
@@ -113,7 +114,8 @@ func TestPropertyRandomFaultSchedules(t *testing.T) {
 		took, err := c.CheckLiveness()
 		if err != nil {
 			what := "liveness after healing"
-			if _, ok := err.(sim.Violation); ok {
+			var v sim.Violation
+			if errors.As(err, &v) {
 				what = "safety after healing"
 			}
 			t.Fatalf("%s, seed %d, schedule:\n  %s\n%v", what, c.Options().Seed, strings.Join(ops, "\n  "), err)

@@ -139,6 +139,13 @@ type Cluster struct {
 	// OnStep, if set, is called after every Step with the replica, the
 	// event, and the states and actions.
 	OnStep func(id kraft.NodeID, e kraft.Event, before, after kraft.State, acts []kraft.Action)
+	// OnOp, if set, is called after Apply has carried out an operation
+	// (one scheduled with Schedule, or called directly, including those
+	// that Apply ignores as meaningless), with At set to the virtual time.
+	// Read Up and State to see its effect: a restarted replica's state is
+	// the one kraft.NewState built. It is not called once the run has
+	// stopped at a violation.
+	OnOp func(op Op)
 }
 
 // New builds a cluster and starts every replica from an empty disk. If

@@ -80,6 +80,13 @@ func (c *Cluster) Apply(op Op) {
 		o := op
 		c.writeTrace(TraceLine{Kind: "op", T: c.now, Op: &o})
 	}
+	c.apply(op)
+	if c.OnOp != nil {
+		c.OnOp(op)
+	}
+}
+
+func (c *Cluster) apply(op Op) {
 	valid := op.Node >= 0 && int(op.Node) < len(c.nodes)
 	switch op.Kind {
 	case OpCrash:
