@@ -130,9 +130,9 @@ type SendFetch struct {
 	HighWatermark      int64
 }
 
-// SendFetchResponse asks the host to answer a Fetch request. When Error is NONE and neither
-// Diverging nor Snapshot is set, the host attaches records from the
-// request's fetch offset.
+// SendFetchResponse asks the host to answer a Fetch request. When Error is
+// NONE and Diverging is nil, the host attaches records from the request's
+// fetch offset.
 type SendFetchResponse struct {
 	To NodeID
 	// Error, Epoch and LeaderID: error_code and current_leader.

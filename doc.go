@@ -155,8 +155,10 @@
 //
 // A replica whose Local key is not in Voters is an observer; set
 // Config.Observer so that a forgotten Local is caught by Validate. An
-// observer may have no id (Local.ID = NoNode). Observers never vote or
-// campaign: they are Unattached or Follower, except that a former leader
+// observer may have no id (Local.ID = NoNode). Observers never campaign,
+// though one with an id answers Vote requests by the same rules as a voter
+// and may persist a granted vote, as Kafka's do: they are Unattached or
+// Follower, except that a former leader
 // that has left the voter set restarts Resigned until its election timer
 // fires. An Unattached observer looks for the leader with a SendFetch whose
 // To is NoNode ("any bootstrap voter"), again on every FetchTimeout, and

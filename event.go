@@ -60,9 +60,10 @@ type ReceiveVoteRequest struct {
 type ReceiveVoteResponse struct {
 	// From is the responding voter.
 	From NodeID
-	// Error is the partition error_code (or the top-level one when the
-	// partition data is missing). UNSUPPORTED_VERSION means the responder
-	// does not know Vote v2 (Pre-Vote).
+	// Error is the partition error_code. A response with a top-level error
+	// is not stepped (the host backs off and retries), except
+	// UNSUPPORTED_VERSION: the responder does not know Vote v2 (Pre-Vote),
+	// and a Prospective then skips the pre-vote (docs/wire-mapping.md).
 	Error ErrorCode
 	// Epoch is the responder's leader_epoch.
 	Epoch Epoch
@@ -126,12 +127,14 @@ type ReceiveFetchSnapshot struct {
 	CurrentLeaderEpoch Epoch
 }
 
-// ReceiveFetchResponse is a response to a Fetch this replica sent. The host
-// appends the records it carried (and reports them with LogAppended) before
-// delivering this event.
+// ReceiveFetchResponse is a response to a Fetch this replica sent. When
+// State.AcceptsRecords says the state will take its records, the host
+// appends them (and reports them with LogAppended) before delivering this
+// event.
 type ReceiveFetchResponse struct {
 	From NodeID
-	// Error is the partition error_code (or the top-level one).
+	// Error is the partition error_code. A response with a top-level error
+	// is not stepped (the host backs off and retries).
 	Error ErrorCode
 	// LeaderID and LeaderEpoch are current_leader.leader_id and
 	// leader_epoch; LeaderID is NoNode if the responder knows no leader.

@@ -158,7 +158,11 @@ func (t *stepper) processFetchResponse(e ReceiveFetchResponse) {
 			return
 		}
 		to := t.s.log.truncationPoint(d)
-		if d.Offset < t.s.hwm || to < t.s.hwm {
+		// Kafka checks the diverging end offset against the quorum's high
+		// watermark (handleFetchResponse) and the truncation point against
+		// the log's (KafkaMetadataLog.truncateTo), which leading an epoch
+		// does not reset.
+		if d.Offset < t.s.hwm || to < t.s.committed {
 			t.failf("the leader asks to truncate below the high watermark")
 			return
 		}
@@ -178,10 +182,7 @@ func (t *stepper) processFetchResponse(e ReceiveFetchResponse) {
 	default:
 		t.accepted = true
 		if e.HighWatermark >= 0 {
-			if hwm := min64(t.s.log.end.Offset, e.HighWatermark); hwm > t.s.hwm {
-				t.s.hwm = hwm
-				t.emit(HighWatermarkChanged{HighWatermark: hwm})
-			}
+			t.raiseHighWatermark(min64(t.s.log.end.Offset, e.HighWatermark))
 		}
 	}
 	t.s.fetched = true
@@ -198,7 +199,7 @@ func (s State) AcceptsRecords(r ReceiveFetchResponse) bool {
 	if s.c == nil {
 		return false
 	}
-	t := stepper{s: s}
+	t := stepper{s: s, probe: true}
 	t.onFetchResponse(r)
 	return t.accepted && t.fault == ""
 }

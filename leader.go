@@ -158,9 +158,22 @@ func (t *stepper) maybeAdvanceHighWatermark() {
 			candidate = v
 		}
 	}
-	if candidate > t.s.epochStart && candidate > t.s.hwm {
-		t.s.hwm = candidate
-		t.emit(HighWatermarkChanged{HighWatermark: candidate})
+	if candidate > t.s.epochStart {
+		t.raiseHighWatermark(candidate)
+	}
+}
+
+// raiseHighWatermark moves the high watermark up to hwm (never down). The
+// log's high watermark (committed) remembers the highest value across roles,
+// a new leader's reset included; HighWatermarkChanged reports it, so the host
+// sees a value that only ever rises.
+func (t *stepper) raiseHighWatermark(hwm int64) {
+	if hwm > t.s.hwm {
+		t.s.hwm = hwm
+	}
+	if hwm > t.s.committed {
+		t.s.committed = hwm
+		t.emit(HighWatermarkChanged{HighWatermark: hwm})
 	}
 }
 
@@ -169,12 +182,6 @@ func (t *stepper) endOf(i int) int64 {
 		return t.s.log.end.Offset
 	}
 	return t.s.ends[i]
-}
-
-// updateLeaderEnd: the leader's own log grew; it counts in the high
-// watermark (Kafka's flushLeaderLog and updateLocalState).
-func (t *stepper) updateLeaderEnd() {
-	t.maybeAdvanceHighWatermark()
 }
 
 // onCheckQuorumTimeout: a leader that has not heard from a majority within

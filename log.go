@@ -46,15 +46,12 @@ func newLogView(l LogState) (logView, error) {
 	return logView{end: l.End, epochs: epochs}, nil
 }
 
-// appended returns the view after the log became durable up to end, and
-// false if end goes backwards (a stale or bogus report, dropped).
-func (v logView) appended(end LogEnd) (logView, bool) {
-	if end.Offset < v.end.Offset || end.Epoch < v.end.Epoch || end.Epoch < 0 {
-		return v, false
-	}
-	if end.Offset == v.end.Offset {
-		// No new record: nothing changes, whatever the epoch says.
-		return v, end.Epoch == v.end.Epoch
+// appended returns the view after the log became durable up to end. A
+// report that goes backwards (stale or bogus) or adds no record changes
+// nothing.
+func (v logView) appended(end LogEnd) logView {
+	if end.Offset <= v.end.Offset || end.Epoch < v.end.Epoch {
+		return v
 	}
 	if len(v.epochs) == 0 || end.Epoch > v.epochs[len(v.epochs)-1].Epoch {
 		// A new epoch starts at the previous log end. The clipped capacity
@@ -62,7 +59,7 @@ func (v logView) appended(end LogEnd) (logView, bool) {
 		v.epochs = append(v.epochs[:len(v.epochs):len(v.epochs)], EpochStart{Epoch: end.Epoch, StartOffset: v.end.Offset})
 	}
 	v.end = end
-	return v, true
+	return v
 }
 
 // endOffsetForEpoch returns the largest local epoch not greater than epoch

@@ -176,14 +176,13 @@ func TestResignedLeavesOnNewerEpoch(t *testing.T) {
 			}, acts)
 
 			// A standard vote of epoch 2 from an up-to-date candidate: first
-			// Unattached(2), then the vote is granted and persisted.
+			// Unattached(2), then the vote is granted; one Persist holds both.
 			next, acts = step(t, s, ReceiveVoteRequest{From: 2, VoterID: 1, CandidateEpoch: 2, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 1, Epoch: 1}})
 			rrExpect(t, next, Unattached, 2, NoNode, ReplicaKey{ID: 2})
 			require.Equal(t, []Action{
-				Persist{Record: rrRecord(2, NoNode, NoNode)},
-				RoleChanged{From: Resigned, To: Unattached, Epoch: 2, LeaderID: NoNode, Reason: "vote request with a newer epoch"},
 				Persist{Record: rrRecord(2, NoNode, 2)},
-				ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 3)},
+				RoleChanged{From: Resigned, To: Unattached, Epoch: 2, LeaderID: NoNode, Reason: "vote request with a newer epoch"},
+				ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 2)},
 				SendVoteResponse{To: 2, Epoch: 2, LeaderID: NoNode, VoteGranted: true},
 			}, acts)
 

@@ -117,9 +117,13 @@ type State struct {
 	// Prospective, false in Unattached and Candidate.
 	endpoints bool
 
-	hwm int64 // high watermark known locally, -1 if unknown
-	log logView
-	rng uint64
+	// hwm is the quorum's high watermark as Kafka's QuorumState keeps it
+	// (a new leader's starts unknown), committed the log's: the highest
+	// high watermark this replica has known, never reset. -1 if unknown.
+	hwm       int64
+	committed int64
+	log       logView
+	rng       uint64
 
 	// Follower: a fetch from the leader succeeded since this Follower role
 	// began (Kafka's hasFetchedFromLeader), and the leader has resigned
@@ -182,12 +186,13 @@ func NewState(cfg Config, record *QuorumRecord, log LogState) (State, []Action, 
 		return State{}, nil, fmt.Errorf("kraft: stored vote %v but the local replica has no id", rec.VotedKey)
 	}
 	s := State{
-		c:      c,
-		leader: NoNode,
-		voted:  NoReplica,
-		hwm:    -1,
-		log:    view,
-		rng:    seedRand(cfg.Seed),
+		c:         c,
+		leader:    NoNode,
+		voted:     NoReplica,
+		hwm:       -1,
+		committed: -1,
+		log:       view,
+		rng:       seedRand(cfg.Seed),
 	}
 	switch {
 	case rec.Epoch < view.end.Epoch:
@@ -284,14 +289,10 @@ func (s State) Voters() []ReplicaKey {
 // Persist wrote (Kafka's EpochState.election). Prospective and Resigned are
 // never persisted on entry; their record equals the one they came from.
 func (s State) Record() QuorumRecord {
-	r := QuorumRecord{Epoch: s.epoch, LeaderID: NoNode, VotedKey: NoReplica}
-	switch s.role {
-	case Leader, Resigned:
-		r.LeaderID = s.leader
-	case Unattached, Prospective, Candidate, Follower:
-		r.LeaderID, r.VotedKey = s.leader, s.voted
+	if s.c == nil {
+		return EmptyRecord()
 	}
-	return r
+	return QuorumRecord{Epoch: s.epoch, LeaderID: s.leader, VotedKey: s.voted}
 }
 
 // String describes the state for humans and logs.

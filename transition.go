@@ -24,7 +24,7 @@ func StepInto(dst []Action, s State, e Event) (State, []Action) {
 	if s.c == nil || e == nil {
 		return s, dst
 	}
-	t := stepper{s: s, acts: dst}
+	t := stepper{s: s, acts: dst, base: len(dst)}
 	switch e := e.(type) {
 	case ElectionTimeout:
 		t.onElectionTimeout()
@@ -66,8 +66,9 @@ func StepInto(dst []Action, s State, e Event) (State, []Action) {
 type stepper struct {
 	s     State
 	acts  []Action
-	from  Role // the role the latest transition of this step left
+	base  int // where this step's actions start in acts
 	fault string
+	probe bool // AcceptsRecords: decide, emit nothing
 
 	// Fetch responses: a Follower entered during the step defers its first
 	// Fetch to the end of the step (deferFetch); the timer reset and the
@@ -79,12 +80,36 @@ type stepper struct {
 }
 
 func (t *stepper) emit(a Action) {
+	if t.probe {
+		return
+	}
 	if t.acts == nil {
 		// Most steps emit a handful of actions: one allocation instead of
 		// growing 1, 2, 4.
 		t.acts = make([]Action, 0, 4)
 	}
 	t.acts = append(t.acts, a)
+}
+
+// persist emits a Persist of the current record. When a Persist of this
+// step has no message after it yet, it is rewritten in place instead: the
+// intermediate record was never relied on, so one fsync serves both (a voter
+// that moves to a newer epoch and grants a vote in it; D1).
+func (t *stepper) persist() {
+	p := Persist{Record: t.s.Record()}
+	for i := len(t.acts) - 1; i >= t.base; i-- {
+		switch t.acts[i].(type) {
+		case Persist:
+			t.acts[i] = p
+			return
+		case SendVoteRequest, SendVoteResponse, SendBeginQuorumEpoch, SendBeginQuorumEpochResponse,
+			SendEndQuorumEpoch, SendEndQuorumEpochResponse, SendFetch, SendFetchResponse,
+			SendFetchSnapshotResponse, AppendLeaderChange, TruncateLog:
+			t.emit(p)
+			return
+		}
+	}
+	t.emit(p)
 }
 
 // failf records that the input proved the cluster inconsistent.
@@ -143,7 +168,6 @@ const (
 // sends its messages.
 func (t *stepper) become(role Role, epoch Epoch, leader NodeID, voted ReplicaKey, durable bool, reason string) {
 	old := t.s
-	t.from = old.role
 	n := old
 	n.role, n.epoch, n.leader, n.voted = role, epoch, leader, voted
 	n.endpoints = false
@@ -152,7 +176,7 @@ func (t *stepper) become(role Role, epoch Epoch, leader NodeID, voted ReplicaKey
 	n.epochStart, n.ends, n.fetchedCheck, n.fetchedBegin = 0, nil, 0, 0
 	t.s = n
 	if durable && n.Record() != old.Record() {
-		t.emit(Persist{Record: n.Record()})
+		t.persist()
 	}
 	t.emit(RoleChanged{From: old.role, To: role, Epoch: epoch, LeaderID: leader, Reason: reason})
 	voter := n.c.isVoter()
@@ -164,16 +188,21 @@ func (t *stepper) become(role Role, epoch Epoch, leader NodeID, voted ReplicaKey
 	}
 }
 
+// voteIn is the vote a transition to epoch keeps: the current one within
+// the same epoch, none in a newer one (spec 12.2).
+func (t *stepper) voteIn(epoch Epoch) ReplicaKey {
+	if epoch == t.s.epoch {
+		return t.s.voted
+	}
+	return NoReplica
+}
+
 // toUnattached moves to Unattached in epoch (Kafka's
 // transitionToUnattached). The vote is kept within the same epoch. timer
 // says how a voter's election timer is armed (spec 3.1); an observer
 // searches for the leader at once and then on every fetch timeout.
 func (t *stepper) toUnattached(epoch Epoch, leader NodeID, timer electionTimer, reason string) {
-	voted := NoReplica
-	if epoch == t.s.epoch {
-		voted = t.s.voted
-	}
-	t.become(Unattached, epoch, leader, voted, true, reason)
+	t.become(Unattached, epoch, leader, t.voteIn(epoch), true, reason)
 	t.enterUnattached(timer)
 }
 
@@ -210,9 +239,8 @@ func (t *stepper) armElection(timer electionTimer) {
 	case timerZero:
 		t.emit(ResetTimer{Timer: ElectionTimer, After: 0})
 	case timerKeep:
-		if !owns(timersOf(t.from, true), ElectionTimer) {
-			t.emit(ResetTimer{Timer: ElectionTimer, After: t.randomElectionTimeout()})
-		}
+		// Only roles that own a running election timer hand it over
+		// (leaveUnattachedTimer), so there is nothing to arm.
 	}
 }
 
@@ -220,11 +248,7 @@ func (t *stepper) armElection(timer electionTimer) {
 // transitionToFollower): durable, vote kept within the same epoch, fetch
 // timer T_f, and the first Fetch goes out at once.
 func (t *stepper) toFollower(epoch Epoch, leader NodeID, reason string) {
-	voted := NoReplica
-	if epoch == t.s.epoch {
-		voted = t.s.voted
-	}
-	t.become(Follower, epoch, leader, voted, true, reason)
+	t.become(Follower, epoch, leader, t.voteIn(epoch), true, reason)
 	t.enterFollower()
 }
 
@@ -431,12 +455,14 @@ func (t *stepper) onLeaderlessEpoch(e ReceiveLeaderlessEpoch) {
 }
 
 func (t *stepper) onLogAppended(e LogAppended) {
-	view, ok := t.s.log.appended(e.End)
-	if !ok || view.end == t.s.log.end {
+	view := t.s.log.appended(e.End)
+	if view.end == t.s.log.end {
 		return
 	}
 	t.s.log = view
 	if t.s.role == Leader {
-		t.updateLeaderEnd()
+		// The leader's own flushed end counts in the high watermark
+		// (Kafka's flushLeaderLog and updateLocalState).
+		t.maybeAdvanceHighWatermark()
 	}
 }

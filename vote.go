@@ -120,7 +120,7 @@ func (t *stepper) canGrantVote(candidate ReplicaKey, upToDate, preVote bool) boo
 // answered (their connections are free; the others are still in flight).
 func (t *stepper) recordVote(candidate ReplicaKey) {
 	t.s.voted = candidate
-	t.emit(Persist{Record: t.s.Record()})
+	t.persist()
 	if !t.s.c.isVoter() {
 		return
 	}

@@ -6,8 +6,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Fetch responses that arrive while the replica is not yet a Follower, and
-// the AcceptsRecords predicate hosts use before appending fetched records.
+// Tests of the step as a whole: purity and determinism, fetch responses
+// that arrive during a transition, the AcceptsRecords predicate hosts use
+// before appending fetched records, and the log's high watermark across
+// roles.
 
 // A Candidate that learns the leader of its epoch from a successful Fetch
 // response (Kafka's maybeHandleCommonResponse step 4) becomes Follower and
@@ -127,4 +129,89 @@ func TestAcceptsRecords(t *testing.T) {
 
 	l := rpLeaderOf(t, 3)
 	require.False(t, l.AcceptsRecords(rpOK(1, 1, 0)))
+}
+
+// A replica that knew high watermark 5 as a follower and then led an epoch
+// (a new leader's high watermark starts unknown) still refuses to truncate
+// below 5 afterwards: Kafka's log keeps its own high watermark and its
+// truncateTo throws. Its HighWatermarkChanged actions never go backwards.
+// Reference: spec 9.2 step 5, 12.8; KafkaMetadataLog.truncateTo.
+func TestTruncationBelowCommittedFaultsAfterLeading(t *testing.T) {
+	rec := QuorumRecord{Epoch: 1, LeaderID: 2, VotedKey: NoReplica}
+	s, _ := restart(t, config(1, 1, 2, 3), rec, LogState{End: LogEnd{Offset: 5, Epoch: 1}})
+	s, acts := step(t, s, ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: 1, HighWatermark: 5})
+	require.Contains(t, acts, Action(HighWatermarkChanged{HighWatermark: 5}))
+	s, _ = step(t, s, FetchTimeout{})
+	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: true, LeaderID: NoNode})
+	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 2, VoteGranted: true, LeaderID: NoNode})
+	require.Equal(t, Leader, s.Role())
+	require.Equal(t, int64(-1), s.HighWatermark())
+	s, _ = step(t, s, ReceiveBeginQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 3, VoterID: NoNode})
+	require.Equal(t, Follower, s.Role())
+
+	// The new leader reports a high watermark below ours: the quorum's
+	// value follows it, but no HighWatermarkChanged goes backwards.
+	s, acts = step(t, s, ReceiveFetchResponse{From: 3, LeaderID: 3, LeaderEpoch: 3, HighWatermark: 3})
+	require.Equal(t, int64(3), s.HighWatermark())
+	require.Empty(t, ofType[HighWatermarkChanged](acts))
+
+	next, acts := step(t, s, ReceiveFetchResponse{From: 3, LeaderID: 3, LeaderEpoch: 3, HighWatermark: -1,
+		Diverging: &LogOffsetMetadata{Offset: 3, Epoch: 1}})
+	require.Equal(t, s, next)
+	require.Len(t, acts, 1)
+	require.IsType(t, Fault{}, acts[0])
+}
+
+// Step never changes the state it is given and always gives the same
+// answer: every call in these tests goes through step(), which checks both;
+// this test makes the check explicit on a state with shared slices (a
+// leader's end offsets and a log with several epochs).
+// Reference: DESIGN section 1 (pure, deterministic).
+func TestStepIsPureAndDeterministic(t *testing.T) {
+	s := rpLeaderOf(t, 3)
+	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 4, Epoch: 1}})
+	before := deepCopy(s)
+	for _, e := range []Event{
+		rpFetch(2, 1, 4, 1), rpFetch(3, 1, 2, 1), LogAppended{End: LogEnd{Offset: 6, Epoch: 1}},
+		CheckQuorumTimeout{}, BeginQuorumEpochTimeout{}, Resign{},
+		ReceiveVoteRequest{From: 2, VoterID: NoNode, CandidateEpoch: 5, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 9, Epoch: 1}},
+	} {
+		a, actsA := Step(s, e)
+		b, actsB := Step(s, e)
+		require.Equal(t, a, b, "%T", e)
+		require.Equal(t, actsA, actsB, "%T", e)
+		require.Equal(t, before, s, "Step(%T) changed its input", e)
+	}
+	// StepInto with a buffer that has room appends into it without
+	// disturbing what is already there, and two results never share it.
+	buf := make([]Action, 1, 16)
+	buf[0] = Fault{Reason: "sentinel"}
+	_, x := StepInto(buf, s, rpFetch(2, 1, 4, 1))
+	require.Equal(t, Fault{Reason: "sentinel"}, x[0])
+	require.Greater(t, len(x), 1)
+}
+
+// A Persist is rewritten in place only while nothing has been sent after
+// it: an observer that moves to a newer epoch sends its bootstrap Fetch of
+// that epoch before it grants the vote, so it writes two records, the
+// epoch's first (D1; spec 2.4 ordering guarantee).
+func TestPersistIsRewrittenOnlyBeforeAnySend(t *testing.T) {
+	s := start(t, observerConfig(9, 1, 2, 3))
+	next, acts := step(t, s, ReceiveVoteRequest{From: 2, VoterID: NoNode, CandidateEpoch: 4, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 1, Epoch: 1}})
+	require.Equal(t, ReplicaKey{ID: 2}, next.Record().VotedKey)
+	require.Equal(t, []Action{
+		Persist{Record: QuorumRecord{Epoch: 4, LeaderID: NoNode, VotedKey: NoReplica}},
+		RoleChanged{From: Unattached, To: Unattached, Epoch: 4, LeaderID: NoNode, Reason: "vote request with a newer epoch"},
+		ResetTimer{Timer: FetchTimer, After: testTf},
+		SendFetch{To: NoNode, CurrentLeaderEpoch: 4, HighWatermark: -1},
+		Persist{Record: QuorumRecord{Epoch: 4, LeaderID: NoNode, VotedKey: ReplicaKey{ID: 2}}},
+		SendVoteResponse{To: 2, Epoch: 4, LeaderID: NoNode, VoteGranted: true},
+	}, acts)
+
+	// StepInto never rewrites actions that were in the caller's buffer.
+	buf := []Action{Persist{Record: EmptyRecord()}}
+	_, acts = StepInto(buf, start(t, config(1, 1, 2, 3)),
+		ReceiveVoteRequest{From: 2, VoterID: NoNode, CandidateEpoch: 4, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 1, Epoch: 1}})
+	require.Equal(t, Persist{Record: EmptyRecord()}, acts[0])
+	require.Equal(t, Persist{Record: QuorumRecord{Epoch: 4, LeaderID: NoNode, VotedKey: ReplicaKey{ID: 2}}}, acts[1])
 }
