@@ -58,8 +58,12 @@ type nodeCheck struct {
 	memEpoch, diskEpoch kraft.Epoch
 	hwm                 int64
 	held                int
-	dirty               bool
-	prospectiveSince    time.Duration
+	// same is a length for which the replica's log is known to equal the
+	// committed log (log[:same] == committed[:same]); every change to the
+	// log below it lowers it, so the checks compare only past it.
+	same             int
+	dirty            bool
+	prospectiveSince time.Duration
 }
 
 // Checker checks the safety invariants after every event (see Violation)
@@ -92,18 +96,68 @@ func (k *Checker) fail(n *node, rule, format string, args ...interface{}) {
 // Committed returns a copy of the committed log.
 func (k *Checker) Committed() []Record { return append([]Record(nil), k.committed...) }
 
-func (k *Checker) logChanged(n *node) { k.of(n).dirty = true }
+// logChanged marks n's log as changed anywhere: every record is compared
+// again.
+func (k *Checker) logChanged(n *node) { k.logChangedFrom(n, 0) }
+
+// logChangedFrom marks n's log as changed from offset off on; the records
+// before off are as they were (an append passes the old length, a
+// truncation the new one).
+func (k *Checker) logChangedFrom(n *node, off int) {
+	p := k.of(n)
+	p.dirty = true
+	if off < p.same {
+		p.same = off
+	}
+}
+
+// matched returns the length, at most limit, of the prefix of n's log that
+// equals the committed log (firstDiff(n.log, k.committed, limit)),
+// comparing only past what is known to match.
+func (k *Checker) matched(n *node, limit int) int {
+	p := k.of(n)
+	i := p.same
+	if i > len(n.log) {
+		i = len(n.log)
+	}
+	if i > limit {
+		return limit
+	}
+	for i < limit && i < len(n.log) && i < len(k.committed) && n.log[i] == k.committed[i] {
+		i++
+	}
+	if i > p.same {
+		p.same = i
+	}
+	return i
+}
+
+// sameLogs reports whether a's and b's logs agree on their first m
+// records; both are known to equal the committed log up to their own
+// matched lengths, so only the records past the shorter one are compared.
+func (k *Checker) sameLogs(a, b *node, m int) bool {
+	from := k.of(a).same
+	if s := k.of(b).same; s < from {
+		from = s
+	}
+	for i := from; i < m; i++ {
+		if i >= len(a.log) || i >= len(b.log) || a.log[i] != b.log[i] {
+			return false
+		}
+	}
+	return true
+}
 
 func (k *Checker) diskLost(n *node) {
 	p := k.of(n)
-	p.memEpoch, p.diskEpoch, p.held, p.hwm = 0, 0, 0, -1
+	p.memEpoch, p.diskEpoch, p.held, p.hwm, p.same = 0, 0, 0, -1, 0
 	p.dirty = true
 }
 
-func (k *Checker) afterStart(n *node, before kraft.State) {
+func (k *Checker) afterStart(n *node, _ kraft.State) {
 	p := k.of(n)
 	p.hwm = -1
-	p.dirty = true
+	k.logChangedFrom(n, len(n.log))
 }
 
 func durable(n *node) kraft.QuorumRecord {
@@ -217,7 +271,7 @@ func (k *Checker) leaderHighWatermark(n *node, h int64) {
 		// A replica that lost its disk counts as a holder: the leader may
 		// still count the position it fetched before the loss (Kafka's
 		// data-loss simulation drops MajorityReachedHighWatermark).
-		if o.disk > 0 || (int64(o.flushed) >= h && samePrefix(o.log, n.log, int(h))) {
+		if o.disk > 0 || (int64(o.flushed) >= h && k.sameLogs(o, n, int(h))) {
 			holders++
 		}
 	}
@@ -229,8 +283,8 @@ func (k *Checker) leaderHighWatermark(n *node, h int64) {
 	if int(h) < m {
 		m = int(h)
 	}
-	if !samePrefix(n.log, k.committed, m) {
-		k.fail(n, "committed-changed", "leader's log differs from the committed log below %d (first difference at %d)", m, firstDiff(n.log, k.committed, m))
+	if d := k.matched(n, m); d < m {
+		k.fail(n, "committed-changed", "leader's log differs from the committed log below %d (first difference at %d)", m, d)
 		return
 	}
 	if int(h) > len(k.committed) {
@@ -241,17 +295,12 @@ func (k *Checker) leaderHighWatermark(n *node, h int64) {
 	}
 }
 
-func samePrefix(a, b []Record, n int) bool {
-	return firstDiff(a, b, n) == n
-}
-
-func firstDiff(a, b []Record, n int) int {
-	for i := 0; i < n; i++ {
-		if i >= len(a) || i >= len(b) || a[i] != b[i] {
-			return i
-		}
+// logEnd is the end of log[:n] (logState(log[:n]).End).
+func logEnd(log []Record, n int) kraft.LogEnd {
+	if n <= 0 {
+		return kraft.LogEnd{}
 	}
-	return n
+	return kraft.LogEnd{Offset: int64(n), Epoch: log[n-1].Epoch}
 }
 
 // afterStep checks n after a step (or a restart, e nil).
@@ -310,7 +359,7 @@ func (k *Checker) afterEvent() {
 		if limit > len(k.committed) {
 			limit = len(k.committed)
 		}
-		held := firstDiff(n.log, k.committed, limit)
+		held := k.matched(n, limit)
 		if held < p.held {
 			k.fail(n, "committed-lost", "replica held committed records up to %d durably, now only up to %d", p.held, held)
 			return
@@ -324,11 +373,11 @@ func (k *Checker) afterEvent() {
 			k.fail(n, "log-matching", "high watermark %d is past the committed log (%d records)", h, len(k.committed))
 			return
 		}
-		if h > 0 && !samePrefix(n.log, k.committed, int(h)) {
-			k.fail(n, "log-matching", "log differs from the committed log at %d, below the high watermark %d", firstDiff(n.log, k.committed, int(h)), h)
+		if d := k.matched(n, int(h)); h > 0 && d < int(h) {
+			k.fail(n, "log-matching", "log differs from the committed log at %d, below the high watermark %d", d, h)
 			return
 		}
-		if want := logState(n.log[:n.flushed]).End; n.st.LogEnd() != want {
+		if want := logEnd(n.log, n.flushed); n.st.LogEnd() != want {
 			k.fail(n, "host-log", "state's log end %+v, host's flushed log end %+v", n.st.LogEnd(), want)
 			return
 		}

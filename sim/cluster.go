@@ -378,7 +378,7 @@ func (c *Cluster) clientAppend() {
 		leader.log = append(leader.log, Record{Epoch: leader.st.Epoch(), Payload: fmt.Sprintf("c%d", c.client)})
 		c.stats.Appends++
 	}
-	c.check.logChanged(leader)
+	c.check.logChangedFrom(leader, len(leader.log))
 	c.scheduleFlush(leader)
 }
 
@@ -396,7 +396,7 @@ func (c *Cluster) scheduleFlush(n *node) {
 func (c *Cluster) flush(n *node) {
 	from := n.flushed
 	n.flushed = len(n.log)
-	c.check.logChanged(n)
+	c.check.logChangedFrom(n, len(n.log))
 	c.reportAppends(n, from, len(n.log))
 }
 
@@ -535,11 +535,11 @@ func (c *Cluster) carryOut(n *node, acts []kraft.Action, e kraft.Event) {
 				if n.flushed > len(n.log) {
 					n.flushed = len(n.log)
 				}
-				c.check.logChanged(n)
+				c.check.logChangedFrom(n, len(n.log))
 			}
 		case kraft.AppendLeaderChange:
 			n.log = append(n.log, Record{Epoch: a.Epoch, Payload: fmt.Sprintf("LeaderChange(epoch=%d,leader=%d)", a.Epoch, a.LeaderID)})
-			c.check.logChanged(n)
+			c.check.logChangedFrom(n, len(n.log))
 			c.scheduleFlush(n)
 		case kraft.ResetTimer:
 			n.timerGen[a.Timer]++
@@ -699,7 +699,7 @@ func (c *Cluster) deliver(m *message) {
 				from := len(n.log)
 				n.log = append(n.log, m.records...)
 				n.flushed = len(n.log)
-				c.check.logChanged(n)
+				c.check.logChangedFrom(n, from)
 				c.reportAppends(n, from, len(n.log))
 				if c.err != nil || !n.up {
 					return

@@ -149,7 +149,7 @@ func (c *Cluster) crash(n *node) {
 	n.parked = nil
 	n.inflight = nil
 	n.fetchCorr = 0
-	c.check.logChanged(n)
+	c.check.logChangedFrom(n, len(n.log))
 }
 
 // Crash stops replica id (see OpCrash).

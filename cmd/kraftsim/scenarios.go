@@ -1,0 +1,390 @@
+package main
+
+import (
+	"fmt"
+	"math/rand"
+	"time"
+
+	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/sim"
+)
+
+// scenario is a named script. The script drives the cluster through the
+// driver; after it, the run goes on (client workload, random faults) until
+// the virtual duration, then settles: every fault stops and every running
+// replica must follow one leader within the liveness bound.
+type scenario struct {
+	name      string
+	about     string
+	minVoters int
+	// duration is the default virtual duration; 0 means as long as the
+	// script takes.
+	duration time.Duration
+	// faults: with no fault flags, the scenario's own random fault rates.
+	faults *faultRates
+	script func(d *driver, length time.Duration) error
+}
+
+// faultRates are the random faults layered over a scenario.
+type faultRates struct {
+	crash, partition float64 // per virtual second, across the cluster
+	loss, dup        float64 // per message
+}
+
+func (f faultRates) any() bool { return f.crash > 0 || f.partition > 0 || f.loss > 0 || f.dup > 0 }
+
+// scenarios lists the named scenarios: the default story, Kafka's
+// RaftEventSimulationTest scenarios (as the property tests in the root
+// package run them, one seed at a time) and a random-fault run.
+var scenarios = []scenario{
+	{
+		name: "story", minVoters: 3, duration: time.Minute, script: story,
+		about: "the default: elect, take a client workload, lose the leader to a crash, heal, partition the leader away, heal, resign gracefully",
+	},
+	{
+		name: "elect-initial-leader", minVoters: 1, script: electInitialLeader,
+		about: "Kafka's canElectInitialLeader: elect a leader and commit",
+	},
+	{
+		name: "leader-crash", minVoters: 3, script: func(d *driver, _ time.Duration) error { return leaderFails(d, false) },
+		about: "Kafka's canElectNewLeaderAfterOldLeaderFailure: the leader crashes; a new one is elected; the old one restarts and catches up",
+	},
+	{
+		name: "leader-resign", minVoters: 3, script: func(d *driver, _ time.Duration) error { return leaderFails(d, true) },
+		about: "the same with a graceful failure: the leader resigns, then shuts down",
+	},
+	{
+		name: "all-replicas-killed", minVoters: 1, script: allKilled,
+		about: "Kafka's canRecoverAfterAllNodesKilled: every replica crashes, stays down 3s and restarts",
+	},
+	{
+		name: "leader-partitioned", minVoters: 3, script: leaderPartitioned,
+		about: "Kafka's canElectNewLeaderAfterOldLeaderPartitionedAway: the leader is cut off; the rest elect a new one and commit; heal",
+	},
+	{
+		name: "majority-reachable", minVoters: 3, script: majorityReachable,
+		about: "Kafka's canMakeProgressIfMajorityIsReachable: the voters split 2/3 (with 5), the majority side commits, the minority does not; heal",
+	},
+	{
+		name: "back-to-back-failures", minVoters: 3, script: backToBack,
+		about: "the leader crashes, then its successor crashes as soon as it is elected; a third leader commits",
+	},
+	{
+		name: "committed-data-loss", minVoters: 3, script: dataLoss,
+		about: "Kafka's canRecoverFromSingleNodeCommittedDataLoss: a voter loses its disk and gets the committed records back",
+	},
+	{
+		name: "random", minVoters: 1, duration: time.Minute, script: func(*driver, time.Duration) error { return nil },
+		faults: &faultRates{crash: 0.1, partition: 0.05, loss: 0.05, dup: 0.05},
+		about:  "random faults only (default rates: 0.1 crashes/s, 0.05 partitions/s, 5% loss, 5% duplication), then heal",
+	},
+}
+
+func findScenario(name string) (scenario, bool) {
+	for _, s := range scenarios {
+		if s.name == name {
+			return s, true
+		}
+	}
+	return scenario{}, false
+}
+
+// story is the default run. Its steps happen at fixed fractions of the
+// virtual duration, or as soon as the previous step is done if that is
+// later: with the default minute, the leader crashes at 10s and comes back
+// at 15s, is partitioned away at 25s and healed at 35s, and resigns at 45s.
+func story(d *driver, length time.Duration) error {
+	at := func(twelfths int) error { return d.until(length * time.Duration(twelfths) / 12) }
+	o := d.c.Options()
+	d.obs.note("%d voters and %d observers start; elect a leader", o.Voters, o.Observers)
+	if _, err := d.leader(); err != nil {
+		return err
+	}
+	d.obs.note("client workload: 1-3 records every ~100ms at the leader")
+	if err := d.progress(10); err != nil {
+		return err
+	}
+	if err := at(2); err != nil {
+		return err
+	}
+	l, err := d.leader()
+	if err != nil {
+		return err
+	}
+	d.obs.note("the leader crashes")
+	ep := d.epoch(l)
+	d.c.Crash(l)
+	if _, err := d.newLeader(l, ep); err != nil {
+		return err
+	}
+	if err := at(3); err != nil {
+		return err
+	}
+	d.obs.note("heal: the old leader restarts")
+	d.c.Restart(l)
+	if err := d.progress(10); err != nil {
+		return err
+	}
+	if err := at(5); err != nil {
+		return err
+	}
+	if l, err = d.leader(); err != nil {
+		return err
+	}
+	d.obs.note("a partition isolates the leader")
+	ep = d.epoch(l)
+	d.c.Partition(l)
+	if _, err := d.newLeader(l, ep); err != nil {
+		return err
+	}
+	if err := d.progress(10, d.others(l)...); err != nil {
+		return err
+	}
+	if err := at(7); err != nil {
+		return err
+	}
+	d.obs.note("heal the partition")
+	d.c.Heal()
+	if err := d.converged(); err != nil {
+		return err
+	}
+	if err := at(9); err != nil {
+		return err
+	}
+	if l, err = d.leader(); err != nil {
+		return err
+	}
+	d.obs.note("the leader resigns gracefully")
+	ep = d.epoch(l)
+	d.c.Resign(l)
+	if _, err := d.newLeader(kraft.NoNode, ep); err != nil {
+		return err
+	}
+	return d.progress(10)
+}
+
+func electInitialLeader(d *driver, _ time.Duration) error {
+	d.obs.note("elect an initial leader")
+	if _, err := d.leader(); err != nil {
+		return err
+	}
+	d.obs.note("commit 10 records on every replica")
+	return d.progress(10)
+}
+
+func leaderFails(d *driver, graceful bool) error {
+	old, err := d.leader()
+	if err != nil {
+		return err
+	}
+	if err := d.progress(10); err != nil {
+		return err
+	}
+	ep := d.epoch(old)
+	if graceful {
+		d.obs.note("the leader resigns gracefully, then shuts down")
+		d.c.Resign(old)
+		if err := d.runFor(50 * time.Millisecond); err != nil {
+			return err
+		}
+	} else {
+		d.obs.note("the leader crashes")
+	}
+	d.c.Crash(old)
+	if _, err := d.newLeader(old, ep); err != nil {
+		return err
+	}
+	d.obs.note("the old leader restarts and catches up")
+	d.c.Restart(old)
+	return d.progress(10)
+}
+
+func allKilled(d *driver, _ time.Duration) error {
+	if _, err := d.leader(); err != nil {
+		return err
+	}
+	if err := d.progress(10); err != nil {
+		return err
+	}
+	d.obs.note("every replica crashes")
+	for _, id := range d.c.IDs() {
+		d.c.Crash(id)
+	}
+	if err := d.runFor(3 * time.Second); err != nil {
+		return err
+	}
+	d.obs.note("every replica restarts")
+	for _, id := range d.c.IDs() {
+		d.c.Restart(id)
+	}
+	if _, err := d.leader(); err != nil {
+		return err
+	}
+	return d.progress(10)
+}
+
+func leaderPartitioned(d *driver, _ time.Duration) error {
+	old, err := d.leader()
+	if err != nil {
+		return err
+	}
+	if err := d.progress(10); err != nil {
+		return err
+	}
+	d.obs.note("the leader is partitioned away")
+	ep := d.epoch(old)
+	d.c.Partition(old)
+	if _, err := d.newLeader(old, ep); err != nil {
+		return err
+	}
+	if err := d.progress(10, d.others(old)...); err != nil {
+		return err
+	}
+	d.obs.note("heal")
+	d.c.Heal()
+	return d.progress(10)
+}
+
+func majorityReachable(d *driver, _ time.Duration) error {
+	if _, err := d.leader(); err != nil {
+		return err
+	}
+	if err := d.progress(10); err != nil {
+		return err
+	}
+	voters := d.c.VoterIDs()
+	minority := voters[:(len(voters)-1)/2]
+	majority := voters[(len(voters)-1)/2:]
+	d.obs.note("split the voters: {%s} | {%s}", d.obs.names(minority), d.obs.names(majority))
+	d.c.Partition(minority...)
+	target := int64(d.c.CommittedLen() + 20)
+	if err := d.progress(20, majority...); err != nil {
+		return err
+	}
+	for _, id := range minority {
+		if h := d.c.State(id).HighWatermark(); h >= target {
+			return d.fail("minority replica r%d reached the majority's high watermark %d while cut off", id, target)
+		}
+	}
+	d.obs.note("the majority side committed 20 records, the minority none of them; heal")
+	d.c.Heal()
+	return d.progress(10)
+}
+
+func backToBack(d *driver, _ time.Duration) error {
+	first, err := d.leader()
+	if err != nil {
+		return err
+	}
+	if err := d.progress(10); err != nil {
+		return err
+	}
+	d.obs.note("the leader crashes")
+	d.c.Crash(first)
+	second, err := d.newLeader(first, d.epoch(first))
+	if err != nil {
+		return err
+	}
+	if len(d.c.VoterIDs()) < 5 {
+		d.obs.note("the first leader restarts (a majority must stay up); the new leader crashes at once")
+		d.c.Restart(first)
+	} else {
+		d.obs.note("the new leader crashes at once")
+	}
+	d.c.Crash(second)
+	third, err := d.newLeader(second, d.epoch(second))
+	if err != nil {
+		return err
+	}
+	if len(d.c.VoterIDs()) >= 5 && third == first {
+		return d.fail("crashed replica r%d leads", third)
+	}
+	if err := d.progress(10, d.upIDs()...); err != nil {
+		return err
+	}
+	d.obs.note("both crashed leaders restart")
+	d.c.Restart(first)
+	d.c.Restart(second)
+	return d.progress(10)
+}
+
+func dataLoss(d *driver, _ time.Duration) error {
+	if _, err := d.leader(); err != nil {
+		return err
+	}
+	if err := d.progress(10); err != nil {
+		return err
+	}
+	voters := d.c.VoterIDs()
+	victim := voters[rand.New(rand.NewSource(d.c.Options().Seed)).Intn(len(voters))]
+	d.obs.note("r%d loses its disk", victim)
+	d.c.LoseDisk(victim)
+	committed := d.c.Checker().Committed()
+	if _, err := d.leader(); err != nil {
+		return err
+	}
+	if err := d.progress(10); err != nil {
+		return err
+	}
+	log, _ := d.c.Log(victim)
+	if len(log) < len(committed) {
+		return d.fail("r%d has %d records after recovery, %d are committed", victim, len(log), len(committed))
+	}
+	for i := range committed {
+		if log[i] != committed[i] {
+			return d.fail("r%d's record %d is %+v, committed %+v", victim, i, log[i], committed[i])
+		}
+	}
+	d.obs.note("r%d holds the %d committed records again", victim, len(committed))
+	return nil
+}
+
+// randomFaults draws crashes (each restarted after 1-5s) and partitions
+// (each healed after 1-5s) as Poisson processes over [0, window), from
+// their own generator seeded by seed.
+func randomFaults(seed int64, replicas int, window time.Duration, f faultRates) []sim.Op {
+	r := rand.New(rand.NewSource(seed ^ 0x6b72616674))
+	var ops []sim.Op
+	pause := func() time.Duration { return time.Second + time.Duration(r.Int63n(int64(4*time.Second))) }
+	arrivals := func(rate float64, each func(at time.Duration)) {
+		if rate <= 0 {
+			return
+		}
+		t := time.Duration(0)
+		for {
+			t += time.Duration(r.ExpFloat64() / rate * float64(time.Second))
+			if t >= window {
+				return
+			}
+			each(t.Round(time.Millisecond))
+		}
+	}
+	arrivals(f.crash, func(at time.Duration) {
+		id := kraft.NodeID(r.Intn(replicas))
+		ops = append(ops, sim.Op{At: at, Kind: sim.OpCrash, Node: id}, sim.Op{At: at + pause(), Kind: sim.OpRestart, Node: id})
+	})
+	arrivals(f.partition, func(at time.Duration) {
+		if replicas < 2 {
+			return
+		}
+		var g []kraft.NodeID
+		for len(g) == 0 || len(g) == replicas {
+			g = g[:0]
+			for i := 0; i < replicas; i++ {
+				if r.Intn(3) == 0 {
+					g = append(g, kraft.NodeID(i))
+				}
+			}
+		}
+		ops = append(ops, sim.Op{At: at, Kind: sim.OpPartition, Group: g}, sim.Op{At: at + pause(), Kind: sim.OpHeal})
+	})
+	return ops
+}
+
+func listScenarios() string {
+	s := ""
+	for _, sc := range scenarios {
+		s += fmt.Sprintf("  %-22s %s\n", sc.name, sc.about)
+	}
+	return s
+}

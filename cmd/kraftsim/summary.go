@@ -1,0 +1,142 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// fmtTime prints a virtual time in seconds with millisecond precision.
+func fmtTime(t time.Duration) string {
+	return fmt.Sprintf("%.3fs", t.Seconds())
+}
+
+// fmtDur prints a duration rounded to the millisecond.
+func fmtDur(d time.Duration) string {
+	return d.Round(time.Millisecond).String()
+}
+
+func trimFloat(f float64) string {
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// thousands prints n with thousands separators.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// afterEventRules are the rules the checker checks in its per-event pass,
+// after counting the event in Checker.Checks; the others are checked
+// during a step, before the event is counted.
+var afterEventRules = map[string]bool{"committed-lost": true, "log-matching": true, "host-log": true}
+
+// printSummary prints the summary table and the verdict.
+func printSummary(w *printer, cfg config, sc scenario, d *driver, o *observer, res result) {
+	c := d.c
+	st := c.Stats()
+	rows := [][2]string{}
+	add := func(k, format string, args ...interface{}) {
+		rows = append(rows, [2]string{k, fmt.Sprintf(format, args...)})
+	}
+
+	add("scenario", "%s (%d voters, %d observers, seed %d)", sc.name, cfg.voters, cfg.observers, cfg.seed)
+	add("virtual time", "%s", fmtTime(c.Now()))
+	add("elections", "%d (leaders elected; last epoch %d)", o.elections, o.lastEpoch)
+	if o.firstLeader >= 0 {
+		add("time to elect (first)", "%s", fmtDur(o.firstLeader))
+	} else {
+		add("time to elect (first)", "no leader was ever followed by a majority")
+	}
+	if n := len(o.recoveries); n > 0 {
+		var sum, worst time.Duration
+		for _, r := range o.recoveries {
+			sum += r
+			if r > worst {
+				worst = r
+			}
+		}
+		times := "once"
+		if n > 1 {
+			times = fmt.Sprintf("%d times", n)
+		}
+		add("time to elect (again)", "mean %s, max %s (the cluster lost its leader %s)", fmtDur(sum/time.Duration(n)), fmtDur(worst), times)
+	} else {
+		add("time to elect (again)", "the cluster never lost its leader")
+	}
+	share := 0.0
+	if c.Now() > 0 {
+		share = float64(o.leaderless) / float64(c.Now()) * 100
+	}
+	add("leaderless time", "%s (%.1f%% of the run)", fmtDur(o.leaderless), share)
+	committed := c.Checker().Committed()
+	client := 0
+	for _, r := range committed {
+		if strings.HasPrefix(r.Payload, "c") {
+			client++
+		}
+	}
+	add("records committed", "%s (%s client records, %s LeaderChange records)", thousands(len(committed)), thousands(client), thousands(len(committed)-client))
+	add("client records", "%s appended at a leader", thousands(st.Appends))
+	add("messages", "%s sent, %s lost, %s dropped", thousands(st.Messages), thousands(st.Lost), thousands(st.Dropped))
+	add("Step calls", "%s (Step and NewState)", thousands(st.Events))
+	checks := c.Checker().Checks
+	if res.violation == nil {
+		add("invariant checks", "%s run, %s passed (every safety rule after every event)", thousands(checks), thousands(checks))
+	} else {
+		run, passed := checks+1, checks
+		if afterEventRules[res.violation.Rule] {
+			run, passed = checks, checks-1
+		}
+		add("invariant checks", "%s run, %s passed, 1 failed (%s)", thousands(run), thousands(passed), res.violation.Rule)
+	}
+	add("liveness checks", "%d run, %d passed (bounded waits for a leader or progress, %s each)", d.livenessRun, d.livenessPassed, fmtDur(d.bound))
+	if cfg.wall {
+		secs := res.wall.Seconds()
+		add("wall time", "%s", res.wall.Round(time.Millisecond))
+		if secs > 0 {
+			add("events per second", "%s (simulated events, wall clock)", thousands(int(float64(checks)/secs)))
+		}
+	}
+
+	w.printf("\nsummary\n")
+	width := 0
+	for _, r := range rows {
+		if len(r[0]) > width {
+			width = len(r[0])
+		}
+	}
+	for _, r := range rows {
+		w.printf("  %-*s  %s\n", width, r[0], r[1])
+	}
+	w.printf("\n")
+	switch {
+	case res.violation != nil:
+		w.printf("FAIL: %v (seed %d)\n", *res.violation, cfg.seed)
+	case res.expect != nil:
+		w.printf("FAIL: scenario %s: %v (seed %d)\n", sc.name, res.expect, cfg.seed)
+	case res.settle != nil:
+		w.printf("FAIL: liveness after the faults stopped: %v (seed %d)\n", res.settle, cfg.seed)
+	default:
+		extra := ""
+		if res.abandoned != nil {
+			extra = " (the script was abandoned under random faults: " + res.abandoned.Error() + ")"
+		}
+		w.printf("PASS: every invariant held and the cluster settled on one leader%s\n", extra)
+	}
+}
