@@ -155,8 +155,10 @@ func TestTruncationBelowCommittedFaultsAfterLeading(t *testing.T) {
 	require.Equal(t, int64(3), s.HighWatermark())
 	require.Empty(t, ofType[HighWatermarkChanged](acts))
 
-	next, acts := step(t, s, ReceiveFetchResponse{From: 3, LeaderID: 3, LeaderEpoch: 3, HighWatermark: -1,
-		Diverging: &LogOffsetMetadata{Offset: 3, Epoch: 1}})
+	next, acts := step(t, s, ReceiveFetchResponse{
+		From: 3, LeaderID: 3, LeaderEpoch: 3, HighWatermark: -1,
+		Diverging: &LogOffsetMetadata{Offset: 3, Epoch: 1},
+	})
 	require.Equal(t, s, next)
 	require.Len(t, acts, 1)
 	require.IsType(t, Fault{}, acts[0])
@@ -172,8 +174,11 @@ func TestStepIsPureAndDeterministic(t *testing.T) {
 	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 4, Epoch: 1}})
 	before := deepCopy(s)
 	for _, e := range []Event{
-		rpFetch(2, 1, 4, 1), rpFetch(3, 1, 2, 1), LogAppended{End: LogEnd{Offset: 6, Epoch: 1}},
-		CheckQuorumTimeout{}, BeginQuorumEpochTimeout{}, Resign{},
+		rpFetch(2, 1, 4, 1), rpFetch(3, 1, 2, 1),
+		LogAppended{End: LogEnd{Offset: 6, Epoch: 1}},
+		CheckQuorumTimeout{},
+		BeginQuorumEpochTimeout{},
+		Resign{},
 		ReceiveVoteRequest{From: 2, VoterID: NoNode, CandidateEpoch: 5, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 9, Epoch: 1}},
 	} {
 		a, actsA := Step(s, e)

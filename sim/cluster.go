@@ -589,9 +589,13 @@ func (c *Cluster) resendFetch(n *node) {
 // if it is an empty answer to a caught-up follower.
 func (c *Cluster) fetchResponse(n *node, req *message, a kraft.SendFetchResponse) {
 	f, _ := req.event.(kraft.ReceiveFetch)
-	m := &message{from: n.id, to: req.from, toInc: req.fromInc, fromInc: n.inc, corr: req.corr, response: true, fetchOffset: f.FetchOffset,
-		event: kraft.ReceiveFetchResponse{From: n.id, Error: a.Error, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
-			HighWatermark: a.HighWatermark, Diverging: a.Diverging}}
+	m := &message{
+		from: n.id, to: req.from, toInc: req.fromInc, fromInc: n.inc, corr: req.corr, response: true, fetchOffset: f.FetchOffset,
+		event: kraft.ReceiveFetchResponse{
+			From: n.id, Error: a.Error, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
+			HighWatermark: a.HighWatermark, Diverging: a.Diverging,
+		},
+	}
 	served := n.st.LogEnd().Offset
 	if served > int64(len(n.log)) {
 		served = int64(len(n.log))
@@ -680,12 +684,19 @@ func (c *Cluster) deliver(m *message) {
 		return
 	}
 	if m.response {
-		if _, isFetch := m.event.(kraft.ReceiveFetchResponse); isFetch {
+		if resp, isFetch := m.event.(kraft.ReceiveFetchResponse); isFetch {
 			if m.corr != n.fetchCorr || n.fetchCorr == 0 {
 				c.stats.Dropped++
 				return
 			}
 			n.fetchCorr = 0
+			if len(m.records) > 0 && !n.st.AcceptsRecords(resp) {
+				// The host contract: append a response's records only when
+				// the state will take them (it never refuses the answer to
+				// the fetch in flight, but a host must not assume so).
+				c.stats.Dropped++
+				m.records = nil
+			}
 			if len(m.records) > 0 {
 				if int64(len(n.log)) != m.fetchOffset {
 					// The log moved since the fetch was sent (an unflushed

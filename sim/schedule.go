@@ -32,8 +32,10 @@ func RandomSchedule(r *rand.Rand, voters, observers int, window time.Duration, n
 			op.Kind = OpHeal
 		default:
 			op.Kind = OpNetwork
-			op.Network = &Network{MinDelay: time.Millisecond, MaxDelay: time.Duration(1+r.Intn(100)) * time.Millisecond,
-				Loss: float64(r.Intn(4)) / 10, Duplicate: float64(r.Intn(3)) / 10}
+			op.Network = &Network{
+				MinDelay: time.Millisecond, MaxDelay: time.Duration(1+r.Intn(100)) * time.Millisecond,
+				Loss: float64(r.Intn(4)) / 10, Duplicate: float64(r.Intn(3)) / 10,
+			}
 		}
 		ops = append(ops, op)
 	}

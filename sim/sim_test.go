@@ -74,9 +74,11 @@ func TestReplayDetectsTamperedTrace(t *testing.T) {
 func TestTraceEventsRoundTrip(t *testing.T) {
 	div := &kraft.LogOffsetMetadata{Offset: 3, Epoch: 2}
 	for _, e := range []kraft.Event{
-		kraft.ElectionTimeout{}, kraft.ReceiveFetchResponse{From: 1, Diverging: div, HighWatermark: -1},
+		kraft.ElectionTimeout{},
+		kraft.ReceiveFetchResponse{From: 1, Diverging: div, HighWatermark: -1},
 		kraft.ReceiveEndQuorumEpoch{From: 2, SuccessorRank: kraft.SuccessorRank{Position: 1, Of: 2}},
-		kraft.LogAppended{End: kraft.LogEnd{Offset: 4, Epoch: 3}}, kraft.Resign{},
+		kraft.LogAppended{End: kraft.LogEnd{Offset: 4, Epoch: 3}},
+		kraft.Resign{},
 	} {
 		got, err := DecodeEvent(*encodeEvent(e))
 		require.NoError(t, err)
@@ -117,7 +119,7 @@ func TestCheckerCatchesLostCommittedRecord(t *testing.T) {
 	c.check.logChanged(f)
 	c.check.afterEvent()
 	require.Error(t, c.Err())
-	require.Equal(t, "committed-lost", c.Err().(Violation).Rule)
+	require.Equal(t, "committed-lost", violationRule(t, c.Err()))
 }
 
 func TestCheckerCatchesChangedCommittedRecord(t *testing.T) {
@@ -127,7 +129,7 @@ func TestCheckerCatchesChangedCommittedRecord(t *testing.T) {
 	c.check.logChanged(f)
 	c.check.afterEvent()
 	require.Error(t, c.Err())
-	require.Contains(t, []string{"committed-lost", "log-matching"}, c.Err().(Violation).Rule)
+	require.Contains(t, []string{"committed-lost", "log-matching"}, violationRule(t, c.Err()))
 }
 
 func TestCheckerCatchesSecondVote(t *testing.T) {
@@ -139,7 +141,7 @@ func TestCheckerCatchesSecondVote(t *testing.T) {
 	require.NoError(t, c.Err(), "a repeated grant to the same candidate is fine")
 	c.check.vote(n, 9, kraft.ReplicaKey{ID: 2})
 	require.Error(t, c.Err())
-	require.Equal(t, "one-vote-per-epoch", c.Err().(Violation).Rule)
+	require.Equal(t, "one-vote-per-epoch", violationRule(t, c.Err()))
 }
 
 func TestCheckerCatchesUnpersistedVote(t *testing.T) {
@@ -148,7 +150,7 @@ func TestCheckerCatchesUnpersistedVote(t *testing.T) {
 	e := kraft.ReceiveVoteRequest{From: 1, Candidate: 1, CandidateEpoch: n.st.Epoch() + 1}
 	c.check.beforeAction(n, kraft.SendVoteResponse{To: 1, Epoch: n.st.Epoch() + 1, VoteGranted: true}, e)
 	require.Error(t, c.Err())
-	require.Equal(t, "persist-before-send", c.Err().(Violation).Rule)
+	require.Equal(t, "persist-before-send", violationRule(t, c.Err()))
 }
 
 func TestCheckerCatchesLostPersistedRecord(t *testing.T) {
@@ -175,7 +177,7 @@ func TestCheckerCatchesHighWatermarkWithoutMajority(t *testing.T) {
 	l.flushed = len(l.log)
 	c.check.beforeAction(l, kraft.HighWatermarkChanged{HighWatermark: int64(len(l.log))}, nil)
 	require.Error(t, c.Err())
-	require.Equal(t, "hwm-majority", c.Err().(Violation).Rule)
+	require.Equal(t, "hwm-majority", violationRule(t, c.Err()))
 }
 
 func TestLivenessFailsWithoutMajority(t *testing.T) {
@@ -201,4 +203,12 @@ func TestOptionsValidate(t *testing.T) {
 	require.Error(t, err)
 	_, err = New(Options{Voters: 3, Network: Network{MinDelay: 5, MaxDelay: 1}}, nil)
 	require.Error(t, err)
+}
+
+// violationRule is the rule of err, which must be a Violation.
+func violationRule(t *testing.T, err error) string {
+	t.Helper()
+	var v Violation
+	require.ErrorAs(t, err, &v)
+	return v.Rule
 }

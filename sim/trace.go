@@ -30,8 +30,10 @@ type StateSummary struct {
 
 func summarize(s kraft.State) *StateSummary {
 	v, _ := s.VotedKey()
-	return &StateSummary{Role: s.Role().String(), Epoch: s.Epoch(), Leader: s.Leader(), Voted: v,
-		HWM: s.HighWatermark(), LogEnd: s.LogEnd(), Describe: s.String()}
+	return &StateSummary{
+		Role: s.Role().String(), Epoch: s.Epoch(), Leader: s.Leader(), Voted: v,
+		HWM: s.HighWatermark(), LogEnd: s.LogEnd(), Describe: s.String(),
+	}
 }
 
 var eventTypes = typeMap(
