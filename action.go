@@ -174,8 +174,8 @@ type AppendLeaderChange struct {
 }
 
 // HighWatermarkChanged reports that the high watermark moved up to
-// HighWatermark;
-// records below it are committed.
+// HighWatermark: records below it are committed. Successive values only
+// rise, across role changes too.
 type HighWatermarkChanged struct {
 	HighWatermark int64
 }

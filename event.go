@@ -150,8 +150,10 @@ type ReceiveFetchResponse struct {
 }
 
 // ReceiveLeaderlessEpoch reports a response that named a higher epoch than
-// ours and no leader for it. Every role moves to Unattached in
-// that epoch (Kafka's maybeHandleCommonResponse, spec 10.11).
+// ours and no leader for it, for the responses that have no event of their
+// own (BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot; docs/design.md D28).
+// Every role moves to Unattached in that epoch (Kafka's
+// maybeHandleCommonResponse, spec 10.11).
 type ReceiveLeaderlessEpoch struct {
 	From  NodeID
 	Epoch Epoch

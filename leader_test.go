@@ -653,14 +653,7 @@ func TestCheckQuorumTimeoutResignsLeader(t *testing.T) {
 		require.Empty(t, acts)
 	})
 	t.Run("not a leader", func(t *testing.T) {
-		for _, c := range rpEveryRole(t, rpNoCluster()) {
-			if c.s.Role() == Leader {
-				continue
-			}
-			next, acts := step(t, c.s, CheckQuorumTimeout{})
-			require.Equal(t, c.s, next, c.name)
-			require.Empty(t, acts, c.name)
-		}
+		rpIgnoredOutsideLeader(t, CheckQuorumTimeout{})
 	})
 }
 
@@ -735,11 +728,18 @@ func TestBeginQuorumEpochTimeoutResendsOnlyToVotersThatHaveNotFetched(t *testing
 	}, acts)
 
 	// Not a leader: ignored.
+	rpIgnoredOutsideLeader(t, BeginQuorumEpochTimeout{})
+}
+
+// rpIgnoredOutsideLeader checks that every role but Leader ignores e: same
+// state, no action.
+func rpIgnoredOutsideLeader(t *testing.T, e Event) {
+	t.Helper()
 	for _, c := range rpEveryRole(t, rpNoCluster()) {
 		if c.s.Role() == Leader {
 			continue
 		}
-		next, acts := step(t, c.s, BeginQuorumEpochTimeout{})
+		next, acts := step(t, c.s, e)
 		require.Equal(t, c.s, next, c.name)
 		require.Empty(t, acts, c.name)
 	}

@@ -259,8 +259,11 @@ func (s State) Leader() NodeID { return s.leader }
 // VotedKey is the standard vote granted in the current epoch, if any.
 func (s State) VotedKey() (ReplicaKey, bool) { return s.voted, s.voted.ID != NoNode }
 
-// HighWatermark is the highest offset known to be committed (exclusive), or
-// -1 if unknown.
+// HighWatermark is the quorum's high watermark (exclusive), -1 if unknown:
+// a follower's min(log end, leader's), a leader's once a record of its own
+// epoch is on a majority. A new leader's starts unknown (Kafka's
+// transitionToLeader); HighWatermarkChanged actions report the highest
+// value ever reached, which never goes down (docs/design.md D5).
 func (s State) HighWatermark() int64 { return s.hwm }
 
 // LogEnd is the local log's end offset and last epoch as the state sees it.
