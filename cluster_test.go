@@ -100,6 +100,7 @@ func (c *testCluster) appendFetched(m envelope) bool {
 			c.stepNode(m.to, LogAppended{End: LogEnd{Offset: m.fetchAt + int64(i) + 1, Epoch: e}})
 		}
 	}
+	c.stepNode(m.to, LogFlushed{Offset: int64(len(c.logs[m.to]))})
 	return true
 }
 
@@ -175,6 +176,7 @@ func (c *testCluster) apply(id NodeID, acts []Action) {
 		case AppendLeaderChange:
 			c.logs[id] = append(c.logs[id], a.Epoch)
 			c.stepNode(id, LogAppended{End: LogEnd{Offset: int64(len(c.logs[id])), Epoch: a.Epoch}})
+			c.stepNode(id, LogFlushed{Offset: int64(len(c.logs[id]))})
 		case ResetTimer:
 			c.timers[id][a.Timer] = true
 		case StopTimer:
@@ -200,6 +202,7 @@ func (c *testCluster) appendAt(id NodeID, n int) {
 		c.logs[id] = append(c.logs[id], s.Epoch())
 	}
 	c.stepNode(id, LogAppended{End: LogEnd{Offset: int64(len(c.logs[id])), Epoch: s.Epoch()}})
+	c.stepNode(id, LogFlushed{Offset: int64(len(c.logs[id]))})
 	c.deliverAll()
 }
 

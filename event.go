@@ -159,13 +159,27 @@ type ReceiveLeaderlessEpoch struct {
 	Epoch Epoch
 }
 
-// LogAppended reports that the local log is now durable up to End. Leader appends,
-// follower appends of fetched records and the LeaderChange record all come
-// through here. An append that spans several epochs is reported as one
-// LogAppended per epoch, in order; a new epoch starts at the previous log
-// end.
+// LogAppended reports that the host wrote records to its local log, which
+// now ends at End: written, not necessarily flushed (Kafka's log end offset).
+// Leader appends, follower appends of fetched records and the LeaderChange
+// record all come through here, reported as soon as they are written and
+// before the host steps any other event. A write that spans several epochs
+// is reported as one LogAppended per epoch, in order; a new epoch starts at
+// the previous log end. Votes, a new leader's epoch start, Fetch validation
+// and divergence use the written log (docs/design.md D30).
 type LogAppended struct {
 	End LogEnd
+}
+
+// LogFlushed reports that every record of the local log below Offset is
+// durable (fsync done). Flushes may complete late and in batches (group
+// commit); a report at or below an earlier one changes nothing. A leader
+// counts its own flushed offset toward the high watermark, and a voter
+// sends its Fetch (which tells the leader what it holds) only once its
+// whole written log is flushed (Kafka's flushLeaderLog and
+// appendAsFollower; docs/design.md D30).
+type LogFlushed struct {
+	Offset int64
 }
 
 // Resign asks the leader to give up leadership gracefully (a shutdown or an
@@ -185,4 +199,5 @@ func (ReceiveFetchSnapshot) isEvent()    {}
 func (ReceiveFetchResponse) isEvent()    {}
 func (ReceiveLeaderlessEpoch) isEvent()  {}
 func (LogAppended) isEvent()             {}
+func (LogFlushed) isEvent()              {}
 func (Resign) isEvent()                  {}

@@ -20,7 +20,7 @@ type node struct {
 	log     []kraft.Epoch       // log[i] is the epoch of the record at offset i
 	timers  map[kraft.Timer]time.Duration
 	outbox  []kraft.Action // Send* actions, in order
-	pending []kraft.Event  // events the host owes the state (LogAppended)
+	pending []kraft.Event  // events the host owes the state (LogAppended, LogFlushed)
 	// round counts RoleChanged actions. A networked host tags each request
 	// with it and drops responses to requests of an older round.
 	round int
@@ -70,8 +70,7 @@ func (n *node) apply(acts []kraft.Action) {
 		case kraft.StopTimer:
 			delete(n.timers, a.Timer)
 		case kraft.AppendLeaderChange:
-			n.log = append(n.log, a.Epoch)
-			n.pending = append(n.pending, kraft.LogAppended{End: n.logEnd()})
+			n.write(a.Epoch)
 		case kraft.TruncateLog:
 			n.log = n.log[:a.To]
 		case kraft.HighWatermarkChanged:
@@ -106,10 +105,24 @@ func (n *node) fire(t kraft.Timer) {
 	}
 }
 
-// appendRecord appends one record as the leader and reports it durable.
+// appendRecord appends one record as the leader and reports it.
 func (n *node) appendRecord() {
-	n.log = append(n.log, n.state.Epoch())
-	n.step(kraft.LogAppended{End: n.logEnd()})
+	n.write(n.state.Epoch())
+	n.drain()
+}
+
+// write appends records (by epoch) to the log and queues their reports:
+// LogAppended once written, one per epoch run, then LogFlushed once durable.
+// This in-memory host flushes at once; a disk host reports LogFlushed when
+// its fsync returns.
+func (n *node) write(epochs ...kraft.Epoch) {
+	for i, e := range epochs {
+		n.log = append(n.log, e)
+		if i == len(epochs)-1 || epochs[i+1] != e {
+			n.pending = append(n.pending, kraft.LogAppended{End: n.logEnd()})
+		}
+	}
+	n.pending = append(n.pending, kraft.LogFlushed{Offset: int64(len(n.log))})
 }
 
 func (n *node) logEnd() kraft.LogEnd {
@@ -213,12 +226,9 @@ func Example_threeVoterElection() {
 							// (long poll) and steps it again later.
 							continue
 						}
-						// The follower's host appends the records, one
-						// LogAppended per epoch, before the response.
-						for _, epoch := range records {
-							dst.log = append(dst.log, epoch)
-							dst.pending = append(dst.pending, kraft.LogAppended{End: dst.logEnd()})
-						}
+						// The follower's host appends the records and
+						// reports them before the response.
+						dst.write(records...)
 					}
 				}
 				fmt.Printf("%d -> %d %s\n", from, to, strings.TrimPrefix(fmt.Sprintf("%T", e), "kraft.Receive"))

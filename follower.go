@@ -126,7 +126,7 @@ func (t *stepper) onFetchResponse(e ReceiveFetchResponse) {
 			t.emit(t.s.c.resetFetch)
 		}
 		if t.fetchDue {
-			t.emit(t.fetchRequest(t.s.leader))
+			t.sendFetch()
 		}
 	}
 }

@@ -71,7 +71,7 @@ func TestFollowerFetchTimeoutStartsPreVote(t *testing.T) {
 	s := start(t, config(2, 1, 2, 3))
 	s, _ = step(t, s, ReceiveVoteRequest{From: 1, VoterID: 2, CandidateEpoch: 1, Candidate: 1, PreVote: false})
 	s, _ = step(t, s, ReceiveBeginQuorumEpoch{From: 1, LeaderID: 1, LeaderEpoch: 1, VoterID: 2})
-	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 2, Epoch: 1}})
+	s, _ = durable(t, s, LogEnd{Offset: 2, Epoch: 1})
 	record := QuorumRecord{Epoch: 1, LeaderID: 1, VotedKey: ReplicaKey{ID: 1}}
 	require.Equal(t, record, s.Record())
 
@@ -101,7 +101,7 @@ func TestFollowerFetchTimeoutStartsPreVote(t *testing.T) {
 // Reference: spec 5.2, 9.5 (pollFollowerAsObserver), DESIGN decision 6.
 func TestObserverFollowerFetchTimeoutBecomesUnattachedKeepingLeader(t *testing.T) {
 	s := rpObserverFollower(t)
-	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 3, Epoch: 1}})
+	s, _ = durable(t, s, LogEnd{Offset: 3, Epoch: 1})
 	s, _ = step(t, s, rpOK(2, 1, 2))
 	require.Equal(t, int64(2), s.HighWatermark())
 
@@ -156,7 +156,7 @@ func TestFetchTimeoutIgnoredByRolesWithoutFetchTimer(t *testing.T) {
 func TestFollowerIgnoresStaleFetchResponse(t *testing.T) {
 	s := start(t, config(2, 1, 2, 3))
 	s, _ = step(t, s, ReceiveBeginQuorumEpoch{From: 1, LeaderID: 1, LeaderEpoch: 2, VoterID: 2})
-	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 4, Epoch: 1}})
+	s, _ = durable(t, s, LogEnd{Offset: 4, Epoch: 1})
 	for _, e := range []ReceiveFetchResponse{
 		rpOK(3, 1, 3),
 		{From: 3, Error: ErrNone, LeaderID: 3, LeaderEpoch: 1, HighWatermark: 3, Diverging: &LogOffsetMetadata{Epoch: 1, Offset: 0}},
@@ -176,7 +176,7 @@ func TestFollowerIgnoresStaleFetchResponse(t *testing.T) {
 // Reference: spec 4.3 step 3, 4.2, 10.10.
 func TestFetchResponseWithNewerEpochMovesOn(t *testing.T) {
 	s := rpFollower(t)
-	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 2, Epoch: 1}})
+	s, _ = durable(t, s, LogEnd{Offset: 2, Epoch: 1})
 
 	next, acts := step(t, s, rpOK(3, 2, 2))
 	require.Equal(t, Follower, next.Role())
@@ -215,7 +215,7 @@ func TestUnattachedReplicaAttachesToLeaderNamedInFetchResponse(t *testing.T) {
 	require.Equal(t, Unattached, s.Role())
 	require.Equal(t, NodeID(2), s.Leader())
 	// The bootstrap voter it reached is the leader: records come back.
-	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 3, Epoch: 1}})
+	s, _ = durable(t, s, LogEnd{Offset: 3, Epoch: 1})
 
 	next, acts := step(t, s, rpOK(2, 1, 2))
 	require.Equal(t, Follower, next.Role())
@@ -322,7 +322,7 @@ func TestFollowerFaultsOnTruncationBelowHighWatermark(t *testing.T) {
 // Reference: spec 9.1, 9.2 step 5 (updateFollowerHighWatermark), 12.8.
 func TestFollowerHighWatermarkIsMinOfLogEndAndLeaders(t *testing.T) {
 	s := rpFollower(t)
-	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 5, Epoch: 1}})
+	s, _ = durable(t, s, LogEnd{Offset: 5, Epoch: 1})
 
 	s, acts := step(t, s, rpOK(1, 1, 8))
 	require.Equal(t, int64(5), s.HighWatermark())
@@ -342,7 +342,7 @@ func TestFollowerHighWatermarkIsMinOfLogEndAndLeaders(t *testing.T) {
 		}, acts, "leader hwm %d", hwm)
 	}
 
-	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 9, Epoch: 1}})
+	s, _ = durable(t, s, LogEnd{Offset: 9, Epoch: 1})
 	s, acts = step(t, s, rpOK(1, 1, 8))
 	require.Equal(t, int64(8), s.HighWatermark())
 	require.Equal(t, []Action{

@@ -99,3 +99,13 @@ func ofType[T Action](acts []Action) []T {
 }
 
 var dirA = uuid.MustParse("00000000-0000-0000-0000-00000000000a")
+
+// durable reports a write that ends at end and its flush, as a host that
+// flushes at once does: LogAppended, then LogFlushed. The actions of both
+// steps are returned in order.
+func durable(t *testing.T, s State, end LogEnd) (State, []Action) {
+	t.Helper()
+	s, acts := step(t, s, LogAppended{End: end})
+	s, more := step(t, s, LogFlushed{Offset: end.Offset})
+	return s, append(acts, more...)
+}

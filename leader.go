@@ -179,7 +179,9 @@ func (t *stepper) raiseHighWatermark(hwm int64) {
 
 func (t *stepper) endOf(i int) int64 {
 	if i == t.s.c.localIndex {
-		return t.s.log.end.Offset
+		// The leader counts what it has flushed, not what it has written
+		// (Kafka's flushLeaderLog; docs/design.md D30).
+		return t.s.log.flushed
 	}
 	return t.s.ends[i]
 }

@@ -44,7 +44,7 @@ func rpElect(t *testing.T, s State) State {
 		grant(s.Epoch())
 	}
 	require.Equal(t, Leader, s.Role(), "%v", s)
-	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: s.LogEnd().Offset + 1, Epoch: s.Epoch()}})
+	s, _ = durable(t, s, LogEnd{Offset: s.LogEnd().Offset + 1, Epoch: s.Epoch()})
 	return s
 }
 
@@ -113,7 +113,7 @@ func rpEveryRole(t *testing.T, cluster uuid.NullUUID) []rpRoleCase {
 	prospective, _ := step(t, unattached, ElectionTimeout{})
 	candidate, _ := step(t, prospective, ReceiveVoteResponse{From: 2, Epoch: 0, VoteGranted: true, LeaderID: NoNode})
 	leader, _ := step(t, candidate, ReceiveVoteResponse{From: 2, Epoch: 1, VoteGranted: true, LeaderID: NoNode})
-	leader, _ = step(t, leader, LogAppended{End: LogEnd{Offset: 1, Epoch: 1}})
+	leader, _ = durable(t, leader, LogEnd{Offset: 1, Epoch: 1})
 	resigned, _ := step(t, leader, Resign{})
 	follower, _ := step(t, unattached, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, VoterID: NoNode})
 	obsUnattached := start(t, obs)
@@ -394,7 +394,7 @@ func TestLeaderHighWatermarkNeedsMajorityOfThreeVoters(t *testing.T) {
 	}, acts)
 
 	// The leader appends; its own end alone is not a majority.
-	s, acts = step(t, s, LogAppended{End: LogEnd{Offset: 4, Epoch: 1}})
+	s, acts = durable(t, s, LogEnd{Offset: 4, Epoch: 1})
 	require.Empty(t, acts)
 	require.Equal(t, int64(-1), s.HighWatermark())
 
@@ -422,7 +422,7 @@ func TestLeaderHighWatermarkNeedsMajorityOfThreeVoters(t *testing.T) {
 // Reference: spec 7.5 (index floor(n/2) of the ends sorted descending).
 func TestLeaderHighWatermarkNeedsMajorityOfFiveVoters(t *testing.T) {
 	s := rpLeaderOf(t, 5)
-	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 6, Epoch: 1}})
+	s, _ = durable(t, s, LogEnd{Offset: 6, Epoch: 1})
 
 	s, acts := step(t, s, rpFetch(2, 1, 6, 1))
 	require.Equal(t, int64(-1), s.HighWatermark())
@@ -450,7 +450,7 @@ func TestLeaderHighWatermarkNeedsMajorityOfFiveVoters(t *testing.T) {
 // Reference: spec 7.5 (monotonic), 12.8.
 func TestLeaderHighWatermarkNeverMovesBackward(t *testing.T) {
 	s := rpLeaderOf(t, 3)
-	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 3, Epoch: 1}})
+	s, _ = durable(t, s, LogEnd{Offset: 3, Epoch: 1})
 	s, _ = step(t, s, rpFetch(2, 1, 3, 1))
 	require.Equal(t, int64(3), s.HighWatermark())
 
@@ -515,7 +515,7 @@ func TestNewLeaderDoesNotCommitOlderEpochRecordsAlone(t *testing.T) {
 func TestNewLeaderReportsNoHighWatermarkUntilItCommits(t *testing.T) {
 	s := start(t, config(1, 1, 2, 3))
 	s, _ = step(t, s, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, VoterID: NoNode})
-	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 3, Epoch: 1}})
+	s, _ = durable(t, s, LogEnd{Offset: 3, Epoch: 1})
 	s, _ = step(t, s, ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: 1, HighWatermark: 3})
 	require.Equal(t, int64(3), s.HighWatermark())
 
@@ -524,7 +524,7 @@ func TestNewLeaderReportsNoHighWatermarkUntilItCommits(t *testing.T) {
 	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 2, VoteGranted: true, LeaderID: NoNode})
 	require.Equal(t, Leader, s.Role())
 	require.Equal(t, int64(-1), s.HighWatermark(), "a new leader's high watermark starts unknown")
-	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 4, Epoch: 2}})
+	s, _ = durable(t, s, LogEnd{Offset: 4, Epoch: 2})
 
 	s, acts := step(t, s, rpFetch(3, 2, 3, 1))
 	require.Equal(t, []Action{
@@ -549,9 +549,9 @@ func TestSingleVoterLeaderCommitsOnItsOwnAppend(t *testing.T) {
 	require.Equal(t, Leader, s.Role())
 	require.Equal(t, Epoch(1), s.Epoch())
 
-	s, acts := step(t, s, LogAppended{End: LogEnd{Offset: 1, Epoch: 1}})
+	s, acts := durable(t, s, LogEnd{Offset: 1, Epoch: 1})
 	require.Equal(t, []Action{HighWatermarkChanged{HighWatermark: 1}}, acts)
-	s, acts = step(t, s, LogAppended{End: LogEnd{Offset: 7, Epoch: 1}})
+	s, acts = durable(t, s, LogEnd{Offset: 7, Epoch: 1})
 	require.Equal(t, []Action{HighWatermarkChanged{HighWatermark: 7}}, acts)
 	require.Equal(t, int64(7), s.HighWatermark())
 
@@ -607,7 +607,7 @@ func TestCheckQuorumWindowRestartsOnFetchFromTwoOfFive(t *testing.T) {
 func TestCheckQuorumTimeoutResignsLeader(t *testing.T) {
 	t.Run("five voters", func(t *testing.T) {
 		s := rpLeaderOf(t, 5)
-		s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 3, Epoch: 1}})
+		s, _ = durable(t, s, LogEnd{Offset: 3, Epoch: 1})
 		s, _ = step(t, s, rpFetch(5, 1, 2, 1))
 		s, _ = step(t, s, rpFetch(3, 1, 1, 1))
 		s, _ = step(t, s, rpFetch(2, 1, 2, 1))
@@ -746,22 +746,30 @@ func rpIgnoredOutsideLeader(t *testing.T, e Event) {
 }
 
 // TestLogAppendedKeepsEpochHistory: each LogAppended in a newer epoch starts
-// that epoch at the previous log end; a report that goes backwards (offset
-// or epoch) or repeats the current end is dropped. The history drives the
-// leader's divergence answers.
-// Reference: DESIGN section 4 (LogAppended), spec 7.6 step 4c.
+// that epoch at the previous log end; a report that repeats or goes below
+// the current end (and not below the high watermark) is stale and dropped,
+// as is a negative one; a report that extends the log with an epoch below
+// its last one or above the current epoch is impossible and a Fault with
+// the state unchanged. The history drives the leader's divergence answers.
+// Reference: docs/design.md D30; spec 2.5, 7.6 step 4c.
 func TestLogAppendedKeepsEpochHistory(t *testing.T) {
 	s, _ := restart(t, config(1, 1, 2, 3), QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: NoReplica}, LogState{})
 	for _, end := range []LogEnd{{Offset: 2, Epoch: 1}, {Offset: 4, Epoch: 1}, {Offset: 6, Epoch: 3}} {
 		var acts []Action
-		s, acts = step(t, s, LogAppended{End: end})
+		s, acts = durable(t, s, end)
 		require.Empty(t, acts)
 		require.Equal(t, end, s.LogEnd())
 	}
-	for _, stale := range []LogEnd{{Offset: 5, Epoch: 3}, {Offset: 7, Epoch: 2}, {Offset: 6, Epoch: 3}, {Offset: 6, Epoch: 4}, {Offset: -1, Epoch: 3}, {Offset: 9, Epoch: -1}} {
+	for _, stale := range []LogEnd{{Offset: 5, Epoch: 3}, {Offset: 6, Epoch: 3}, {Offset: 6, Epoch: 4}, {Offset: 3, Epoch: 9}, {Offset: -1, Epoch: 3}, {Offset: 9, Epoch: -1}} {
 		next, acts := step(t, s, LogAppended{End: stale})
 		require.Equal(t, s, next, "%+v", stale)
 		require.Empty(t, acts, "%+v", stale)
+	}
+	for _, bad := range []LogEnd{{Offset: 7, Epoch: 2}, {Offset: 7, Epoch: 4}} {
+		next, acts := step(t, s, LogAppended{End: bad})
+		require.Equal(t, s, next, "%+v", bad)
+		require.Len(t, ofType[Fault](acts), 1, "%+v", bad)
+		require.Len(t, acts, 1, "%+v", bad)
 	}
 	s = rpElect(t, s) // leader of 4, epoch 4 starts at 6
 	require.Equal(t, LogEnd{Offset: 7, Epoch: 4}, s.LogEnd())

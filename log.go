@@ -2,22 +2,29 @@ package kraft
 
 import "fmt"
 
-// LogState describes the durable local log at start: its end and its epoch
-// history (Kafka's leader-epoch cache), the first offset of each epoch in
-// ascending order. An empty Epochs with End.Offset > 0 is read as a log
-// whose records all belong to End.Epoch.
+// LogState describes the local log at start: its end and its epoch history
+// (Kafka's leader-epoch cache), the first offset of each epoch in ascending
+// order. An empty Epochs with End.Offset > 0 is read as a log whose records
+// all belong to End.Epoch. The host passes the log it recovered from disk
+// and made durable (a sync on open), so every record of it counts as
+// flushed.
 type LogState struct {
 	End    LogEnd
 	Epochs []EpochStart
 }
 
 // logView is the state's picture of the local log: what it needs to decide
-// alone (vote comparisons, fetch positions, divergence, truncation). Epochs
-// is shared between states and never written in place: appends go through
-// a slice whose capacity is clipped, so they copy.
+// alone (vote comparisons, fetch positions, divergence, truncation). It
+// keeps the log as Kafka does (docs/design.md D30): end is the written log
+// end (every record the host wrote, flushed or not; Kafka's log end offset)
+// with its epoch history, and flushed is the offset below which every
+// record is durable (flushed <= end.Offset). Epochs is shared between
+// states and never written in place: appends go through a slice whose
+// capacity is clipped, so they copy.
 type logView struct {
-	end    LogEnd
-	epochs []EpochStart
+	end     LogEnd
+	epochs  []EpochStart
+	flushed int64
 }
 
 func newLogView(l LogState) (logView, error) {
@@ -28,7 +35,7 @@ func newLogView(l LogState) (logView, error) {
 		if l.End.Offset == 0 {
 			return logView{end: l.End}, nil
 		}
-		return logView{end: l.End, epochs: []EpochStart{{Epoch: l.End.Epoch, StartOffset: 0}}}, nil
+		return logView{end: l.End, epochs: []EpochStart{{Epoch: l.End.Epoch, StartOffset: 0}}, flushed: l.End.Offset}, nil
 	}
 	for i, e := range l.Epochs {
 		if e.Epoch < 0 || e.StartOffset < 0 || e.StartOffset >= l.End.Offset {
@@ -43,16 +50,13 @@ func newLogView(l LogState) (logView, error) {
 	}
 	epochs := make([]EpochStart, len(l.Epochs))
 	copy(epochs, l.Epochs)
-	return logView{end: l.End, epochs: epochs}, nil
+	return logView{end: l.End, epochs: epochs, flushed: l.End.Offset}, nil
 }
 
-// appended returns the view after the log became durable up to end. A
-// report that goes backwards (stale or bogus) or adds no record changes
-// nothing.
+// appended returns the view after the host wrote records up to end. The
+// caller has checked that end extends the log (a larger offset, an epoch
+// not below the last one).
 func (v logView) appended(end LogEnd) logView {
-	if end.Offset <= v.end.Offset || end.Epoch < v.end.Epoch {
-		return v
-	}
 	if len(v.epochs) == 0 || end.Epoch > v.epochs[len(v.epochs)-1].Epoch {
 		// A new epoch starts at the previous log end. The clipped capacity
 		// makes append copy, so older states keep their history.
@@ -97,6 +101,9 @@ func (v logView) truncated(offset int64) logView {
 	v.end = LogEnd{Offset: offset}
 	if n > 0 {
 		v.end.Epoch = v.epochs[n-1].Epoch
+	}
+	if v.flushed > offset {
+		v.flushed = offset
 	}
 	return v
 }

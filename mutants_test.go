@@ -162,9 +162,9 @@ func TestLogHistoryDoesNotDependOnAppendBatching(t *testing.T) {
 	require.Equal(t, Leader, s.Role())
 	one := s
 	for i := int64(1); i <= 5; i++ {
-		one, _ = step(t, one, LogAppended{End: LogEnd{Offset: i, Epoch: 1}})
+		one, _ = durable(t, one, LogEnd{Offset: i, Epoch: 1})
 	}
-	all, _ := step(t, s, LogAppended{End: LogEnd{Offset: 5, Epoch: 1}})
+	all, _ := durable(t, s, LogEnd{Offset: 5, Epoch: 1})
 	require.Equal(t, all, one)
 	require.Equal(t, int64(5), one.HighWatermark())
 }

@@ -21,7 +21,7 @@ import (
 // Reference: spec 8.1, 10.3, 2.4; LeaderState.nonLeaderVotersByDescendingFetchOffset.
 func TestResignLeaderBecomesResignedWithSuccessorsByFetchPosition(t *testing.T) {
 	s := rrLeaderOf(t, config(1, 1, 2, 3, 4, 5))
-	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 8, Epoch: 1}})
+	s, _ = durable(t, s, LogEnd{Offset: 8, Epoch: 1})
 	for _, f := range []ReceiveFetch{
 		{From: 3, CurrentLeaderEpoch: 1, FetchEpoch: 1, FetchOffset: 6},
 		{From: 5, CurrentLeaderEpoch: 1, FetchEpoch: 1, FetchOffset: 3},
@@ -447,7 +447,7 @@ func TestFollowerGrantsPreVoteAfterEndQuorumEpoch(t *testing.T) {
 	require.Equal(t, []Action{SendVoteResponse{To: 3, Epoch: 1, LeaderID: 2, VoteGranted: true}}, acts)
 
 	// Still only to up-to-date requesters.
-	r, _ = step(t, r, LogAppended{End: LogEnd{Offset: 2, Epoch: 1}})
+	r, _ = durable(t, r, LogEnd{Offset: 2, Epoch: 1})
 	_, acts = step(t, r, pre)
 	require.Equal(t, []Action{SendVoteResponse{To: 3, Epoch: 1, LeaderID: 2}}, acts)
 
@@ -523,7 +523,7 @@ func rrRolesInEpoch(t *testing.T, cluster uuid.NullUUID) map[string]State {
 	p, _ := step(t, u, ElectionTimeout{})
 	c, _ := step(t, p, ReceiveVoteResponse{From: 2, Epoch: 2, VoteGranted: true, LeaderID: NoNode})
 	l, _ := step(t, c, ReceiveVoteResponse{From: 2, Epoch: 3, VoteGranted: true, LeaderID: NoNode})
-	l, _ = step(t, l, LogAppended{End: LogEnd{Offset: 1, Epoch: 3}})
+	l, _ = durable(t, l, LogEnd{Offset: 1, Epoch: 3})
 	r, _ := step(t, l, Resign{})
 	f, _ := restart(t, cfg, rrRecord(2, 2, NoNode), LogState{})
 	f, _ = step(t, f, ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: 2, HighWatermark: -1})

@@ -90,7 +90,7 @@ func rrLeader(t *testing.T) State {
 	t.Helper()
 	s, _ := step(t, rrCandidate(t), ReceiveVoteResponse{From: 2, Epoch: 1, VoteGranted: true, LeaderID: NoNode})
 	require.Equal(t, Leader, s.Role())
-	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 1, Epoch: 1}})
+	s, _ = durable(t, s, LogEnd{Offset: 1, Epoch: 1})
 	return s
 }
 
@@ -110,7 +110,7 @@ func rrLeaderOf(t *testing.T, cfg Config) State {
 	}
 	require.Equal(t, Leader, s.Role(), "state %v", s)
 	require.Equal(t, Epoch(1), s.Epoch())
-	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 1, Epoch: 1}})
+	s, _ = durable(t, s, LogEnd{Offset: 1, Epoch: 1})
 	return s
 }
 

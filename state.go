@@ -130,6 +130,9 @@ type State struct {
 	// (an EndQuorumEpoch arrived; decision 3).
 	fetched        bool
 	leaderResigned bool
+	// Follower (voter): the next Fetch waits for the written log to be
+	// flushed (D30); LogFlushed sends it.
+	fetchPending bool
 
 	// Prospective, Candidate: the election tally, as sets of voter
 	// indexes (bit i is voter i) that granted and rejected.
@@ -266,8 +269,14 @@ func (s State) VotedKey() (ReplicaKey, bool) { return s.voted, s.voted.ID != NoN
 // value ever reached, which never goes down (docs/design.md D5).
 func (s State) HighWatermark() int64 { return s.hwm }
 
-// LogEnd is the local log's end offset and last epoch as the state sees it.
+// LogEnd is the written log's end offset and last epoch as the state sees
+// it (Kafka's log end offset): every record the host reported with
+// LogAppended, flushed or not, less what TruncateLog removed.
 func (s State) LogEnd() LogEnd { return s.log.end }
+
+// FlushedOffset is the offset below which the local log is durable, as the
+// host reported with LogFlushed (the whole log at NewState).
+func (s State) FlushedOffset() int64 { return s.log.flushed }
 
 // IsVoter reports whether the local replica is in the voter set.
 func (s State) IsVoter() bool { return s.c != nil && s.c.isVoter() }

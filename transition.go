@@ -52,6 +52,8 @@ func StepInto(dst []Action, s State, e Event) (State, []Action) {
 		t.onLeaderlessEpoch(e)
 	case LogAppended:
 		t.onLogAppended(e)
+	case LogFlushed:
+		t.onLogFlushed(e)
 	case Resign:
 		t.onResign()
 	}
@@ -171,7 +173,7 @@ func (t *stepper) become(role Role, epoch Epoch, leader NodeID, voted ReplicaKey
 	n := old
 	n.role, n.epoch, n.leader, n.voted = role, epoch, leader, voted
 	n.endpoints = false
-	n.fetched, n.leaderResigned = false, false
+	n.fetched, n.leaderResigned, n.fetchPending = false, false, false
 	n.granted, n.rejected = 0, 0
 	n.epochStart, n.ends, n.fetchedCheck, n.fetchedBegin = 0, nil, 0, 0
 	t.s = n
@@ -259,6 +261,22 @@ func (t *stepper) enterFollower() {
 		return
 	}
 	t.emit(t.s.c.resetFetch)
+	t.sendFetch()
+}
+
+// sendFetch sends a Follower's next Fetch to its leader. The Fetch tells
+// the leader what this replica holds, and the leader counts a voter's
+// position toward the high watermark, so a voter sends it only once its
+// whole written log is flushed (Kafka's appendAsFollower: "the leader only
+// requires that voters have flushed their log before sending a Fetch
+// request"); until then it waits for LogFlushed (docs/design.md D30).
+// Observers are never counted and fetch at once.
+func (t *stepper) sendFetch() {
+	if t.s.c.isVoter() && t.s.log.flushed < t.s.log.end.Offset {
+		t.s.fetchPending = true
+		return
+	}
+	t.s.fetchPending = false
 	t.emit(t.fetchRequest(t.s.leader))
 }
 
@@ -454,15 +472,57 @@ func (t *stepper) onLeaderlessEpoch(e ReceiveLeaderlessEpoch) {
 	}
 }
 
+// onLogAppended takes a write report (docs/design.md D30). Reports come in
+// order, each extending the written log, so a report that does not is
+// stale (dropped) or impossible (a Fault): a log end below the high
+// watermark means the host lost committed records, an epoch above the
+// current one or below the log's last epoch cannot have been written, and a
+// leader writes only records of its own epoch past its epoch start (a
+// leader that took an older-epoch record there would commit it by counting
+// replicas, Raft's figure 8).
 func (t *stepper) onLogAppended(e LogAppended) {
-	view := t.s.log.appended(e.End)
-	if view.end == t.s.log.end {
+	end, log := e.End, t.s.log
+	switch {
+	case end.Offset < 0 || end.Epoch < 0:
+		return
+	case end.Offset < t.s.committed:
+		t.failf(fmt.Sprintf("the host reports a log end %d below the high watermark %d", end.Offset, t.s.committed))
+	case end.Offset <= log.end.Offset:
+		// A repeated or late report of records already known.
+		return
+	case end.Epoch > t.s.epoch:
+		t.failf(fmt.Sprintf("the host reports records of epoch %d, but the replica is in epoch %d", end.Epoch, t.s.epoch))
+	case end.Epoch < log.end.Epoch:
+		t.failf(fmt.Sprintf("the host reports records of epoch %d after records of epoch %d", end.Epoch, log.end.Epoch))
+	case t.s.role == Leader && end.Epoch != t.s.epoch:
+		t.failf(fmt.Sprintf("the host reports records of epoch %d past the epoch start %d of leader epoch %d", end.Epoch, t.s.epochStart, t.s.epoch))
+	default:
+		t.s.log = log.appended(end)
+	}
+}
+
+// onLogFlushed takes a flush report (docs/design.md D30). The leader counts
+// its flushed offset toward the high watermark (Kafka's flushLeaderLog and
+// updateLocalState); a voter whose Fetch waited for the flush sends it now.
+// A flush past the written end is impossible (a Fault); an earlier flush
+// that completes late changes nothing.
+func (t *stepper) onLogFlushed(e LogFlushed) {
+	log := t.s.log
+	switch {
+	case e.Offset > log.end.Offset:
+		t.failf(fmt.Sprintf("the host reports a flush to %d past the written log end %d", e.Offset, log.end.Offset))
+		return
+	case e.Offset <= log.flushed:
 		return
 	}
-	t.s.log = view
-	if t.s.role == Leader {
-		// The leader's own flushed end counts in the high watermark
-		// (Kafka's flushLeaderLog and updateLocalState).
+	t.s.log.flushed = e.Offset
+	switch t.s.role {
+	case Leader:
 		t.maybeAdvanceHighWatermark()
+	case Follower:
+		if t.s.fetchPending {
+			t.sendFetch()
+		}
+	case Unattached, Prospective, Candidate, Resigned:
 	}
 }

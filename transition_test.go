@@ -21,7 +21,7 @@ func TestCandidateAttachingThroughFetchResponseSendsOneFetch(t *testing.T) {
 	s, _ = step(t, s, ElectionTimeout{})
 	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 0, VoteGranted: true, LeaderID: NoNode})
 	require.Equal(t, Candidate, s.Role())
-	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 2, Epoch: 0}})
+	s, _ = durable(t, s, LogEnd{Offset: 2, Epoch: 0})
 
 	next, acts := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 5})
 	require.Equal(t, Follower, next.Role())
@@ -171,7 +171,7 @@ func TestTruncationBelowCommittedFaultsAfterLeading(t *testing.T) {
 // Reference: DESIGN section 1 (pure, deterministic).
 func TestStepIsPureAndDeterministic(t *testing.T) {
 	s := rpLeaderOf(t, 3)
-	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 4, Epoch: 1}})
+	s, _ = durable(t, s, LogEnd{Offset: 4, Epoch: 1})
 	before := deepCopy(s)
 	for _, e := range []Event{
 		rpFetch(2, 1, 4, 1), rpFetch(3, 1, 2, 1),

@@ -33,7 +33,8 @@ import (
 //     (a new epoch, a vote, a leadership) left before the Persist.
 //   - "record-matches-state": after a step, the durable record is not the
 //     state's Record().
-//   - "host-log": the state's log end differs from the host's flushed log.
+//   - "host-log": the state's written log end or flushed offset differs
+//     from the host's.
 //   - "fault": Step returned a Fault action.
 //   - "restart", "trace": the host could not restart a replica or write the
 //     trace.
@@ -253,8 +254,11 @@ func (k *Checker) vote(n *node, epoch kraft.Epoch, cand kraft.ReplicaKey) {
 // leaderHighWatermark checks a leader's new high watermark h and extends the
 // committed log.
 func (k *Checker) leaderHighWatermark(n *node, h int64) {
-	if h > int64(n.flushed) {
-		k.fail(n, "hwm-majority", "leader's high watermark %d is past its own flushed log of %d", h, n.flushed)
+	if h > int64(len(n.log)) {
+		// The leader's own flushed offset need not reach h: a majority of
+		// durable logs may do without it (docs/design.md D30). Below, h
+		// must be held durably by a majority.
+		k.fail(n, "hwm-majority", "leader's high watermark %d is past its own written log of %d", h, len(n.log))
 		return
 	}
 	if h <= 0 {
@@ -377,8 +381,9 @@ func (k *Checker) afterEvent() {
 			k.fail(n, "log-matching", "log differs from the committed log at %d, below the high watermark %d", d, h)
 			return
 		}
-		if want := logEnd(n.log, n.flushed); n.st.LogEnd() != want {
-			k.fail(n, "host-log", "state's log end %+v, host's flushed log end %+v", n.st.LogEnd(), want)
+		if want := logEnd(n.log, len(n.log)); n.st.LogEnd() != want || n.st.FlushedOffset() != int64(n.flushed) {
+			k.fail(n, "host-log", "state's log end %+v flushed %d, host's written log end %+v flushed %d",
+				n.st.LogEnd(), n.st.FlushedOffset(), want, n.flushed)
 			return
 		}
 	}

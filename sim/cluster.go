@@ -37,10 +37,13 @@ type node struct {
 	disk int // disk generation, bumped at every disk loss
 	st   kraft.State
 
-	record  *kraft.QuorumRecord // durable quorum-state record
-	log     []Record
-	flushed int
-	flushAt bool // a flush is scheduled
+	record *kraft.QuorumRecord // durable quorum-state record
+	// log is the host's written log; log[:flushed] is durable and
+	// log[:reported] has been reported with LogAppended.
+	log      []Record
+	flushed  int
+	reported int
+	flushAt  bool // a flush is scheduled
 
 	timerGen [5]uint64
 	// Requests in flight (Vote requests) by correlation id, and the one
@@ -379,7 +382,7 @@ func (c *Cluster) clientAppend() {
 		c.stats.Appends++
 	}
 	c.check.logChangedFrom(leader, len(leader.log))
-	c.scheduleFlush(leader)
+	c.reportWrites(leader)
 }
 
 func (c *Cluster) scheduleFlush(n *node) {
@@ -391,22 +394,34 @@ func (c *Cluster) scheduleFlush(n *node) {
 	c.push(&item{at: c.now + d, kind: itemFlush, node: n.id, inc: n.inc})
 }
 
-// flush makes n's whole log durable and reports it, one LogAppended per
-// epoch run.
+// flush makes n's whole written log durable and reports it with
+// LogFlushed. The flush was scheduled when the records were written and
+// completes whatever happened since: a leadership change leaves it pending,
+// a crash cancels it (the unflushed tail is lost).
 func (c *Cluster) flush(n *node) {
-	from := n.flushed
+	if n.flushed == len(n.log) {
+		return
+	}
 	n.flushed = len(n.log)
 	c.check.logChangedFrom(n, len(n.log))
-	c.reportAppends(n, from, len(n.log))
+	c.step(n, kraft.LogFlushed{Offset: int64(n.flushed)})
 }
 
-// reportAppends steps LogAppended for each epoch run of n.log[from:to].
-func (c *Cluster) reportAppends(n *node, from, to int) {
+// reportWrites reports the records written since the last report, one
+// LogAppended per epoch run, and schedules their flush (the host contract:
+// a write is reported before any other event is stepped).
+func (c *Cluster) reportWrites(n *node) {
+	from, to := n.reported, len(n.log)
+	if from >= to {
+		return
+	}
+	n.reported = to
 	for i := from; i < to && n.up; i++ {
 		if i == to-1 || n.log[i+1].Epoch != n.log[i].Epoch {
 			c.step(n, kraft.LogAppended{End: kraft.LogEnd{Offset: int64(i + 1), Epoch: n.log[i].Epoch}})
 		}
 	}
+	c.scheduleFlush(n)
 }
 
 // step applies e to n and carries out the actions.
@@ -426,6 +441,7 @@ func (c *Cluster) step(n *node, e kraft.Event) {
 	}
 	c.carryOut(n, acts, e)
 	c.check.afterStep(n, before, e)
+	c.reportWrites(n)
 	if n.up && n.st.Role() == kraft.Leader && (next.LogEnd() != before.LogEnd() || next.HighWatermark() != before.HighWatermark()) {
 		c.wakeParked(n)
 	}
@@ -434,6 +450,7 @@ func (c *Cluster) step(n *node, e kraft.Event) {
 // start (re)builds n from its durable record and flushed log.
 func (c *Cluster) start(n *node) {
 	n.log = n.log[:n.flushed:n.flushed]
+	n.reported = n.flushed
 	n.up = true
 	n.inflight = map[uint64]bool{}
 	n.fetchCorr = 0
@@ -460,6 +477,7 @@ func (c *Cluster) start(n *node) {
 	c.check.afterStart(n, before)
 	c.carryOut(n, acts, nil)
 	c.check.afterStep(n, before, nil)
+	c.reportWrites(n)
 }
 
 // logState describes a log for kraft.NewState.
@@ -535,12 +553,16 @@ func (c *Cluster) carryOut(n *node, acts []kraft.Action, e kraft.Event) {
 				if n.flushed > len(n.log) {
 					n.flushed = len(n.log)
 				}
+				if n.reported > len(n.log) {
+					n.reported = len(n.log)
+				}
 				c.check.logChangedFrom(n, len(n.log))
 			}
 		case kraft.AppendLeaderChange:
+			// Written at the log end, which is where the state put the
+			// epoch start; reported once the step's actions are done.
 			n.log = append(n.log, Record{Epoch: a.Epoch, Payload: fmt.Sprintf("LeaderChange(epoch=%d,leader=%d)", a.Epoch, a.LeaderID)})
 			c.check.logChangedFrom(n, len(n.log))
-			c.scheduleFlush(n)
 		case kraft.ResetTimer:
 			n.timerGen[a.Timer]++
 			c.push(&item{at: c.now + a.After, kind: itemTimer, node: n.id, inc: n.inc, timer: a.Timer, gen: n.timerGen[a.Timer]})
@@ -709,9 +731,8 @@ func (c *Cluster) deliver(m *message) {
 				}
 				from := len(n.log)
 				n.log = append(n.log, m.records...)
-				n.flushed = len(n.log)
 				c.check.logChangedFrom(n, from)
-				c.reportAppends(n, from, len(n.log))
+				c.reportWrites(n)
 				if c.err != nil || !n.up {
 					return
 				}
