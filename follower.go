@@ -132,10 +132,7 @@ func (t *stepper) onFetchResponse(e ReceiveFetchResponse) {
 }
 
 func (t *stepper) processFetchResponse(e ReceiveFetchResponse) {
-	leader := e.LeaderID
-	if leader < 0 {
-		leader = NoNode
-	}
+	leader := t.namedLeader(e.LeaderID)
 	// maybeSwitchObserverFetchToLeader: an Unattached replica that learns
 	// (or already knew) the leader of its epoch attaches to it.
 	if !t.consistentLeader(e.LeaderEpoch, leader) {

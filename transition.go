@@ -434,6 +434,20 @@ func (t *stepper) consistentLeader(epoch Epoch, leader NodeID) bool {
 	return epoch != t.s.epoch || leader == NoNode || t.s.leader == NoNode || leader == t.s.leader
 }
 
+// namedLeader reads a leader id from a message: a negative id is no
+// leader, and so is the local id on a replica that is not a voter. An
+// observer never leads, so a message naming its id names another replica
+// key with that id: the voter this replica was before its disk was replaced
+// and it came back with a new directory id (KIP-853). Kafka fails on such a
+// message; kraft treats the epoch as leaderless, so the observer keeps
+// looking for the leader the voters elect next (docs/design.md D31).
+func (t *stepper) namedLeader(id NodeID) NodeID {
+	if id < 0 || (id == t.s.c.local.ID && !t.s.c.isVoter()) {
+		return NoNode
+	}
+	return id
+}
+
 func (t *stepper) inconsistentLeader(epoch Epoch, leader NodeID) {
 	t.failf(fmt.Sprintf("inconsistent leader: a message names %d leader of epoch %d, but this replica is %v", leader, epoch, t.s))
 }
@@ -442,9 +456,7 @@ func (t *stepper) inconsistentLeader(epoch Epoch, leader NodeID) {
 // consistency, then follow a newer epoch (or the leader of ours that we did
 // not know or could not reach). A fault is recorded in t.
 func (t *stepper) reconcile(epoch Epoch, leader NodeID, reason string) {
-	if leader < 0 {
-		leader = NoNode
-	}
+	leader = t.namedLeader(leader)
 	if !t.consistentLeader(epoch, leader) {
 		t.inconsistentLeader(epoch, leader)
 		return

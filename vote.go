@@ -191,9 +191,7 @@ func (t *stepper) onVoteResponse(e ReceiveVoteResponse) {
 // response carrying the responder's epoch, leader and error. It returns
 // true when the API-specific handling should go on.
 func (t *stepper) commonResponse(epoch Epoch, leader NodeID, code ErrorCode) bool {
-	if leader < 0 {
-		leader = NoNode
-	}
+	leader = t.namedLeader(leader)
 	switch {
 	case epoch < t.s.epoch || code == ErrUnknownLeaderEpoch:
 		return false

@@ -1,0 +1,131 @@
+package sim
+
+// Negative tests for the checker rules that sim_test.go does not
+// exercise: each forges one broken situation and expects the rule.
+
+import (
+	"testing"
+
+	"github.com/kraftquorum/kraft"
+	"github.com/stretchr/testify/require"
+)
+
+func leaderNode(c *Cluster) *node {
+	for _, n := range c.nodes {
+		if n.st.Role() == kraft.Leader {
+			return n
+		}
+	}
+	return nil
+}
+
+// A second replica that becomes Leader of the same epoch (built with real
+// kraft steps from a record of the previous epoch).
+func TestForgedCheckerCatchesSecondLeaderInEpoch(t *testing.T) {
+	c := committedCluster(t)
+	l := leaderNode(c)
+	f := follower(c)
+	E := l.st.Epoch()
+	rec := kraft.QuorumRecord{Epoch: E - 1, LeaderID: kraft.NoNode, VotedKey: kraft.NoReplica}
+	s, _, err := kraft.NewState(f.cfg, &rec, kraft.LogState{}) // a forged replica with an empty log
+	require.NoError(t, err)
+	s, _ = kraft.Step(s, kraft.ElectionTimeout{})
+	var other kraft.NodeID
+	for _, v := range c.voters {
+		if v.ID != f.id && v.ID != l.id {
+			other = v.ID
+		}
+	}
+	s, _ = kraft.Step(s, kraft.ReceiveVoteResponse{From: other, Epoch: E - 1, VoteGranted: true, LeaderID: kraft.NoNode})
+	s, _ = kraft.Step(s, kraft.ReceiveVoteResponse{From: other, Epoch: E, VoteGranted: true, LeaderID: kraft.NoNode})
+	require.Equal(t, kraft.Leader, s.Role())
+	require.Equal(t, E, s.Epoch())
+	before := f.st
+	f.st = s
+	r := s.Record()
+	f.record = &r
+	c.check.afterStep(f, before, nil)
+	require.Equal(t, "one-leader-per-epoch", violationRule(t, c.Err()))
+}
+
+func TestForgedCheckerCatchesEpochGoingDown(t *testing.T) {
+	c := committedCluster(t)
+	f := follower(c)
+	rec := kraft.QuorumRecord{Epoch: 0, LeaderID: kraft.NoNode, VotedKey: kraft.NoReplica}
+	s, _, err := kraft.NewState(f.cfg, &rec, kraft.LogState{})
+	require.NoError(t, err)
+	before := f.st
+	f.st = s
+	c.check.afterStep(f, before, nil)
+	require.Equal(t, "epoch-monotonic", violationRule(t, c.Err()))
+}
+
+func TestForgedCheckerCatchesPersistedEpochGoingDown(t *testing.T) {
+	c := committedCluster(t)
+	f := follower(c)
+	c.check.beforeAction(f, kraft.Persist{Record: kraft.QuorumRecord{Epoch: 0, LeaderID: kraft.NoNode, VotedKey: kraft.NoReplica}}, nil)
+	require.Equal(t, "epoch-monotonic", violationRule(t, c.Err()))
+}
+
+func TestForgedCheckerCatchesHighWatermarkGoingDown(t *testing.T) {
+	c := committedCluster(t)
+	f := follower(c)
+	require.Greater(t, f.st.HighWatermark(), int64(0))
+	// Same record and log, but a state that forgot its high watermark,
+	// handed to afterStep (not a restart).
+	s, _, err := kraft.NewState(f.cfg, f.record, logState(f.log[:f.flushed]))
+	require.NoError(t, err)
+	before := f.st
+	f.st = s
+	c.check.afterStep(f, before, nil)
+	require.Equal(t, "hwm-monotonic", violationRule(t, c.Err()))
+}
+
+func TestForgedCheckerCatchesForgottenVote(t *testing.T) {
+	c := committedCluster(t)
+	f := follower(c)
+	v, ok := f.st.VotedKey()
+	require.True(t, ok, "the follower voted for the leader")
+	_ = v
+	c.check.beforeAction(f, kraft.Persist{Record: kraft.QuorumRecord{Epoch: f.st.Epoch(), LeaderID: f.st.Leader(), VotedKey: kraft.NoReplica}}, nil)
+	require.Equal(t, "vote-durable", violationRule(t, c.Err()))
+}
+
+func TestForgedCheckerCatchesBeginQuorumEpochBeforePersist(t *testing.T) {
+	c := committedCluster(t)
+	l := leaderNode(c)
+	c.check.beforeAction(l, kraft.SendBeginQuorumEpoch{To: kraft.ReplicaKey{ID: 1}, Epoch: l.st.Epoch() + 1, LeaderID: l.id}, nil)
+	require.Equal(t, "persist-before-send", violationRule(t, c.Err()))
+}
+
+func TestForgedCheckerCatchesFetchToUnpersistedLeader(t *testing.T) {
+	c := committedCluster(t)
+	f := follower(c)
+	to := kraft.NodeID(0)
+	for to == f.id || to == f.st.Leader() {
+		to++
+	}
+	c.check.beforeAction(f, kraft.SendFetch{To: to, CurrentLeaderEpoch: f.st.Epoch()}, nil)
+	require.Equal(t, "persist-before-send", violationRule(t, c.Err()))
+}
+
+func TestForgedCheckerCatchesHostLogMismatch(t *testing.T) {
+	c := committedCluster(t)
+	f := follower(c)
+	f.log = append(f.log, Record{Epoch: f.st.Epoch(), Payload: "unreported"})
+	f.flushed = len(f.log)
+	c.check.logChangedFrom(f, len(f.log)-1)
+	c.check.afterEvent()
+	require.Equal(t, "host-log", violationRule(t, c.Err()))
+}
+
+// A state whose durable record was changed behind its back.
+func TestForgedCheckerCatchesRecordMismatch(t *testing.T) {
+	c := committedCluster(t)
+	f := follower(c)
+	r := *f.record
+	r.LeaderID = 77
+	f.record = &r
+	c.check.afterStep(f, f.st, nil)
+	require.Equal(t, "record-matches-state", violationRule(t, c.Err()))
+}
