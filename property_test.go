@@ -43,11 +43,25 @@ func drawCluster(t *rapid.T, minVoters, maxVoters, maxObservers int) *sim.Cluste
 	opts.Voters = rapid.IntRange(minVoters, maxVoters).Draw(t, "voters")
 	opts.Observers = rapid.IntRange(0, maxObservers).Draw(t, "observers")
 	opts.Seed = rapid.Int64().Draw(t, "seed")
+	drawHosts(t, &opts)
 	c, err := sim.New(opts, nil)
 	if err != nil {
 		t.Fatalf("sim.New: %v", err)
 	}
 	return c
+}
+
+// drawHosts draws what the hosts look like: KIP-853 directory ids, a
+// cluster id, and voters whose hosts do not know Vote v2 (UNSUPPORTED_VERSION
+// to pre-votes).
+func drawHosts(t *rapid.T, opts *sim.Options) {
+	opts.DirectoryIDs = rapid.Bool().Draw(t, "directory ids")
+	opts.ClusterID = rapid.Bool().Draw(t, "cluster id")
+	for i := 0; i < opts.Voters; i++ {
+		if rapid.IntRange(0, 4).Draw(t, "no pre-vote") == 0 {
+			opts.PreVoteUnsupported = append(opts.PreVoteUnsupported, kraft.NodeID(i))
+		}
+	}
 }
 
 // te is the election timeout the simulated clusters use.
@@ -64,11 +78,14 @@ func must(t *rapid.T, c *sim.Cluster, err error) {
 }
 
 // TestPropertyRandomFaultSchedules: random clusters (1-5 voters, 0-3
-// observers) under random fault schedules (crashes, restarts, graceful
-// resignations, symmetric and one-way partitions, lossy, duplicating and
-// reordering networks), invariants after every event; then every fault
-// stops and a leader that every replica follows must appear within
-// sim.LivenessBound election timeouts.
+// observers, with or without directory ids and a cluster id, some voters
+// without pre-vote) under random fault schedules (crashes that lose the
+// unflushed tail, restarts, graceful resignations, symmetric and one-way
+// partitions, lossy, duplicating and reordering networks, slow disks whose
+// flushes take up to three election timeouts), invariants after every
+// event; then every fault stops, a leader that every replica follows must
+// appear within sim.LivenessBound election timeouts, and every replica
+// must catch up.
 func TestPropertyRandomFaultSchedules(t *testing.T) {
 	var st simStats
 	var worst time.Duration
@@ -101,6 +118,10 @@ func TestPropertyRandomFaultSchedules(t *testing.T) {
 			"partition": func(t *rapid.T) { apply(t, sim.Op{Kind: sim.OpPartition, Group: group.Draw(t, "group")}) },
 			"one way":   func(t *rapid.T) { apply(t, sim.Op{Kind: sim.OpOneWay, Group: group.Draw(t, "group")}) },
 			"heal":      func(t *rapid.T) { apply(t, sim.Op{Kind: sim.OpHeal}) },
+			"disk": func(t *rapid.T) {
+				d := rapid.SampledFrom(sim.SlowFlushDelays).Draw(t, "flush delay")
+				apply(t, sim.Op{Kind: sim.OpDisk, FlushDelay: d})
+			},
 			"network": func(t *rapid.T) {
 				nw := sim.Network{
 					MinDelay:  time.Millisecond,
@@ -147,6 +168,12 @@ func TestPropertySoakRandomSchedules(t *testing.T) {
 		r := newRand(seed)
 		opts := sim.DefaultOptions()
 		opts.Voters, opts.Observers, opts.Seed = 1+r.Intn(5), r.Intn(4), seed
+		opts.DirectoryIDs, opts.ClusterID = r.Intn(2) == 0, r.Intn(2) == 0
+		for i := 0; i < opts.Voters; i++ {
+			if r.Intn(5) == 0 {
+				opts.PreVoteUnsupported = append(opts.PreVoteUnsupported, kraft.NodeID(i))
+			}
+		}
 		ops := sim.RandomSchedule(r, opts.Voters, opts.Observers, window, r.Intn(maxOps+1))
 		c, err := sim.New(opts, nil)
 		if err != nil {

@@ -97,6 +97,8 @@ func (k *Checker) fail(n *node, rule, format string, args ...interface{}) {
 // Committed returns a copy of the committed log.
 func (k *Checker) Committed() []Record { return append([]Record(nil), k.committed...) }
 
+func (k *Checker) committedLen() int { return len(k.committed) }
+
 // logChanged marks n's log as changed anywhere: every record is compared
 // again.
 func (k *Checker) logChanged(n *node) { k.logChangedFrom(n, 0) }

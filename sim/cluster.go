@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/kraftquorum/kraft"
 )
 
@@ -76,6 +77,18 @@ type message struct {
 	fetchOffset int64
 	records     []Record
 	noPark      bool
+	// answer is a BeginQuorumEpoch or EndQuorumEpoch response, which has
+	// no event of its own (event is nil).
+	answer *answer
+}
+
+// answer is the part of a BeginQuorumEpoch or EndQuorumEpoch response the
+// requester's host reads: a newer epoch with no leader becomes
+// ReceiveLeaderlessEpoch (docs/design.md D28).
+type answer struct {
+	err    kraft.ErrorCode
+	epoch  kraft.Epoch
+	leader kraft.NodeID
 }
 
 type itemKind uint8
@@ -131,11 +144,13 @@ type Cluster struct {
 	nodes  []*node
 	voters []kraft.ReplicaKey
 	cut    map[[2]kraft.NodeID]bool // blocked directions (from, to)
-	stats  Stats
-	check  *Checker
-	trace  *json.Encoder
-	err    error
-	client uint64
+	// flushDelay is the current maximum flush delay (OpDisk).
+	flushDelay time.Duration
+	stats      Stats
+	check      *Checker
+	trace      *json.Encoder
+	err        error
+	client     uint64
 
 	// ctx is the message being delivered, for matching responses.
 	ctx *message
@@ -159,22 +174,24 @@ func New(opts Options, trace io.Writer) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{
-		opts: opts,
-		rng:  rand.New(rand.NewSource(opts.Seed)),
-		cut:  map[[2]kraft.NodeID]bool{},
+		opts:       opts,
+		rng:        rand.New(rand.NewSource(opts.Seed)),
+		cut:        map[[2]kraft.NodeID]bool{},
+		flushDelay: opts.FlushDelayMax,
 	}
 	if trace != nil {
 		c.trace = json.NewEncoder(trace)
 	}
 	c.check = newChecker(c)
 	for i := 0; i < opts.Voters; i++ {
-		c.voters = append(c.voters, kraft.ReplicaKey{ID: kraft.NodeID(i)})
+		c.voters = append(c.voters, kraft.ReplicaKey{ID: kraft.NodeID(i), DirectoryID: directoryID(opts, kraft.NodeID(i), 0)})
 	}
 	c.writeTrace(TraceLine{Kind: "header", Seed: opts.Seed, Options: &opts})
 	for i := 0; i < opts.Voters+opts.Observers; i++ {
 		id := kraft.NodeID(i)
 		cfg := kraft.Config{
-			Local:              kraft.ReplicaKey{ID: id},
+			Local:              kraft.ReplicaKey{ID: id, DirectoryID: directoryID(opts, id, 0)},
+			ClusterID:          clusterID(opts),
 			Observer:           i >= opts.Voters,
 			Voters:             c.voters,
 			ElectionTimeout:    opts.ElectionTimeout,
@@ -191,6 +208,25 @@ func New(opts Options, trace io.Writer) (*Cluster, error) {
 		c.push(&item{at: c.clientDelay(), kind: itemClient})
 	}
 	return c, c.err
+}
+
+// directoryID is the KIP-853 directory id of replica id on its disk
+// generation disk, or none without Options.DirectoryIDs.
+func directoryID(o Options, id kraft.NodeID, disk int) uuid.UUID {
+	if !o.DirectoryIDs {
+		return uuid.Nil
+	}
+	var u uuid.UUID
+	u[0], u[1], u[2], u[3], u[15] = 0xd1, byte(id>>8), byte(id), byte(disk), 1
+	return u
+}
+
+// clusterID is the cluster id every replica has with Options.ClusterID.
+func clusterID(o Options) uuid.NullUUID {
+	if !o.ClusterID {
+		return uuid.NullUUID{}
+	}
+	return uuid.NullUUID{UUID: uuid.UUID{0xc1, 0xc1, 0xc1, 0xc1, 15: 1}, Valid: true}
 }
 
 // replicaSeed derives a distinct kraft.Config.Seed per replica.
@@ -390,7 +426,7 @@ func (c *Cluster) scheduleFlush(n *node) {
 		return
 	}
 	n.flushAt = true
-	d := time.Duration(c.rng.Int63n(int64(c.opts.FlushDelayMax) + 1))
+	d := time.Duration(c.rng.Int63n(int64(c.flushDelay) + 1))
 	c.push(&item{at: c.now + d, kind: itemFlush, node: n.id, inc: n.inc})
 }
 
@@ -523,7 +559,9 @@ func (c *Cluster) carryOut(n *node, acts []kraft.Action, e kraft.Event) {
 				From: n.id, Error: a.Error, Epoch: a.Epoch, VoteGranted: a.VoteGranted, LeaderID: a.LeaderID,
 			}})
 		case kraft.SendBeginQuorumEpoch:
-			c.send(&message{from: n.id, to: a.To.ID, event: kraft.ReceiveBeginQuorumEpoch{
+			c.corr++
+			n.inflight[c.corr] = true
+			c.send(&message{from: n.id, to: a.To.ID, corr: c.corr, event: kraft.ReceiveBeginQuorumEpoch{
 				From: n.id, ClusterID: a.ClusterID, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
 				VoterID: a.To.ID, VoterDirectoryID: a.To.DirectoryID,
 			}})
@@ -535,11 +573,17 @@ func (c *Cluster) carryOut(n *node, acts []kraft.Action, e kraft.Event) {
 					break
 				}
 			}
-			c.send(&message{from: n.id, to: a.To.ID, event: kraft.ReceiveEndQuorumEpoch{
+			c.corr++
+			n.inflight[c.corr] = true
+			c.send(&message{from: n.id, to: a.To.ID, corr: c.corr, event: kraft.ReceiveEndQuorumEpoch{
 				From: n.id, ClusterID: a.ClusterID, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch, SuccessorRank: rank,
 			}})
-		case kraft.SendBeginQuorumEpochResponse, kraft.SendEndQuorumEpochResponse, kraft.SendFetchSnapshotResponse:
-			// No event takes these: a leader ignores the answers.
+		case kraft.SendBeginQuorumEpochResponse:
+			c.answer(n, ctx, a.To, answer{err: a.Error, epoch: a.Epoch, leader: a.LeaderID})
+		case kraft.SendEndQuorumEpochResponse:
+			c.answer(n, ctx, a.To, answer{err: a.Error, epoch: a.Epoch, leader: a.LeaderID})
+		case kraft.SendFetchSnapshotResponse:
+			// No FetchSnapshot requests in the simulator.
 		case kraft.SendFetch:
 			c.sendFetch(n, a)
 		case kraft.SendFetchResponse:
@@ -579,6 +623,15 @@ func (c *Cluster) carryOut(n *node, acts []kraft.Action, e kraft.Event) {
 			// The checker looks at them.
 		}
 	}
+}
+
+// answer sends a BeginQuorumEpoch or EndQuorumEpoch response on the
+// request's connection.
+func (c *Cluster) answer(n *node, req *message, to kraft.NodeID, a answer) {
+	if req == nil || req.from != to {
+		return
+	}
+	c.send(&message{from: n.id, to: to, corr: req.corr, response: true, answer: &a})
 }
 
 // sendFetch sends a Fetch; it supersedes any Fetch in flight.
@@ -744,10 +797,36 @@ func (c *Cluster) deliver(m *message) {
 			}
 			delete(n.inflight, m.corr)
 		}
+		if a := m.answer; a != nil {
+			// D28: only a newer epoch without a leader has an event.
+			if a.err == kraft.ErrNone && a.epoch > n.st.Epoch() && a.leader < 0 {
+				c.step(n, kraft.ReceiveLeaderlessEpoch{From: m.from, Epoch: a.epoch})
+			}
+			return
+		}
+	}
+	if v, ok := m.event.(kraft.ReceiveVoteRequest); ok && v.PreVote && c.preVoteUnsupported(n.id) {
+		// A peer without Vote v2 (KIP-996): its client library answers
+		// UNSUPPORTED_VERSION; the replica never sees the request.
+		c.ctx = m
+		c.send(&message{from: n.id, to: m.from, corr: m.corr, response: true, event: kraft.ReceiveVoteResponse{
+			From: n.id, Error: kraft.ErrUnsupportedVersion, Epoch: v.CandidateEpoch, LeaderID: kraft.NoNode,
+		}})
+		c.ctx = nil
+		return
 	}
 	c.ctx = m
 	c.step(n, m.event)
 	c.ctx = nil
+}
+
+func (c *Cluster) preVoteUnsupported(id kraft.NodeID) bool {
+	for _, x := range c.opts.PreVoteUnsupported {
+		if x == id {
+			return true
+		}
+	}
+	return false
 }
 
 // TraceLine is one line of a trace.

@@ -30,6 +30,10 @@ const (
 	OpHeal OpKind = "heal"
 	// OpNetwork sets the network's behaviour to Network.
 	OpNetwork OpKind = "network"
+	// OpDisk sets how long every replica's disk takes to flush: each flush
+	// completes after a delay drawn from [0, FlushDelay] (a slow disk
+	// phase; StopFaults goes back to Options.FlushDelayMax).
+	OpDisk OpKind = "disk"
 )
 
 // Op is one operation of a fault schedule, at virtual time At.
@@ -39,6 +43,8 @@ type Op struct {
 	Node    kraft.NodeID   `json:"node,omitempty"`
 	Group   []kraft.NodeID `json:"group,omitempty"`
 	Network *Network       `json:"network,omitempty"`
+	// FlushDelay is OpDisk's maximum flush delay.
+	FlushDelay time.Duration `json:"flush_delay,omitempty"`
 }
 
 // String describes the operation.
@@ -52,6 +58,8 @@ func (o Op) String() string {
 		if o.Network != nil {
 			return fmt.Sprintf("%v %s %+v", o.At, o.Kind, *o.Network)
 		}
+	case OpDisk:
+		return fmt.Sprintf("%v %s flush<=%v", o.At, o.Kind, o.FlushDelay)
 	case OpHeal:
 	}
 	return fmt.Sprintf("%v %s", o.At, o.Kind)
@@ -105,6 +113,17 @@ func (c *Cluster) apply(op Op) {
 		c.crash(n)
 		n.record, n.log, n.flushed = nil, nil, 0
 		n.disk++
+		if c.opts.DirectoryIDs {
+			// KIP-853: a new disk is a new replica key; a voter whose key
+			// no longer matches comes back as an observer.
+			n.cfg.Local.DirectoryID = directoryID(c.opts, n.id, n.disk)
+			n.cfg.Observer = true
+			for _, v := range c.voters {
+				if v.Matches(n.cfg.Local) {
+					n.cfg.Observer = false
+				}
+			}
+		}
 		c.check.diskLost(n)
 		c.start(n)
 	case OpResign:
@@ -135,6 +154,10 @@ func (c *Cluster) apply(op Op) {
 				return
 			}
 			c.opts.Network = nw
+		}
+	case OpDisk:
+		if op.FlushDelay >= 0 {
+			c.flushDelay = op.FlushDelay
 		}
 	}
 }
@@ -179,10 +202,14 @@ func (c *Cluster) Heal() { c.Apply(Op{Kind: OpHeal}) }
 func (c *Cluster) SetNetwork(n Network) { c.Apply(Op{Kind: OpNetwork, Network: &n}) }
 
 // StopFaults ends every fault: it heals partitions, restarts every crashed
-// replica and makes the network reliable (no loss, no duplicates; delays
-// stay).
+// replica, makes the network reliable (no loss, no duplicates; delays
+// stay) and the disks as fast as Options.FlushDelayMax says. Flushes
+// already scheduled complete when they were due.
 func (c *Cluster) StopFaults() {
 	c.Heal()
+	if c.flushDelay != c.opts.FlushDelayMax {
+		c.Apply(Op{Kind: OpDisk, FlushDelay: c.opts.FlushDelayMax})
+	}
 	nw := c.opts.Network
 	nw.Loss, nw.Duplicate = 0, 0
 	c.SetNetwork(nw)

@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"time"
+
+	"github.com/kraftquorum/kraft"
 )
 
 // Network describes how the simulated network treats each message.
@@ -45,14 +47,29 @@ type Options struct {
 	FetchRetryBackoff time.Duration `json:"fetch_retry_backoff"`
 	// MaxFetchRecords caps the records in one Fetch response.
 	MaxFetchRecords int `json:"max_fetch_records"`
-	// FlushDelayMax: a leader flushes its appended records after a delay
-	// drawn from [0, FlushDelayMax].
+	// FlushDelayMax: every replica's host writes records at once and
+	// reports them (LogAppended), then flushes its log after a delay drawn
+	// from [0, FlushDelayMax] and reports that (LogFlushed). Delays longer
+	// than the election timeout model a slow disk; OpDisk changes the
+	// delay during a run.
 	FlushDelayMax time.Duration `json:"flush_delay_max"`
 	// ClientInterval is the mean time between client appends; the client
 	// appends 1-3 records at the leader each time. Negative: no client.
 	ClientInterval time.Duration `json:"client_interval"`
 
 	Network Network `json:"network"`
+
+	// DirectoryIDs gives every replica a KIP-853 directory id, also in the
+	// voter keys; a disk loss gives the replica a new one, so a voter that
+	// lost its disk comes back as an observer.
+	DirectoryIDs bool `json:"directory_ids,omitempty"`
+	// ClusterID gives every replica the same cluster id, sent in every
+	// request and checked by every receiver.
+	ClusterID bool `json:"cluster_id,omitempty"`
+	// PreVoteUnsupported lists the replicas whose hosts answer a pre-vote
+	// request with UNSUPPORTED_VERSION, as a Kafka peer without Vote v2
+	// (KIP-996) does; the requester then skips the pre-vote.
+	PreVoteUnsupported []kraft.NodeID `json:"pre_vote_unsupported,omitempty"`
 }
 
 // DefaultOptions returns the defaults: Kafka's timeouts (T_e 1 s, T_f 2 s,

@@ -10,14 +10,15 @@ import (
 
 // RandomSchedule draws n fault operations in [0, window) for a cluster of
 // the given size: crashes, restarts, resignations, symmetric and one-way
-// partitions, heals, and lossy or duplicating network phases. Disk loss is
+// partitions, heals, lossy or duplicating network phases, and slow disk
+// phases (flushes that take up to three election timeouts). Disk loss is
 // left out (see the package doc); add OpLoseDisk operations by hand.
 func RandomSchedule(r *rand.Rand, voters, observers int, window time.Duration, n int) []Op {
 	total := voters + observers
 	ops := make([]Op, 0, n)
 	for i := 0; i < n; i++ {
 		op := Op{At: time.Duration(r.Int63n(int64(window))), Node: kraft.NodeID(r.Intn(total))}
-		switch k := r.Intn(10); {
+		switch k := r.Intn(11); {
 		case k < 2:
 			op.Kind = OpCrash
 		case k < 4:
@@ -30,17 +31,23 @@ func RandomSchedule(r *rand.Rand, voters, observers int, window time.Duration, n
 			op.Kind, op.Group = OpOneWay, randomGroup(r, total)
 		case k < 9:
 			op.Kind = OpHeal
-		default:
+		case k < 10:
 			op.Kind = OpNetwork
 			op.Network = &Network{
 				MinDelay: time.Millisecond, MaxDelay: time.Duration(1+r.Intn(100)) * time.Millisecond,
 				Loss: float64(r.Intn(4)) / 10, Duplicate: float64(r.Intn(3)) / 10,
 			}
+		default:
+			op.Kind, op.FlushDelay = OpDisk, SlowFlushDelays[r.Intn(len(SlowFlushDelays))]
 		}
 		ops = append(ops, op)
 	}
 	return ops
 }
+
+// SlowFlushDelays are the maximum flush delays a slow disk phase draws
+// from: from an instant flush to three times Kafka's election timeout.
+var SlowFlushDelays = []time.Duration{0, 20 * time.Millisecond, 200 * time.Millisecond, time.Second, 3 * time.Second}
 
 func randomGroup(r *rand.Rand, total int) []kraft.NodeID {
 	var g []kraft.NodeID
@@ -57,7 +64,8 @@ func randomGroup(r *rand.Rand, total int) []kraft.NodeID {
 // LivenessBound is the time, in election timeouts T_e, within which a
 // cluster whose faults have stopped must have a leader that a majority of
 // voters follows, with every running replica following it and none
-// Prospective.
+// Prospective, and every replica caught up with what was committed half way
+// through.
 const LivenessBound = 20
 
 // CheckLiveness stops every fault (StopFaults) and runs for
@@ -73,6 +81,10 @@ func (c *Cluster) CheckLiveness() (time.Duration, error) {
 		return 0, err
 	}
 	took := c.now - start
+	if err := c.RunUntil(start+bound/2, nil); err != nil {
+		return took, err
+	}
+	committed := c.check.committedLen()
 	if err := c.RunUntil(start+bound, nil); err != nil {
 		return took, err
 	}
@@ -81,6 +93,9 @@ func (c *Cluster) CheckLiveness() (time.Duration, error) {
 		return took, fmt.Errorf("sim: leader lost after healing, at %v: %s", c.now, c.Describe())
 	}
 	ep := c.nodes[l].st.Epoch()
+	if err := c.checkCaughtUp(l, committed); err != nil {
+		return took, err
+	}
 	for _, n := range c.nodes {
 		s := n.st
 		if n.id != l && (s.Role() != kraft.Follower || s.Leader() != l || s.Epoch() != ep) {
@@ -89,4 +104,20 @@ func (c *Cluster) CheckLiveness() (time.Duration, error) {
 		}
 	}
 	return took, nil
+}
+
+// checkCaughtUp fails unless every running replica's log holds the first
+// committed records (durably) and its high watermark has reached them:
+// replication must make progress once faults stop, not only elections.
+func (c *Cluster) checkCaughtUp(leader kraft.NodeID, committed int) error {
+	for _, n := range c.nodes {
+		if !n.up {
+			continue
+		}
+		if n.flushed < committed || c.check.matched(n, committed) < committed || n.st.HighWatermark() < int64(committed) {
+			return fmt.Errorf("sim: replica %d did not catch up with the %d records committed half way through healing (flushed %d, high watermark %d, leader %d): %s",
+				n.id, committed, n.flushed, n.st.HighWatermark(), leader, c.Describe())
+		}
+	}
+	return nil
 }
