@@ -51,7 +51,7 @@ type node struct {
 	// Fetch in flight.
 	inflight  map[uint64]bool
 	fetchCorr uint64
-	fetchTo   kraft.NodeID
+	lastFetch kraft.SendFetch
 	parked    []parked
 }
 
@@ -642,7 +642,7 @@ func (c *Cluster) sendFetch(n *node, a kraft.SendFetch) {
 	}
 	c.corr++
 	n.fetchCorr = c.corr
-	n.fetchTo = a.To
+	n.lastFetch = a
 	c.send(&message{from: n.id, to: to, corr: c.corr, reqHWM: a.HighWatermark, event: kraft.ReceiveFetch{
 		From: n.id, FromDirectoryID: n.cfg.Local.DirectoryID, ClusterID: a.ClusterID,
 		CurrentLeaderEpoch: a.CurrentLeaderEpoch, FetchEpoch: a.FetchEpoch, FetchOffset: a.FetchOffset,
@@ -650,14 +650,11 @@ func (c *Cluster) sendFetch(n *node, a kraft.SendFetch) {
 	c.push(&item{at: c.now + c.opts.RequestTimeout, kind: itemFetchRetry, node: n.id, inc: n.inc, gen: c.corr})
 }
 
-// resendFetch sends the in-flight Fetch again, rebuilt from the current
-// state (Kafka builds each Fetch request from the log when it sends it).
+// resendFetch sends the latest SendFetch again, as the host contract says.
+// (Rebuilding it from the state's log end would report records a voter has
+// not flushed yet; the state sends a Fetch only once they are.)
 func (c *Cluster) resendFetch(n *node) {
-	end := n.st.LogEnd()
-	c.sendFetch(n, kraft.SendFetch{
-		To: n.fetchTo, ClusterID: n.cfg.ClusterID, CurrentLeaderEpoch: n.st.Epoch(),
-		FetchOffset: end.Offset, FetchEpoch: end.Epoch, HighWatermark: n.st.HighWatermark(),
-	})
+	c.sendFetch(n, n.lastFetch)
 }
 
 // fetchResponse builds the response to req, attaches records, and parks it
