@@ -34,6 +34,7 @@ var rrZeroEvents = []Event{
 	ReceiveFetchResponse{},
 	ReceiveLeaderlessEpoch{},
 	LogAppended{},
+	LogFlushed{},
 	Resign{},
 }
 
@@ -85,7 +86,7 @@ func TestZeroValueEventsOnEveryRole(t *testing.T) {
 				want = []Action{SendFetchResponse{To: 0, Error: ErrFencedLeaderEpoch, Epoch: e, LeaderID: l, HighWatermark: -1}}
 			case ReceiveFetchSnapshot:
 				want = []Action{SendFetchSnapshotResponse{To: 0, Error: ErrFencedLeaderEpoch, Epoch: e, LeaderID: l}}
-			case ReceiveVoteResponse, ReceiveFetchResponse, ReceiveLeaderlessEpoch, LogAppended:
+			case ReceiveVoteResponse, ReceiveFetchResponse, ReceiveLeaderlessEpoch, LogAppended, LogFlushed:
 			}
 			require.Equal(t, want, acts, "%s %T", name, ev)
 			require.Equal(t, s, next, "%s %T", name, ev)
@@ -437,7 +438,7 @@ func rrGenEvent(rt *rapid.T, cur Epoch) Event {
 			ErrUnknownLeaderEpoch, ErrInvalidRequest, ErrBrokerNotAvailable, ErrInvalidVoterKey, ErrUnsupportedVersion, 999,
 		}).Draw(rt, "code")
 	}
-	switch rapid.IntRange(0, 13).Draw(rt, "kind") {
+	switch rapid.IntRange(0, 14).Draw(rt, "kind") {
 	case 0:
 		return ElectionTimeout{}
 	case 1:
@@ -488,6 +489,8 @@ func rrGenEvent(rt *rapid.T, cur Epoch) Event {
 		return ReceiveLeaderlessEpoch{From: id("from"), Epoch: ep("epoch")}
 	case 12:
 		return LogAppended{End: LogEnd{Offset: off("offset"), Epoch: ep("epoch")}}
+	case 13:
+		return LogFlushed{Offset: off("flushed")}
 	}
 	return Resign{}
 }

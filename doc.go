@@ -45,8 +45,8 @@
 // # Restarting
 //
 // On restart, pass the last record the host persisted and a description of
-// the durable log (its end and the first offset of each epoch, Kafka's
-// leader-epoch cache):
+// the log that survived, synced (its end and the first offset of each
+// epoch, Kafka's leader-epoch cache); all of it counts as flushed:
 //
 //	rec := kraft.QuorumRecord{Epoch: 5, LeaderID: 1, VotedKey: kraft.NoReplica}
 //	log := kraft.LogState{
@@ -80,7 +80,8 @@
 //		case kraft.ResetTimer, kraft.StopTimer:
 //			// arm or cancel the timer
 //		case kraft.AppendLeaderChange, kraft.TruncateLog:
-//			// change the local log; report appends with LogAppended
+//			// change the local log; report writes with LogAppended
+//			// at once, flushes with LogFlushed when they complete
 //		case kraft.HighWatermarkChanged:
 //			// records below a.HighWatermark are committed
 //		case kraft.RoleChanged:
@@ -96,18 +97,26 @@
 // action buffer across steps. The package examples contain a complete
 // in-memory host.
 //
-// Events a host reports about its own log are events too: LogAppended when
-// the log is durable up to a new end (the leader's appends, including the
-// LeaderChange record asked for by AppendLeaderChange, and a follower's
-// appends of fetched records), one LogAppended per epoch when an append
-// spans several epochs; Resign when a leader should step down gracefully.
-// A TruncateLog action is already reflected in the State when Step returns.
+// Events a host reports about its own log are events too. The state keeps
+// the log as Kafka does, the written log apart from the flushed offset
+// (docs/design.md D30): LogAppended when records are written, flushed or
+// not (the leader's appends, including the LeaderChange record asked for by
+// AppendLeaderChange, and a follower's appends of fetched records), at once
+// and one per epoch when a write spans several epochs; LogFlushed when the
+// log is durable up to an offset, whenever the host's flush completes.
+// Votes, the epoch start and Fetch validation use the written log; a leader
+// commits only what a majority has flushed, itself included, and a voter
+// sends its Fetch only once its written log is flushed. Resign asks a
+// leader to step down gracefully. A TruncateLog action is already
+// reflected in the State when Step returns.
 //
 // Fetched records are the host's: when State.AcceptsRecords says the state
-// will take a Fetch response's records, the host appends them, reports them
-// with LogAppended, and only then steps the ReceiveFetchResponse. The leader's host attaches records from
-// its log to a SendFetchResponse whose Error is ErrNone and that has no
-// Diverging point, starting at the request's fetch offset.
+// will take a Fetch response's records, the host appends them at its log
+// end, reports them with LogAppended, and only then steps the
+// ReceiveFetchResponse. The leader's host attaches records from its written
+// log, flushed or not, to a SendFetchResponse whose Error is ErrNone and
+// that has no Diverging point, from the request's fetch offset up to
+// State.LogEnd().
 //
 // # The persistence rule
 //

@@ -1,6 +1,7 @@
 package kraft_test
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/kraftquorum/kraft"
@@ -100,6 +101,8 @@ func checkStepLocally(t *rapid.T, s kraft.State, e kraft.Event, next kraft.State
 	}
 }
 
+// sameState compares whole states, every field and every slice they hold
+// (not their printed forms, which leave fields out).
 func sameState(a, b kraft.State) bool {
-	return a.String() == b.String() && a.Record() == b.Record()
+	return reflect.DeepEqual(a, b)
 }
