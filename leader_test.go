@@ -751,7 +751,7 @@ func rpIgnoredOutsideLeader(t *testing.T, e Event) {
 // as is a negative one; a report that extends the log with an epoch below
 // its last one or above the current epoch is impossible and a Fault with
 // the state unchanged. The history drives the leader's divergence answers.
-// Reference: docs/design.md D30; spec 2.5, 7.6 step 4c.
+// Reference: docs/design.md D30; Kafka's LeaderEpochFileCache and RaftLog.validateOffsetAndEpoch.
 func TestLogAppendedKeepsEpochHistory(t *testing.T) {
 	s, _ := restart(t, config(1, 1, 2, 3), QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: NoReplica}, LogState{})
 	for _, end := range []LogEnd{{Offset: 2, Epoch: 1}, {Offset: 4, Epoch: 1}, {Offset: 6, Epoch: 3}} {

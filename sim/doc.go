@@ -2,16 +2,20 @@
 //
 // A Cluster holds N voters and M observers. Each replica is a kraft.State
 // driven by a simulated host that carries out the actions of every Step in
-// order, as DESIGN.md section 5 (the host contract) says:
+// order, as the host contract in the README says:
 //
 //   - Persist writes the quorum-state record to a durable store at once; the
 //     messages of the same step are sent only after it.
-//   - Each replica has a log of records (epoch, offset, payload) with a
-//     flushed prefix. A follower appends the records a Fetch response carries,
-//     flushes them and reports them with one LogAppended per epoch before it
-//     delivers the ReceiveFetchResponse. A leader appends client records and
-//     the LeaderChange record unflushed, flushes a little later and then
-//     reports them; a crash loses the unflushed tail.
+//   - Each replica has a written log of records (epoch, offset, payload) with
+//     a flushed prefix, and follows the README's rules for it. Every write (a
+//     leader's client records and LeaderChange record, a follower's fetched
+//     records) is reported at once with one LogAppended per epoch run, a
+//     follower's before it delivers the ReceiveFetchResponse; the flush
+//     completes after a random delay (Options.FlushDelayMax, OpDisk for slow
+//     disk phases of up to three election timeouts) and is reported with
+//     LogFlushed, whatever role the replica holds by then. A leader serves
+//     records from its written log up to the state's log end. A crash loses
+//     the unflushed tail.
 //   - Timers run on a virtual clock; only the latest arming of a timer fires.
 //   - The network delays every message independently (so it reorders),
 //     loses and duplicates messages with configurable probabilities, and
