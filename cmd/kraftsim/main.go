@@ -74,9 +74,10 @@ func usage(w *printer, fs *flag.FlagSet) {
 	w.printf("%s%s", usageText, defaults.String())
 	w.printf("\nScenarios (-scenario NAME):\n%s", listScenarios())
 	w.printf("%s", `
-Random faults (-crash-rate, -partition-rate, -loss, -dup) are layered over
-any scenario until the end of -duration; a crashed replica restarts after
-1-5s and a partition heals after 1-5s. While they are on, an expectation
+Random faults (-crash-rate, -partition-rate, -slow-disk-rate, -loss, -dup)
+are layered over any scenario until the end of -duration; a crashed replica
+restarts after 1-5s, a partition heals after 1-5s and a slow disk phase
+(flushes taking up to 3 T_e) ends after 1-5s. While they are on, an expectation
 that fails (no leader within the liveness bound) abandons the scenario's
 script instead of failing the run: liveness is owed only once the faults
 stop. Every run ends by stopping all faults and requiring that every running
@@ -137,6 +138,7 @@ func command(args []string, stdout, stderr *printer, terminal bool) int {
 	fs.DurationVar(&cfg.duration, "duration", 0, "virtual duration (default: 1m for story and random, as long as the script takes for the others)")
 	fs.Float64Var(&cfg.rates.crash, "crash-rate", 0, "random crashes per virtual second, across the cluster")
 	fs.Float64Var(&cfg.rates.partition, "partition-rate", 0, "random partitions per virtual second")
+	fs.Float64Var(&cfg.rates.slowDisk, "slow-disk-rate", 0, "random slow disk phases per virtual second (every flush takes up to 3 T_e for 1-5s)")
 	fs.Float64Var(&cfg.rates.loss, "loss", 0, "probability that a message is lost (0-1)")
 	fs.Float64Var(&cfg.rates.dup, "dup", 0, "probability that a message is duplicated (0-1)")
 	fs.StringVar(&cfg.scenario, "scenario", "story", "run the scenario `NAME`; list to list them")
@@ -194,8 +196,8 @@ func validate(cfg config, sc scenario) string {
 		return fmt.Sprintf("scenario %s needs at least %d voters, -voters is %d", sc.name, sc.minVoters, cfg.voters)
 	case cfg.duration < 0 || cfg.duration > 24*time.Hour:
 		return fmt.Sprintf("-duration %v: want 0 to 24h", cfg.duration)
-	case r.crash < 0 || r.crash > 100 || r.partition < 0 || r.partition > 100:
-		return "-crash-rate and -partition-rate: want 0 to 100 per second"
+	case r.crash < 0 || r.crash > 100 || r.partition < 0 || r.partition > 100 || r.slowDisk < 0 || r.slowDisk > 100:
+		return "-crash-rate, -partition-rate and -slow-disk-rate: want 0 to 100 per second"
 	case r.loss < 0 || r.loss > 1 || r.dup < 0 || r.dup > 1:
 		return "-loss and -dup: want a probability from 0 to 1"
 	case cfg.trace != "" && cfg.trace == cfg.svg:
@@ -218,7 +220,7 @@ func (r result) ok() bool { return r.violation == nil && r.expect == nil && r.se
 // simulate runs a scenario.
 func simulate(cfg config, sc scenario, stdout, stderr *printer, terminal bool) int {
 	rates := cfg.rates
-	if !rates.any() && !cfg.set["crash-rate"] && !cfg.set["partition-rate"] && !cfg.set["loss"] && !cfg.set["dup"] && sc.faults != nil {
+	if !rates.any() && !cfg.set["crash-rate"] && !cfg.set["partition-rate"] && !cfg.set["slow-disk-rate"] && !cfg.set["loss"] && !cfg.set["dup"] && sc.faults != nil {
 		rates = *sc.faults
 	}
 	length := cfg.duration
@@ -280,7 +282,7 @@ func simulate(cfg config, sc scenario, stdout, stderr *printer, terminal bool) i
 		d.status = stderr
 	}
 	if rates.crash > 0 || rates.partition > 0 {
-		c.Schedule(randomFaults(cfg.seed, cfg.voters+cfg.observers, length, rates)...)
+		c.Schedule(randomFaults(cfg.seed, cfg.voters+cfg.observers, length, rates, opts.FlushDelayMax)...)
 	}
 
 	res := drive(d, sc, length)

@@ -185,7 +185,7 @@ func (o *observer) onOp(op sim.Op) {
 		if !valid {
 			return // Apply ignored it
 		}
-	case sim.OpPartition, sim.OpOneWay, sim.OpHeal, sim.OpNetwork:
+	case sim.OpPartition, sim.OpOneWay, sim.OpHeal, sim.OpNetwork, sim.OpDisk:
 	}
 	switch op.Kind {
 	case sim.OpCrash:
@@ -252,6 +252,8 @@ func (o *observer) onOp(op sim.Op) {
 			return
 		}
 		o.line(now, "network", "%s", describeNetwork(*op.Network))
+	case sim.OpDisk:
+		o.line(now, "disk", "every flush now takes up to %v", op.FlushDelay)
 	}
 	o.checkLeader(&op)
 }

@@ -27,11 +27,13 @@ type scenario struct {
 
 // faultRates are the random faults layered over a scenario.
 type faultRates struct {
-	crash, partition float64 // per virtual second, across the cluster
-	loss, dup        float64 // per message
+	crash, partition, slowDisk float64 // per virtual second, across the cluster
+	loss, dup                  float64 // per message
 }
 
-func (f faultRates) any() bool { return f.crash > 0 || f.partition > 0 || f.loss > 0 || f.dup > 0 }
+func (f faultRates) any() bool {
+	return f.crash > 0 || f.partition > 0 || f.slowDisk > 0 || f.loss > 0 || f.dup > 0
+}
 
 // scenarios lists the named scenarios: the default story, Kafka's
 // RaftEventSimulationTest scenarios (as the property tests in the root
@@ -75,8 +77,8 @@ var scenarios = []scenario{
 	},
 	{
 		name: "random", minVoters: 1, duration: time.Minute, script: func(*driver, time.Duration) error { return nil },
-		faults: &faultRates{crash: 0.1, partition: 0.05, loss: 0.05, dup: 0.05},
-		about:  "random faults only (default rates: 0.1 crashes/s, 0.05 partitions/s, 5% loss, 5% duplication), then heal",
+		faults: &faultRates{crash: 0.1, partition: 0.05, slowDisk: 0.05, loss: 0.05, dup: 0.05},
+		about:  "random faults only (default rates: 0.1 crashes/s, 0.05 partitions/s, 0.05 slow disks/s, 5% loss, 5% duplication), then heal",
 	},
 }
 
@@ -339,10 +341,11 @@ func dataLoss(d *driver, _ time.Duration) error {
 	return nil
 }
 
-// randomFaults draws crashes (each restarted after 1-5s) and partitions
-// (each healed after 1-5s) as Poisson processes over [0, window), from
-// their own generator seeded by seed.
-func randomFaults(seed int64, replicas int, window time.Duration, f faultRates) []sim.Op {
+// randomFaults draws crashes (each restarted after 1-5s), partitions (each
+// healed after 1-5s) and slow disk phases (flushes taking up to 3 T_e, each
+// phase 1-5s) as Poisson processes over [0, window), from their own
+// generator seeded by seed.
+func randomFaults(seed int64, replicas int, window time.Duration, f faultRates, base time.Duration) []sim.Op {
 	r := rand.New(rand.NewSource(seed ^ 0x6b72616674))
 	var ops []sim.Op
 	pause := func() time.Duration { return time.Second + time.Duration(r.Int63n(int64(4*time.Second))) }
@@ -377,6 +380,10 @@ func randomFaults(seed int64, replicas int, window time.Duration, f faultRates) 
 			}
 		}
 		ops = append(ops, sim.Op{At: at, Kind: sim.OpPartition, Group: g}, sim.Op{At: at + pause(), Kind: sim.OpHeal})
+	})
+	arrivals(f.slowDisk, func(at time.Duration) {
+		d := sim.SlowFlushDelays[1+r.Intn(len(sim.SlowFlushDelays)-1)]
+		ops = append(ops, sim.Op{At: at, Kind: sim.OpDisk, FlushDelay: d}, sim.Op{At: at + pause(), Kind: sim.OpDisk, FlushDelay: base})
 	})
 	return ops
 }
