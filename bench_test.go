@@ -106,6 +106,7 @@ func (c *bnCluster) step(id NodeID, e Event) {
 		end := c.self[0]
 		c.self = c.self[:copy(c.self, c.self[1:])]
 		c.step(id, LogAppended{End: end})
+		c.step(id, LogFlushed{Offset: end.Offset})
 	}
 }
 
@@ -202,6 +203,7 @@ func (c *bnCluster) appendFetched(m *bnMsg) {
 			c.step(m.to, LogAppended{End: LogEnd{Offset: i + 1, Epoch: log[i]}})
 		}
 	}
+	c.step(m.to, LogFlushed{Offset: m.leaderEnd})
 }
 
 // committedEverywhere: a leader exists and every voter knows a high
@@ -330,6 +332,7 @@ func BenchmarkLeaderAck(b *testing.B) {
 		// The leader appends 10 records; voters 3..majority already fetched
 		// them, so voter 2's Fetch completes the majority.
 		adv := bnMust(b, same, LogAppended{End: LogEnd{Offset: 11, Epoch: 1}}, func(s State, _ []Action) bool { return s.LogEnd().Offset == 11 })
+		adv = bnMust(b, adv, LogFlushed{Offset: 11}, func(s State, _ []Action) bool { return s.FlushedOffset() == 11 })
 		for id := 3; id <= n/2+1; id++ {
 			adv = bnMust(b, adv, bnFetchAt(NodeID(id), 11), func(s State, _ []Action) bool { return s.HighWatermark() == 1 })
 		}
