@@ -77,18 +77,6 @@ type message struct {
 	fetchOffset int64
 	records     []Record
 	noPark      bool
-	// answer is a BeginQuorumEpoch or EndQuorumEpoch response, which has
-	// no event of its own (event is nil).
-	answer *answer
-}
-
-// answer is the part of a BeginQuorumEpoch or EndQuorumEpoch response the
-// requester's host reads: a newer epoch with no leader becomes
-// ReceiveLeaderlessEpoch (docs/design.md D28).
-type answer struct {
-	err    kraft.ErrorCode
-	epoch  kraft.Epoch
-	leader kraft.NodeID
 }
 
 type itemKind uint8
@@ -543,45 +531,26 @@ func (c *Cluster) carryOut(n *node, acts []kraft.Action, e kraft.Event) {
 		case kraft.Persist:
 			r := a.Record
 			n.record = &r
-		case kraft.SendVoteRequest:
+		case kraft.SendVoteRequest, kraft.SendBeginQuorumEpoch, kraft.SendEndQuorumEpoch:
+			// Requests: kraft.Deliver gives the addressee's event.
+			to, ev, _ := kraft.Deliver(n.cfg.Local, a)
 			c.corr++
 			n.inflight[c.corr] = true
-			c.send(&message{from: n.id, to: a.To.ID, corr: c.corr, event: kraft.ReceiveVoteRequest{
-				From: n.id, ClusterID: a.ClusterID, VoterID: a.To.ID, VoterDirectoryID: a.To.DirectoryID,
-				CandidateEpoch: a.CandidateEpoch, Candidate: a.Candidate.ID, CandidateDirectoryID: a.Candidate.DirectoryID,
-				CandidateLogEnd: a.CandidateLogEnd, PreVote: a.PreVote,
-			}})
+			c.send(&message{from: n.id, to: to, corr: c.corr, event: ev})
 		case kraft.SendVoteResponse:
 			if ctx == nil || ctx.from != a.To {
 				continue
 			}
-			c.send(&message{from: n.id, to: a.To, corr: ctx.corr, response: true, event: kraft.ReceiveVoteResponse{
-				From: n.id, Error: a.Error, Epoch: a.Epoch, VoteGranted: a.VoteGranted, LeaderID: a.LeaderID,
-			}})
-		case kraft.SendBeginQuorumEpoch:
-			c.corr++
-			n.inflight[c.corr] = true
-			c.send(&message{from: n.id, to: a.To.ID, corr: c.corr, event: kraft.ReceiveBeginQuorumEpoch{
-				From: n.id, ClusterID: a.ClusterID, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
-				VoterID: a.To.ID, VoterDirectoryID: a.To.DirectoryID,
-			}})
-		case kraft.SendEndQuorumEpoch:
-			rank := kraft.SuccessorRank{Position: len(a.PreferredSuccessors), Of: len(a.PreferredSuccessors)}
-			for i, k := range a.PreferredSuccessors {
-				if k.Matches(a.To) || a.To.Matches(k) {
-					rank.Position = i
-					break
-				}
+			_, ev, _ := kraft.Deliver(n.cfg.Local, a)
+			c.send(&message{from: n.id, to: a.To, corr: ctx.corr, response: true, event: ev})
+		case kraft.SendBeginQuorumEpochResponse, kraft.SendEndQuorumEpochResponse:
+			// A response without an event of its own: kraft.Deliver makes
+			// a leaderless one ReceiveLeaderlessEpoch and drops the rest
+			// (D28).
+			to, ev, ok := kraft.Deliver(n.cfg.Local, a)
+			if ok && ctx != nil && ctx.from == to {
+				c.send(&message{from: n.id, to: to, corr: ctx.corr, response: true, event: ev})
 			}
-			c.corr++
-			n.inflight[c.corr] = true
-			c.send(&message{from: n.id, to: a.To.ID, corr: c.corr, event: kraft.ReceiveEndQuorumEpoch{
-				From: n.id, ClusterID: a.ClusterID, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch, SuccessorRank: rank,
-			}})
-		case kraft.SendBeginQuorumEpochResponse:
-			c.answer(n, ctx, a.To, answer{err: a.Error, epoch: a.Epoch, leader: a.LeaderID})
-		case kraft.SendEndQuorumEpochResponse:
-			c.answer(n, ctx, a.To, answer{err: a.Error, epoch: a.Epoch, leader: a.LeaderID})
 		case kraft.SendFetchSnapshotResponse:
 			// No FetchSnapshot requests in the simulator.
 		case kraft.SendFetch:
@@ -625,15 +594,6 @@ func (c *Cluster) carryOut(n *node, acts []kraft.Action, e kraft.Event) {
 	}
 }
 
-// answer sends a BeginQuorumEpoch or EndQuorumEpoch response on the
-// request's connection.
-func (c *Cluster) answer(n *node, req *message, to kraft.NodeID, a answer) {
-	if req == nil || req.from != to {
-		return
-	}
-	c.send(&message{from: n.id, to: to, corr: req.corr, response: true, answer: &a})
-}
-
 // sendFetch sends a Fetch; it supersedes any Fetch in flight.
 func (c *Cluster) sendFetch(n *node, a kraft.SendFetch) {
 	to := a.To
@@ -643,10 +603,8 @@ func (c *Cluster) sendFetch(n *node, a kraft.SendFetch) {
 	c.corr++
 	n.fetchCorr = c.corr
 	n.lastFetch = a
-	c.send(&message{from: n.id, to: to, corr: c.corr, reqHWM: a.HighWatermark, event: kraft.ReceiveFetch{
-		From: n.id, FromDirectoryID: n.cfg.Local.DirectoryID, ClusterID: a.ClusterID,
-		CurrentLeaderEpoch: a.CurrentLeaderEpoch, FetchEpoch: a.FetchEpoch, FetchOffset: a.FetchOffset,
-	}})
+	_, ev, _ := kraft.Deliver(n.cfg.Local, a)
+	c.send(&message{from: n.id, to: to, corr: c.corr, reqHWM: a.HighWatermark, event: ev})
 	c.push(&item{at: c.now + c.opts.RequestTimeout, kind: itemFetchRetry, node: n.id, inc: n.inc, gen: c.corr})
 }
 
@@ -661,12 +619,10 @@ func (c *Cluster) resendFetch(n *node) {
 // if it is an empty answer to a caught-up follower.
 func (c *Cluster) fetchResponse(n *node, req *message, a kraft.SendFetchResponse) {
 	f, _ := req.event.(kraft.ReceiveFetch)
+	_, ev, _ := kraft.Deliver(n.cfg.Local, a)
 	m := &message{
 		from: n.id, to: req.from, toInc: req.fromInc, fromInc: n.inc, corr: req.corr, response: true, fetchOffset: f.FetchOffset,
-		event: kraft.ReceiveFetchResponse{
-			From: n.id, Error: a.Error, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
-			HighWatermark: a.HighWatermark, Diverging: a.Diverging,
-		},
+		event: ev,
 	}
 	served := n.st.LogEnd().Offset
 	if served > int64(len(n.log)) {
@@ -793,13 +749,6 @@ func (c *Cluster) deliver(m *message) {
 				return
 			}
 			delete(n.inflight, m.corr)
-		}
-		if a := m.answer; a != nil {
-			// D28: only a newer epoch without a leader has an event.
-			if a.err == kraft.ErrNone && a.epoch > n.st.Epoch() && a.leader < 0 {
-				c.step(n, kraft.ReceiveLeaderlessEpoch{From: m.from, Epoch: a.epoch})
-			}
-			return
 		}
 	}
 	if v, ok := m.event.(kraft.ReceiveVoteRequest); ok && v.PreVote && c.preVoteUnsupported(n.id) {

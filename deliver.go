@@ -1,0 +1,83 @@
+package kraft
+
+// Deliver turns a message action of replica from into the event its
+// addressee steps: a SendVoteRequest becomes the peer's ReceiveVoteRequest,
+// a SendFetchResponse the peer's ReceiveFetchResponse, and so on, field by
+// field as docs/wire-mapping.md maps them through Kafka's wire format. It is
+// the one place where a host (or the runtime, or the simulator) pairs an
+// action with an event, so a transport that carries events needs no mapping
+// of its own.
+//
+// to is the addressee's id; NoNode for a SendFetch of an observer searching
+// for the leader (To: NoNode), which the host sends to any bootstrap voter.
+// ok is false for actions that are not messages (Persist, timers, log
+// actions, RoleChanged, HighWatermarkChanged, Fault) and for responses
+// that have no event: a BeginQuorumEpoch, EndQuorumEpoch or FetchSnapshot
+// response that names a leader is dropped, and one that names none becomes
+// ReceiveLeaderlessEpoch, which the peer acts on only if the epoch is newer
+// than its own (docs/design.md D28).
+//
+// A Fetch response's records are not part of the event: the host attaches
+// them to the response and the addressee's host appends them (when
+// State.AcceptsRecords says so) before it steps the event.
+func Deliver(from ReplicaKey, a Action) (to NodeID, e Event, ok bool) {
+	switch a := a.(type) {
+	case SendVoteRequest:
+		return a.To.ID, ReceiveVoteRequest{
+			From: from.ID, ClusterID: a.ClusterID, VoterID: a.To.ID, VoterDirectoryID: a.To.DirectoryID,
+			CandidateEpoch: a.CandidateEpoch, Candidate: a.Candidate.ID, CandidateDirectoryID: a.Candidate.DirectoryID,
+			CandidateLogEnd: a.CandidateLogEnd, PreVote: a.PreVote,
+		}, true
+	case SendVoteResponse:
+		return a.To, ReceiveVoteResponse{From: from.ID, Error: a.Error, Epoch: a.Epoch, VoteGranted: a.VoteGranted, LeaderID: a.LeaderID}, true
+	case SendBeginQuorumEpoch:
+		return a.To.ID, ReceiveBeginQuorumEpoch{
+			From: from.ID, ClusterID: a.ClusterID, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
+			VoterID: a.To.ID, VoterDirectoryID: a.To.DirectoryID,
+		}, true
+	case SendEndQuorumEpoch:
+		return a.To.ID, ReceiveEndQuorumEpoch{
+			From: from.ID, ClusterID: a.ClusterID, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
+			SuccessorRank: RankOf(a.To, a.PreferredSuccessors),
+		}, true
+	case SendFetch:
+		return a.To, ReceiveFetch{
+			From: from.ID, FromDirectoryID: from.DirectoryID, ClusterID: a.ClusterID,
+			CurrentLeaderEpoch: a.CurrentLeaderEpoch, FetchEpoch: a.FetchEpoch, FetchOffset: a.FetchOffset,
+		}, true
+	case SendFetchResponse:
+		return a.To, ReceiveFetchResponse{
+			From: from.ID, Error: a.Error, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
+			HighWatermark: a.HighWatermark, Diverging: a.Diverging,
+		}, true
+	case SendBeginQuorumEpochResponse:
+		return leaderless(from, a.To, a.Epoch, a.LeaderID)
+	case SendEndQuorumEpochResponse:
+		return leaderless(from, a.To, a.Epoch, a.LeaderID)
+	case SendFetchSnapshotResponse:
+		return leaderless(from, a.To, a.Epoch, a.LeaderID)
+	case Persist, TruncateLog, AppendLeaderChange, HighWatermarkChanged, ResetTimer, StopTimer, RoleChanged, Fault:
+	}
+	return NoNode, nil, false
+}
+
+// leaderless maps a response without an event of its own (D28).
+func leaderless(from ReplicaKey, to NodeID, epoch Epoch, leader NodeID) (NodeID, Event, bool) {
+	if leader >= 0 {
+		return to, nil, false
+	}
+	return to, ReceiveLeaderlessEpoch{From: from.ID, Epoch: epoch}, true
+}
+
+// RankOf is key's place in an EndQuorumEpoch request's preferred
+// successors: the first entry with its id whose directory id matches
+// (KIP-853: an entry or a key without one matches any), or "not listed"
+// (Position == Of) if none does.
+func RankOf(key ReplicaKey, successors []ReplicaKey) SuccessorRank {
+	for i, k := range successors {
+		if k.Matches(key) || key.Matches(k) {
+			return SuccessorRank{Position: i, Of: len(successors)}
+		}
+	}
+	return SuccessorRank{Position: len(successors), Of: len(successors)}
+}

@@ -1,0 +1,101 @@
+package kraft
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// TestDeliverMapsEveryAction: each action type is in the table, every
+// message becomes the addressee's event field by field (docs/wire-mapping.md),
+// and every other action has no event. The list of action types is read from
+// action.go, so a new action without a row fails here.
+func TestDeliverMapsEveryAction(t *testing.T) {
+	from := ReplicaKey{ID: 4, DirectoryID: dirA}
+	cluster := uuid.NullUUID{UUID: uuid.MustParse("00000000-0000-0000-0000-0000000000cc"), Valid: true}
+	to := ReplicaKey{ID: 2, DirectoryID: rpDirB}
+	div := &LogOffsetMetadata{Offset: 7, Epoch: 3}
+	cases := []struct {
+		action Action
+		to     NodeID
+		want   Event // nil: no event
+	}{
+		{Persist{Record: EmptyRecord()}, NoNode, nil},
+		{
+			SendVoteRequest{To: to, ClusterID: cluster, CandidateEpoch: 5, Candidate: from, CandidateLogEnd: LogEnd{Offset: 9, Epoch: 4}, PreVote: true},
+			2, ReceiveVoteRequest{From: 4, ClusterID: cluster, VoterID: 2, VoterDirectoryID: rpDirB, CandidateEpoch: 5, Candidate: 4, CandidateDirectoryID: dirA, CandidateLogEnd: LogEnd{Offset: 9, Epoch: 4}, PreVote: true},
+		},
+		{
+			SendVoteResponse{To: 2, Error: ErrFencedLeaderEpoch, Epoch: 6, LeaderID: 1, VoteGranted: true},
+			2, ReceiveVoteResponse{From: 4, Error: ErrFencedLeaderEpoch, Epoch: 6, VoteGranted: true, LeaderID: 1},
+		},
+		{
+			SendBeginQuorumEpoch{To: to, ClusterID: cluster, Epoch: 6, LeaderID: 4},
+			2, ReceiveBeginQuorumEpoch{From: 4, ClusterID: cluster, LeaderID: 4, LeaderEpoch: 6, VoterID: 2, VoterDirectoryID: rpDirB},
+		},
+		{SendBeginQuorumEpochResponse{To: 2, Epoch: 7, LeaderID: 3}, 2, nil},
+		{SendBeginQuorumEpochResponse{To: 2, Error: ErrFencedLeaderEpoch, Epoch: 7, LeaderID: NoNode}, 2, ReceiveLeaderlessEpoch{From: 4, Epoch: 7}},
+		{
+			SendEndQuorumEpoch{To: to, ClusterID: cluster, Epoch: 6, LeaderID: 4, PreferredSuccessors: []ReplicaKey{{ID: 3}, {ID: 2, DirectoryID: rpDirB}, {ID: 1}}},
+			2, ReceiveEndQuorumEpoch{From: 4, ClusterID: cluster, LeaderID: 4, LeaderEpoch: 6, SuccessorRank: SuccessorRank{Position: 1, Of: 3}},
+		},
+		{SendEndQuorumEpochResponse{To: 2, Epoch: 8, LeaderID: 1}, 2, nil},
+		{SendEndQuorumEpochResponse{To: 2, Epoch: 8, LeaderID: NoNode}, 2, ReceiveLeaderlessEpoch{From: 4, Epoch: 8}},
+		{
+			SendFetch{To: 1, ClusterID: cluster, CurrentLeaderEpoch: 6, FetchOffset: 12, FetchEpoch: 5, HighWatermark: 10},
+			1, ReceiveFetch{From: 4, FromDirectoryID: dirA, ClusterID: cluster, CurrentLeaderEpoch: 6, FetchEpoch: 5, FetchOffset: 12},
+		},
+		{SendFetch{To: NoNode, CurrentLeaderEpoch: 0}, NoNode, ReceiveFetch{From: 4, FromDirectoryID: dirA}},
+		{
+			SendFetchResponse{To: 2, Error: ErrNone, Epoch: 6, LeaderID: 4, HighWatermark: 11, Diverging: div},
+			2, ReceiveFetchResponse{From: 4, Error: ErrNone, LeaderID: 4, LeaderEpoch: 6, HighWatermark: 11, Diverging: div},
+		},
+		{SendFetchSnapshotResponse{To: 2, Epoch: 9, LeaderID: 4}, 2, nil},
+		{SendFetchSnapshotResponse{To: 2, Epoch: 9, LeaderID: NoNode}, 2, ReceiveLeaderlessEpoch{From: 4, Epoch: 9}},
+		{TruncateLog{To: 3}, NoNode, nil},
+		{AppendLeaderChange{Epoch: 6, LeaderID: 4}, NoNode, nil},
+		{HighWatermarkChanged{HighWatermark: 3}, NoNode, nil},
+		{ResetTimer{Timer: FetchTimer}, NoNode, nil},
+		{StopTimer{Timer: FetchTimer}, NoNode, nil},
+		{RoleChanged{From: Follower, To: Leader}, NoNode, nil},
+		{Fault{Reason: "x"}, NoNode, nil},
+	}
+	seen := map[string]bool{}
+	for _, c := range cases {
+		name := fmt.Sprintf("%T", c.action)[len("kraft."):]
+		seen[name] = true
+		gotTo, got, ok := Deliver(from, c.action)
+		require.Equal(t, c.want != nil, ok, name)
+		require.Equal(t, c.want, got, name)
+		if ok {
+			require.Equal(t, c.to, gotTo, name)
+		}
+	}
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "action.go", nil, 0)
+	require.NoError(t, err)
+	for _, d := range f.Decls {
+		fn, isFunc := d.(*ast.FuncDecl)
+		if !isFunc || fn.Name.Name != "isAction" || fn.Recv == nil {
+			continue
+		}
+		recv := fn.Recv.List[0].Type.(*ast.Ident).Name
+		require.True(t, seen[recv], "action %s has no row in the Deliver table", recv)
+	}
+}
+
+// TestRankOfMatchesDirectoryIDs: KIP-853 matching in a successor list.
+func TestRankOfMatchesDirectoryIDs(t *testing.T) {
+	list := []ReplicaKey{{ID: 1, DirectoryID: dirA}, {ID: 2}, {ID: 3, DirectoryID: rpDirB}}
+	require.Equal(t, SuccessorRank{Position: 0, Of: 3}, RankOf(ReplicaKey{ID: 1, DirectoryID: dirA}, list))
+	require.Equal(t, SuccessorRank{Position: 0, Of: 3}, RankOf(ReplicaKey{ID: 1}, list))
+	require.Equal(t, SuccessorRank{Position: 3, Of: 3}, RankOf(ReplicaKey{ID: 1, DirectoryID: rpDirB}, list))
+	require.Equal(t, SuccessorRank{Position: 1, Of: 3}, RankOf(ReplicaKey{ID: 2, DirectoryID: rpDirB}, list))
+	require.Equal(t, SuccessorRank{Position: 3, Of: 3}, RankOf(ReplicaKey{ID: 5}, list))
+	require.Equal(t, SuccessorRank{Position: 0, Of: 0}, RankOf(ReplicaKey{ID: 5}, nil))
+}
