@@ -535,3 +535,15 @@ func TestObserverIgnoresLeadershipOfItsOldKey(t *testing.T) {
 	next, acts := step(t, v, namesOldKey)
 	lmFault(t, v, next, acts)
 }
+
+// TestVoterEndOffsetsOnLeaderOnly: a leader reports each voter's fetch
+// offset and its own flushed offset; other roles report nothing.
+func TestVoterEndOffsetsOnLeaderOnly(t *testing.T) {
+	s := start(t, config(1, 1, 2, 3))
+	require.Nil(t, s.VoterEndOffsets())
+	s = rpElect(t, s) // the LeaderChange at 0, written and flushed
+	require.Equal(t, []int64{1, -1, -1}, s.VoterEndOffsets())
+	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 2, Epoch: s.Epoch()}})
+	s, _ = step(t, s, rpFetch(2, s.Epoch(), 2, s.Epoch()))
+	require.Equal(t, []int64{1, 2, -1}, s.VoterEndOffsets())
+}

@@ -278,6 +278,25 @@ func (s State) LogEnd() LogEnd { return s.log.end }
 // host reported with LogFlushed (the whole log at NewState).
 func (s State) FlushedOffset() int64 { return s.log.flushed }
 
+// VoterEndOffsets is, on a leader, each voter's end offset as the leader
+// counts it toward the high watermark, in the order of Voters(): the fetch
+// offset of the voter's last valid Fetch (-1 before its first), and the
+// leader's own flushed offset at its own place (Kafka's
+// DescribeQuorum log end offsets). It is nil in every other role.
+func (s State) VoterEndOffsets() []int64 {
+	if s.role != Leader || s.c == nil {
+		return nil
+	}
+	out := make([]int64, len(s.ends))
+	for i := range out {
+		out[i] = s.ends[i]
+	}
+	if i := s.c.localIndex; i >= 0 && i < len(out) {
+		out[i] = s.log.flushed
+	}
+	return out
+}
+
 // IsVoter reports whether the local replica is in the voter set.
 func (s State) IsVoter() bool { return s.c != nil && s.c.isVoter() }
 
