@@ -1,0 +1,305 @@
+package node
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math/rand"
+	"reflect"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/storage"
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	codecUUID1 = uuid.UUID{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10}
+	codecUUID2 = uuid.UUID{0xa0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xff}
+	codecUUID3 = uuid.UUID{0xc1, 0xc1, 0xc1, 0xc1, 15: 1}
+)
+
+// codecFullEvents has one value of each message event type with every
+// field set to a value other than its zero value.
+func codecFullEvents() []kraft.Event {
+	cluster := uuid.NullUUID{UUID: codecUUID3, Valid: true}
+	return []kraft.Event{
+		kraft.ReceiveVoteRequest{
+			From: 3, ClusterID: cluster, VoterID: -7, VoterDirectoryID: codecUUID1,
+			CandidateEpoch: 2147483647, Candidate: 5, CandidateDirectoryID: codecUUID2,
+			CandidateLogEnd: kraft.LogEnd{Offset: 1 << 40, Epoch: 9}, PreVote: true,
+		},
+		kraft.ReceiveVoteResponse{From: -2, Error: kraft.ErrUnsupportedVersion, Epoch: 17, VoteGranted: true, LeaderID: 4},
+		kraft.ReceiveBeginQuorumEpoch{
+			From: 2, ClusterID: cluster, LeaderID: 2, LeaderEpoch: 33, VoterID: 8, VoterDirectoryID: codecUUID2,
+		},
+		kraft.ReceiveEndQuorumEpoch{
+			From: 1, ClusterID: cluster, LeaderID: 1, LeaderEpoch: 12,
+			SuccessorRank: kraft.SuccessorRank{Position: -1, Of: 1 << 33},
+		},
+		kraft.ReceiveFetch{
+			From: 6, FromDirectoryID: codecUUID1, ClusterID: cluster,
+			CurrentLeaderEpoch: 44, FetchEpoch: 43, FetchOffset: -1 << 62,
+		},
+		kraft.ReceiveFetchSnapshot{From: 7, FromDirectoryID: codecUUID2, ClusterID: cluster, CurrentLeaderEpoch: -3},
+		kraft.ReceiveFetchResponse{
+			From: 1, Error: kraft.ErrUnknownServerError, LeaderID: 1, LeaderEpoch: 5, HighWatermark: 99,
+			Diverging: &kraft.LogOffsetMetadata{Offset: 77, Epoch: 4},
+			Snapshot:  &kraft.LogEnd{Offset: 1234, Epoch: 3},
+		},
+		kraft.ReceiveLeaderlessEpoch{From: -1, Epoch: 21},
+	}
+}
+
+// codecFullMessage wraps e in a message with every field set.
+func codecFullMessage(e kraft.Event) Message {
+	return Message{
+		From: -5, To: 2, Corr: 1<<63 + 11, Response: true, Event: e,
+		Records: []storage.Entry{
+			{Offset: 10, Epoch: 2, Data: []byte("hello")},
+			{Offset: 11, Epoch: -2, Data: []byte{0, 0xff, 0}},
+		},
+		HighWatermark: -9,
+	}
+}
+
+// requireNoZeroField fails if v or any field in it, recursively through
+// structs, pointers and slices, is a zero value.
+func requireNoZeroField(t *testing.T, v reflect.Value, path string) {
+	t.Helper()
+	require.False(t, v.IsZero(), "%s is zero", path)
+	switch v.Kind() {
+	case reflect.Interface, reflect.Ptr:
+		requireNoZeroField(t, v.Elem(), path)
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			requireNoZeroField(t, v.Field(i), path+"."+v.Type().Field(i).Name)
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() != reflect.Struct {
+			break // bytes may be 0
+		}
+		for i := 0; i < v.Len(); i++ {
+			requireNoZeroField(t, v.Index(i), path)
+		}
+	}
+}
+
+func TestCodecFullEventsSetEveryField(t *testing.T) {
+	seen := map[reflect.Type]bool{}
+	for _, e := range codecFullEvents() {
+		requireNoZeroField(t, reflect.ValueOf(codecFullMessage(e)), reflect.TypeOf(e).Name())
+		seen[reflect.TypeOf(e)] = true
+	}
+	require.Len(t, seen, 8, "one value of each message event type")
+}
+
+func TestCodecRoundTrip(t *testing.T) {
+	type tc struct {
+		name string
+		m    Message
+	}
+	var cases []tc
+	for _, e := range codecFullEvents() {
+		cases = append(cases, tc{reflect.TypeOf(e).Name(), codecFullMessage(e)})
+	}
+	cases = append(cases,
+		tc{"zero message", Message{}},
+		tc{"request, no records", Message{From: 1, To: 2, Corr: 1, Event: kraft.ReceiveFetch{From: 1}, HighWatermark: 5}},
+		tc{"empty records", Message{Records: []storage.Entry{}}},
+		tc{"nil and empty data", Message{Records: []storage.Entry{{Offset: 1}, {Offset: 2, Data: []byte{}}}}},
+		tc{"negative ids", Message{From: kraft.NoNode, To: -2147483648, Event: kraft.ReceiveVoteResponse{From: -1, LeaderID: kraft.NoNode}}},
+		tc{"cluster id not valid but set", Message{Event: kraft.ReceiveFetch{ClusterID: uuid.NullUUID{UUID: codecUUID1}}}},
+		tc{"cluster id unset", Message{Event: kraft.ReceiveVoteRequest{VoterID: kraft.NoNode}}},
+		tc{"fetch response, no diverging", Message{Event: kraft.ReceiveFetchResponse{HighWatermark: -1, Snapshot: &kraft.LogEnd{}}}},
+		tc{"fetch response, no snapshot", Message{Event: kraft.ReceiveFetchResponse{Diverging: &kraft.LogOffsetMetadata{}}}},
+		tc{"fetch response, neither", Message{Event: kraft.ReceiveFetchResponse{LeaderID: kraft.NoNode}}},
+		tc{"big record", Message{Records: []storage.Entry{{Data: bytes.Repeat([]byte{7}, 1<<20)}}}},
+	)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := EncodeMessage(c.m)
+			require.NoError(t, err)
+			got, err := DecodeMessage(b)
+			require.NoError(t, err)
+			require.Equal(t, c.m, got)
+			// The decoded message shares no memory with its input.
+			for i := range b {
+				b[i] ^= 0xff
+			}
+			require.Equal(t, c.m, got)
+
+			// The same through a frame.
+			frame, err := appendFrame([]byte("prefix"), c.m)
+			require.NoError(t, err)
+			r := bytes.NewReader(frame[len("prefix"):])
+			payload, err := ReadFrame(r)
+			require.NoError(t, err)
+			got, err = DecodeMessage(payload)
+			require.NoError(t, err)
+			require.Equal(t, c.m, got)
+			require.Zero(t, r.Len())
+		})
+	}
+}
+
+func TestCodecRejectsNonMessageEvents(t *testing.T) {
+	for _, e := range []kraft.Event{
+		kraft.ElectionTimeout{}, kraft.FetchTimeout{}, kraft.CheckQuorumTimeout{},
+		kraft.BeginQuorumEpochTimeout{}, kraft.LogAppended{}, kraft.LogFlushed{Offset: 1},
+		kraft.Resign{}, &kraft.ReceiveFetch{From: 1},
+	} {
+		_, err := EncodeMessage(Message{Event: e})
+		require.Error(t, err, "%T", e)
+		_, err = appendFrame(nil, Message{Event: e})
+		require.Error(t, err, "%T", e)
+	}
+}
+
+func TestDecodeGarbage(t *testing.T) {
+	valid, err := EncodeMessage(codecFullMessage(codecFullEvents()[0]))
+	require.NoError(t, err)
+
+	// Every proper prefix of a valid message is an error.
+	for _, e := range codecFullEvents() {
+		b, err := EncodeMessage(codecFullMessage(e))
+		require.NoError(t, err)
+		for n := 0; n < len(b); n++ {
+			_, err := DecodeMessage(b[:n])
+			require.Error(t, err, "%T cut at %d", e, n)
+		}
+	}
+
+	patch := func(f func(b []byte) []byte) []byte {
+		return f(append([]byte{}, valid...))
+	}
+	// Offsets in valid: version 0, from 1, to 5, corr 9, flags 17, hw 18,
+	// event tag 26, event body 27 (vote request: from 27, cluster valid 31).
+	cases := map[string][]byte{
+		"nil":             nil,
+		"trailing byte":   append(append([]byte{}, valid...), 0),
+		"version 0":       patch(func(b []byte) []byte { b[0] = 0; return b }),
+		"version 2":       patch(func(b []byte) []byte { b[0] = 2; return b }),
+		"bad flags":       patch(func(b []byte) []byte { b[17] = 2; return b }),
+		"unknown tag":     patch(func(b []byte) []byte { b[26] = 9; return b }),
+		"unknown tag 255": patch(func(b []byte) []byte { b[26] = 255; return b }),
+		"bad bool":        patch(func(b []byte) []byte { b[31] = 2; return b }),
+		"huge record count": func() []byte {
+			b, _ := EncodeMessage(Message{Records: []storage.Entry{}})
+			binary.BigEndian.PutUint32(b[len(b)-4:], 0xfffffffe)
+			return b
+		}(),
+		"huge data length": func() []byte {
+			b, _ := EncodeMessage(Message{Records: []storage.Entry{{Data: []byte{}}}})
+			binary.BigEndian.PutUint32(b[len(b)-4:], 0x7fffffff)
+			return b
+		}(),
+	}
+	for name, b := range cases {
+		_, err := DecodeMessage(b)
+		require.Error(t, err, name)
+	}
+
+	// Random bytes and random corruptions of valid messages never panic,
+	// and whatever decodes encodes back to the same bytes.
+	rnd := rand.New(rand.NewSource(1))
+	for i := 0; i < 5000; i++ {
+		var b []byte
+		if i%2 == 0 {
+			b = make([]byte, rnd.Intn(100))
+			rnd.Read(b)
+		} else {
+			b = append([]byte{}, valid...)
+			for k := 0; k < 1+rnd.Intn(3); k++ {
+				b[rnd.Intn(len(b))] = byte(rnd.Intn(256))
+			}
+		}
+		checkDecodeCanonical(t, b)
+	}
+}
+
+// checkDecodeCanonical decodes b and, if that works, checks that encoding
+// the result gives b back.
+func checkDecodeCanonical(t *testing.T, b []byte) {
+	t.Helper()
+	m, err := DecodeMessage(b)
+	if err != nil {
+		return
+	}
+	again, err := EncodeMessage(m)
+	require.NoError(t, err)
+	require.Equal(t, b, again)
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, e := range codecFullEvents() {
+		b, err := EncodeMessage(codecFullMessage(e))
+		require.NoError(f, err)
+		f.Add(b)
+	}
+	b, err := EncodeMessage(Message{})
+	require.NoError(f, err)
+	f.Add(b)
+	f.Add([]byte{})
+	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checkDecodeCanonical(t, b)
+	})
+}
+
+func TestFrames(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, WriteFrame(&buf, []byte("abc")))
+	require.NoError(t, WriteFrame(&buf, nil))
+	big := bytes.Repeat([]byte{1, 2, 3}, 1<<20) // larger than one read chunk
+	require.NoError(t, WriteFrame(&buf, big))
+	require.Equal(t, []byte{0, 0, 0, 3, 'a', 'b', 'c', 0, 0, 0, 0}, buf.Bytes()[:11])
+
+	p, err := ReadFrame(&buf)
+	require.NoError(t, err)
+	require.Equal(t, []byte("abc"), p)
+	p, err = ReadFrame(&buf)
+	require.NoError(t, err)
+	require.Empty(t, p)
+	p, err = ReadFrame(&buf)
+	require.NoError(t, err)
+	require.Equal(t, big, p)
+	_, err = ReadFrame(&buf)
+	require.Equal(t, io.EOF, err)
+
+	// A frame cut short.
+	_, err = ReadFrame(bytes.NewReader([]byte{0, 0, 0, 5, 'a'}))
+	require.Equal(t, io.ErrUnexpectedEOF, err)
+	_, err = ReadFrame(bytes.NewReader([]byte{0, 0}))
+	require.Equal(t, io.ErrUnexpectedEOF, err)
+	_, err = ReadFrame(bytes.NewReader([]byte{0, 0x40, 0, 0, 'a'}))
+	require.Equal(t, io.ErrUnexpectedEOF, err)
+
+	// Frames over the limit, read and written.
+	hdr := make([]byte, 4)
+	binary.BigEndian.PutUint32(hdr, MaxFrameSize+1)
+	_, err = ReadFrame(bytes.NewReader(hdr))
+	require.True(t, errors.Is(err, ErrFrameTooLarge), "%v", err)
+	binary.BigEndian.PutUint32(hdr, 0xffffffff)
+	_, err = ReadFrame(bytes.NewReader(hdr))
+	require.True(t, errors.Is(err, ErrFrameTooLarge), "%v", err)
+	binary.BigEndian.PutUint32(hdr, MaxFrameSize)
+	_, err = ReadFrame(bytes.NewReader(hdr))
+	require.Equal(t, io.ErrUnexpectedEOF, err, "a frame of exactly the limit is allowed")
+	_, err = readFrameLimit(bytes.NewReader([]byte{0, 0, 0, 9}), 8)
+	require.True(t, errors.Is(err, ErrFrameTooLarge), "%v", err)
+
+	buf.Reset()
+	require.True(t, errors.Is(WriteFrame(&buf, make([]byte, MaxFrameSize+1)), ErrFrameTooLarge))
+	require.Zero(t, buf.Len())
+	m := Message{Records: []storage.Entry{{Data: make([]byte, 100)}}}
+	b, err := EncodeMessage(m)
+	require.NoError(t, err)
+	_, err = appendFrameLimit(nil, m, len(b)-1)
+	require.True(t, errors.Is(err, ErrFrameTooLarge), "%v", err)
+	f, err := appendFrameLimit(nil, m, len(b))
+	require.NoError(t, err)
+	require.Equal(t, b, f[4:])
+}

@@ -1,0 +1,171 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/storage"
+)
+
+// Kafka's defaults for the runtime's knobs.
+const (
+	// DefaultRequestTimeout is controller.quorum.request.timeout.ms: a
+	// request with no answer within it is sent again.
+	DefaultRequestTimeout = 2 * time.Second
+	// DefaultRetryBackoff is controller.quorum.retry.backoff.ms: the wait
+	// before a request is sent again after a timeout or an error answer.
+	DefaultRetryBackoff = 20 * time.Millisecond
+	// DefaultFetchMaxWait is KafkaRaftClient's fetch max wait: how long a
+	// leader holds a Fetch that has nothing new (long poll).
+	DefaultFetchMaxWait = 500 * time.Millisecond
+	// DefaultFetchMaxBytes is KafkaRaftClient's MAX_FETCH_SIZE_BYTES: the
+	// most record bytes a leader attaches to one Fetch response (at least
+	// one record is always sent).
+	DefaultFetchMaxBytes = 8 << 20
+)
+
+// Config says how to run one replica.
+type Config struct {
+	// Kraft is the replica's configuration (its key, the voters, the
+	// timeouts, the seed).
+	Kraft kraft.Config
+	// Log is the replica's log, opened (storage.Open or storage.NewMemLog).
+	// The node owns it from Start on and closes it in Close.
+	Log storage.Log
+	// Records keeps the quorum-state record (FileRecords for Kafka's
+	// quorum-state file, &MemRecords{} in memory).
+	Records RecordStore
+	// Transport carries messages to and from the other replicas. The node
+	// owns it from Start on and closes it in Close.
+	Transport Transport
+
+	// RequestTimeout, RetryBackoff, FetchMaxWait and FetchMaxBytes default
+	// to Kafka's values when zero.
+	RequestTimeout time.Duration
+	RetryBackoff   time.Duration
+	FetchMaxWait   time.Duration
+	FetchMaxBytes  int
+
+	// OnCommit, if set, receives the committed records in order, each
+	// exactly once per node life, from one goroutine of its own (Kafka's
+	// RaftClient.Listener.handleCommit). Control records (LeaderChange) are
+	// left out. A slow OnCommit delays only later OnCommit calls.
+	OnCommit func(records []Record)
+	// Logf, if set, receives one line for each role change (with kraft's
+	// reason), fault and I/O error.
+	Logf func(format string, args ...interface{})
+}
+
+func (c Config) withDefaults() (Config, error) {
+	switch {
+	case c.Log == nil:
+		return c, errors.New("node: Config.Log is nil")
+	case c.Records == nil:
+		return c, errors.New("node: Config.Records is nil")
+	case c.Transport == nil:
+		return c, errors.New("node: Config.Transport is nil")
+	case c.RequestTimeout < 0 || c.RetryBackoff < 0 || c.FetchMaxWait < 0 || c.FetchMaxBytes < 0:
+		return c, errors.New("node: negative timeout, backoff or size")
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.RetryBackoff == 0 {
+		c.RetryBackoff = DefaultRetryBackoff
+	}
+	if c.FetchMaxWait == 0 {
+		c.FetchMaxWait = DefaultFetchMaxWait
+	}
+	if c.FetchMaxBytes == 0 {
+		c.FetchMaxBytes = DefaultFetchMaxBytes
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...interface{}) {}
+	}
+	return c, nil
+}
+
+// RecordStore keeps a replica's quorum-state record durably.
+type RecordStore interface {
+	// Read returns the stored record, nil if none was ever stored.
+	Read() (*kraft.QuorumRecord, error)
+	// Write stores r durably (written and fsynced) before it returns.
+	Write(r kraft.QuorumRecord) error
+}
+
+// FileRecords keeps the record in Kafka's quorum-state file at Path
+// (storage.QuorumStatePath(dir) for a data directory).
+type FileRecords struct{ Path string }
+
+// Read reads the file; a missing file is nil.
+func (f FileRecords) Read() (*kraft.QuorumRecord, error) { return storage.ReadQuorumState(f.Path) }
+
+// Write replaces the file atomically and durably.
+func (f FileRecords) Write(r kraft.QuorumRecord) error { return storage.WriteQuorumState(f.Path, r) }
+
+// MemRecords keeps the record in memory, for tests. Its zero value holds
+// no record.
+type MemRecords struct {
+	mu  sync.Mutex
+	rec *kraft.QuorumRecord
+}
+
+// Read returns the last record written.
+func (m *MemRecords) Read() (*kraft.QuorumRecord, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.rec == nil {
+		return nil, nil
+	}
+	r := *m.rec
+	return &r, nil
+}
+
+// Write keeps r.
+func (m *MemRecords) Write(r kraft.QuorumRecord) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rec = &r
+	return nil
+}
+
+// Record is one committed record as OnCommit sees it.
+type Record struct {
+	Offset int64
+	Epoch  kraft.Epoch
+	Data   []byte
+}
+
+// Errors of the client API.
+var (
+	// ErrNotLeader: the replica is not the leader; NotLeaderError says
+	// which replica is, if known.
+	ErrNotLeader = errors.New("node: not the leader")
+	// ErrLeadershipLost: the replica lost leadership (or the record was
+	// truncated) before the record committed. The record may still commit
+	// under the next leader, or may be gone: the outcome is unknown, as
+	// with Kafka's NotLeaderException after an append.
+	ErrLeadershipLost = errors.New("node: leadership lost before the record committed")
+	// ErrStopped: the node is closed or stopped on an error (Err says
+	// which).
+	ErrStopped = errors.New("node: stopped")
+)
+
+// NotLeaderError is ErrNotLeader with the leader this replica knows of.
+type NotLeaderError struct {
+	Leader kraft.NodeID // kraft.NoNode if unknown
+	Epoch  kraft.Epoch
+}
+
+func (e *NotLeaderError) Error() string {
+	if e.Leader == kraft.NoNode {
+		return fmt.Sprintf("node: not the leader (no leader known in epoch %d)", e.Epoch)
+	}
+	return fmt.Sprintf("node: not the leader (the leader of epoch %d is %d)", e.Epoch, e.Leader)
+}
+
+// Unwrap makes errors.Is(err, ErrNotLeader) true.
+func (e *NotLeaderError) Unwrap() error { return ErrNotLeader }

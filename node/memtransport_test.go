@@ -1,0 +1,229 @@
+package node
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/storage"
+	"github.com/stretchr/testify/require"
+)
+
+// memPing is a small request from one node to another.
+func memPing(from, to kraft.NodeID, corr uint64) Message {
+	return Message{From: from, To: to, Corr: corr, Event: kraft.ReceiveFetch{From: from, FetchOffset: int64(corr)}}
+}
+
+// requireInbox returns the next message in e's Inbox, failing if there is
+// none.
+func requireInbox(t *testing.T, e Transport) Message {
+	t.Helper()
+	select {
+	case m, ok := <-e.Inbox():
+		require.True(t, ok, "inbox closed")
+		return m
+	default:
+		require.FailNow(t, "inbox empty")
+		return Message{}
+	}
+}
+
+func requireInboxEmpty(t *testing.T, e Transport) {
+	t.Helper()
+	select {
+	case m, ok := <-e.Inbox():
+		if ok {
+			require.FailNow(t, "unexpected message", "%+v", m)
+		}
+	default:
+	}
+}
+
+func TestMemDelivery(t *testing.T) {
+	n := NewMemNetwork()
+	a, b := n.Endpoint(1), n.Endpoint(2)
+	require.Equal(t, kraft.NodeID(1), a.ID())
+
+	diverging := &kraft.LogOffsetMetadata{Offset: 4, Epoch: 1}
+	snapshot := &kraft.LogEnd{Offset: 9, Epoch: 2}
+	m := Message{
+		From: 1, To: 2, Corr: 5, Response: true,
+		Event:   kraft.ReceiveFetchResponse{From: 1, LeaderID: 1, Diverging: diverging, Snapshot: snapshot},
+		Records: []storage.Entry{{Offset: 3, Epoch: 1, Data: []byte("abc")}, {Offset: 4, Data: []byte{}}, {Offset: 5}},
+	}
+	a.Send(m)
+	got := requireInbox(t, b)
+	require.Equal(t, m, got)
+	requireInboxEmpty(t, a)
+
+	// The receiver got a copy: changing the sender's message leaves it as
+	// it was.
+	m.Records[0].Data[0] = 'X'
+	m.Records[1] = storage.Entry{Offset: 100}
+	diverging.Offset = 100
+	snapshot.Epoch = 100
+	require.Equal(t, []byte("abc"), got.Records[0].Data)
+	require.Equal(t, int64(4), got.Records[1].Offset)
+	require.NotNil(t, got.Records[1].Data)
+	require.Nil(t, got.Records[2].Data)
+	ev := got.Event.(kraft.ReceiveFetchResponse)
+	require.Equal(t, int64(4), ev.Diverging.Offset)
+	require.Equal(t, kraft.Epoch(2), ev.Snapshot.Epoch)
+
+	// Both ways, in order.
+	for i := uint64(0); i < 3; i++ {
+		b.Send(memPing(2, 1, i))
+	}
+	for i := uint64(0); i < 3; i++ {
+		require.Equal(t, memPing(2, 1, i), requireInbox(t, a))
+	}
+	require.Equal(t, uint64(4), n.Delivered())
+	require.Zero(t, n.Dropped())
+}
+
+func TestMemUnknownAndClosedEndpoints(t *testing.T) {
+	n := NewMemNetwork()
+	a, b := n.Endpoint(1), n.Endpoint(2)
+
+	a.Send(memPing(1, 3, 1)) // nobody is 3
+	require.Equal(t, uint64(1), n.Dropped())
+
+	require.NoError(t, b.Close())
+	require.NoError(t, b.Close())
+	_, ok := <-b.Inbox()
+	require.False(t, ok, "Close closes Inbox")
+	a.Send(memPing(1, 2, 2)) // b is closed
+	require.Equal(t, uint64(2), n.Dropped())
+
+	// A closed endpoint sends nothing.
+	b.Send(memPing(2, 1, 3))
+	requireInboxEmpty(t, a)
+	require.Equal(t, uint64(3), n.Dropped())
+
+	// A new endpoint for 2 gets 2's messages; a new one for 1 closes the
+	// old one.
+	b2 := n.Endpoint(2)
+	a.Send(memPing(1, 2, 4))
+	require.Equal(t, memPing(1, 2, 4), requireInbox(t, b2))
+	a2 := n.Endpoint(1)
+	_, ok = <-a.Inbox()
+	require.False(t, ok)
+	b2.Send(memPing(2, 1, 5))
+	require.Equal(t, memPing(2, 1, 5), requireInbox(t, a2))
+	require.NoError(t, a.Close()) // closing the replaced one leaves a2 in place
+	b2.Send(memPing(2, 1, 6))
+	require.Equal(t, memPing(2, 1, 6), requireInbox(t, a2))
+}
+
+func TestMemPartition(t *testing.T) {
+	n := NewMemNetwork()
+	ep := map[kraft.NodeID]*MemEndpoint{1: n.Endpoint(1), 2: n.Endpoint(2), 3: n.Endpoint(3)}
+	// reach reports, for each ordered pair, whether a message gets through.
+	reach := func() map[[2]kraft.NodeID]bool {
+		r := map[[2]kraft.NodeID]bool{}
+		for from := kraft.NodeID(1); from <= 3; from++ {
+			for to := kraft.NodeID(1); to <= 3; to++ {
+				if from == to {
+					continue
+				}
+				ep[from].Send(memPing(from, to, 1))
+				select {
+				case m := <-ep[to].Inbox():
+					require.Equal(t, from, m.From)
+					r[[2]kraft.NodeID{from, to}] = true
+				default:
+					r[[2]kraft.NodeID{from, to}] = false
+				}
+			}
+		}
+		return r
+	}
+	all := func(up bool, except ...[2]kraft.NodeID) map[[2]kraft.NodeID]bool {
+		r := map[[2]kraft.NodeID]bool{}
+		for _, p := range [][2]kraft.NodeID{{1, 2}, {1, 3}, {2, 1}, {2, 3}, {3, 1}, {3, 2}} {
+			r[p] = up
+		}
+		for _, p := range except {
+			r[p] = !up
+		}
+		return r
+	}
+
+	require.Equal(t, all(true), reach())
+
+	n.Partition(1, 2)
+	require.Equal(t, all(true, [2]kraft.NodeID{1, 2}, [2]kraft.NodeID{2, 1}), reach())
+	n.Heal()
+	require.Equal(t, all(true), reach())
+
+	n.Partition(3, 1)
+	n.Partition(2, 3)
+	require.Equal(t, all(false, [2]kraft.NodeID{1, 2}, [2]kraft.NodeID{2, 1}), reach())
+	n.Heal()
+
+	n.Isolate(2)
+	require.Equal(t, all(false, [2]kraft.NodeID{1, 3}, [2]kraft.NodeID{3, 1}), reach())
+	n.Heal()
+	require.Equal(t, all(true), reach())
+
+	n.Down(3)
+	require.Equal(t, all(false, [2]kraft.NodeID{1, 2}, [2]kraft.NodeID{2, 1}), reach())
+	n.Heal() // does not bring 3 back
+	require.Equal(t, all(false, [2]kraft.NodeID{1, 2}, [2]kraft.NodeID{2, 1}), reach())
+	n.Up(3)
+	require.Equal(t, all(true), reach())
+}
+
+func TestMemDropWhenFull(t *testing.T) {
+	n := NewMemNetwork()
+	a, b := n.Endpoint(1), n.EndpointBuffer(2, 3)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := uint64(0); i < 10; i++ {
+			a.Send(memPing(1, 2, i))
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		require.FailNow(t, "Send blocked on a full inbox")
+	}
+	for i := uint64(0); i < 3; i++ {
+		require.Equal(t, i, requireInbox(t, b).Corr, "the first ones are kept")
+	}
+	requireInboxEmpty(t, b)
+	require.Equal(t, uint64(3), n.Delivered())
+	require.Equal(t, uint64(7), n.Dropped())
+
+	// Room again after reading.
+	a.Send(memPing(1, 2, 11))
+	require.Equal(t, uint64(11), requireInbox(t, b).Corr)
+}
+
+func TestMemConcurrentSendAndClose(t *testing.T) {
+	n := NewMemNetwork()
+	b := n.EndpointBuffer(2, 16)
+	var wg sync.WaitGroup
+	for s := kraft.NodeID(10); s < 14; s++ {
+		a := n.Endpoint(s)
+		wg.Add(1)
+		go func(a *MemEndpoint) {
+			defer wg.Done()
+			for i := uint64(0); i < 500; i++ {
+				a.Send(memPing(a.ID(), 2, i))
+			}
+		}(a)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range b.Inbox() {
+		}
+	}()
+	time.Sleep(time.Millisecond)
+	require.NoError(t, b.Close())
+	wg.Wait()
+	require.Equal(t, uint64(4*500), n.Delivered()+n.Dropped())
+}

@@ -1,0 +1,811 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/storage"
+)
+
+// Node runs one replica: one goroutine owns its kraft.State, takes every
+// input (messages, timer firings, completed flushes, client calls) from
+// channels, steps it, and carries out the actions in order as the README's
+// host contract says. Its methods are safe for concurrent use.
+type Node struct {
+	cfg   Config
+	local kraft.ReplicaKey
+
+	calls    chan func()   // client calls and internal wake-ups, run by the loop
+	done     chan struct{} // closed when the loop has stopped
+	stopOnce sync.Once
+	stop     chan struct{}
+
+	mu  sync.Mutex // guards err and commit progress for the applier
+	err error
+
+	// Loop-owned.
+	st        kraft.State
+	buf       []kraft.Action
+	queue     []inbound // host events owed to the state, stepped before any input
+	cur       *Message  // the request being stepped, for its response
+	noPark    bool      // the request being stepped was parked: answer now
+	corr      uint64
+	timerGen  [5]uint64
+	inflight  map[reqKey]*request
+	lastFetch *Message // the latest Fetch request sent, re-sent on retries
+	bootNext  int      // round robin over bootstrap voters for To: NoNode
+	parked    []*Message
+	flushing  bool
+	waiters   []*waiter
+	hwm       int64
+	resigned  bool // Shutdown: no election or fetch timeouts delivered
+	leaderCh  []chan struct{}
+
+	// Applier.
+	commitMu   sync.Mutex
+	commitCond *sync.Cond
+	commitHWM  int64
+	applierOut chan struct{}
+}
+
+// inbound is a message or a host event waiting to be stepped.
+type inbound struct {
+	msg    *Message
+	ev     kraft.Event
+	noPark bool // a parked Fetch stepped again: answer now
+}
+
+type reqKey struct {
+	to   kraft.NodeID
+	kind string
+}
+
+type request struct {
+	corr  uint64
+	msg   Message
+	timer *time.Timer
+}
+
+type waiter struct {
+	end   int64 // the offset after the last appended record
+	epoch kraft.Epoch
+	ch    chan error
+}
+
+// Record payloads carry a one-byte type: data records from Append, and
+// the control records kraft asks for (LeaderChange). Kafka keeps control
+// records in the same log; OnCommit leaves them out.
+const (
+	recordData         byte = 0
+	recordLeaderChange byte = 1
+)
+
+// Start opens the replica: it reads the quorum-state record, rebuilds the
+// state from it and the log with kraft.NewState (Kafka's startup rules),
+// and starts the loop. The node owns cfg.Log and cfg.Transport from now on.
+func Start(cfg Config) (*Node, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	rec, err := cfg.Records.Read()
+	if err != nil {
+		return nil, fmt.Errorf("node: reading the quorum state: %w", err)
+	}
+	st, acts, err := kraft.NewState(cfg.Kraft, rec, cfg.Log.State())
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg:        cfg,
+		local:      cfg.Kraft.Local,
+		calls:      make(chan func(), 64),
+		done:       make(chan struct{}),
+		stop:       make(chan struct{}),
+		st:         st,
+		inflight:   map[reqKey]*request{},
+		hwm:        -1,
+		commitHWM:  -1,
+		applierOut: make(chan struct{}),
+	}
+	n.commitCond = sync.NewCond(&n.commitMu)
+	cfg.Logf("node %d: started %v", n.local.ID, st)
+	n.carry(acts)
+	n.drain()
+	n.maybeFlush()
+	go n.applier()
+	go n.run()
+	return n, nil
+}
+
+// run is the loop.
+func (n *Node) run() {
+	defer close(n.done)
+	inbox := n.cfg.Transport.Inbox()
+	for {
+		if n.Err() != nil {
+			return
+		}
+		select {
+		case <-n.stop:
+			return
+		case m, ok := <-inbox:
+			if !ok {
+				n.fail(errors.New("node: transport closed"))
+				return
+			}
+			n.onMessage(m, false)
+		case f := <-n.calls:
+			f()
+		}
+		n.drain()
+		n.maybeFlush()
+	}
+}
+
+// post runs f on the loop; it gives up when the node has stopped.
+func (n *Node) post(f func()) bool {
+	select {
+	case n.calls <- f:
+		return true
+	case <-n.done:
+		return false
+	}
+}
+
+// call runs f on the loop and waits for it.
+func (n *Node) call(f func()) error {
+	ran := make(chan struct{})
+	if !n.post(func() { f(); close(ran) }) {
+		return n.stoppedErr()
+	}
+	select {
+	case <-ran:
+		return nil
+	case <-n.done:
+		return n.stoppedErr()
+	}
+}
+
+func (n *Node) stoppedErr() error {
+	if err := n.Err(); err != nil {
+		return fmt.Errorf("%w: %v", ErrStopped, err)
+	}
+	return ErrStopped
+}
+
+// Err is the error that stopped the node (a Fault, an I/O error), or nil.
+func (n *Node) Err() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.err
+}
+
+// Done is closed when the node has stopped (Close, or an error).
+func (n *Node) Done() <-chan struct{} { return n.done }
+
+func (n *Node) fail(err error) {
+	n.mu.Lock()
+	if n.err == nil {
+		n.err = err
+		n.cfg.Logf("node %d: stopping: %v", n.local.ID, err)
+	}
+	n.mu.Unlock()
+	n.stopOnce.Do(func() { close(n.stop) })
+}
+
+// step feeds an event to the state and carries out the actions.
+func (n *Node) step(e kraft.Event) {
+	if n.Err() != nil {
+		return
+	}
+	before := n.st
+	next, acts := kraft.StepInto(n.buf[:0], n.st, e)
+	n.buf = acts[:0]
+	for _, a := range acts {
+		if f, ok := a.(kraft.Fault); ok {
+			n.fail(fmt.Errorf("node: fault on %T: %s", e, f.Reason))
+			return
+		}
+	}
+	n.st = next
+	n.carry(acts)
+	if n.st.Role() == kraft.Leader && (n.st.LogEnd() != before.LogEnd() || n.st.HighWatermark() != before.HighWatermark()) {
+		n.wakeParked()
+	}
+}
+
+// drain steps the host events owed to the state (write reports, parked
+// fetches): they go before any new input.
+func (n *Node) drain() {
+	for len(n.queue) > 0 && n.Err() == nil {
+		in := n.queue[0]
+		n.queue = n.queue[1:]
+		if in.msg != nil {
+			n.onMessage(*in.msg, in.noPark)
+			continue
+		}
+		n.step(in.ev)
+	}
+}
+
+// onMessage takes a message from the transport (or a parked Fetch).
+func (n *Node) onMessage(m Message, noPark bool) {
+	if m.To != n.local.ID || m.Event == nil && !m.Response {
+		return
+	}
+	if m.Response {
+		n.onResponse(m)
+		return
+	}
+	switch m.Event.(type) {
+	case kraft.ReceiveVoteRequest, kraft.ReceiveBeginQuorumEpoch, kraft.ReceiveEndQuorumEpoch,
+		kraft.ReceiveFetch, kraft.ReceiveFetchSnapshot:
+	default:
+		return // not a request
+	}
+	n.cur = &m
+	n.noPark = noPark
+	n.step(m.Event)
+	n.cur = nil
+	n.noPark = false
+}
+
+// onResponse matches a response with the request in flight and steps it;
+// a response to no request in flight (stale, duplicated, from before the
+// latest role change) is dropped.
+func (n *Node) onResponse(m Message) {
+	var key reqKey
+	var found *request
+	for k, r := range n.inflight {
+		if k.to == m.From && r.corr == m.Corr {
+			key, found = k, r
+			break
+		}
+	}
+	if found == nil {
+		return
+	}
+	found.timer.Stop()
+	delete(n.inflight, key)
+	if m.Event == nil {
+		return // an answer without an event (D28)
+	}
+	resp, isFetch := m.Event.(kraft.ReceiveFetchResponse)
+	if !isFetch {
+		n.step(m.Event)
+		return
+	}
+	if len(m.Records) > 0 && n.st.AcceptsRecords(resp) {
+		if m.Records[0].Offset != n.cfg.Log.End().Offset {
+			// The log moved since the fetch was sent: fetch again.
+			n.retryFetch()
+			return
+		}
+		if _, err := n.cfg.Log.AppendEntries(m.Records...); err != nil {
+			n.fail(fmt.Errorf("node: appending fetched records: %w", err))
+			return
+		}
+		for _, e := range storage.AppendedEvents(m.Records) {
+			n.step(e)
+		}
+	}
+	n.step(resp)
+	if resp.Error != kraft.ErrNone {
+		// D25: the state sends no new Fetch after an error answer; the
+		// host re-sends the latest one after its backoff.
+		n.retryFetch()
+	}
+}
+
+// retryFetch re-sends the latest Fetch after the retry backoff, unless a
+// newer Fetch goes out first.
+func (n *Node) retryFetch() {
+	last := n.lastFetch
+	if last == nil {
+		return
+	}
+	n.afterFunc(n.cfg.RetryBackoff, func() {
+		if n.lastFetch == last && n.inflight[reqKey{last.To, "fetch"}] == nil && n.fetching() {
+			n.sendRequest(*last, "fetch")
+		}
+	})
+}
+
+// fetching: the role fetches (a Follower, or an observer searching).
+func (n *Node) fetching() bool {
+	r := n.st.Role()
+	return r == kraft.Follower || (r == kraft.Unattached && !n.st.IsVoter())
+}
+
+// afterFunc runs f on the loop after d.
+func (n *Node) afterFunc(d time.Duration, f func()) *time.Timer {
+	return time.AfterFunc(d, func() { n.post(f) })
+}
+
+// carry carries out one step's actions in order.
+func (n *Node) carry(acts []kraft.Action) {
+	for _, a := range acts {
+		if n.Err() != nil {
+			return
+		}
+		switch a := a.(type) {
+		case kraft.Persist:
+			if err := n.cfg.Records.Write(a.Record); err != nil {
+				n.fail(fmt.Errorf("node: persisting %+v: %w", a.Record, err))
+				return
+			}
+		case kraft.SendVoteRequest:
+			n.send(a, "vote")
+		case kraft.SendBeginQuorumEpoch:
+			n.send(a, "begin")
+		case kraft.SendEndQuorumEpoch:
+			n.send(a, "end")
+		case kraft.SendFetch:
+			n.send(a, "fetch")
+		case kraft.SendVoteResponse, kraft.SendBeginQuorumEpochResponse, kraft.SendEndQuorumEpochResponse, kraft.SendFetchSnapshotResponse:
+			n.respond(a, nil)
+		case kraft.SendFetchResponse:
+			n.fetchResponse(a)
+		case kraft.TruncateLog:
+			if err := n.cfg.Log.Truncate(a.To); err != nil {
+				n.fail(fmt.Errorf("node: truncating to %d: %w", a.To, err))
+				return
+			}
+		case kraft.AppendLeaderChange:
+			data, _ := json.Marshal(a)
+			n.write(a.Epoch, append([]byte{recordLeaderChange}, data...))
+		case kraft.HighWatermarkChanged:
+			n.hwm = a.HighWatermark
+			n.completeWaiters()
+			n.commitMu.Lock()
+			n.commitHWM = a.HighWatermark
+			n.commitCond.Broadcast()
+			n.commitMu.Unlock()
+		case kraft.ResetTimer:
+			n.timerGen[a.Timer]++
+			gen, t := n.timerGen[a.Timer], a.Timer
+			n.afterFunc(a.After, func() { n.fire(t, gen) })
+		case kraft.StopTimer:
+			n.timerGen[a.Timer]++
+		case kraft.RoleChanged:
+			n.onRoleChanged(a)
+		case kraft.Fault:
+			// step stops the node before carrying out a faulted step.
+		}
+	}
+}
+
+// fire delivers a timer's timeout if it is the latest arming.
+func (n *Node) fire(t kraft.Timer, gen uint64) {
+	if n.timerGen[t] != gen {
+		return
+	}
+	switch t {
+	case kraft.ElectionTimer:
+		if !n.resigned {
+			n.step(kraft.ElectionTimeout{})
+		}
+	case kraft.FetchTimer:
+		if !n.resigned {
+			n.step(kraft.FetchTimeout{})
+		}
+	case kraft.CheckQuorumTimer:
+		n.step(kraft.CheckQuorumTimeout{})
+	case kraft.BeginQuorumEpochTimer:
+		n.step(kraft.BeginQuorumEpochTimeout{})
+	}
+}
+
+// send sends a request, replacing any request of the same kind in flight
+// to the same replica (at most one per destination and kind, as Kafka's
+// RequestManager keeps).
+func (n *Node) send(a kraft.Action, kind string) {
+	to, ev, ok := kraft.Deliver(n.local, a)
+	if !ok {
+		return
+	}
+	m := Message{From: n.local.ID, To: to, Event: ev}
+	if f, isFetch := a.(kraft.SendFetch); isFetch {
+		m.HighWatermark = f.HighWatermark
+		if to == kraft.NoNode {
+			m.To = n.bootstrapVoter()
+		}
+	}
+	n.sendRequest(m, kind)
+}
+
+func (n *Node) bootstrapVoter() kraft.NodeID {
+	voters := n.st.Voters()
+	for range voters {
+		v := voters[n.bootNext%len(voters)]
+		n.bootNext++
+		if v.ID != n.local.ID {
+			return v.ID
+		}
+	}
+	return voters[0].ID
+}
+
+// sendRequest sends m with a fresh correlation id and arms its timeout:
+// without an answer in time, it goes again after the retry backoff
+// (BeginQuorumEpoch is re-sent by the leader's own timer instead).
+func (n *Node) sendRequest(m Message, kind string) {
+	key := reqKey{m.To, kind}
+	if old := n.inflight[key]; old != nil {
+		old.timer.Stop()
+	}
+	n.corr++
+	m.Corr = n.corr
+	r := &request{corr: m.Corr, msg: m}
+	r.timer = n.afterFunc(n.cfg.RequestTimeout, func() {
+		if n.inflight[key] != r {
+			return
+		}
+		delete(n.inflight, key)
+		if kind == "begin" {
+			return
+		}
+		n.afterFunc(n.cfg.RetryBackoff, func() {
+			if n.inflight[key] == nil && (kind != "fetch" || (n.lastFetch != nil && n.lastFetch.Corr == r.corr && n.fetching())) {
+				n.sendRequest(r.msg, kind)
+			}
+		})
+	})
+	n.inflight[key] = r
+	if kind == "fetch" {
+		c := m
+		n.lastFetch = &c
+	}
+	n.cfg.Transport.Send(m)
+}
+
+// respond answers the request being stepped.
+func (n *Node) respond(a kraft.Action, records []storage.Entry) {
+	to, ev, _ := kraft.Deliver(n.local, a)
+	if n.cur == nil || n.cur.From != to {
+		return
+	}
+	n.cfg.Transport.Send(Message{From: n.local.ID, To: to, Corr: n.cur.Corr, Response: true, Event: ev, Records: records})
+}
+
+// fetchResponse answers a Fetch: records from the written log at the fetch
+// offset, up to the state's log end and FetchMaxBytes; a caught-up Fetch
+// with nothing new is parked up to FetchMaxWait (Kafka's long poll).
+func (n *Node) fetchResponse(a kraft.SendFetchResponse) {
+	req := n.cur
+	if req == nil || req.From != a.To {
+		return
+	}
+	f, _ := req.Event.(kraft.ReceiveFetch)
+	var records []storage.Entry
+	if a.Error == kraft.ErrNone && a.Diverging == nil && f.FetchOffset < n.st.LogEnd().Offset {
+		rs, err := n.cfg.Log.Read(f.FetchOffset, n.cfg.FetchMaxBytes)
+		if err != nil {
+			n.fail(fmt.Errorf("node: reading the log at %d: %w", f.FetchOffset, err))
+			return
+		}
+		records = rs
+	}
+	if len(records) == 0 && a.Error == kraft.ErrNone && a.Diverging == nil && a.HighWatermark <= req.HighWatermark &&
+		!n.noPark && n.st.Role() == kraft.Leader {
+		parked := *req
+		n.parked = append(n.parked, &parked)
+		n.afterFunc(n.cfg.FetchMaxWait, func() { n.unpark(&parked) })
+		return
+	}
+	n.respond(a, records)
+}
+
+// unpark steps a parked Fetch again and answers it now.
+func (n *Node) unpark(m *Message) {
+	for i, p := range n.parked {
+		if p == m {
+			n.parked = append(n.parked[:i:i], n.parked[i+1:]...)
+			n.queue = append(n.queue, inbound{msg: m, noPark: true})
+			return
+		}
+	}
+}
+
+// wakeParked steps every parked Fetch again (the leader's log end or high
+// watermark moved, or it stopped leading).
+func (n *Node) wakeParked() {
+	for _, p := range n.parked {
+		n.queue = append(n.queue, inbound{msg: p, noPark: true})
+	}
+	n.parked = nil
+}
+
+// write appends records of one epoch to the log and reports them.
+func (n *Node) write(epoch kraft.Epoch, records ...[]byte) (kraft.LogEnd, error) {
+	before := n.cfg.Log.End()
+	end, err := n.cfg.Log.Append(epoch, records...)
+	if err != nil {
+		n.fail(fmt.Errorf("node: appending to the log: %w", err))
+		return before, err
+	}
+	n.queue = append(n.queue, inbound{ev: kraft.LogAppended{End: end}})
+	return end, nil
+}
+
+// maybeFlush starts a flush of what was written since the last one (group
+// commit: one Sync for every write made while the previous one ran).
+func (n *Node) maybeFlush() {
+	if n.flushing || n.Err() != nil || n.cfg.Log.Flushed() >= n.cfg.Log.End().Offset {
+		return
+	}
+	n.flushing = true
+	go func() {
+		err := n.cfg.Log.Sync()
+		n.post(func() {
+			n.flushing = false
+			if err != nil {
+				n.fail(fmt.Errorf("node: syncing the log: %w", err))
+				return
+			}
+			// Read here, on the loop: a truncation since the Sync has
+			// already lowered it.
+			if f := n.cfg.Log.Flushed(); f > n.st.FlushedOffset() {
+				n.queue = append(n.queue, inbound{ev: kraft.LogFlushed{Offset: f}})
+			}
+		})
+	}()
+}
+
+func (n *Node) onRoleChanged(a kraft.RoleChanged) {
+	n.cfg.Logf("node %d: %v -> %v in epoch %d, leader %d (%s)", n.local.ID, a.From, a.To, a.Epoch, a.LeaderID, a.Reason)
+	// Kafka's resetConnections: responses to earlier requests are dropped.
+	for k, r := range n.inflight {
+		r.timer.Stop()
+		delete(n.inflight, k)
+	}
+	if a.From == kraft.Leader {
+		n.wakeParked()
+		for _, w := range n.waiters {
+			w.ch <- ErrLeadershipLost
+		}
+		n.waiters = nil
+	}
+	if a.LeaderID != kraft.NoNode && a.LeaderID != n.local.ID {
+		for _, ch := range n.leaderCh {
+			close(ch)
+		}
+		n.leaderCh = nil
+	}
+}
+
+// completeWaiters answers the appends the high watermark now covers.
+func (n *Node) completeWaiters() {
+	kept := n.waiters[:0]
+	for _, w := range n.waiters {
+		if w.end > n.hwm {
+			kept = append(kept, w)
+			continue
+		}
+		if e, ok := n.cfg.Log.EpochFor(w.end - 1); ok && e == w.epoch {
+			w.ch <- nil
+		} else {
+			w.ch <- ErrLeadershipLost
+		}
+	}
+	n.waiters = kept
+}
+
+// Append appends records at the leader and returns the offset of the last
+// one once it is committed (the high watermark passed it). It fails with a
+// *NotLeaderError when the replica is not the leader, with
+// ErrLeadershipLost when leadership is lost first, and with ctx's error.
+func (n *Node) Append(ctx context.Context, records ...[]byte) (int64, error) {
+	if len(records) == 0 {
+		return 0, errors.New("node: no records")
+	}
+	ch := make(chan error, 1)
+	var last int64
+	var notLeader error
+	err := n.call(func() {
+		if n.st.Role() != kraft.Leader {
+			notLeader = &NotLeaderError{Leader: leaderOrNone(n.st), Epoch: n.st.Epoch()}
+			return
+		}
+		data := make([][]byte, len(records))
+		for i, r := range records {
+			data[i] = append([]byte{recordData}, r...)
+		}
+		end, err := n.write(n.st.Epoch(), data...)
+		if err != nil {
+			notLeader = err
+			return
+		}
+		last = end.Offset - 1
+		n.waiters = append(n.waiters, &waiter{end: end.Offset, epoch: end.Epoch, ch: ch})
+		n.drain()
+		n.maybeFlush()
+	})
+	if err != nil {
+		return 0, err
+	}
+	if notLeader != nil {
+		return 0, notLeader
+	}
+	select {
+	case err := <-ch:
+		return last, err
+	case <-ctx.Done():
+		return last, ctx.Err()
+	case <-n.done:
+		return last, n.stoppedErr()
+	}
+}
+
+func leaderOrNone(s kraft.State) kraft.NodeID {
+	if l := s.Leader(); l != s.Local().ID {
+		return l
+	}
+	return kraft.NoNode
+}
+
+// Resign makes the leader give up leadership gracefully (kraft.Resign);
+// it fails with a *NotLeaderError on any other role.
+func (n *Node) Resign() error {
+	var res error
+	if err := n.call(func() {
+		if n.st.Role() != kraft.Leader {
+			res = &NotLeaderError{Leader: leaderOrNone(n.st), Epoch: n.st.Epoch()}
+			return
+		}
+		n.step(kraft.Resign{})
+	}); err != nil {
+		return err
+	}
+	return res
+}
+
+// Shutdown stops the node gracefully. A leader first hands leadership
+// over (docs/design.md D27): it resigns, stops taking election and fetch
+// timeouts, and waits until another replica leads or ctx is done. Then it
+// closes the node.
+func (n *Node) Shutdown(ctx context.Context) error {
+	ch := make(chan struct{})
+	leading := false
+	if err := n.call(func() {
+		if n.st.Role() != kraft.Leader {
+			return
+		}
+		leading = true
+		n.resigned = true
+		n.leaderCh = append(n.leaderCh, ch)
+		n.step(kraft.Resign{})
+	}); err != nil {
+		return n.Close()
+	}
+	if leading {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		case <-n.done:
+		}
+	}
+	return n.Close()
+}
+
+// Close stops the node at once, syncs and closes the log and closes the
+// transport. It returns the error that stopped the node, if any.
+func (n *Node) Close() error {
+	n.stopOnce.Do(func() { close(n.stop) })
+	<-n.done
+	n.commitMu.Lock()
+	n.commitHWM = stopApplier
+	n.commitCond.Broadcast()
+	n.commitMu.Unlock()
+	<-n.applierOut
+	serr := n.cfg.Log.Sync()
+	cerr := n.cfg.Log.Close()
+	terr := n.cfg.Transport.Close()
+	if err := n.Err(); err != nil {
+		return err
+	}
+	for _, err := range []error{serr, cerr, terr} {
+		if err != nil && !errors.Is(err, storage.ErrClosed) {
+			return err
+		}
+	}
+	return nil
+}
+
+// applier hands committed records to OnCommit, in order, from its own
+// goroutine so the loop never waits for it.
+func (n *Node) applier() {
+	defer close(n.applierOut)
+	next := int64(0)
+	for {
+		n.commitMu.Lock()
+		for n.commitHWM != stopApplier && n.commitHWM <= next {
+			n.commitCond.Wait()
+		}
+		hwm := n.commitHWM
+		n.commitMu.Unlock()
+		if hwm == stopApplier {
+			return
+		}
+		entries, err := n.cfg.Log.Read(next, n.cfg.FetchMaxBytes)
+		if err != nil {
+			if errors.Is(err, storage.ErrClosed) {
+				return
+			}
+			n.fail(fmt.Errorf("node: reading committed records: %w", err))
+			return
+		}
+		var out []Record
+		for _, e := range entries {
+			if e.Offset >= hwm {
+				break
+			}
+			next = e.Offset + 1
+			if len(e.Data) > 0 && e.Data[0] == recordData {
+				out = append(out, Record{Offset: e.Offset, Epoch: e.Epoch, Data: e.Data[1:]})
+			}
+		}
+		if len(out) > 0 && n.cfg.OnCommit != nil {
+			n.cfg.OnCommit(out)
+		}
+	}
+}
+
+// stopApplier in commitHWM tells the applier to stop.
+const stopApplier = -2
+
+// Status is a replica's view of the quorum (Kafka's DescribeQuorum, as
+// far as one replica knows it).
+type Status struct {
+	ID            kraft.NodeID `json:"id"`
+	Role          string       `json:"role"`
+	Epoch         kraft.Epoch  `json:"epoch"`
+	Leader        kraft.NodeID `json:"leader"`
+	HighWatermark int64        `json:"high_watermark"`
+	LogEnd        int64        `json:"log_end"`
+	LogEndEpoch   kraft.Epoch  `json:"log_end_epoch"`
+	Flushed       int64        `json:"flushed"`
+	// Voters, on the leader: each voter's end offset as the leader counts
+	// it (-1 before its first Fetch) and its lag behind the leader's log
+	// end.
+	Voters []VoterStatus `json:"voters,omitempty"`
+}
+
+// VoterStatus is one voter's replication progress, as the leader sees it.
+type VoterStatus struct {
+	ID        kraft.NodeID `json:"id"`
+	EndOffset int64        `json:"end_offset"`
+	Lag       int64        `json:"lag"`
+}
+
+// Status reports the replica's role, epoch, leader, high watermark and
+// log, and on the leader each voter's progress.
+func (n *Node) Status() (Status, error) {
+	var st Status
+	err := n.call(func() {
+		s := n.st
+		st = Status{
+			ID: n.local.ID, Role: s.Role().String(), Epoch: s.Epoch(), Leader: s.Leader(),
+			HighWatermark: s.HighWatermark(), LogEnd: s.LogEnd().Offset, LogEndEpoch: s.LogEnd().Epoch,
+			Flushed: s.FlushedOffset(),
+		}
+		ends := s.VoterEndOffsets()
+		for i, v := range s.Voters() {
+			if ends == nil {
+				break
+			}
+			lag := s.LogEnd().Offset - ends[i]
+			if ends[i] < 0 {
+				lag = s.LogEnd().Offset
+			}
+			st.Voters = append(st.Voters, VoterStatus{ID: v.ID, EndOffset: ends[i], Lag: lag})
+		}
+	})
+	return st, err
+}

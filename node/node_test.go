@@ -1,0 +1,304 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/storage"
+	"github.com/stretchr/testify/require"
+)
+
+// testCluster runs n voters over an in-memory network, each with an
+// in-memory log and record store that survive a restart of the node.
+type testCluster struct {
+	t       *testing.T
+	net     *MemNetwork
+	voters  []kraft.ReplicaKey
+	nodes   map[kraft.NodeID]*Node
+	logs    map[kraft.NodeID]*storage.MemLog
+	records map[kraft.NodeID]*MemRecords
+
+	mu        sync.Mutex
+	committed map[kraft.NodeID][]Record
+}
+
+func newTestCluster(t *testing.T, n int) *testCluster {
+	c := &testCluster{
+		t: t, net: NewMemNetwork(),
+		nodes: map[kraft.NodeID]*Node{}, logs: map[kraft.NodeID]*storage.MemLog{},
+		records: map[kraft.NodeID]*MemRecords{}, committed: map[kraft.NodeID][]Record{},
+	}
+	for i := 1; i <= n; i++ {
+		c.voters = append(c.voters, kraft.ReplicaKey{ID: kraft.NodeID(i)})
+	}
+	for _, v := range c.voters {
+		c.logs[v.ID] = storage.NewMemLog()
+		c.records[v.ID] = &MemRecords{}
+		c.start(v.ID)
+	}
+	t.Cleanup(func() {
+		for _, nd := range c.nodes {
+			_ = nd.Close()
+		}
+	})
+	return c
+}
+
+// fastKraft is a kraft.Config with short timeouts, so tests run in
+// fractions of a second.
+func (c *testCluster) kraftConfig(id kraft.NodeID) kraft.Config {
+	return kraft.Config{
+		Local: kraft.ReplicaKey{ID: id}, Voters: c.voters, Seed: uint64(id) * 7919,
+		ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond, ElectionBackoffMax: 100 * time.Millisecond,
+	}
+}
+
+func (c *testCluster) start(id kraft.NodeID) {
+	c.t.Helper()
+	c.mu.Lock()
+	c.committed[id] = nil
+	c.mu.Unlock()
+	nd, err := Start(Config{
+		Kraft:          c.kraftConfig(id),
+		Log:            c.logs[id],
+		Records:        c.records[id],
+		Transport:      c.net.Endpoint(id),
+		RequestTimeout: 200 * time.Millisecond,
+		FetchMaxWait:   50 * time.Millisecond,
+		OnCommit: func(rs []Record) {
+			c.mu.Lock()
+			c.committed[id] = append(c.committed[id], rs...)
+			c.mu.Unlock()
+		},
+	})
+	require.NoError(c.t, err)
+	c.nodes[id] = nd
+}
+
+// crash stops a node as kill -9 would: what was not synced is lost.
+func (c *testCluster) crash(id kraft.NodeID) {
+	nd := c.nodes[id]
+	nd.stopOnce.Do(func() { close(nd.stop) })
+	<-nd.done
+	nd.commitMu.Lock()
+	nd.commitHWM = stopApplier
+	nd.commitCond.Broadcast()
+	nd.commitMu.Unlock()
+	<-nd.applierOut
+	_ = nd.cfg.Transport.Close()
+	c.logs[id].Crash()
+	delete(c.nodes, id)
+}
+
+// leader waits for a node that leads and returns it.
+func (c *testCluster) leader() *Node {
+	c.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, nd := range c.nodes {
+			st, err := nd.Status()
+			if err == nil && st.Role == "Leader" {
+				return nd
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.t.Fatalf("no leader within 5s")
+	return nil
+}
+
+// appendCommitted appends at the leader, retrying on leadership changes.
+func (c *testCluster) appendCommitted(data string) int64 {
+	c.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		l := c.leader()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		off, err := l.Append(ctx, []byte(data))
+		cancel()
+		if err == nil {
+			return off
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.t.Fatalf("append %q did not commit within 10s", data)
+	return -1
+}
+
+func (c *testCluster) waitCommitted(id kraft.NodeID, n int) []Record {
+	c.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.mu.Lock()
+		got := append([]Record(nil), c.committed[id]...)
+		c.mu.Unlock()
+		if len(got) >= n || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestNodeElectsReplicatesAndCommits: three nodes elect a leader; appends
+// at the leader commit and reach every node's OnCommit, in order.
+func TestNodeElectsReplicatesAndCommits(t *testing.T) {
+	c := newTestCluster(t, 3)
+	var offs []int64
+	for i := 0; i < 20; i++ {
+		offs = append(offs, c.appendCommitted(fmt.Sprintf("r%d", i)))
+	}
+	for i := 1; i < len(offs); i++ {
+		require.Greater(t, offs[i], offs[i-1])
+	}
+	for _, v := range c.voters {
+		got := c.waitCommitted(v.ID, 20)
+		require.Len(t, got, 20, "node %d", v.ID)
+		for i, r := range got {
+			require.Equal(t, fmt.Sprintf("r%d", i), string(r.Data), "node %d record %d", v.ID, i)
+		}
+	}
+	l := c.leader()
+	st, err := l.Status()
+	require.NoError(t, err)
+	require.Len(t, st.Voters, 3)
+	require.GreaterOrEqual(t, st.HighWatermark, offs[len(offs)-1]+1)
+}
+
+// TestNodeAppendOnFollowerNamesTheLeader: a follower refuses appends with
+// a NotLeaderError naming the leader.
+func TestNodeAppendOnFollowerNamesTheLeader(t *testing.T) {
+	c := newTestCluster(t, 3)
+	c.appendCommitted("x")
+	l := c.leader()
+	for id, nd := range c.nodes {
+		if nd == l {
+			continue
+		}
+		_, err := nd.Append(context.Background(), []byte("y"))
+		require.ErrorIs(t, err, ErrNotLeader, "node %d", id)
+		var nl *NotLeaderError
+		require.True(t, errors.As(err, &nl))
+		require.Equal(t, l.local.ID, nl.Leader)
+	}
+}
+
+// TestNodeFailoverKeepsCommittedRecords: the leader crashes (losing its
+// unflushed tail), the others elect a new one, appends go on, and the old
+// leader restarts and catches up; every committed record is on every node.
+func TestNodeFailoverKeepsCommittedRecords(t *testing.T) {
+	c := newTestCluster(t, 3)
+	for i := 0; i < 10; i++ {
+		c.appendCommitted(fmt.Sprintf("a%d", i))
+	}
+	old := c.leader().local.ID
+	c.crash(old)
+	for i := 0; i < 10; i++ {
+		c.appendCommitted(fmt.Sprintf("b%d", i))
+	}
+	require.NotEqual(t, old, c.leader().local.ID)
+	c.start(old)
+	for i := 0; i < 5; i++ {
+		c.appendCommitted(fmt.Sprintf("c%d", i))
+	}
+	want := c.waitCommitted(c.leader().local.ID, 25)
+	require.Len(t, want, 25)
+	for _, v := range c.voters {
+		got := c.waitCommitted(v.ID, 25)
+		require.Equal(t, want, got, "node %d", v.ID)
+	}
+}
+
+// TestNodeShutdownHandsLeadershipOver: a leader's graceful shutdown makes
+// another node leader before it returns (D27).
+func TestNodeShutdownHandsLeadershipOver(t *testing.T) {
+	c := newTestCluster(t, 3)
+	c.appendCommitted("x")
+	l := c.leader()
+	id := l.local.ID
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, l.Shutdown(ctx))
+	delete(c.nodes, id)
+	require.NoError(t, ctx.Err(), "shutdown waited for its timeout: no successor")
+	next := c.leader()
+	require.NotEqual(t, id, next.local.ID)
+}
+
+// TestNodeDropsStaleTimersAndResponses: a timer firing from an earlier
+// arming and a response that answers no request in flight change nothing.
+func TestNodeDropsStaleTimersAndResponses(t *testing.T) {
+	c := newTestCluster(t, 3)
+	c.appendCommitted("x")
+	l := c.leader()
+	var follower *Node
+	for _, nd := range c.nodes {
+		if nd != l {
+			follower = nd
+		}
+	}
+	require.NoError(t, follower.call(func() {
+		before := follower.st
+		follower.fire(kraft.FetchTimer, follower.timerGen[kraft.FetchTimer]-1)
+		require.Equal(t, before, follower.st, "a stale fetch timeout was delivered")
+		follower.onResponse(Message{From: l.local.ID, To: follower.local.ID, Corr: 1 << 40, Response: true,
+			Event: kraft.ReceiveFetchResponse{From: l.local.ID, LeaderID: kraft.NoNode, LeaderEpoch: before.Epoch() + 5, HighWatermark: -1}})
+		require.Equal(t, before, follower.st, "a response to no request in flight was stepped")
+		follower.fire(kraft.FetchTimer, follower.timerGen[kraft.FetchTimer])
+		require.Equal(t, kraft.Prospective, follower.st.Role(), "the latest arming must fire")
+	}))
+}
+
+// TestNodeParksCaughtUpFetches: an idle leader holds caught-up Fetches
+// for FetchMaxWait (long poll) instead of answering at once, so an idle
+// cluster exchanges a few messages per follower per FetchMaxWait, not a
+// busy loop.
+func TestNodeParksCaughtUpFetches(t *testing.T) {
+	c := newTestCluster(t, 3)
+	c.appendCommitted("x")
+	time.Sleep(100 * time.Millisecond)
+	before := c.net.Delivered()
+	time.Sleep(500 * time.Millisecond)
+	n := c.net.Delivered() - before
+	// Two followers, a Fetch and its answer each per 50 ms wait: about 40.
+	require.Less(t, n, uint64(120), "idle cluster delivered %d messages in 500ms", n)
+	require.Greater(t, n, uint64(10), "followers stopped fetching")
+	// A parked Fetch is answered as soon as there is news.
+	start := time.Now()
+	c.appendCommitted("y")
+	require.Less(t, time.Since(start), 45*time.Millisecond, "the append waited for a parked fetch to expire")
+}
+
+// TestNodePartitionedLeaderStepsDownAndRejoins: a leader cut off from the
+// others resigns after check-quorum; the others elect a new leader and go
+// on committing; after healing, the old leader follows and catches up.
+func TestNodePartitionedLeaderStepsDownAndRejoins(t *testing.T) {
+	c := newTestCluster(t, 3)
+	c.appendCommitted("a")
+	old := c.leader()
+	c.net.Isolate(old.local.ID)
+	deadline := time.Now().Add(5 * time.Second)
+	var next *Node
+	for next == nil && time.Now().Before(deadline) {
+		for _, nd := range c.nodes {
+			if st, _ := nd.Status(); nd != old && st.Role == "Leader" {
+				next = nd
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.NotNil(t, next, "no new leader on the majority side")
+	_, err := next.Append(context.Background(), []byte("b"))
+	require.NoError(t, err)
+	c.net.Heal()
+	c.appendCommitted("c")
+	for _, v := range c.voters {
+		got := c.waitCommitted(v.ID, 3)
+		require.Len(t, got, 3, "node %d", v.ID)
+		require.Equal(t, "abc", string(got[0].Data)+string(got[1].Data)+string(got[2].Data), "node %d", v.ID)
+	}
+}

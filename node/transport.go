@@ -1,0 +1,42 @@
+package node
+
+import (
+	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/storage"
+)
+
+// Message is one RPC between two runtimes: a request or its response,
+// carrying the event the receiver steps (kraft.Deliver made it from the
+// sender's action). A Fetch response also carries the records the leader
+// attached; a Fetch request carries the follower's high watermark, so the
+// leader can park it until it has news (long poll).
+type Message struct {
+	From, To kraft.NodeID
+	// Corr is the request's correlation id; a response carries its
+	// request's. The sender picks it; it is unique per sender.
+	Corr     uint64
+	Response bool
+	Event    kraft.Event
+	// Records are a Fetch response's records, from the request's fetch
+	// offset on.
+	Records []storage.Entry
+	// HighWatermark is a Fetch request's sender's high watermark.
+	HighWatermark int64
+}
+
+// Transport carries Messages between the replicas of a cluster. A runtime
+// calls Send from its one loop goroutine and reads Inbox there too.
+//
+// Send must not block for long: a message that cannot be sent now (no
+// connection, a full buffer) is dropped, and the runtime's request timeout
+// and retries make up for it. Responses go back the way their request came
+// (Kafka answers on the request's connection). Delivery may lose, delay or
+// reorder messages, never corrupt them.
+type Transport interface {
+	// Send sends m to m.To.
+	Send(m Message)
+	// Inbox delivers the messages sent to this replica.
+	Inbox() <-chan Message
+	// Close stops the transport; Inbox is closed after it.
+	Close() error
+}
