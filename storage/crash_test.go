@@ -1,0 +1,220 @@
+package storage
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kraftquorum/kraft"
+)
+
+// crashSegmentBytes makes the crash workload roll segments often.
+const crashSegmentBytes = 200
+
+// crashModel is what the crash workload knows about its log.
+type crashModel struct {
+	cur   []Entry   // the log as the process sees it
+	valid [][]Entry // logs the disk may hold a prefix of after a crash
+	acked int64     // records below it were reported durable (Flushed)
+}
+
+// runCrashWorkload opens a log in dir through fsys and runs the seeded
+// workload until it ends or an operation fails (the process died). The
+// sequence of operations depends on the seed only. It returns the log, if
+// it opened, to release its files.
+func runCrashWorkload(dir string, fsys fileSystem, seed int64) (*FileLog, *crashModel) {
+	m := &crashModel{valid: [][]Entry{nil}}
+	rng := rand.New(rand.NewSource(seed))
+	l, _, err := Open(dir, Options{SegmentBytes: crashSegmentBytes, fs: fsys})
+	if err != nil {
+		return nil, m
+	}
+	epoch := kraft.Epoch(1)
+	for step := 0; step < 30; step++ {
+		switch r := rng.Intn(10); {
+		case r < 6:
+			if rng.Intn(4) == 0 {
+				epoch++
+			}
+			entries := make([]Entry, 1+rng.Intn(3))
+			for i := range entries {
+				data := make([]byte, rng.Intn(50))
+				rng.Read(data)
+				entries[i] = Entry{Offset: int64(len(m.cur) + i), Epoch: epoch, Data: data}
+			}
+			if len(entries) > 1 && rng.Intn(3) == 0 {
+				epoch++ // a fetched batch that spans two epochs
+				entries[len(entries)-1].Epoch = epoch
+			}
+			after := append(append([]Entry(nil), m.cur...), entries...)
+			m.valid = append(m.valid, after)
+			if _, err := l.AppendEntries(entries...); err != nil {
+				return l, m
+			}
+			m.cur = after
+		case r < 9:
+			if err := l.Sync(); err != nil {
+				return l, m
+			}
+		default:
+			to := rng.Int63n(int64(len(m.cur)) + 1)
+			if to < m.acked {
+				m.acked = to // the records at and after to may go now
+			}
+			if err := l.Truncate(to); err != nil {
+				return l, m
+			}
+			m.cur = m.cur[:to]
+			m.valid = [][]Entry{m.cur} // what was removed must stay removed
+		}
+		m.acked = l.Flushed()
+	}
+	return l, m
+}
+
+// TestCrashLogAtEveryPoint runs the workload, kills it at each of its file
+// operations in turn (a write may be half done), crashes the machine in
+// several ways at that moment, and reopens the directory: every record
+// reported durable must be there, and the log must be a prefix of a log the
+// process had, record for record.
+func TestCrashLogAtEveryPoint(t *testing.T) {
+	base := t.TempDir()
+	runs := 0
+	for seed := int64(1); seed <= 4; seed++ {
+		countDir := filepath.Join(base, fmt.Sprintf("count-%d", seed))
+		require.NoError(t, os.Mkdir(countDir, 0o755))
+		counter, err := newCrashFS(-1, 0, countDir)
+		require.NoError(t, err)
+		l, _ := runCrashWorkload(countDir, counter, seed)
+		require.NotNil(t, l)
+		require.NoError(t, l.Close())
+		total := counter.ops
+
+		for budget := 0; budget <= total; budget++ {
+			for variant := int64(0); variant < 4; variant++ {
+				runs++
+				name := fmt.Sprintf("seed %d, death at operation %d of %d, crash variant %d", seed, budget, total, variant)
+				dir := filepath.Join(base, fmt.Sprintf("run-%d", runs))
+				require.NoError(t, os.Mkdir(dir, 0o755))
+				cfs, err := newCrashFS(budget, seed*1_000_000+int64(budget)*10+variant, dir)
+				require.NoError(t, err)
+				l, m := runCrashWorkload(dir, cfs, seed)
+				if l != nil {
+					_ = l.Close()
+				}
+				if variant == 3 {
+					// Only the process dies. A new one opens the log, which
+					// is then durable as it found it, whatever the machine
+					// does next.
+					cfs.restart()
+					m = reopenAfterProcessDeath(t, name, dir, cfs, m)
+				}
+				require.NoError(t, cfs.crash(dir), name)
+				checkRecovered(t, name, dir, m)
+				require.NoError(t, os.RemoveAll(dir))
+			}
+		}
+	}
+	t.Logf("%d crash runs", runs)
+}
+
+// reopenAfterProcessDeath opens the log that a dead process left, checks it
+// against m, and returns the model of what it found: all durable.
+func reopenAfterProcessDeath(t *testing.T, name, dir string, fsys fileSystem, m *crashModel) *crashModel {
+	t.Helper()
+	l, _, err := Open(dir, Options{SegmentBytes: crashSegmentBytes, fs: fsys})
+	require.NoError(t, err, name)
+	defer func() { _ = l.Close() }()
+	got := readAll(t, l)
+	require.GreaterOrEqual(t, int64(len(got)), m.acked, name)
+	require.True(t, prefixOfAny(got, m.valid), "%s: the log is no prefix of a log the process had", name)
+	require.Equal(t, l.End().Offset, l.Flushed(), name)
+	return &crashModel{cur: got, valid: [][]Entry{got}, acked: l.Flushed()}
+}
+
+// prefixOfAny reports whether got is a prefix of one of logs.
+func prefixOfAny(got []Entry, logs [][]Entry) bool {
+	for _, v := range logs {
+		if len(got) <= len(v) && equalEntries(got, v[:len(got)]) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkRecovered reopens dir after a crash and checks it against m.
+func checkRecovered(t *testing.T, name, dir string, m *crashModel) {
+	t.Helper()
+	l, rec, err := Open(dir, Options{SegmentBytes: crashSegmentBytes, fs: noSyncFS{}})
+	require.NoError(t, err, name)
+	got := readAll(t, l)
+	require.GreaterOrEqual(t, int64(len(got)), m.acked, "%s: records reported durable are lost (%+v)", name, rec)
+	require.Equal(t, normalize(m.cur[:m.acked]), normalize(got[:m.acked]), "%s: durable records changed", name)
+	require.True(t, prefixOfAny(got, m.valid), "%s: recovered log of %d records is no prefix of a log the process had", name, len(got))
+	require.Equal(t, stateOf(got), l.State(), name)
+	require.Equal(t, l.End().Offset, l.Flushed(), name)
+
+	// The recovered log takes appends, and they survive a reopen.
+	end, err := l.Append(l.End().Epoch+1, []byte("after"))
+	require.NoError(t, err, name)
+	require.NoError(t, l.Sync(), name)
+	require.NoError(t, l.Close(), name)
+	l, rec, err = Open(dir, Options{SegmentBytes: crashSegmentBytes, fs: noSyncFS{}})
+	require.NoError(t, err, name)
+	require.Zero(t, rec.DroppedBytes, name)
+	require.Equal(t, end, l.End(), name)
+	require.NoError(t, l.Close(), name)
+}
+
+// TestCrashQuorumStateAtEveryPoint kills a quorum-state write at each of its
+// file operations and crashes: the file must then hold the old record or
+// the new one, never anything else, and the new one if the write returned.
+func TestCrashQuorumStateAtEveryPoint(t *testing.T) {
+	oldRec := kraft.QuorumRecord{Epoch: 4, LeaderID: 2, VotedKey: kraft.NoReplica}
+	newRec := kraft.QuorumRecord{Epoch: 5, LeaderID: kraft.NoNode, VotedKey: kraft.ReplicaKey{ID: 3, DirectoryID: uuid.MustParse("27c6803d-c7cb-42dd-9baa-cd494ffacc81")}}
+	base := t.TempDir()
+	for _, fresh := range []bool{false, true} {
+		countDir := filepath.Join(base, fmt.Sprintf("count-%v", fresh))
+		require.NoError(t, os.Mkdir(countDir, 0o755))
+		counter, err := newCrashFS(-1, 0, countDir)
+		require.NoError(t, err)
+		require.NoError(t, writeQuorumStateData(counter, QuorumStatePath(countDir), NewQuorumStateData(newRec)))
+		total := counter.ops
+		require.Equal(t, 6, total, "remove a stale temporary file, create, write, fsync, rename, fsync the directory")
+
+		for budget := 0; budget <= total; budget++ {
+			for variant := int64(0); variant < 8; variant++ {
+				name := fmt.Sprintf("fresh %v, death at operation %d, variant %d", fresh, budget, variant)
+				dir := filepath.Join(base, fmt.Sprintf("run-%v-%d-%d", fresh, budget, variant))
+				require.NoError(t, os.Mkdir(dir, 0o755))
+				path := QuorumStatePath(dir)
+				if !fresh {
+					require.NoError(t, WriteQuorumState(path, oldRec))
+				}
+				cfs, err := newCrashFS(budget, int64(budget)*100+variant, dir)
+				require.NoError(t, err)
+				werr := writeQuorumStateData(cfs, path, NewQuorumStateData(newRec))
+				require.NoError(t, cfs.crash(dir))
+
+				got, err := ReadQuorumState(path)
+				require.NoError(t, err, name)
+				switch {
+				case werr == nil:
+					require.Equal(t, &newRec, got, name)
+				case got == nil:
+					require.True(t, fresh, "%s: the old record is gone", name)
+				default:
+					require.Contains(t, []kraft.QuorumRecord{oldRec, newRec}, *got, name)
+					if fresh {
+						require.Equal(t, newRec, *got, name)
+					}
+				}
+			}
+		}
+	}
+}

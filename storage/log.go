@@ -1,0 +1,180 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/kraftquorum/kraft"
+)
+
+// Entry is one record of a log: its offset, the epoch of the leader that
+// appended it, and its payload. The log does not look inside Data.
+type Entry struct {
+	Offset int64
+	Epoch  kraft.Epoch
+	Data   []byte
+}
+
+// Log is a replica's local log: records at dense offsets from 0, each with
+// the epoch that wrote it, epochs never decreasing. FileLog keeps it in
+// segment files; MemLog keeps it in memory for tests and simulators.
+//
+// Appends are written at once but are durable only after Sync (group
+// commit): a host appends, reports the appends with LogAppended, and
+// reports LogFlushed once Sync returns. Truncate is durable when it
+// returns. All methods are safe for concurrent use, and Sync may run while
+// other goroutines append and read.
+type Log interface {
+	// Append appends records in one epoch at the log end and returns the
+	// new end. epoch must not be lower than the epoch of the last record
+	// (ErrEpochRegression).
+	Append(epoch kraft.Epoch, records ...[]byte) (kraft.LogEnd, error)
+	// AppendEntries appends entries whose offsets continue the log (the
+	// first is End().Offset, the rest follow densely) and whose epochs do
+	// not decrease, for example records fetched from a leader. It returns
+	// the new end.
+	AppendEntries(entries ...Entry) (kraft.LogEnd, error)
+	// Read returns the records from offset from on, as many as fit in
+	// maxBytes bytes of payload but at least one, as Kafka's fetch does.
+	// from == End().Offset gives no records; a from outside [0, End().Offset]
+	// is ErrOutOfRange. The entries' Data belong to the caller.
+	Read(from int64, maxBytes int) ([]Entry, error)
+	// Truncate removes every record at or after offset to (Kafka's
+	// truncateTo; the state's TruncateLog action). A to at or past the end
+	// changes nothing. Otherwise the removal is durable when Truncate
+	// returns, and so is every record below to: Flushed() is then to.
+	Truncate(to int64) error
+	// Sync makes every record appended before it durable and moves
+	// Flushed() to the end it saw.
+	Sync() error
+	// End is the log end: the next offset and the epoch of the last record
+	// (0 for an empty log).
+	End() kraft.LogEnd
+	// Flushed is the offset below which every record is durable.
+	Flushed() int64
+	// State describes the log for kraft.NewState: its end and the first
+	// offset of each epoch. Right after opening, the whole log is durable.
+	State() kraft.LogState
+	// EpochFor returns the epoch of the record at offset, and false if there
+	// is no such record.
+	EpochFor(offset int64) (kraft.Epoch, bool)
+	// Close releases the log. It does not sync: call Sync first to keep
+	// what was appended since the last one.
+	Close() error
+}
+
+// Errors of the logs. Returned errors wrap them with details; test with
+// errors.Is.
+var (
+	// ErrClosed: the log was closed.
+	ErrClosed = errors.New("storage: log is closed")
+	// ErrOutOfRange: an offset outside the log.
+	ErrOutOfRange = errors.New("storage: offset out of range")
+	// ErrEpochRegression: an append whose epoch is lower than the epoch of
+	// the record before it.
+	ErrEpochRegression = errors.New("storage: epoch lower than the last epoch")
+	// ErrInvalidAppend: an append with a negative epoch, a record larger
+	// than MaxRecordSize, or entries whose offsets do not continue the log.
+	ErrInvalidAppend = errors.New("storage: invalid append")
+	// ErrCorrupt: bytes on disk that are not what the log wrote, where
+	// dropping them could lose durable records.
+	ErrCorrupt = errors.New("storage: corrupt log")
+)
+
+// AppendedEvents returns the LogAppended events that report entries, just
+// appended to a log, to the state: one per run of entries of one epoch, in
+// order, each ending after the last entry of its run. For Append, whose
+// records all have one epoch, the single event is LogAppended{End: end}.
+func AppendedEvents(entries []Entry) []kraft.LogAppended {
+	var evs []kraft.LogAppended
+	for i, e := range entries {
+		if i+1 < len(entries) && entries[i+1].Epoch == e.Epoch {
+			continue
+		}
+		evs = append(evs, kraft.LogAppended{End: kraft.LogEnd{Offset: e.Offset + 1, Epoch: e.Epoch}})
+	}
+	return evs
+}
+
+// Flush syncs l and returns the LogFlushed event that reports it.
+func Flush(l Log) (kraft.LogFlushed, error) {
+	if err := l.Sync(); err != nil {
+		return kraft.LogFlushed{}, err
+	}
+	return kraft.LogFlushed{Offset: l.Flushed()}, nil
+}
+
+// epochHistory is a log's leader-epoch cache: the first offset of each
+// epoch, epochs and offsets strictly ascending.
+type epochHistory struct {
+	starts []kraft.EpochStart
+}
+
+// add records that the record at offset has epoch, the records before it
+// having epochs not greater.
+func (h *epochHistory) add(epoch kraft.Epoch, offset int64) {
+	if n := len(h.starts); n == 0 || epoch > h.starts[n-1].Epoch {
+		h.starts = append(h.starts, kraft.EpochStart{Epoch: epoch, StartOffset: offset})
+	}
+}
+
+// truncate forgets the epochs of the records at or after offset to.
+func (h *epochHistory) truncate(to int64) {
+	n := len(h.starts)
+	for n > 0 && h.starts[n-1].StartOffset >= to {
+		n--
+	}
+	h.starts = h.starts[:n]
+}
+
+// last is the epoch of the last record, 0 for an empty log.
+func (h *epochHistory) last() kraft.Epoch {
+	if len(h.starts) == 0 {
+		return 0
+	}
+	return h.starts[len(h.starts)-1].Epoch
+}
+
+// epochFor is the epoch of the record at offset, which must be in the log.
+func (h *epochHistory) epochFor(offset int64) kraft.Epoch {
+	i := sort.Search(len(h.starts), func(i int) bool { return h.starts[i].StartOffset > offset })
+	if i == 0 {
+		return 0
+	}
+	return h.starts[i-1].Epoch
+}
+
+// state is the kraft.LogState of a log that ends at end.
+func (h *epochHistory) state(end int64) kraft.LogState {
+	s := kraft.LogState{End: kraft.LogEnd{Offset: end, Epoch: h.last()}}
+	if len(h.starts) > 0 {
+		s.Epochs = append([]kraft.EpochStart(nil), h.starts...)
+	}
+	return s
+}
+
+// checkAppend validates an append of n records against a log that ends at
+// end: epoch(i) and size(i) describe record i, and offset(i) its offset or
+// -1 when the log assigns it. It returns the total frame bytes.
+func checkAppend(end kraft.LogEnd, n int, epoch func(int) kraft.Epoch, size func(int) int, offset func(int) int64) (int64, error) {
+	last := end.Epoch
+	var total int64
+	for i := 0; i < n; i++ {
+		e := epoch(i)
+		switch {
+		case e < 0:
+			return 0, fmt.Errorf("%w: negative epoch %d", ErrInvalidAppend, e)
+		case e < last:
+			return 0, fmt.Errorf("%w: epoch %d after epoch %d", ErrEpochRegression, e, last)
+		case size(i) > MaxRecordSize:
+			return 0, fmt.Errorf("%w: record of %d bytes is larger than %d", ErrInvalidAppend, size(i), MaxRecordSize)
+		}
+		if o := offset(i); o >= 0 && o != end.Offset+int64(i) {
+			return 0, fmt.Errorf("%w: entry %d has offset %d, the log expects %d", ErrInvalidAppend, i, o, end.Offset+int64(i))
+		}
+		last = e
+		total += int64(FrameOverhead + size(i))
+	}
+	return total, nil
+}

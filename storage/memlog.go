@@ -1,0 +1,178 @@
+package storage
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/kraftquorum/kraft"
+)
+
+// MemLog is a Log in memory, for tests and simulators. It models a disk
+// like FileLog's: appends are written but not durable until Sync, Truncate
+// is durable at once, and Crash loses what was not durable, as a machine
+// that loses power would.
+type MemLog struct {
+	mu      sync.Mutex
+	entries []Entry
+	epochs  epochHistory
+	flushed int64
+	closed  bool
+}
+
+var _ Log = (*MemLog)(nil)
+
+// NewMemLog returns an empty MemLog.
+func NewMemLog() *MemLog { return &MemLog{} }
+
+// Append appends records in epoch and returns the new end. The log keeps
+// copies of the records.
+func (m *MemLog) Append(epoch kraft.Epoch, records ...[]byte) (kraft.LogEnd, error) {
+	return m.append(len(records),
+		func(int) kraft.Epoch { return epoch },
+		func(i int) []byte { return records[i] },
+		func(int) int64 { return -1 })
+}
+
+// AppendEntries appends entries that continue the log (see Log) and returns
+// the new end.
+func (m *MemLog) AppendEntries(entries ...Entry) (kraft.LogEnd, error) {
+	return m.append(len(entries),
+		func(i int) kraft.Epoch { return entries[i].Epoch },
+		func(i int) []byte { return entries[i].Data },
+		func(i int) int64 { return entries[i].Offset })
+}
+
+func (m *MemLog) append(n int, epoch func(int) kraft.Epoch, data func(int) []byte, offset func(int) int64) (kraft.LogEnd, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return m.endLocked(), ErrClosed
+	}
+	end := m.endLocked()
+	if _, err := checkAppend(end, n, epoch, func(i int) int { return len(data(i)) }, offset); err != nil {
+		return end, err
+	}
+	for i := 0; i < n; i++ {
+		off := end.Offset + int64(i)
+		m.entries = append(m.entries, Entry{Offset: off, Epoch: epoch(i), Data: copyBytes(data(i))})
+		m.epochs.add(epoch(i), off)
+	}
+	return m.endLocked(), nil
+}
+
+func (m *MemLog) endLocked() kraft.LogEnd {
+	return kraft.LogEnd{Offset: int64(len(m.entries)), Epoch: m.epochs.last()}
+}
+
+func copyBytes(b []byte) []byte { return append(make([]byte, 0, len(b)), b...) }
+
+// Read returns records from offset from on, as many as fit in maxBytes
+// bytes of payload and at least one.
+func (m *MemLog) Read(from int64, maxBytes int) ([]Entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	if from < 0 || from > int64(len(m.entries)) {
+		return nil, fmt.Errorf("%w: %d is not in [0, %d]", ErrOutOfRange, from, len(m.entries))
+	}
+	var out []Entry
+	total := 0
+	for _, e := range m.entries[from:] {
+		if len(out) > 0 && total+len(e.Data) > maxBytes {
+			break
+		}
+		out = append(out, Entry{Offset: e.Offset, Epoch: e.Epoch, Data: copyBytes(e.Data)})
+		total += len(e.Data)
+	}
+	return out, nil
+}
+
+// Truncate removes the records at or after to, durably; Flushed() is then
+// to, as for FileLog.
+func (m *MemLog) Truncate(to int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	if to < 0 {
+		return fmt.Errorf("%w: truncate to %d", ErrOutOfRange, to)
+	}
+	if to >= int64(len(m.entries)) {
+		return nil
+	}
+	m.cut(to)
+	m.flushed = to
+	return nil
+}
+
+func (m *MemLog) cut(to int64) {
+	for i := to; i < int64(len(m.entries)); i++ {
+		m.entries[i] = Entry{} // let the payloads go
+	}
+	m.entries = m.entries[:to]
+	m.epochs.truncate(to)
+}
+
+// Sync makes every record durable.
+func (m *MemLog) Sync() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	m.flushed = int64(len(m.entries))
+	return nil
+}
+
+// Crash drops every record that is not durable, as a crash and a restart
+// would. The log stays open.
+func (m *MemLog) Crash() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cut(m.flushed)
+}
+
+// End is the log end.
+func (m *MemLog) End() kraft.LogEnd {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.endLocked()
+}
+
+// Flushed is the offset below which every record is durable.
+func (m *MemLog) Flushed() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.flushed
+}
+
+// State describes the log for kraft.NewState.
+func (m *MemLog) State() kraft.LogState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.epochs.state(int64(len(m.entries)))
+}
+
+// EpochFor returns the epoch of the record at offset.
+func (m *MemLog) EpochFor(offset int64) (kraft.Epoch, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if offset < 0 || offset >= int64(len(m.entries)) {
+		return 0, false
+	}
+	return m.entries[offset].Epoch, true
+}
+
+// Close closes the log; later calls fail with ErrClosed.
+func (m *MemLog) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	m.closed = true
+	return nil
+}
