@@ -119,8 +119,6 @@ func TestZeroValueBeginQuorumEpochAtEpochZero(t *testing.T) {
 		Persist{Record: rrRecord(0, 0, NoNode)},
 		RoleChanged{From: Unattached, To: Follower, Epoch: 0, LeaderID: 0, Reason: "EndQuorumEpoch"},
 		StopTimer{Timer: ElectionTimer},
-		ResetTimer{Timer: FetchTimer, After: testTf},
-		SendFetch{To: 0, CurrentLeaderEpoch: 0, HighWatermark: -1},
 		ResetTimer{Timer: FetchTimer, After: 0},
 		SendEndQuorumEpochResponse{To: 0, Error: ErrNone, Epoch: 0, LeaderID: 0},
 	}, acts)

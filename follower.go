@@ -24,6 +24,10 @@ func (t *stepper) onBeginQuorumEpoch(e ReceiveBeginQuorumEpoch) {
 
 // onEndQuorumEpoch is Kafka's handleEndQuorumEpochRequest (spec 8.2).
 func (t *stepper) onEndQuorumEpoch(e ReceiveEndQuorumEpoch) {
+	// A replica that attaches to the resigning leader here does not fetch
+	// from it: Kafka's handleEndQuorumEpochRequest becomes Follower and
+	// campaigns on its next poll, after the backoff below.
+	t.deferFetch = true
 	code := t.leaderAnnouncement(e.ClusterID, e.LeaderID, e.LeaderEpoch, "EndQuorumEpoch")
 	if t.fault != "" {
 		return

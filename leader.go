@@ -223,6 +223,10 @@ func (t *stepper) toResigned(reason string) {
 	successors := t.preferredSuccessors()
 	t.become(Resigned, t.s.epoch, t.s.c.local.ID, NoReplica, false, reason)
 	t.s.endpoints = true
+	// Kafka's ResignedState has no high watermark, and the role after it
+	// inherits none: it is unknown until a leader reports one (D5). The
+	// log's high watermark (committed) is kept.
+	t.s.hwm = -1
 	t.armElection(timerRandom)
 	t.sendEndQuorumEpoch(successors)
 }

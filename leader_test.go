@@ -787,3 +787,22 @@ func TestLogAppendedKeepsEpochHistory(t *testing.T) {
 		require.Equal(t, []Action{SendFetchResponse{To: 2, Error: ErrNone, Epoch: 4, LeaderID: 1, HighWatermark: -1, Diverging: &want}}, acts)
 	}
 }
+
+// TestLeaderTimerPeriodsInWholeMilliseconds: Kafka's LeaderState computes
+// the check-quorum window as (int) (fetchTimeoutMs * 1.5) and the
+// BeginQuorumEpoch period as fetchTimeoutMs / 2, in whole milliseconds: with
+// T_f = 2001 ms they are 3001 ms and 1000 ms, not 3001.5 and 1000.5.
+func TestLeaderTimerPeriodsInWholeMilliseconds(t *testing.T) {
+	cfg := config(1, 1, 2, 3)
+	cfg.FetchTimeout = 2001 * time.Millisecond
+	s := start(t, cfg)
+	s, _ = step(t, s, ElectionTimeout{})
+	s, _ = step(t, s, ReceiveVoteResponse{From: 2, Epoch: s.Epoch(), VoteGranted: true, LeaderID: NoNode})
+	require.Equal(t, Candidate, s.Role())
+	_, acts := step(t, s, ReceiveVoteResponse{From: 2, Epoch: s.Epoch(), VoteGranted: true, LeaderID: NoNode})
+	require.Contains(t, acts, Action(ResetTimer{Timer: CheckQuorumTimer, After: 3001 * time.Millisecond}))
+	require.Contains(t, acts, Action(ResetTimer{Timer: BeginQuorumEpochTimer, After: 1000 * time.Millisecond}))
+	cq, begin := leaderPeriods(3 * time.Microsecond)
+	require.Equal(t, 4*time.Microsecond+500*time.Nanosecond, cq)
+	require.Equal(t, 1500*time.Nanosecond, begin)
+}

@@ -269,8 +269,6 @@ func TestEndQuorumEpochHigherEpochFollowsLeader(t *testing.T) {
 		Persist{Record: rrRecord(3, 2, NoNode)},
 		RoleChanged{From: Unattached, To: Follower, Epoch: 3, LeaderID: 2, Reason: "EndQuorumEpoch"},
 		StopTimer{Timer: ElectionTimer},
-		ResetTimer{Timer: FetchTimer, After: testTf},
-		SendFetch{To: 2, CurrentLeaderEpoch: 3, HighWatermark: -1},
 		ResetTimer{Timer: FetchTimer, After: 500 * time.Millisecond},
 		SendEndQuorumEpochResponse{To: 2, Epoch: 3, LeaderID: 2},
 	}, acts)
@@ -282,8 +280,6 @@ func TestEndQuorumEpochHigherEpochFollowsLeader(t *testing.T) {
 	require.Equal(t, []Action{
 		Persist{Record: rrRecord(2, 3, NoNode)},
 		RoleChanged{From: Follower, To: Follower, Epoch: 2, LeaderID: 3, Reason: "EndQuorumEpoch"},
-		ResetTimer{Timer: FetchTimer, After: testTf},
-		SendFetch{To: 3, CurrentLeaderEpoch: 2, HighWatermark: -1},
 		ResetTimer{Timer: FetchTimer, After: 0},
 		SendEndQuorumEpochResponse{To: 3, Epoch: 2, LeaderID: 3},
 	}, acts)
@@ -300,8 +296,6 @@ func TestEndQuorumEpochSameEpochUnknownLeaderFollowsKeepingVote(t *testing.T) {
 		Persist{Record: rrRecord(2, 3, 3)},
 		RoleChanged{From: Unattached, To: Follower, Epoch: 2, LeaderID: 3, Reason: "EndQuorumEpoch"},
 		StopTimer{Timer: ElectionTimer},
-		ResetTimer{Timer: FetchTimer, After: testTf},
-		SendFetch{To: 3, CurrentLeaderEpoch: 2, HighWatermark: -1},
 		ResetTimer{Timer: FetchTimer, After: 250 * time.Millisecond},
 		SendEndQuorumEpochResponse{To: 3, Epoch: 2, LeaderID: 3},
 	}, acts)
@@ -801,4 +795,41 @@ func TestResignFiveVotersElectsFirstPreferredSuccessor(t *testing.T) {
 	}
 	require.Equal(t, []Epoch{1, 1, 1, 1, 1, 1, 1, 2}, c.logs[2])
 	require.Equal(t, int64(8), c.states[2].HighWatermark())
+}
+
+// TestEndQuorumEpochAttachesWithoutFetchingFromTheResigningLeader: an
+// Unattached voter of a 5-voter set that learns of the leader only from its
+// EndQuorumEpoch becomes its Follower and backs off by its rank, without a
+// Fetch to the leader that just resigned (Kafka's
+// handleEndQuorumEpochRequest).
+func TestEndQuorumEpochAttachesWithoutFetchingFromTheResigningLeader(t *testing.T) {
+	s := start(t, config(1, 1, 2, 3, 4, 5))
+	next, acts := step(t, s, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, SuccessorRank: SuccessorRank{Position: 0, Of: 4}})
+	require.Equal(t, Follower, next.Role())
+	require.Equal(t, NodeID(2), next.Leader())
+	require.Empty(t, ofType[SendFetch](acts))
+	require.Equal(t, []ResetTimer{{Timer: FetchTimer, After: 0}}, ofType[ResetTimer](acts))
+	next, acts = step(t, next, FetchTimeout{})
+	require.Equal(t, Prospective, next.Role())
+	require.NotEmpty(t, ofType[SendVoteRequest](acts))
+}
+
+// TestResignedHasNoHighWatermark: Kafka's ResignedState has no high
+// watermark and the next role inherits none, so a resigned leader's is
+// unknown (-1) until a leader reports one; the value reported to the host
+// (HighWatermarkChanged) never goes down, so nothing is emitted (D5).
+func TestResignedHasNoHighWatermark(t *testing.T) {
+	s := rpElect(t, start(t, config(1, 1, 2, 3)))
+	s, _ = step(t, s, rpFetch(2, s.Epoch(), 1, s.Epoch()))
+	require.Equal(t, int64(1), s.HighWatermark())
+	s, acts := step(t, s, Resign{})
+	require.Equal(t, Resigned, s.Role())
+	require.Equal(t, int64(-1), s.HighWatermark())
+	require.Empty(t, ofType[HighWatermarkChanged](acts))
+	s, _ = step(t, s, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: s.Epoch() + 1, VoterID: NoNode})
+	require.Equal(t, Follower, s.Role())
+	require.Equal(t, int64(-1), s.HighWatermark())
+	s, acts = step(t, s, ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: s.Epoch(), HighWatermark: 1})
+	require.Equal(t, int64(1), s.HighWatermark())
+	require.Empty(t, ofType[HighWatermarkChanged](acts), "the log's high watermark did not move")
 }

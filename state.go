@@ -62,8 +62,8 @@ type settings struct {
 	electionTimeout time.Duration
 	fetchTimeout    time.Duration
 	backoffMax      time.Duration
-	checkQuorum     time.Duration // floor(1.5 * T_f)
-	beginPeriod     time.Duration // floor(T_f / 2)
+	checkQuorum     time.Duration // floor(1.5 * T_f), in whole milliseconds
+	beginPeriod     time.Duration // floor(T_f / 2), in whole milliseconds
 
 	resetFetch       Action
 	resetCheckQuorum Action
@@ -80,12 +80,25 @@ func newSettings(c Config) *settings {
 		fetchTimeout:    orDefault(c.FetchTimeout, DefaultFetchTimeout),
 		backoffMax:      orDefault(c.ElectionBackoffMax, DefaultElectionBackoffMax),
 	}
-	s.checkQuorum = s.fetchTimeout * 3 / 2
-	s.beginPeriod = s.fetchTimeout / 2
+	s.checkQuorum, s.beginPeriod = leaderPeriods(s.fetchTimeout)
 	s.resetFetch = ResetTimer{Timer: FetchTimer, After: s.fetchTimeout}
 	s.resetCheckQuorum = ResetTimer{Timer: CheckQuorumTimer, After: s.checkQuorum}
 	s.resetBegin = ResetTimer{Timer: BeginQuorumEpochTimer, After: s.beginPeriod}
 	return s
+}
+
+// leaderPeriods are the leader's check-quorum window and BeginQuorumEpoch
+// re-send period for a fetch timeout tf. Kafka's LeaderState computes them
+// in whole milliseconds, (int) (fetchTimeoutMs * 1.5) and fetchTimeoutMs / 2,
+// so kraft rounds down to the millisecond too; a fetch timeout below a
+// millisecond (tests only) keeps nanoseconds.
+func leaderPeriods(tf time.Duration) (checkQuorum, begin time.Duration) {
+	unit := time.Millisecond
+	if tf < unit {
+		unit = 1
+	}
+	ms := int64(tf / unit)
+	return time.Duration(ms*3/2) * unit, time.Duration(ms/2) * unit
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -265,8 +278,10 @@ func (s State) VotedKey() (ReplicaKey, bool) { return s.voted, s.voted.ID != NoN
 // HighWatermark is the quorum's high watermark (exclusive), -1 if unknown:
 // a follower's min(log end, leader's), a leader's once a record of its own
 // epoch is on a majority. A new leader's starts unknown (Kafka's
-// transitionToLeader); HighWatermarkChanged actions report the highest
-// value ever reached, which never goes down (docs/design.md D5).
+// transitionToLeader), and so does a resigned leader's (Kafka's
+// ResignedState has none) and that of the role after it.
+// HighWatermarkChanged actions report the highest value ever reached, which
+// never goes down (docs/design.md D5).
 func (s State) HighWatermark() int64 { return s.hwm }
 
 // LogEnd is the written log's end offset and last epoch as the state sees

@@ -205,7 +205,12 @@ func (t *stepper) commonResponse(epoch Epoch, leader NodeID, code ErrorCode) boo
 			return false
 		}
 		if t.s.leader == NoNode {
+			// Kafka's maybeHandleCommonResponse follows the newly named
+			// leader first and handles the response only without an
+			// error: an error answer (INVALID_REQUEST included) is then
+			// done with, not fatal.
 			t.toFollower(epoch, leader, "response names the leader")
+			return code == ErrNone
 		}
 	}
 	switch code {

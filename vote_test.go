@@ -1024,3 +1024,22 @@ func TestNonNomineesIgnoreVoteResponses(t *testing.T) {
 		})
 	}
 }
+
+// TestInvalidRequestNamingNewLeaderIsFollowedNotFatal: a Prospective of
+// epoch 0 gets a Vote response {INVALID_REQUEST, epoch 0, leader 3}. Kafka's
+// maybeHandleCommonResponse follows the newly named leader (persisting it
+// and fetching) and returns before its INVALID_REQUEST check; the same
+// answer naming no new leader stays fatal (D13).
+func TestInvalidRequestNamingNewLeaderIsFollowedNotFatal(t *testing.T) {
+	s := start(t, config(1, 1, 2, 3))
+	s, _ = step(t, s, ElectionTimeout{})
+	require.Equal(t, Prospective, s.Role())
+	next, acts := step(t, s, ReceiveVoteResponse{From: 2, Error: ErrInvalidRequest, Epoch: 0, LeaderID: 3})
+	require.Empty(t, ofType[Fault](acts))
+	require.Equal(t, Follower, next.Role())
+	require.Equal(t, NodeID(3), next.Leader())
+	require.Equal(t, []Persist{{Record: QuorumRecord{Epoch: 0, LeaderID: 3, VotedKey: NoReplica}}}, ofType[Persist](acts))
+	require.Len(t, ofType[SendFetch](acts), 1)
+	_, acts = step(t, s, ReceiveVoteResponse{From: 2, Error: ErrInvalidRequest, Epoch: 0, LeaderID: NoNode})
+	require.Equal(t, []Action{Fault{Reason: "a response says our request of the current epoch was invalid"}}, acts)
+}

@@ -332,9 +332,10 @@ func (k *Checker) afterStep(n *node, before kraft.State, e kraft.Event) {
 		k.fail(n, "record-matches-state", "state %v has record %+v but the durable record is %+v (after %T)", s, s.Record(), d, e)
 		return
 	}
-	if s.Role() == kraft.Leader && before.Role() != kraft.Leader {
+	if (s.Role() == kraft.Leader || s.Role() == kraft.Resigned) && s.Role() != before.Role() {
 		// A new leader's high watermark starts unknown (Kafka's
-		// transitionToLeader); it is monotonic from there.
+		// transitionToLeader), and so does a resigned leader's (Kafka's
+		// ResignedState has none); it is monotonic from there.
 		p.hwm = -1
 	}
 	if h := s.HighWatermark(); h < p.hwm {
