@@ -33,6 +33,7 @@ var rrZeroEvents = []Event{
 	ReceiveFetchSnapshot{},
 	ReceiveFetchResponse{},
 	ReceiveLeaderlessEpoch{},
+	ReceiveQuorumResponse{},
 	LogAppended{},
 	LogFlushed{},
 	Resign{},
@@ -86,7 +87,7 @@ func TestZeroValueEventsOnEveryRole(t *testing.T) {
 				want = []Action{SendFetchResponse{To: 0, Error: ErrFencedLeaderEpoch, Epoch: e, LeaderID: l, HighWatermark: -1}}
 			case ReceiveFetchSnapshot:
 				want = []Action{SendFetchSnapshotResponse{To: 0, Error: ErrFencedLeaderEpoch, Epoch: e, LeaderID: l}}
-			case ReceiveVoteResponse, ReceiveFetchResponse, ReceiveLeaderlessEpoch, LogAppended, LogFlushed:
+			case ReceiveVoteResponse, ReceiveFetchResponse, ReceiveLeaderlessEpoch, ReceiveQuorumResponse, LogAppended, LogFlushed:
 			}
 			require.Equal(t, want, acts, "%s %T", name, ev)
 			require.Equal(t, s, next, "%s %T", name, ev)
@@ -436,7 +437,7 @@ func rrGenEvent(rt *rapid.T, cur Epoch) Event {
 			ErrUnknownLeaderEpoch, ErrInvalidRequest, ErrBrokerNotAvailable, ErrInvalidVoterKey, ErrUnsupportedVersion, 999,
 		}).Draw(rt, "code")
 	}
-	switch rapid.IntRange(0, 14).Draw(rt, "kind") {
+	switch rapid.IntRange(0, 15).Draw(rt, "kind") {
 	case 0:
 		return ElectionTimeout{}
 	case 1:
@@ -489,6 +490,8 @@ func rrGenEvent(rt *rapid.T, cur Epoch) Event {
 		return LogAppended{End: LogEnd{Offset: off("offset"), Epoch: ep("epoch")}}
 	case 13:
 		return LogFlushed{Offset: off("flushed")}
+	case 14:
+		return ReceiveQuorumResponse{From: id("from"), Error: code(), Epoch: ep("epoch"), LeaderID: id("leader")}
 	}
 	return Resign{}
 }

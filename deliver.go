@@ -11,11 +11,10 @@ package kraft
 // to is the addressee's id; NoNode for a SendFetch of an observer searching
 // for the leader (To: NoNode), which the host sends to any bootstrap voter.
 // ok is false for actions that are not messages (Persist, timers, log
-// actions, RoleChanged, HighWatermarkChanged, Fault) and for responses
-// that have no event: a BeginQuorumEpoch, EndQuorumEpoch or FetchSnapshot
-// response that names a leader is dropped, and one that names none becomes
-// ReceiveLeaderlessEpoch, which the peer acts on only if the epoch is newer
-// than its own (docs/design.md D28).
+// actions, RoleChanged, HighWatermarkChanged, Fault). BeginQuorumEpoch,
+// EndQuorumEpoch and FetchSnapshot responses become ReceiveQuorumResponse,
+// through which the requester learns a newer epoch and its leader, as
+// Kafka's maybeHandleCommonResponse does (docs/design.md D28).
 //
 // A Fetch response's records are not part of the event: the host attaches
 // them to the response and the addressee's host appends them (when
@@ -51,22 +50,14 @@ func Deliver(from ReplicaKey, a Action) (to NodeID, e Event, ok bool) {
 			HighWatermark: a.HighWatermark, Diverging: a.Diverging,
 		}, true
 	case SendBeginQuorumEpochResponse:
-		return leaderless(from, a.To, a.Epoch, a.LeaderID)
+		return a.To, ReceiveQuorumResponse{From: from.ID, Error: a.Error, Epoch: a.Epoch, LeaderID: a.LeaderID}, true
 	case SendEndQuorumEpochResponse:
-		return leaderless(from, a.To, a.Epoch, a.LeaderID)
+		return a.To, ReceiveQuorumResponse{From: from.ID, Error: a.Error, Epoch: a.Epoch, LeaderID: a.LeaderID}, true
 	case SendFetchSnapshotResponse:
-		return leaderless(from, a.To, a.Epoch, a.LeaderID)
+		return a.To, ReceiveQuorumResponse{From: from.ID, Error: a.Error, Epoch: a.Epoch, LeaderID: a.LeaderID}, true
 	case Persist, TruncateLog, AppendLeaderChange, HighWatermarkChanged, ResetTimer, StopTimer, RoleChanged, Fault:
 	}
 	return NoNode, nil, false
-}
-
-// leaderless maps a response without an event of its own (D28).
-func leaderless(from ReplicaKey, to NodeID, epoch Epoch, leader NodeID) (NodeID, Event, bool) {
-	if leader >= 0 {
-		return to, nil, false
-	}
-	return to, ReceiveLeaderlessEpoch{From: from.ID, Epoch: epoch}, true
 }
 
 // RankOf is key's place in an EndQuorumEpoch request's preferred

@@ -134,11 +134,12 @@
 // backoff and long-poll parking of Fetch requests are the host's, as they
 // are Kafka's RequestManager and fetch purgatory. A host drops every
 // response to a request it sent before the latest RoleChanged action of that
-// replica, as Kafka's resetConnections does. Responses to BeginQuorumEpoch
-// and EndQuorumEpoch have no event of their own: a host reports a higher
-// epoch without a leader with ReceiveLeaderlessEpoch and otherwise drops
-// them, re-sending an EndQuorumEpoch until the voter answers NONE or the
-// role changes (the leader re-sends BeginQuorumEpoch on its own timer).
+// replica, as Kafka's resetConnections does. Responses to BeginQuorumEpoch,
+// EndQuorumEpoch and FetchSnapshot are stepped as ReceiveQuorumResponse, so
+// a replica learns a newer epoch and its leader from them; the host re-sends
+// an EndQuorumEpoch until the voter answers NONE or the role changes (the
+// leader re-sends BeginQuorumEpoch on its own timer). Deliver turns any
+// message action into the event its addressee steps.
 // docs/wire-mapping.md maps every Kafka RPC field to an event or action
 // field.
 //

@@ -149,9 +149,28 @@ type ReceiveFetchResponse struct {
 	Snapshot *LogEnd
 }
 
+// ReceiveQuorumResponse is a response to a BeginQuorumEpoch,
+// EndQuorumEpoch or FetchSnapshot request this replica sent: the responses
+// that carry no decision of their own beyond their epoch and leader. A
+// replica moves as Kafka's maybeHandleCommonResponse says: a newer epoch
+// with a leader makes it that leader's Follower, a newer epoch without one
+// Unattached, and a leader of its own epoch that it did not know is
+// followed; an INVALID_REQUEST answer in its epoch that names no new leader
+// is a Fault (D13). kraft.Deliver maps the three responses to this event.
+type ReceiveQuorumResponse struct {
+	From NodeID
+	// Error is the partition error_code.
+	Error ErrorCode
+	// Epoch and LeaderID are the response's leader_epoch and leader_id
+	// (NoNode if the responder knows no leader).
+	Epoch    Epoch
+	LeaderID NodeID
+}
+
 // ReceiveLeaderlessEpoch reports a response that named a higher epoch than
-// ours and no leader for it, for the responses that have no event of their
-// own (BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot; docs/design.md D28).
+// ours and no leader for it. It is the leaderless case of
+// ReceiveQuorumResponse, kept for hosts written before that event
+// (docs/design.md D28).
 // Every role moves to Unattached in that epoch (Kafka's
 // maybeHandleCommonResponse, spec 10.11).
 type ReceiveLeaderlessEpoch struct {
@@ -198,6 +217,7 @@ func (ReceiveFetch) isEvent()            {}
 func (ReceiveFetchSnapshot) isEvent()    {}
 func (ReceiveFetchResponse) isEvent()    {}
 func (ReceiveLeaderlessEpoch) isEvent()  {}
+func (ReceiveQuorumResponse) isEvent()   {}
 func (LogAppended) isEvent()             {}
 func (LogFlushed) isEvent()              {}
 func (Resign) isEvent()                  {}

@@ -455,7 +455,7 @@ var (
 
 // genEvent draws any kraft.Event.
 var genEvent = rapid.Custom(func(t *rapid.T) kraft.Event {
-	switch rapid.IntRange(0, 14).Draw(t, "event kind") {
+	switch rapid.IntRange(0, 15).Draw(t, "event kind") {
 	case 0:
 		return kraft.ElectionTimeout{}
 	case 1:
@@ -518,6 +518,8 @@ var genEvent = rapid.Custom(func(t *rapid.T) kraft.Event {
 		return kraft.LogAppended{End: genLogEnd.Draw(t, "end")}
 	case 13:
 		return kraft.LogFlushed{Offset: genLogEnd.Draw(t, "flushed").Offset}
+	case 14:
+		return kraft.ReceiveQuorumResponse{From: genNode.Draw(t, "from"), Error: genError.Draw(t, "error"), Epoch: genEpoch.Draw(t, "epoch"), LeaderID: genNode.Draw(t, "leader")}
 	}
 	return kraft.Resign{}
 })

@@ -50,6 +50,8 @@ func StepInto(dst []Action, s State, e Event) (State, []Action) {
 		t.onFetchResponse(e)
 	case ReceiveLeaderlessEpoch:
 		t.onLeaderlessEpoch(e)
+	case ReceiveQuorumResponse:
+		t.commonResponse(e.Epoch, e.LeaderID, e.Error)
 	case LogAppended:
 		t.onLogAppended(e)
 	case LogFlushed:

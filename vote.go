@@ -199,7 +199,10 @@ func (t *stepper) commonResponse(epoch Epoch, leader NodeID, code ErrorCode) boo
 		t.reconcile(epoch, leader, "response with a newer epoch")
 		return false
 	}
-	if leader != NoNode {
+	if leader != NoNode && !(t.s.role == Resigned && leader == t.s.c.local.ID) {
+		// (A Resigned replica led this epoch: the voters it told of its
+		// resignation answer naming it, which is consistent; Kafka checks
+		// nothing here.)
 		if !t.consistentLeader(epoch, leader) {
 			t.inconsistentLeader(epoch, leader)
 			return false

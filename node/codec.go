@@ -55,6 +55,7 @@ import (
 //	                          highWatermark:i64 diverging:optional(logend)
 //	                          snapshot:optional(logend)
 //	8 ReceiveLeaderlessEpoch  from:i32 epoch:i32
+//	9 ReceiveQuorumResponse   from:i32 error:i16 epoch:i32 leaderID:i32
 //
 // Only these events travel between replicas; the others (timers,
 // LogAppended, LogFlushed, Resign) and pointers to events are not encoded.
@@ -83,6 +84,7 @@ const (
 	wireFetchSnapshot
 	wireFetchResponse
 	wireLeaderlessEpoch
+	wireQuorumResponse
 )
 
 const (
@@ -317,6 +319,12 @@ func appendEvent(b []byte, ev kraft.Event) ([]byte, error) {
 		b = append(b, wireLeaderlessEpoch)
 		b = appendI32(b, int32(e.From))
 		b = appendI32(b, int32(e.Epoch))
+	case kraft.ReceiveQuorumResponse:
+		b = append(b, wireQuorumResponse)
+		b = appendI32(b, int32(e.From))
+		b = appendU16(b, uint16(e.Error))
+		b = appendI32(b, int32(e.Epoch))
+		b = appendI32(b, int32(e.LeaderID))
 	default:
 		return nil, fmt.Errorf("node: encode message: %T is not a message event", ev)
 	}
@@ -582,6 +590,13 @@ func (d *wireDecoder) event() kraft.Event {
 		var e kraft.ReceiveLeaderlessEpoch
 		e.From = d.node()
 		e.Epoch = d.epoch()
+		return e
+	case wireQuorumResponse:
+		var e kraft.ReceiveQuorumResponse
+		e.From = d.node()
+		e.Error = kraft.ErrorCode(d.u16())
+		e.Epoch = d.epoch()
+		e.LeaderID = d.node()
 		return e
 	default:
 		d.fail(fmt.Errorf("node: decode message: unknown event tag %d", tag))

@@ -50,6 +50,7 @@ func codecFullEvents() []kraft.Event {
 			Snapshot:  &kraft.LogEnd{Offset: 1234, Epoch: 3},
 		},
 		kraft.ReceiveLeaderlessEpoch{From: -1, Epoch: 21},
+		kraft.ReceiveQuorumResponse{From: 9, Error: kraft.ErrFencedLeaderEpoch, Epoch: 22, LeaderID: -4},
 	}
 }
 
@@ -93,7 +94,7 @@ func TestCodecFullEventsSetEveryField(t *testing.T) {
 		requireNoZeroField(t, reflect.ValueOf(codecFullMessage(e)), reflect.TypeOf(e).Name())
 		seen[reflect.TypeOf(e)] = true
 	}
-	require.Len(t, seen, 8, "one value of each message event type")
+	require.Len(t, seen, 9, "one value of each message event type")
 }
 
 func TestCodecRoundTrip(t *testing.T) {

@@ -40,7 +40,7 @@ var eventTypes = typeMap(
 	kraft.ElectionTimeout{}, kraft.FetchTimeout{}, kraft.CheckQuorumTimeout{}, kraft.BeginQuorumEpochTimeout{},
 	kraft.ReceiveVoteRequest{}, kraft.ReceiveVoteResponse{}, kraft.ReceiveBeginQuorumEpoch{},
 	kraft.ReceiveEndQuorumEpoch{}, kraft.ReceiveFetch{}, kraft.ReceiveFetchSnapshot{},
-	kraft.ReceiveFetchResponse{}, kraft.ReceiveLeaderlessEpoch{}, kraft.LogAppended{}, kraft.LogFlushed{}, kraft.Resign{},
+	kraft.ReceiveFetchResponse{}, kraft.ReceiveLeaderlessEpoch{}, kraft.ReceiveQuorumResponse{}, kraft.LogAppended{}, kraft.LogFlushed{}, kraft.Resign{},
 )
 
 var actionTypes = typeMap(
