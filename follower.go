@@ -127,7 +127,7 @@ func (t *stepper) onFetchResponse(e ReceiveFetchResponse) {
 	t.processFetchResponse(e)
 	if t.fault == "" && t.s.role == Follower {
 		if t.fetchTimerDue {
-			t.emit(t.s.c.resetFetch)
+			t.emit(t.followerFetchReset())
 		}
 		if t.fetchDue {
 			t.sendFetch()

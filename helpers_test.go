@@ -27,9 +27,11 @@ func keys(ids ...NodeID) []ReplicaKey {
 	return out
 }
 
-// config is a Config for local among voters.
+// config is a Config for local among voters. The scenario tests check
+// Kafka's exact rules, so it runs failovers as Kafka does (D39 has tests of
+// its own).
 func config(local NodeID, voters ...NodeID) Config {
-	return Config{Local: ReplicaKey{ID: local}, Voters: keys(voters...), Seed: uint64(local) + 1}
+	return Config{Local: ReplicaKey{ID: local}, Voters: keys(voters...), Seed: uint64(local) + 1, KafkaFailover: true}
 }
 
 // observerConfig is a Config for an observer with id local.

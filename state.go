@@ -68,7 +68,18 @@ type settings struct {
 	resetFetch       Action
 	resetCheckQuorum Action
 	resetBegin       Action
+	// kafkaFailover: Config.KafkaFailover (no D39 refinements).
+	kafkaFailover bool
+	// fetchResets are a voter Follower's fetch timer armings, T_f plus a
+	// jitter of i/fetchJitterSteps of T_e (D39); nil with
+	// Config.KafkaFailover or for an observer.
+	fetchResets []Action
 }
+
+// fetchJitterSteps is how many jitter values a Follower's fetch timer can
+// take in [0, T_e): enough that two followers rarely draw values closer than
+// a network round trip, few enough to box each arming once per replica.
+const fetchJitterSteps = 64
 
 func newSettings(c Config) *settings {
 	s := &settings{
@@ -84,6 +95,14 @@ func newSettings(c Config) *settings {
 	s.resetFetch = ResetTimer{Timer: FetchTimer, After: s.fetchTimeout}
 	s.resetCheckQuorum = ResetTimer{Timer: CheckQuorumTimer, After: s.checkQuorum}
 	s.resetBegin = ResetTimer{Timer: BeginQuorumEpochTimer, After: s.beginPeriod}
+	s.kafkaFailover = c.KafkaFailover
+	if !c.KafkaFailover && s.isVoter() && s.electionTimeout > 0 {
+		s.fetchResets = make([]Action, fetchJitterSteps)
+		for i := range s.fetchResets {
+			jitter := time.Duration(int64(s.electionTimeout) * int64(i) / fetchJitterSteps)
+			s.fetchResets[i] = ResetTimer{Timer: FetchTimer, After: s.fetchTimeout + jitter}
+		}
+	}
 	return s
 }
 
@@ -146,10 +165,18 @@ type State struct {
 	// Follower (voter): the next Fetch waits for the written log to be
 	// flushed (D30); LogFlushed sends it.
 	fetchPending bool
+	// Follower (voter): which jittered fetch timeout this Follower role
+	// arms (an index into settings.fetchResets, D39).
+	fetchJitter uint8
 
 	// Prospective, Candidate: the election tally, as sets of voter
 	// indexes (bit i is voter i) that granted and rejected.
 	granted, rejected voterSet
+	// Prospective: this round yields to a peer's pre-vote (D39): grants
+	// are counted but do not make it Candidate. lastYield is the last epoch
+	// in which a round yielded (-1 if none): at most one per epoch.
+	yielding  bool
+	lastYield Epoch
 
 	// Leader: where its epoch starts; each voter's end offset by voter
 	// index (the fetch offset of its last valid Fetch, -1 if unknown;
@@ -207,6 +234,7 @@ func NewState(cfg Config, record *QuorumRecord, log LogState) (State, []Action, 
 		voted:     NoReplica,
 		hwm:       -1,
 		committed: -1,
+		lastYield: -1,
 		log:       view,
 		rng:       seedRand(cfg.Seed),
 	}

@@ -175,8 +175,8 @@ func (t *stepper) become(role Role, epoch Epoch, leader NodeID, voted ReplicaKey
 	n := old
 	n.role, n.epoch, n.leader, n.voted = role, epoch, leader, voted
 	n.endpoints = false
-	n.fetched, n.leaderResigned, n.fetchPending = false, false, false
-	n.granted, n.rejected = 0, 0
+	n.fetched, n.leaderResigned, n.fetchPending, n.fetchJitter = false, false, false, 0
+	n.granted, n.rejected, n.yielding = 0, 0, false
 	n.epochStart, n.ends, n.fetchedCheck, n.fetchedBegin = 0, nil, 0, 0
 	t.s = n
 	if durable && n.Record() != old.Record() {
@@ -258,12 +258,27 @@ func (t *stepper) toFollower(epoch Epoch, leader NodeID, reason string) {
 
 func (t *stepper) enterFollower() {
 	t.s.endpoints = true
+	if n := len(t.s.c.fetchResets); n > 0 {
+		// D39: this Follower role's fetch timeout jitter.
+		var r uint64
+		t.s.rng, r = nextRand(t.s.rng)
+		t.s.fetchJitter = uint8(r % uint64(n))
+	}
 	if t.deferFetch {
 		t.fetchTimerDue, t.fetchDue = true, true
 		return
 	}
-	t.emit(t.s.c.resetFetch)
+	t.emit(t.followerFetchReset())
 	t.sendFetch()
+}
+
+// followerFetchReset arms a Follower's fetch timer: T_f, plus this role's
+// jitter unless Config.KafkaFailover (D39).
+func (t *stepper) followerFetchReset() Action {
+	if len(t.s.c.fetchResets) == 0 {
+		return t.s.c.resetFetch
+	}
+	return t.s.c.fetchResets[t.s.fetchJitter]
 }
 
 // sendFetch sends a Follower's next Fetch to its leader. The Fetch tells

@@ -223,6 +223,18 @@ type Config struct {
 	// Seed seeds the state's PRNG for election timeouts. Give each replica a
 	// distinct seed.
 	Seed uint64
+	// KafkaFailover runs elections after a leader failure exactly as Kafka
+	// does. By default kraft goes beyond Kafka in three ways that change
+	// only timing and which replica campaigns, never the wire protocol or
+	// safety (docs/design.md D39): a voter Follower's fetch timeout gets a
+	// jitter in [0, T_e) drawn each time it becomes a Follower, so the
+	// followers of a dead leader do not time out together; a Prospective
+	// whose log is ahead of a campaigning voter that had rejected its
+	// pre-vote asks that voter again; and of two Prospectives that grant
+	// each other's pre-votes, the one behind (on a tie, the higher replica
+	// key) yields that round, once per epoch. Together they bring split
+	// votes after a leader crash from 30-40% to under 1% in the simulator.
+	KafkaFailover bool
 }
 
 // Validate reports what is wrong with c, or nil.

@@ -78,6 +78,36 @@ func (t *stepper) onVoteRequest(e ReceiveVoteRequest) {
 		t.recordVote(candidate)
 	}
 	respond(ErrNone, granted)
+	if e.PreVote && t.s.role == Prospective && !t.s.c.kafkaFailover {
+		if !granted {
+			t.askAgain(candidate)
+		} else if t.s.lastYield != t.s.epoch && (last.Compare(t.s.log.end) > 0 || candidate.Compare(t.s.c.local) < 0) {
+			// D39: two Prospectives that grant each other's pre-votes would
+			// both run for the next epoch and split the vote. Of the two,
+			// the one with the less up-to-date log (on a tie, the higher
+			// replica key) yields this round: it keeps counting, but does
+			// not become Candidate. Once per epoch, so a peer that cannot
+			// win never holds it back for long.
+			t.s.yielding, t.s.lastYield = true, t.s.epoch
+		}
+	}
+}
+
+// askAgain: a Prospective whose log is ahead of a campaigning voter's asks
+// that voter for its pre-vote again, if the voter had rejected it. The
+// voter rejected it as a Follower that had fetched from the leader
+// (KIP-996); now that it campaigns itself it has given up on that leader
+// and grants a more up-to-date log. Without this the Prospective waits out
+// its election timeout and a whole fetch timeout again, while the voter,
+// whose log is behind, cannot win (docs/design.md D39). The request is an
+// ordinary pre-vote, so nothing changes on the wire.
+func (t *stepper) askAgain(candidate ReplicaKey) {
+	i := voterIndex(t.s.c.voters, candidate)
+	if i < 0 || i == t.s.c.localIndex || !t.s.rejected.has(i) {
+		return
+	}
+	t.s.rejected = t.s.rejected.without(i)
+	t.emit(t.voteRequest(t.s.c.voters[i], true))
 }
 
 // canGrantVote is each role's answer to a vote request (Kafka's
@@ -177,6 +207,9 @@ func (t *stepper) onVoteResponse(e ReceiveVoteResponse) {
 		t.s.granted, t.s.rejected = t.s.granted.without(i), t.s.rejected.with(i)
 	}
 	switch {
+	case granted && t.won() && t.s.role == Prospective && t.s.yielding:
+		// Yielding to a peer's pre-vote (D39): wait for its election, or
+		// for this round's election timer.
 	case granted && t.won() && t.s.role == Prospective:
 		t.toCandidate("won pre-vote")
 	case granted && t.won():
