@@ -1,0 +1,373 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/node"
+)
+
+// voter is one entry of -voters: a voter's key and where it listens.
+type voter struct {
+	key  kraft.ReplicaKey
+	addr string
+}
+
+// config is what the flags ask for, checked and with every default filled
+// in.
+type config struct {
+	id       kraft.NodeID
+	dirID    [16]byte // the local directory id; zero: none
+	voters   []voter
+	observer bool // -id (with its directory id) matches no voter
+	dir      string
+	listen   string // the quorum (TCP) address to listen on
+	httpAddr string // "": no HTTP endpoint
+
+	clusterID    [16]byte
+	hasClusterID bool
+	seed         uint64
+
+	electionTimeout    time.Duration
+	fetchTimeout       time.Duration
+	electionBackoffMax time.Duration
+	requestTimeout     time.Duration
+	retryBackoff       time.Duration
+	fetchMaxWait       time.Duration
+}
+
+// Kafka's defaults (controller.quorum.*).
+const (
+	defaultElectionTimeout    = time.Second
+	defaultFetchTimeout       = 2 * time.Second
+	defaultElectionBackoffMax = time.Second
+)
+
+// kraftConfig is the replica's kraft.Config.
+func (c config) kraftConfig() kraft.Config {
+	kc := kraft.Config{
+		Local:              kraft.ReplicaKey{ID: c.id, DirectoryID: c.dirID},
+		Observer:           c.observer,
+		ElectionTimeout:    c.electionTimeout,
+		FetchTimeout:       c.fetchTimeout,
+		ElectionBackoffMax: c.electionBackoffMax,
+		Seed:               c.seed,
+	}
+	if c.hasClusterID {
+		kc.ClusterID.UUID = c.clusterID
+		kc.ClusterID.Valid = true
+	}
+	for _, v := range c.voters {
+		kc.Voters = append(kc.Voters, v.key)
+	}
+	return kc
+}
+
+// peers are the addresses of every voter but this replica: where its
+// requests go. An observer sends to every voter.
+func (c config) peers() map[kraft.NodeID]string {
+	p := make(map[kraft.NodeID]string, len(c.voters))
+	for _, v := range c.voters {
+		if v.key.ID != c.id {
+			p[v.key.ID] = v.addr
+		}
+	}
+	return p
+}
+
+// rawFlags are the flags as given, before they are checked.
+type rawFlags struct {
+	id, voters, dir, listen, httpAddr, clusterID, dirID string
+	seed                                                uint64
+	electionTimeout, fetchTimeout, electionBackoffMax   time.Duration
+	requestTimeout, retryBackoff, fetchMaxWait          time.Duration
+}
+
+func newFlagSet(r *rawFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("kraftd", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&r.id, "id", "", "this replica's node id `N` (required)")
+	fs.StringVar(&r.voters, "voters", "", "the `LIST` of voters, comma separated, each id@host:port or id:DIRECTORY-ID@host:port (required)")
+	fs.StringVar(&r.dir, "dir", "", "the data directory `PATH`: the quorum-state file and the log (in log/) (required)")
+	fs.StringVar(&r.listen, "listen", "", "listen for the other replicas on `ADDR` (default: this replica's address in -voters; 127.0.0.1:0 for an observer)")
+	fs.StringVar(&r.httpAddr, "http", "", "serve the HTTP API on `ADDR` (default: no HTTP API)")
+	fs.StringVar(&r.clusterID, "cluster-id", "", "the cluster `UUID`; requests with another one are refused (default: any)")
+	fs.StringVar(&r.dirID, "directory-id", "", "this replica's directory `UUID` (default: its directory id in -voters, if any)")
+	fs.Uint64Var(&r.seed, "seed", 0, "seed of the election timeouts (default: derived from -id)")
+	fs.DurationVar(&r.electionTimeout, "election-timeout", defaultElectionTimeout, "election timeout (controller.quorum.election.timeout.ms)")
+	fs.DurationVar(&r.fetchTimeout, "fetch-timeout", defaultFetchTimeout, "fetch timeout (controller.quorum.fetch.timeout.ms)")
+	fs.DurationVar(&r.electionBackoffMax, "election-backoff-max", defaultElectionBackoffMax, "the most a resigned leader's voters back off (controller.quorum.election.backoff.max.ms)")
+	fs.DurationVar(&r.requestTimeout, "request-timeout", 0, "a request with no answer within it is sent again (default: 2s, or -fetch-timeout if shorter)")
+	fs.DurationVar(&r.retryBackoff, "retry-backoff", node.DefaultRetryBackoff, "wait before a request is sent again")
+	fs.DurationVar(&r.fetchMaxWait, "fetch-max-wait", 0, "how long the leader holds a Fetch with nothing new (default: 500ms, or -fetch-timeout/4 if shorter)")
+	return fs
+}
+
+const usageText = `Usage: kraftd -id N -voters LIST -dir PATH [flags]
+
+kraftd runs one member of a KRaft quorum: a voter if -id is in -voters, an
+observer otherwise. It keeps Kafka's quorum-state file and a segment log in
+-dir, talks to the other replicas over TCP, logs role changes to stderr and,
+with -http, serves GET /status, POST /append and POST /resign. SIGINT or
+SIGTERM stops it gracefully (a leader hands leadership over first).
+
+Exit status: 0 after a graceful stop, 1 on a runtime error, 2 on bad flags.
+
+Flags:
+`
+
+// usage is the -h text.
+func usage() string {
+	var b strings.Builder
+	fs := newFlagSet(&rawFlags{})
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	return usageText + b.String()
+}
+
+// parseConfig parses and checks the command line. Errors name the flag;
+// -h and -help give flag.ErrHelp.
+func parseConfig(args []string) (config, error) {
+	var r rawFlags
+	fs := newFlagSet(&r)
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	var c config
+	switch {
+	case r.id == "":
+		return c, errors.New("-id is required")
+	case r.voters == "":
+		return c, errors.New("-voters is required")
+	case r.dir == "":
+		return c, errors.New("-dir is required")
+	}
+	id, err := parseNodeID(r.id)
+	if err != nil {
+		return c, fmt.Errorf("-id %q: %w", r.id, err)
+	}
+	c.id = id
+	if c.voters, err = parseVoters(r.voters); err != nil {
+		return c, fmt.Errorf("-voters: %w", err)
+	}
+	if r.dirID != "" {
+		if c.dirID, err = parseUUID(r.dirID); err != nil {
+			return c, fmt.Errorf("-directory-id %q: %w", r.dirID, err)
+		}
+	}
+	c.observer = true
+	for _, v := range c.voters {
+		if v.key.ID != c.id {
+			continue
+		}
+		if r.dirID == "" {
+			c.dirID = v.key.DirectoryID
+		}
+		if v.key.Matches(kraft.ReplicaKey{ID: c.id, DirectoryID: c.dirID}) {
+			c.observer = false
+			if r.listen == "" {
+				r.listen = v.addr
+			}
+		}
+	}
+	if r.listen == "" {
+		r.listen = "127.0.0.1:0"
+	}
+	if err := checkAddr(r.listen, true); err != nil {
+		return c, fmt.Errorf("-listen %q: %w", r.listen, err)
+	}
+	c.listen = r.listen
+	if set["http"] {
+		if err := checkAddr(r.httpAddr, true); err != nil {
+			return c, fmt.Errorf("-http %q: %w", r.httpAddr, err)
+		}
+		c.httpAddr = r.httpAddr
+	}
+	c.dir = r.dir
+	if r.clusterID != "" {
+		if c.clusterID, err = parseUUID(r.clusterID); err != nil {
+			return c, fmt.Errorf("-cluster-id %q: %w", r.clusterID, err)
+		}
+		c.hasClusterID = true
+	}
+	c.seed = r.seed
+	if !set["seed"] {
+		c.seed = seedFor(c.id)
+	}
+
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"election-timeout", r.electionTimeout},
+		{"fetch-timeout", r.fetchTimeout},
+		{"election-backoff-max", r.electionBackoffMax},
+		{"request-timeout", r.requestTimeout},
+		{"retry-backoff", r.retryBackoff},
+		{"fetch-max-wait", r.fetchMaxWait},
+	} {
+		if set[d.name] && d.v <= 0 {
+			return c, fmt.Errorf("-%s %v: want a positive duration", d.name, d.v)
+		}
+	}
+	c.electionTimeout, c.fetchTimeout, c.electionBackoffMax = r.electionTimeout, r.fetchTimeout, r.electionBackoffMax
+	c.retryBackoff = r.retryBackoff
+	// Kafka's defaults keep request timeout = fetch timeout and fetch max
+	// wait = fetch timeout / 4; a shorter -fetch-timeout keeps the ratios.
+	c.requestTimeout = r.requestTimeout
+	if !set["request-timeout"] {
+		c.requestTimeout = node.DefaultRequestTimeout
+		if c.fetchTimeout < c.requestTimeout {
+			c.requestTimeout = c.fetchTimeout
+		}
+	}
+	c.fetchMaxWait = r.fetchMaxWait
+	if !set["fetch-max-wait"] {
+		c.fetchMaxWait = node.DefaultFetchMaxWait
+		if c.fetchTimeout/4 < c.fetchMaxWait {
+			c.fetchMaxWait = c.fetchTimeout / 4
+		}
+	}
+	if c.fetchMaxWait >= c.fetchTimeout {
+		// A caught-up follower would wait out its fetch timeout on every
+		// long poll and start an election.
+		return c, fmt.Errorf("-fetch-max-wait %v: want less than -fetch-timeout (%v)", c.fetchMaxWait, c.fetchTimeout)
+	}
+	if err := c.kraftConfig().Validate(); err != nil {
+		return c, fmt.Errorf("-id/-voters: %w", err)
+	}
+	return c, nil
+}
+
+// parseNodeID parses a node id: an integer from 0 to MaxInt32.
+func parseNodeID(s string) (kraft.NodeID, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt32 {
+		return 0, fmt.Errorf("want a node id from 0 to %d", math.MaxInt32)
+	}
+	return kraft.NodeID(n), nil
+}
+
+// parseVoters parses "id@host:port,id:DIRID@host:port,...".
+func parseVoters(s string) ([]voter, error) {
+	var vs []voter
+	for _, entry := range strings.Split(s, ",") {
+		entry = strings.TrimSpace(entry)
+		at := strings.IndexByte(entry, '@')
+		if at < 0 {
+			return nil, fmt.Errorf("entry %q: want id@host:port or id:directory-id@host:port", entry)
+		}
+		key, addr := entry[:at], entry[at+1:]
+		var v voter
+		idText, dirText := key, ""
+		if i := strings.IndexByte(key, ':'); i >= 0 {
+			idText, dirText = key[:i], key[i+1:]
+		}
+		id, err := parseNodeID(idText)
+		if err != nil {
+			return nil, fmt.Errorf("entry %q: id %q: %w", entry, idText, err)
+		}
+		v.key.ID = id
+		if i := strings.IndexByte(key, ':'); i >= 0 {
+			if v.key.DirectoryID, err = parseUUID(dirText); err != nil {
+				return nil, fmt.Errorf("entry %q: directory id %q: %w", entry, dirText, err)
+			}
+		}
+		if err := checkAddr(addr, false); err != nil {
+			return nil, fmt.Errorf("entry %q: address %q: %w", entry, addr, err)
+		}
+		v.addr = addr
+		for _, w := range vs {
+			if w.key.ID == v.key.ID {
+				return nil, fmt.Errorf("voter id %d appears twice", v.key.ID)
+			}
+			if w.addr == v.addr {
+				return nil, fmt.Errorf("voters %d and %d have the same address %s", w.key.ID, v.key.ID, v.addr)
+			}
+		}
+		vs = append(vs, v)
+	}
+	if len(vs) > kraft.MaxVoters {
+		return nil, fmt.Errorf("%d voters, at most %d are supported", len(vs), kraft.MaxVoters)
+	}
+	return vs, nil
+}
+
+// checkAddr checks a host:port address; port 0 (any free port) only if
+// anyPort.
+func checkAddr(addr string, anyPort bool) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("want host:port")
+	}
+	p, err := strconv.Atoi(port)
+	lowest := 1
+	if anyPort {
+		lowest = 0
+	}
+	if err != nil || p < lowest || p > 65535 {
+		return fmt.Errorf("port %q: want %d to 65535", port, lowest)
+	}
+	if host == "" && !anyPort {
+		return errors.New("want a host")
+	}
+	return nil
+}
+
+// parseUUID parses a UUID in its usual text form (8-4-4-4-12 hex digits,
+// or 32 hex digits) or in Kafka's (22 characters of URL-safe base64, as
+// kafka-storage prints directory and cluster ids). The zero UUID is
+// refused: it means "none".
+func parseUUID(s string) ([16]byte, error) {
+	var u [16]byte
+	var b []byte
+	var err error
+	switch len(s) {
+	case 36:
+		if s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+			return u, errors.New("want a UUID (8-4-4-4-12 hex digits, or Kafka's 22-character base64)")
+		}
+		b, err = hex.DecodeString(s[:8] + s[9:13] + s[14:18] + s[19:23] + s[24:])
+	case 32:
+		b, err = hex.DecodeString(s)
+	case 22:
+		b, err = base64.RawURLEncoding.DecodeString(s)
+	case 24:
+		b, err = base64.URLEncoding.DecodeString(s)
+	default:
+		err = errors.New("bad length")
+	}
+	if err != nil || len(b) != 16 {
+		return u, errors.New("want a UUID (8-4-4-4-12 hex digits, or Kafka's 22-character base64)")
+	}
+	copy(u[:], b)
+	if u == ([16]byte{}) {
+		return u, errors.New("the zero UUID is reserved")
+	}
+	return u, nil
+}
+
+// seedFor is the default seed of a replica: a mix of its id (splitmix64),
+// so replicas draw different election timeouts.
+func seedFor(id kraft.NodeID) uint64 {
+	z := uint64(id) + 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kraftquorum/kraft/node"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeReplica answers the HTTP API's calls with canned results.
+type fakeReplica struct {
+	status    node.Status
+	statusErr error
+	offset    int64
+	appendErr error
+	resignErr error
+	appended  [][]byte
+}
+
+func (f *fakeReplica) Status() (node.Status, error) { return f.status, f.statusErr }
+
+func (f *fakeReplica) Append(_ context.Context, records ...[]byte) (int64, error) {
+	f.appended = append(f.appended, records...)
+	return f.offset, f.appendErr
+}
+
+func (f *fakeReplica) Resign() error { return f.resignErr }
+
+func serveOnce(t *testing.T, r replica, method, path, body string) (int, map[string]interface{}) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	newHandler(r).ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader(body)))
+	require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+	var out map[string]interface{}
+	dec := json.NewDecoder(rec.Body)
+	dec.UseNumber()
+	require.NoError(t, dec.Decode(&out))
+	return rec.Code, out
+}
+
+func TestHTTPStatus(t *testing.T) {
+	f := &fakeReplica{status: node.Status{ID: 2, Role: "Follower", Epoch: 3, Leader: 1, HighWatermark: 10, LogEnd: 12}}
+	code, out := serveOnce(t, f, http.MethodGet, "/status", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, map[string]interface{}{
+		"id": json.Number("2"), "role": "Follower", "epoch": json.Number("3"), "leader": json.Number("1"),
+		"high_watermark": json.Number("10"), "log_end": json.Number("12"), "log_end_epoch": json.Number("0"),
+		"flushed": json.Number("0"),
+	}, out)
+
+	f.statusErr = node.ErrStopped
+	code, out = serveOnce(t, f, http.MethodGet, "/status", "")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, "node: stopped", out["error"])
+
+	code, _ = serveOnce(t, f, http.MethodPost, "/status", "")
+	require.Equal(t, http.StatusMethodNotAllowed, code)
+}
+
+func TestHTTPAppend(t *testing.T) {
+	f := &fakeReplica{offset: 41}
+	code, out := serveOnce(t, f, http.MethodPost, "/append", "payload")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, map[string]interface{}{"offset": json.Number("41")}, out)
+	require.Equal(t, [][]byte{[]byte("payload")}, f.appended)
+
+	for _, tc := range []struct {
+		err    error
+		code   int
+		leader interface{}
+	}{
+		{&node.NotLeaderError{Leader: 3, Epoch: 7}, http.StatusMisdirectedRequest, json.Number("3")},
+		{&node.NotLeaderError{Leader: -1, Epoch: 7}, http.StatusMisdirectedRequest, json.Number("-1")},
+		{fmt.Errorf("wrapped: %w", &node.NotLeaderError{Leader: 2}), http.StatusMisdirectedRequest, json.Number("2")},
+		{node.ErrLeadershipLost, http.StatusServiceUnavailable, nil},
+		{context.DeadlineExceeded, http.StatusServiceUnavailable, nil},
+		{fmt.Errorf("%w: disk", node.ErrStopped), http.StatusServiceUnavailable, nil},
+		{errors.New("something else"), http.StatusInternalServerError, nil},
+	} {
+		f.appendErr = tc.err
+		code, out := serveOnce(t, f, http.MethodPost, "/append", "x")
+		require.Equal(t, tc.code, code, "%v", tc.err)
+		require.Equal(t, tc.leader, out["leader"], "%v", tc.err)
+		require.Contains(t, out["error"], tc.err.Error())
+	}
+
+	code, _ = serveOnce(t, f, http.MethodGet, "/append", "")
+	require.Equal(t, http.StatusMethodNotAllowed, code)
+	code, _ = serveOnce(t, f, http.MethodPost, "/append", strings.Repeat("x", maxRecordBytes+1))
+	require.Equal(t, http.StatusRequestEntityTooLarge, code)
+}
+
+func TestHTTPResign(t *testing.T) {
+	f := &fakeReplica{}
+	code, out := serveOnce(t, f, http.MethodPost, "/resign", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Empty(t, out)
+	f.resignErr = &node.NotLeaderError{Leader: 1, Epoch: 2}
+	code, out = serveOnce(t, f, http.MethodPost, "/resign", "")
+	require.Equal(t, http.StatusMisdirectedRequest, code)
+	require.Equal(t, json.Number("1"), out["leader"])
+	require.Equal(t, json.Number("2"), out["epoch"])
+}
+
+// freeAddr returns a free address on 127.0.0.1.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+func httpPost(t *testing.T, url, body string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Post(url, "application/octet-stream", strings.NewReader(body)) //nolint:noctx // a test against a local server
+	if err != nil {
+		return 0, nil
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, b
+}
+
+func decodeOffset(t *testing.T, body []byte) int64 {
+	t.Helper()
+	var out struct{ Offset int64 }
+	require.NoError(t, json.Unmarshal(body, &out), string(body))
+	return out.Offset
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -1,0 +1,170 @@
+// Command kraftd runs one member of a KRaft quorum as a process: package
+// node's runtime over TCP, with Kafka's quorum-state file and a segment log
+// (package storage) in a data directory, and an optional HTTP endpoint to
+// append records, read the replica's status and make the leader resign.
+//
+//	kraftd -id 1 -voters 1@127.0.0.1:9091,2@127.0.0.1:9092,3@127.0.0.1:9093 \
+//		-dir /tmp/kraft1 -http 127.0.0.1:8081
+//
+// A replica whose -id is not in -voters runs as an observer. Role changes
+// are logged to stderr with kraft's reasons. SIGINT or SIGTERM stops the
+// replica gracefully: a leader hands leadership over first (up to 5s).
+// docs/kraftd.md shows how to run a three-voter cluster by hand.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/kraftquorum/kraft/node"
+	"github.com/kraftquorum/kraft/storage"
+)
+
+// Exit statuses.
+const (
+	exitOK   = 0
+	exitFail = 1 // the replica could not start or stopped on an error
+	exitBad  = 2 // bad flags
+)
+
+// shutdownTimeout bounds a leader's handover when it is stopped: the wait
+// for another replica to lead.
+const shutdownTimeout = 5 * time.Second
+
+func main() {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, sigs))
+}
+
+// run parses args and runs the replica until a signal arrives on sigs or
+// it fails; it returns the exit status.
+func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+	cfg, err := parseConfig(args)
+	if errors.Is(err, flag.ErrHelp) {
+		_, _ = fmt.Fprint(stdout, usage())
+		return exitOK
+	}
+	if err != nil {
+		_, _ = fmt.Fprintf(stderr, "kraftd: %v (kraftd -h for help)\n", err)
+		return exitBad
+	}
+	logger := log.New(stderr, "", log.LstdFlags|log.Lmicroseconds)
+	return serve(cfg, logger, sigs)
+}
+
+// serve runs the replica described by cfg.
+func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
+	if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
+		logger.Printf("kraftd: creating the data directory: %v", err)
+		return exitFail
+	}
+	logDir := filepath.Join(cfg.dir, "log")
+	lg, rec, err := storage.Open(logDir, storage.Options{})
+	if err != nil {
+		logger.Printf("kraftd: opening the log: %v", err)
+		return exitFail
+	}
+	logger.Printf("kraftd: log %s: %d records in %d segments, ends at %+v", logDir, rec.Records, rec.Segments, lg.End())
+	if rec.DroppedBytes > 0 {
+		logger.Printf("kraftd: log recovery dropped a torn tail of %d bytes (never synced): %s", rec.DroppedBytes, rec.Cause)
+	}
+	tr, err := node.NewTCPTransport(node.TCPConfig{ID: cfg.id, Listen: cfg.listen, Peers: cfg.peers()})
+	if err != nil {
+		_ = lg.Close()
+		logger.Printf("kraftd: %v", err)
+		return exitFail
+	}
+	role := "voter"
+	if cfg.observer {
+		role = "observer"
+	}
+	logger.Printf("kraftd: replica %d (%s) listening on %s, voters %s, data in %s", cfg.id, role, tr.Addr(), votersString(cfg.voters), cfg.dir)
+	n, err := node.Start(node.Config{
+		Kraft:          cfg.kraftConfig(),
+		Log:            lg,
+		Records:        node.FileRecords{Path: storage.QuorumStatePath(cfg.dir)},
+		Transport:      tr,
+		RequestTimeout: cfg.requestTimeout,
+		RetryBackoff:   cfg.retryBackoff,
+		FetchMaxWait:   cfg.fetchMaxWait,
+		Logf:           logger.Printf,
+	})
+	if err != nil {
+		_ = lg.Close()
+		_ = tr.Close()
+		logger.Printf("kraftd: starting the replica: %v", err)
+		return exitFail
+	}
+
+	var srv *httpServer
+	httpErr := make(chan error, 1)
+	if cfg.httpAddr != "" {
+		ln, err := net.Listen("tcp", cfg.httpAddr)
+		if err != nil {
+			logger.Printf("kraftd: -http: %v", err)
+			_ = n.Close()
+			return exitFail
+		}
+		srv = newHTTPServer(newHandler(n))
+		logger.Printf("kraftd: HTTP API on http://%s", ln.Addr())
+		go func() { httpErr <- srv.Serve(ln) }()
+	}
+
+	select {
+	case sig := <-sigs:
+		logger.Printf("kraftd: %v: stopping", sig)
+		go func() {
+			sig := <-sigs
+			logger.Printf("kraftd: %v again: exiting at once", sig)
+			os.Exit(exitFail)
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		var err error
+		if len(cfg.voters) == 1 && !cfg.observer {
+			err = n.Close() // the only voter: nobody to hand over to
+		} else {
+			err = n.Shutdown(ctx)
+		}
+		if srv != nil {
+			srv.stop(time.Second)
+		}
+		if err != nil {
+			logger.Printf("kraftd: stopped with an error: %v", err)
+			return exitFail
+		}
+		logger.Printf("kraftd: stopped")
+		return exitOK
+	case <-n.Done():
+		logger.Printf("kraftd: the replica stopped: %v", n.Close())
+	case err := <-httpErr:
+		logger.Printf("kraftd: HTTP server: %v", err)
+		_ = n.Close()
+	}
+	if srv != nil {
+		srv.stop(0)
+	}
+	return exitFail
+}
+
+func votersString(vs []voter) string {
+	s := ""
+	for i, v := range vs {
+		if i > 0 {
+			s += ","
+		}
+		s += fmt.Sprintf("%v@%s", v.key, v.addr)
+	}
+	return s
+}
