@@ -13,8 +13,9 @@ type Action interface {
 	isAction()
 }
 
-// Timer names one of a replica's timers. Each role owns some of them: a role
-// change stops every timer the new role does not own.
+// Timer names one of a replica's timers. Each role owns some of them: on a
+// role change, Step emits a StopTimer for every timer the old role owned and
+// the new role does not.
 type Timer uint8
 
 // The timers.
@@ -147,7 +148,8 @@ type SendFetchResponse struct {
 }
 
 // SendFetchSnapshotResponse asks the host to answer a FetchSnapshot request. On NONE the
-// host sends the snapshot chunk asked for (decision 8).
+// host sends the snapshot chunk asked for; snapshot ids and bytes are the
+// host's (docs/design.md, contract decision 8).
 type SendFetchSnapshotResponse struct {
 	To       NodeID
 	Error    ErrorCode

@@ -12,7 +12,8 @@ import (
 
 // Bad input: zero values, negative fields, unknown senders, misaddressed
 // and foreign requests. Step is total: it never panics, answers as Kafka
-// does or drops the input, and never corrupts the state (DESIGN 1.3).
+// does or drops the input, and never corrupts the state (the package doc,
+// Faults).
 
 var (
 	rrOurs    = uuid.NullUUID{UUID: uuid.MustParse("11111111-1111-1111-1111-111111111111"), Valid: true}
@@ -57,8 +58,9 @@ func rrOwnsTimer(s State, e Event) bool {
 // Kafka does (a zero Vote request is malformed: INVALID_REQUEST; the others
 // are fenced), responses of epoch 0 are stale and dropped, a zero log
 // report and a zero leaderless epoch change nothing, and a timeout the role
-// does not own is ignored. Reference: DESIGN 1.3, 5.2; spec 6.2 step 3,
-// 4.1, 4.3 step 2, 7.6 step 3, 11.
+// does not own is ignored. Reference: the README's host contract, rule 2;
+// KafkaRaftClient.handleVoteRequest, validateVoterOnlyRequest,
+// validateLeaderOnlyRequest, maybeHandleCommonResponse; docs/design.md D24.
 func TestZeroValueEventsOnEveryRole(t *testing.T) {
 	for name, s := range rrRolesInEpoch(t, rrOurs) {
 		e, l := s.Epoch(), s.Leader()
@@ -100,7 +102,9 @@ func TestZeroValueEventsOnEveryRole(t *testing.T) {
 // addressed to voter 0: Kafka follows the leader first and then refuses
 // the voter key (INVALID_VOTER_KEY), keeping the transition. A zero
 // EndQuorumEpoch likewise makes the replica follow 0 and campaign at once
-// (rank 0 of an empty list). Reference: spec 9.4 steps 3-4, 8.2, 3.3.
+// (rank 0 of an empty list). Reference: KafkaRaftClient.maybeTransition,
+// handleBeginQuorumEpochRequest, handleEndQuorumEpochRequest,
+// endEpochElectionBackoff; docs/design.md D24.
 func TestZeroValueBeginQuorumEpochAtEpochZero(t *testing.T) {
 	s := start(t, config(1, 1, 2, 3))
 	next, acts := step(t, s, ReceiveBeginQuorumEpoch{})
@@ -133,7 +137,7 @@ func TestZeroValueBeginQuorumEpochAtEpochZero(t *testing.T) {
 
 // TestStepZeroStateDoesNothing: the zero State is not usable; Step returns
 // it unchanged with no actions for every event, including nil.
-// Reference: DESIGN 1.3; state.go (zero State).
+// Reference: state.go (zero State).
 func TestStepZeroStateDoesNothing(t *testing.T) {
 	for _, e := range append(append([]Event(nil), rrZeroEvents...), nil,
 		ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 3}, Resign{}) {
@@ -151,7 +155,9 @@ func TestStepZeroStateDoesNothing(t *testing.T) {
 // TestNegativeFieldsGetKafkaAnswers: negative ids, offsets and epochs are
 // refused with Kafka's error codes or dropped, and never change the state
 // (except where Kafka acts on a valid part of the message).
-// Reference: spec 6.2 steps 3-4, 7.6 steps 2-3, 4.1, 4.3, 7.2, 11.
+// Reference: KafkaRaftClient.handleVoteRequest, handleFetchRequest,
+// validateVoterOnlyRequest, validateLeaderOnlyRequest, maybeHandleCommonResponse;
+// LeaderState.updateReplicaState.
 func TestNegativeFieldsGetKafkaAnswers(t *testing.T) {
 	roles := rrRolesInEpoch(t, uuid.NullUUID{})
 	u, f, l := roles["Unattached"], roles["Follower"], roles["Leader"]
@@ -272,8 +278,10 @@ func TestNegativeFieldsGetKafkaAnswers(t *testing.T) {
 // Vote requests from non-voters are answered by the usual rules (KIP-853
 // accepts them on purpose); vote responses from non-voters (or from
 // ourselves) are not counted; a non-voter's Fetch is answered but not
-// tracked (decision 5); a non-voter may lead a newer epoch.
-// Reference: spec 6.2 (last paragraph), 16.7, 6.4, 7.2; DESIGN decision 5.
+// tracked (docs/design.md, contract decision 5); a non-voter may lead a
+// newer epoch.
+// Reference: KafkaRaftClient.handleVoteRequest (no voter check on the
+// requester, KIP-853), handleVoteResponse; LeaderState.updateReplicaState.
 func TestUnknownSenders(t *testing.T) {
 	roles := rrRolesInEpoch(t, uuid.NullUUID{})
 	u, p, l, f := roles["Unattached"], roles["Prospective"], roles["Leader"], roles["Follower"]
@@ -317,7 +325,7 @@ func TestUnknownSenders(t *testing.T) {
 
 // TestVoteAddressedToAnotherVoter: a Vote request whose voter key is not
 // ours is refused with INVALID_VOTER_KEY, after the move to a newer epoch,
-// which is kept. Reference: spec 6.2 steps 5-6, 4.1 (isValidVoterKey), 11.
+// which is kept. Reference: KafkaRaftClient.handleVoteRequest, isValidVoterKey.
 func TestVoteAddressedToAnotherVoter(t *testing.T) {
 	roles := rrRolesInEpoch(t, uuid.NullUUID{})
 	u := roles["Unattached"]
@@ -358,7 +366,7 @@ func TestVoteAddressedToAnotherVoter(t *testing.T) {
 // TestForeignClusterIDOnEveryRequestType: every request type carrying
 // another cluster's id is refused with INCONSISTENT_CLUSTER_ID by every
 // role, even with a newer epoch, and changes nothing; a request without a
-// cluster id is accepted. Reference: spec 4.1 (hasValidClusterId), 11.
+// cluster id is accepted. Reference: KafkaRaftClient.hasValidClusterId.
 func TestForeignClusterIDOnEveryRequestType(t *testing.T) {
 	for name, s := range rrRolesInEpoch(t, rrOurs) {
 		e, l := s.Epoch(), s.Leader()
@@ -538,7 +546,8 @@ func rrGenStart(rt *rapid.T) (State, []Action, bool) {
 // follows someone else, the state's record is always the last one
 // persisted, no message carries an epoch before it is persisted, and a
 // step's responses come after its Persists.
-// Reference: DESIGN 1.1-1.3, 5.1, 7; spec 2.3, 2.4, 12.1, 12.13.
+// Reference: the package doc (State is immutable, replays exactly, never
+// panics); the README's host contract, rule 1; QuorumState.durableTransitionTo.
 func TestStepRandomEventsProperty(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		s, acts, ok := rrGenStart(rt)

@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// Benchmarks for the hot paths of Step, measured against the budget of the
-// design (section 8). States are built by stepping real events through a
+// Benchmarks for the hot paths of Step (results in the README's Performance
+// section). States are built by stepping real events through a
 // minimal in-benchmark host (bnCluster); the measured step then starts from
 // a fixed State every iteration, which purity allows, unless the benchmark
 // says it carries the state forward.
@@ -405,7 +405,8 @@ func BenchmarkRoundTrip(b *testing.B) {
 // BenchmarkObserverFetch: a 3-voter leader handles an observer's Fetch,
 // with no observer having fetched before, or after 10,000 distinct
 // observers fetched (the fetching observer cycles through them). Observers
-// are not tracked (decision 5), so the two should cost the same.
+// are not tracked (docs/design.md, contract decision 5), so the two should
+// cost the same.
 // BenchmarkVoterFetchObservers is a voter's Fetch on the same two leaders.
 func BenchmarkObserverFetch(b *testing.B) {
 	for _, k := range []int{0, 10000} {
@@ -447,7 +448,8 @@ func BenchmarkVoterFetchObservers(b *testing.B) {
 
 // bnWithObservers is a steady 3-voter leader after k distinct observers
 // (ids 1000 on) fetched from it, state carried forward. Observers are not
-// stored (decision 5): it fails unless the state is exactly the one before.
+// stored (docs/design.md, contract decision 5): it fails unless the state is
+// exactly the one before.
 func bnWithObservers(tb testing.TB, k int) State {
 	before := bnSteady(tb, 3).state(1)
 	s := before

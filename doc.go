@@ -118,6 +118,52 @@
 // that has no Diverging point, from the request's fetch offset up to
 // State.LogEnd().
 //
+// # Events and actions
+//
+// Event and Action are closed sets of plain structs. The events:
+//
+//   - ElectionTimeout: the election timer fired.
+//   - FetchTimeout: the fetch timer fired.
+//   - CheckQuorumTimeout: the leader's check-quorum timer fired.
+//   - BeginQuorumEpochTimeout: the leader's BeginQuorumEpoch re-send timer fired.
+//   - ReceiveVoteRequest: a Vote request (standard vote or pre-vote) arrived.
+//   - ReceiveVoteResponse: a voter answered this replica's Vote request.
+//   - ReceiveBeginQuorumEpoch: a leader announces its epoch.
+//   - ReceiveEndQuorumEpoch: the leader of an epoch resigns.
+//   - ReceiveFetch: a Fetch request from a follower or an observer arrived.
+//   - ReceiveFetchSnapshot: a FetchSnapshot request arrived.
+//   - ReceiveFetchResponse: the answer to this replica's Fetch.
+//   - ReceiveQuorumResponse: the answer to a BeginQuorumEpoch, EndQuorumEpoch
+//     or FetchSnapshot request.
+//   - ReceiveLeaderlessEpoch: a response named a newer epoch and no leader
+//     (kept for older hosts; ReceiveQuorumResponse covers it).
+//   - LogAppended: the host wrote records; the log now ends at End.
+//   - LogFlushed: every record below Offset is durable.
+//   - Resign: the leader gives up leadership (Kafka's resign, not its shutdown).
+//
+// The actions:
+//
+//   - Persist: write the quorum-state record durably before anything after it.
+//   - SendVoteRequest: ask one voter for a standard vote or a pre-vote.
+//   - SendVoteResponse: answer a Vote request.
+//   - SendBeginQuorumEpoch: tell a voter that this replica leads the epoch.
+//   - SendBeginQuorumEpochResponse: answer a BeginQuorumEpoch request.
+//   - SendEndQuorumEpoch: tell a voter that this replica resigns, naming the
+//     preferred successors.
+//   - SendEndQuorumEpochResponse: answer an EndQuorumEpoch request.
+//   - SendFetch: fetch from the leader, or from any bootstrap voter (NoNode).
+//   - SendFetchResponse: answer a Fetch; the host attaches the records.
+//   - SendFetchSnapshotResponse: answer a FetchSnapshot; the host attaches
+//     the snapshot chunk.
+//   - TruncateLog: remove every record at or after To from the local log.
+//   - AppendLeaderChange: append the LeaderChange record at the log end.
+//   - HighWatermarkChanged: records below the new high watermark are
+//     committed.
+//   - ResetTimer: arm a timer, replacing any pending arming.
+//   - StopTimer: cancel a timer.
+//   - RoleChanged: the role, epoch or leader changed (for listeners and logs).
+//   - Fault: an input proved the cluster inconsistent; the state is unchanged.
+//
 // # The persistence rule
 //
 // A Persist action must be durable (written and fsynced) before the host

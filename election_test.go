@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Election scenario tests: the election timer (spec 5.1, 10.1), epochs
-// without a leader (10.11), timer ownership (3, 3.1) and whole elections on
+// Election scenario tests: the election timer (Kafka's poll* methods), epochs
+// without a leader, timer ownership and whole elections on
 // the testCluster host. Vote requests and responses are in vote_test.go.
 //
 // Every state is built by stepping real events from NewState; the vt
@@ -196,14 +196,15 @@ func vtCat(parts ...[]Action) []Action {
 }
 
 // ---------------------------------------------------------------------------
-// ElectionTimeout (spec 5.1, 10.1)
+// ElectionTimeout (Kafka's pollUnattached, pollProspective, pollCandidate,
+// pollResigned)
 
 // An Unattached voter whose election timer fires starts a pre-vote in its
 // current epoch: memory only (no Persist), leader and vote kept, a fresh
 // random timer, and a pre-vote to every other voter carrying the cluster id,
 // its current (not bumped) epoch, its key and its log end, addressed to the
 // voter's full key.
-// Reference: spec 5.1, 6.1; KafkaRaftClient.pollUnattachedAsVoter,
+// Reference: KafkaRaftClient.pollUnattachedAsVoter, maybeSendVoteRequests,
 // QuorumState.transitionToProspective, buildVoteRequest.
 func TestUnattachedVoterBecomesProspectiveOnElectionTimeout(t *testing.T) {
 	cfg := Config{
@@ -234,7 +235,8 @@ func TestUnattachedVoterBecomesProspectiveOnElectionTimeout(t *testing.T) {
 
 // A voter that granted a standard vote keeps it when it starts its own
 // pre-vote in the same epoch (the vote binds it for the whole epoch).
-// Reference: spec 4.5 transitionToProspective, 12 invariant 2.
+// Reference: QuorumState.transitionToProspective (keeps the vote; one
+// standard vote per epoch).
 func TestUnattachedVoterKeepsItsVoteWhenBecomingProspective(t *testing.T) {
 	s := vtWithLog(t, config(1, 1, 2, 3), 3, LogEnd{Offset: 10, Epoch: 2})
 	s, _ = step(t, s, ReceiveVoteRequest{From: 2, VoterID: NoNode, CandidateEpoch: 3, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 10, Epoch: 2}})
@@ -251,7 +253,8 @@ func TestUnattachedVoterKeepsItsVoteWhenBecomingProspective(t *testing.T) {
 
 // An observer never starts an election; its Unattached state has no
 // election timer, and a stray ElectionTimeout changes nothing.
-// Reference: spec 2.3, 5.1 (Unattached observer: infinite timer).
+// Reference: QuorumState.transitionToUnattached (an observer's election
+// timer is infinite).
 func TestUnattachedObserverIgnoresElectionTimeout(t *testing.T) {
 	s := start(t, observerConfig(7, 1, 2, 3))
 	vtIs(t, s, Unattached, 0, NoNode, NoReplica)
@@ -266,7 +269,7 @@ func TestUnattachedObserverIgnoresElectionTimeout(t *testing.T) {
 // goes back to following it in the same epoch, with a fresh Follower (fetch
 // timer T_f, first fetch at once, hasFetchedFromLeader cleared so it grants
 // pre-votes again). The record does not change, so nothing is rewritten.
-// Reference: spec 5.1 pollProspective, prospectiveTransitionAfterElectionLoss.
+// Reference: KafkaRaftClient.pollProspective, prospectiveTransitionAfterElectionLoss.
 func TestProspectiveTimeoutFollowsReachableLeader(t *testing.T) {
 	s := vtFetched(t, vtFollower(t, start(t, config(1, 1, 2, 3)), 1, 2))
 	s, _ = step(t, s, FetchTimeout{})
@@ -291,7 +294,8 @@ func TestProspectiveTimeoutFollowsReachableLeader(t *testing.T) {
 // Unattached in the same epoch, keeping the leader id and the vote, with an
 // election timer of 0 (the Prospective's remaining time), so it campaigns
 // again at once.
-// Reference: spec 3.1 rule 4, 5.1, open question 16.2.
+// Reference: QuorumState.transitionToUnattached (a Prospective hands over its
+// remaining time, 0 at expiry); KafkaRaftClient.pollProspective; D2.
 func TestProspectiveTimeoutWithoutReachableLeaderBecomesUnattached(t *testing.T) {
 	log := LogEnd{Offset: 10, Epoch: 2}
 	cfg := config(1, 1, 2, 3)
@@ -332,7 +336,7 @@ func TestProspectiveTimeoutWithoutReachableLeaderBecomesUnattached(t *testing.T)
 // A Candidate whose election timer fires goes back to a pre-vote in the
 // same epoch (no backoff, no new epoch since KAFKA-18345), memory only: the
 // record still says it voted for itself.
-// Reference: spec 5.1 pollCandidate, 3.4.
+// Reference: KafkaRaftClient.pollCandidate; KAFKA-18345.
 func TestCandidateTimeoutBecomesProspectiveInSameEpoch(t *testing.T) {
 	s := vtCandidate(t, start(t, config(1, 1, 2, 3)))
 	vtIs(t, s, Candidate, 1, NoNode, vtKey(1))
@@ -350,7 +354,8 @@ func TestCandidateTimeoutBecomesProspectiveInSameEpoch(t *testing.T) {
 // A Resigned leader whose election timer fires moves to Unattached(E+1),
 // persisted, with an election timer of 0 so that it starts a pre-vote in
 // E+1 at once.
-// Reference: spec 5.1 pollResigned, 3.1 rule 5, 8.1.
+// Reference: KafkaRaftClient.pollResigned; QuorumState.transitionToUnattached
+// (a Resigned replica hands over its remaining time).
 func TestResignedTimeoutBecomesUnattachedInNextEpoch(t *testing.T) {
 	s := vtResigned(t, start(t, config(1, 1, 2, 3)))
 	vtIs(t, s, Resigned, 1, 1, NoReplica)
@@ -371,7 +376,8 @@ func TestResignedTimeoutBecomesUnattachedInNextEpoch(t *testing.T) {
 
 // Leaders and Followers own no election timer; a stray ElectionTimeout is
 // ignored.
-// Reference: spec 5.1 (Leader, Follower: no election timer), DESIGN 5.2.
+// Reference: the README's host contract, rule 2 (Step ignores a timeout the
+// current role does not own).
 func TestLeaderAndFollowerIgnoreElectionTimeout(t *testing.T) {
 	cases := map[string]State{
 		"leader":            vtLeader(t, start(t, config(1, 1, 2, 3))),
@@ -391,7 +397,9 @@ func TestLeaderAndFollowerIgnoreElectionTimeout(t *testing.T) {
 // The only voter elects itself at once: at start (Kafka's initialize) and
 // whenever it finds itself Unattached and its election timer fires, it goes
 // Prospective -> Candidate(E+1) -> Leader in one step, with nobody to ask.
-// Reference: spec 5.1 (only voter), 13, 4.5 (tally already granted).
+// Reference: KafkaRaftClient.initialize, pollUnattachedAsVoter,
+// onBecomeProspective, QuorumState.transitionToCandidate (the tally is already
+// granted).
 func TestSingleVoterElectsItselfAtOnce(t *testing.T) {
 	cfg := config(1, 1)
 	s, acts, err := NewState(cfg, nil, LogState{})
@@ -432,15 +440,17 @@ func TestSingleVoterElectsItselfAtOnce(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// ReceiveLeaderlessEpoch (spec 10.11, 3.1)
+// ReceiveLeaderlessEpoch (Kafka's maybeHandleCommonResponse,
+// QuorumState.transitionToUnattached)
 
 // Every role moves to Unattached(E') without leader or vote, persisted, when
 // a response reports a newer epoch without a leader. The election timer
-// follows spec 3.1: Unattached, Prospective (not lost), Candidate and
-// Resigned hand over their running timer (no ResetTimer), Followers and
+// follows Kafka's transitionToUnattached: Unattached, Prospective (not
+// lost), Candidate and Resigned hand over their running timer (no ResetTimer), Followers and
 // Leaders draw a fresh random one and stop the timers they owned; observers
 // search for the leader with a fetch timer and a bootstrap Fetch.
-// Reference: spec 10.11, 3.1, 4.3 step 3; QuorumState.transitionToUnattached.
+// Reference: KafkaRaftClient.maybeHandleCommonResponse;
+// QuorumState.transitionToUnattached.
 func TestLeaderlessEpochMakesEveryRoleUnattached(t *testing.T) {
 	cfg := config(1, 1, 2, 3)
 	obs := observerConfig(7, 1, 2, 3)
@@ -518,7 +528,7 @@ func vtVotedFor(t *testing.T, cfg Config, cand NodeID) State {
 
 // A leaderless epoch that is not newer than ours is stale: ignored by every
 // role.
-// Reference: spec 4.3 step 2.
+// Reference: KafkaRaftClient.maybeHandleCommonResponse (an older epoch is stale).
 func TestLeaderlessEpochNotNewerIsIgnored(t *testing.T) {
 	cfg := config(1, 1, 2, 3)
 	states := map[string]State{
@@ -541,9 +551,9 @@ func TestLeaderlessEpochNotNewerIsIgnored(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Timers owned per role (spec 3, DESIGN 5.2)
+// Timers owned per role (the README's host contract, rule 2)
 
-// vtOwned is the set of timers each role owns (spec 3's table): an
+// vtOwned is the set of timers each role owns (as in Kafka's state classes): an
 // Unattached voter, a Prospective, a Candidate and a Resigned leader the
 // election timer; a Follower and an Unattached observer the fetch timer; a
 // Leader check-quorum and BeginQuorumEpoch.
@@ -582,7 +592,9 @@ func (m vtTimers) apply(acts []Action) {
 // Across a long run of role changes, the timers a host has armed are
 // exactly the timers the current role owns: every role change stops the
 // timers the new role does not own and arms the ones it does.
-// Reference: spec 3, 2.1 (timers per role); DESIGN 5.2.
+// Reference: the timers of Kafka's UnattachedState, ProspectiveState,
+// CandidateState, LeaderState, FollowerState, ResignedState; the README's host
+// contract, rule 2.
 func TestRoleChangeStopsEveryTimerTheNewRoleDoesNotOwn(t *testing.T) {
 	run := func(t *testing.T, cfg Config, events []Event, wantRoles []Role) {
 		t.Helper()
@@ -673,7 +685,7 @@ func vtCheckElected(t *testing.T, c *testCluster, leader NodeID, epoch Epoch) {
 // Three voters, one election timer fires: pre-vote, vote, BeginQuorumEpoch,
 // first fetch. One leader in epoch 1, every other voter follows it and
 // remembers its vote for it; the first record commits.
-// Reference: spec 18.1 (cold start trace).
+// Reference: KIP-595, KIP-996 (a cold start of three voters).
 func TestThreeVoterElectionEndsWithOneLeaderAndAttachedFollowers(t *testing.T) {
 	c := newTestCluster(t, 1, 2, 3)
 	c.fire(2, ElectionTimeout{})
@@ -691,7 +703,7 @@ func TestThreeVoterElectionEndsWithOneLeaderAndAttachedFollowers(t *testing.T) {
 
 // Five voters: the candidate needs two other voters for each round; it ends
 // with one leader and four attached followers.
-// Reference: spec 18.1, 1.2 (majority of 5 is 3).
+// Reference: EpochElection.majoritySize (3 of 5).
 func TestFiveVoterElectionEndsWithOneLeaderAndAttachedFollowers(t *testing.T) {
 	c := newTestCluster(t, 1, 2, 3, 4, 5)
 	c.fire(4, ElectionTimeout{})
@@ -704,7 +716,8 @@ func TestFiveVoterElectionEndsWithOneLeaderAndAttachedFollowers(t *testing.T) {
 // Five voters with two of them down: the other three still elect a leader
 // (a majority), and the two come back as followers through a later
 // BeginQuorumEpoch re-send.
-// Reference: spec 1.2, 7.3.
+// Reference: EpochElection.majoritySize;
+// KafkaRaftClient.maybeSendBeginQuorumEpochRequests.
 func TestFiveVoterElectionWithTwoVotersDown(t *testing.T) {
 	c := newTestCluster(t, 1, 2, 3, 4, 5)
 	c.down[4], c.down[5] = true, true
@@ -721,7 +734,8 @@ func TestFiveVoterElectionWithTwoVotersDown(t *testing.T) {
 // Candidates of epoch 1; each voter grants one standard vote per epoch, so
 // exactly one wins, and the loser waits as Candidate until the winner's
 // BeginQuorumEpoch makes it a follower.
-// Reference: spec 6.3, 12 invariants 2 and 5.
+// Reference: EpochState.canGrantVote (one standard vote per epoch);
+// hasConsistentLeader (one leader per epoch).
 func TestConcurrentCandidatesEndWithOneLeader(t *testing.T) {
 	c := newTestCluster(t, 1, 2, 3)
 	c.stepNode(1, ElectionTimeout{})
@@ -758,7 +772,7 @@ func vtDeliverDropping(c *testCluster, drop func(m envelope) bool) {
 // BeginQuorumEpoch is Unattached in the new epoch without a leader. When its
 // timer fires it runs a pre-vote; the first answer names the leader of its
 // epoch, so it follows that leader at once (and ignores the vote itself).
-// Reference: spec 6.4 step 2, 4.3 step 4; DESIGN 4 (ReceiveVoteResponse.LeaderID);
+// Reference: KafkaRaftClient.maybeHandleCommonResponse; ReceiveVoteResponse.LeaderID;
 // KafkaRaftClientPreVoteTest.testProspectiveWithoutLeaderTransitionsToFollower.
 func TestProspectiveThatMissedBeginQuorumEpochLearnsLeaderFromVoteResponse(t *testing.T) {
 	c := newTestCluster(t, 1, 2, 3)
@@ -781,7 +795,8 @@ func TestProspectiveThatMissedBeginQuorumEpochLearnsLeaderFromVoteResponse(t *te
 // A voter that was down for a whole election runs a pre-vote in the old
 // epoch when it comes back; the answers carry the newer epoch and its
 // leader, so it follows that leader instead of disturbing it.
-// Reference: spec 6.4 step 2 (E' > E with a leader), 4.2 step 2.
+// Reference: KafkaRaftClient.maybeHandleCommonResponse, maybeTransition (a newer
+// epoch with a leader).
 func TestProspectiveBehindLearnsLeaderFromNewerVoteResponse(t *testing.T) {
 	c := newTestCluster(t, 1, 2, 3)
 	c.down[3] = true

@@ -16,7 +16,7 @@ type ElectionTimeout struct{}
 
 // FetchTimeout reports that the fetch timer fired. A Follower has not had a successful
 // Fetch response within T_f (Kafka's pollFollower), or an Unattached observer
-// is due to look for the leader again (decision 6 in docs/design.md).
+// is due to look for the leader again (docs/design.md, contract decision 6).
 type FetchTimeout struct{}
 
 // CheckQuorumTimeout reports that the leader's check-quorum timer fired: a majority of
@@ -118,8 +118,9 @@ type ReceiveFetch struct {
 }
 
 // ReceiveFetchSnapshot is a FetchSnapshot request that arrived. The snapshot id and
-// position are the host's business (decision 8); the state fences the epoch
-// and, on a leader, counts the request as contact for check-quorum.
+// position are the host's business (docs/design.md, contract decision 8); the
+// state fences the epoch and, on a leader, counts the request as contact for
+// check-quorum.
 type ReceiveFetchSnapshot struct {
 	From               NodeID
 	FromDirectoryID    uuid.UUID
@@ -172,7 +173,7 @@ type ReceiveQuorumResponse struct {
 // ReceiveQuorumResponse, kept for hosts written before that event
 // (docs/design.md D28).
 // Every role moves to Unattached in that epoch (Kafka's
-// maybeHandleCommonResponse, spec 10.11).
+// KafkaRaftClient.maybeHandleCommonResponse).
 type ReceiveLeaderlessEpoch struct {
 	From  NodeID
 	Epoch Epoch
@@ -201,8 +202,13 @@ type LogFlushed struct {
 	Offset int64
 }
 
-// Resign asks the leader to give up leadership gracefully (a shutdown or an
-// operator's request; Kafka's KafkaRaftClient.resign and shutdown).
+// Resign asks the leader to give up leadership (Kafka's KafkaRaftClient.resign,
+// not its shutdown): it becomes Resigned and sends EndQuorumEpoch, and its
+// election timer later starts a new election, which it may win again. A
+// graceful shutdown is Resign plus the host's part: stop delivering
+// ElectionTimeout and FetchTimeout, and finish when a RoleChanged names
+// another leader or the shutdown timeout passes (docs/design.md D27). Other
+// roles ignore it.
 type Resign struct{}
 
 func (ElectionTimeout) isEvent()         {}

@@ -7,9 +7,10 @@ import (
 )
 
 // Followers and observers: BeginQuorumEpoch, EndQuorumEpoch, the fetch
-// timer and Fetch responses (spec 5.2, 8.2, 9).
+// timer and Fetch responses (Kafka's pollFollower, handleEndQuorumEpochRequest
+// and handleFetchResponse).
 
-// onBeginQuorumEpoch is Kafka's handleBeginQuorumEpochRequest (spec 9.4).
+// onBeginQuorumEpoch is Kafka's KafkaRaftClient.handleBeginQuorumEpochRequest.
 func (t *stepper) onBeginQuorumEpoch(e ReceiveBeginQuorumEpoch) {
 	code := t.leaderAnnouncement(e.ClusterID, e.LeaderID, e.LeaderEpoch, "BeginQuorumEpoch")
 	if t.fault != "" {
@@ -22,7 +23,7 @@ func (t *stepper) onBeginQuorumEpoch(e ReceiveBeginQuorumEpoch) {
 	t.emit(SendBeginQuorumEpochResponse{To: e.From, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader})
 }
 
-// onEndQuorumEpoch is Kafka's handleEndQuorumEpochRequest (spec 8.2).
+// onEndQuorumEpoch is Kafka's KafkaRaftClient.handleEndQuorumEpochRequest.
 func (t *stepper) onEndQuorumEpoch(e ReceiveEndQuorumEpoch) {
 	// A replica that attaches to the resigning leader here does not fetch
 	// from it: Kafka's handleEndQuorumEpochRequest becomes Follower and
@@ -35,7 +36,8 @@ func (t *stepper) onEndQuorumEpoch(e ReceiveEndQuorumEpoch) {
 	if code == ErrNone && t.s.role == Follower && t.s.leader == e.LeaderID {
 		// Our leader resigns: campaign after a backoff that follows our
 		// rank among its preferred successors, and grant pre-votes again
-		// (decision 3) so that the preferred successor can win.
+		// (the fix proposed in KAFKA-20895; docs/design.md, contract
+		// decision 3) so that the preferred successor can win.
 		t.s.leaderResigned = true
 		t.emit(ResetTimer{Timer: FetchTimer, After: t.endQuorumBackoff(e.SuccessorRank)})
 	}
@@ -60,7 +62,8 @@ func (t *stepper) leaderAnnouncement(cluster uuid.NullUUID, leader NodeID, epoch
 // endQuorumBackoff is Kafka's strictExponentialElectionBackoffMs: rank 0
 // campaigns at once, the listed rank p of n waits
 // min(B_max, (B_max >> (n-1)) << (p-1)), and an unlisted replica waits
-// B_max. Decision 4: the base never underflows to 0, so ranks stay ordered
+// B_max. kraft differs (docs/design.md, contract decision 4): the base
+// never underflows to 0, so ranks stay ordered
 // in long lists. Kafka computes in whole milliseconds; so do we when B_max
 // is at least one.
 func (t *stepper) endQuorumBackoff(rank SuccessorRank) time.Duration {
@@ -97,7 +100,7 @@ func (t *stepper) endQuorumBackoff(rank SuccessorRank) time.Duration {
 // onFetchTimeout: a voter Follower that has not heard from its leader runs
 // a pre-vote; an observer Follower goes back to Unattached in the same
 // epoch, keeping the leader id; an Unattached observer searches again
-// (decision 6).
+// (docs/design.md, contract decision 6).
 func (t *stepper) onFetchTimeout() {
 	switch t.s.role {
 	case Follower:
@@ -114,14 +117,14 @@ func (t *stepper) onFetchTimeout() {
 	}
 }
 
-// onFetchResponse is Kafka's handleFetchResponse (spec 9.2). The host has
+// onFetchResponse is Kafka's KafkaRaftClient.handleFetchResponse. The host has
 // already appended the records the response carried (when AcceptsRecords
 // said so) and reported them with LogAppended.
 //
 // The next Fetch is sent once, at the end of the step, from the final
 // position: a transition to Follower on the way (an Unattached replica
 // attaching to the leader the response names) does not send its own, so at
-// most one Fetch is in flight (spec 12.11).
+// most one Fetch is in flight (as Kafka's RequestManager keeps it).
 func (t *stepper) onFetchResponse(e ReceiveFetchResponse) {
 	t.deferFetch = true
 	t.processFetchResponse(e)
@@ -175,8 +178,8 @@ func (t *stepper) processFetchResponse(e ReceiveFetchResponse) {
 		if e.Snapshot.Offset < 0 || e.Snapshot.Epoch < 0 {
 			return
 		}
-		// The host downloads the snapshot with FetchSnapshot (decision 8):
-		// no next Fetch.
+		// The host downloads the snapshot with FetchSnapshot (docs/design.md,
+		// contract decision 8): no next Fetch.
 		t.s.fetched = true
 		t.fetchTimerDue, t.fetchDue = true, false
 		return

@@ -66,7 +66,7 @@ func rpPreVoteGranted(t *testing.T, s State) bool {
 // Persist), keeping its leader and vote, stops its fetch timer, arms an
 // election timer and sends pre-votes carrying its log end to every other
 // voter.
-// Reference: spec 5.2, 10.2 (pollFollowerAsVoter, transitionToProspective).
+// Reference: KafkaRaftClient.pollFollowerAsVoter, QuorumState.transitionToProspective.
 func TestFollowerFetchTimeoutStartsPreVote(t *testing.T) {
 	s := start(t, config(2, 1, 2, 3))
 	s, _ = step(t, s, ReceiveVoteRequest{From: 1, VoterID: 2, CandidateEpoch: 1, Candidate: 1, PreVote: false})
@@ -98,7 +98,8 @@ func TestFollowerFetchTimeoutStartsPreVote(t *testing.T) {
 // fetch timer is re-armed and a Fetch goes to any bootstrap voter (NoNode).
 // The record does not change (Kafka rewrites the same record), so nothing
 // is persisted.
-// Reference: spec 5.2, 9.5 (pollFollowerAsObserver), DESIGN decision 6.
+// Reference: KafkaRaftClient.pollFollowerAsObserver; docs/design.md, contract
+// decision 6.
 func TestObserverFollowerFetchTimeoutBecomesUnattachedKeepingLeader(t *testing.T) {
 	s := rpObserverFollower(t)
 	s, _ = durable(t, s, LogEnd{Offset: 3, Epoch: 1})
@@ -120,7 +121,8 @@ func TestObserverFollowerFetchTimeoutBecomesUnattachedKeepingLeader(t *testing.T
 // TestUnattachedObserverSearchesOnEachFetchTimeout: an Unattached observer
 // sends a Fetch to any bootstrap voter on every fetch timeout and re-arms
 // the timer; nothing else changes.
-// Reference: spec 9.5, DESIGN decision 6.
+// Reference: docs/design.md, contract decision 6 (Kafka's
+// pollUnattachedCommon retries at once).
 func TestUnattachedObserverSearchesOnEachFetchTimeout(t *testing.T) {
 	s := start(t, observerConfig(4, 1, 2, 3))
 	for i := 0; i < 3; i++ {
@@ -137,7 +139,8 @@ func TestUnattachedObserverSearchesOnEachFetchTimeout(t *testing.T) {
 // TestFetchTimeoutIgnoredByRolesWithoutFetchTimer: Unattached voters,
 // Prospective, Candidate, Leader and Resigned own no fetch timer and ignore
 // a stray FetchTimeout.
-// Reference: spec 5.2 ("Others: no fetch timer"), DESIGN 5.2.
+// Reference: the README's host contract, rule 2 (Step ignores a timeout the
+// current role does not own).
 func TestFetchTimeoutIgnoredByRolesWithoutFetchTimer(t *testing.T) {
 	for _, c := range rpEveryRole(t, rpNoCluster()) {
 		if c.s.Role() == Follower || !c.s.IsVoter() {
@@ -152,7 +155,7 @@ func TestFetchTimeoutIgnoredByRolesWithoutFetchTimer(t *testing.T) {
 // TestFollowerIgnoresStaleFetchResponse: a Fetch response from an older
 // epoch, or UNKNOWN_LEADER_EPOCH, is no longer relevant: nothing changes and
 // no Fetch follows (not even a timer reset).
-// Reference: spec 4.3 step 2, 10.10.
+// Reference: KafkaRaftClient.maybeHandleCommonResponse (stale responses).
 func TestFollowerIgnoresStaleFetchResponse(t *testing.T) {
 	s := start(t, config(2, 1, 2, 3))
 	s, _ = step(t, s, ReceiveBeginQuorumEpoch{From: 1, LeaderID: 1, LeaderEpoch: 2, VoterID: 2})
@@ -173,7 +176,8 @@ func TestFollowerIgnoresStaleFetchResponse(t *testing.T) {
 // naming a leader makes the replica that leader's Follower (persisted, the
 // first Fetch at once); naming no leader makes it Unattached in that epoch.
 // The response's records and high watermark are not processed.
-// Reference: spec 4.3 step 3, 4.2, 10.10.
+// Reference: KafkaRaftClient.handleFetchResponse, maybeHandleCommonResponse,
+// maybeTransition.
 func TestFetchResponseWithNewerEpochMovesOn(t *testing.T) {
 	s := rpFollower(t)
 	s, _ = durable(t, s, LogEnd{Offset: 2, Epoch: 1})
@@ -207,8 +211,9 @@ func TestFetchResponseWithNewerEpochMovesOn(t *testing.T) {
 // observer after a fetch timeout) attaches when a Fetch response names that
 // leader, and processes the response in the same step: one Fetch goes out,
 // after the high watermark it brought, and the fetch timer is armed once.
-// Reference: spec 9.2 step 3 (maybeSwitchObserverFetchToLeader), 10.10,
-// 12.11 (at most one Fetch in flight).
+// Reference: KafkaRaftClient.handleFetchResponse
+// (maybeSwitchObserverFetchToLeader); RequestManager (at most one Fetch in
+// flight).
 func TestUnattachedReplicaAttachesToLeaderNamedInFetchResponse(t *testing.T) {
 	s := rpObserverFollower(t)
 	s, _ = step(t, s, FetchTimeout{})
@@ -248,7 +253,7 @@ func TestUnattachedReplicaAttachesToLeaderNamedInFetchResponse(t *testing.T) {
 // that epoch, else o. The state's log end follows at once, the fetch timer
 // is reset and the next Fetch starts at the new end. The high watermark of
 // a diverging answer is not used.
-// Reference: spec 9.2 step 5, 10.10 (KafkaRaftClient.handleFetchResponse).
+// Reference: KafkaRaftClient.handleFetchResponse.
 func TestFollowerTruncatesToKafkasTruncationPoint(t *testing.T) {
 	s := rpRestartedFollower(t) // epochs 1@0, 2@3, 4@6, end 8
 	cases := []struct {
@@ -292,7 +297,7 @@ func TestFollowerTruncatesToKafkasTruncationPoint(t *testing.T) {
 // truncate below the follower's high watermark proves the cluster
 // inconsistent: a single Fault and the state unchanged. Truncating exactly
 // to the high watermark is fine.
-// Reference: spec 9.2 step 5 (KafkaException), 12.8.
+// Reference: KafkaRaftClient.handleFetchResponse (throws KafkaException).
 func TestFollowerFaultsOnTruncationBelowHighWatermark(t *testing.T) {
 	s := rpRestartedFollower(t)
 	s, _ = step(t, s, rpOK(1, 4, 7))
@@ -319,7 +324,8 @@ func TestFollowerFaultsOnTruncationBelowHighWatermark(t *testing.T) {
 // watermark), never lower than before; HighWatermarkChanged precedes the
 // timer reset and the next Fetch, which carries the log end, the epoch and
 // the new high watermark.
-// Reference: spec 9.1, 9.2 step 5 (updateFollowerHighWatermark), 12.8.
+// Reference: KafkaRaftClient.buildFetchRequest, handleFetchResponse
+// (updateFollowerHighWatermark); FollowerState.updateHighWatermark.
 func TestFollowerHighWatermarkIsMinOfLogEndAndLeaders(t *testing.T) {
 	s := rpFollower(t)
 	s, _ = durable(t, s, LogEnd{Offset: 5, Epoch: 1})
@@ -355,7 +361,7 @@ func TestFollowerHighWatermarkIsMinOfLogEndAndLeaders(t *testing.T) {
 // TestSuccessfulFetchResponseEndsPreVoteGranting: a Follower grants pre-votes until
 // its first successful Fetch (or FetchSnapshot) answer from its leader in
 // this Follower role, and rejects them after; error answers do not count.
-// Reference: spec 6.3 (FollowerState.canGrantVote, hasFetchedFromLeader),
+// Reference: FollowerState.canGrantVote, hasFetchedFromLeader,
 // KIP-996.
 func TestSuccessfulFetchResponseEndsPreVoteGranting(t *testing.T) {
 	s := rpFollower(t)
@@ -376,7 +382,8 @@ func TestSuccessfulFetchResponseEndsPreVoteGranting(t *testing.T) {
 // TestFollowerSnapshotAnswerResetsTimerWithoutFetch: a response that points
 // to a snapshot resets the fetch timer and sends no Fetch (the host
 // downloads the snapshot); a snapshot id with negative fields is dropped.
-// Reference: spec 9.2 step 5, DESIGN decision 8.
+// Reference: KafkaRaftClient.handleFetchResponse; docs/design.md, contract
+// decision 8, and D10.
 func TestFollowerSnapshotAnswerResetsTimerWithoutFetch(t *testing.T) {
 	s := rpFollower(t)
 	next, acts := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 10, Snapshot: &LogEnd{Offset: 10, Epoch: 1}})
@@ -397,7 +404,7 @@ func TestFollowerSnapshotAnswerResetsTimerWithoutFetch(t *testing.T) {
 // INVALID_VOTER_KEY, and NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH that
 // name the leader we already follow in our epoch change nothing: no timer
 // reset, no Fetch.
-// Reference: spec 4.3 steps 3, 5, 6; 9.2 step 6.
+// Reference: KafkaRaftClient.maybeHandleCommonResponse, handleFetchResponse.
 func TestFetchResponseErrorsChangeNothing(t *testing.T) {
 	s := rpFollower(t)
 	for _, code := range []ErrorCode{ErrBrokerNotAvailable, ErrInvalidVoterKey, ErrNotLeaderOrFollower, ErrFencedLeaderEpoch, ErrUnknownTopicOrPartition} {
@@ -410,7 +417,7 @@ func TestFetchResponseErrorsChangeNothing(t *testing.T) {
 // TestFetchResponseInvalidRequestInCurrentEpochFaults: INVALID_REQUEST for a
 // Fetch of the current epoch means our own request was malformed: a single
 // Fault, the state unchanged. From an older epoch it is just stale.
-// Reference: spec 4.3 step 7 (IllegalStateException), 11.
+// Reference: KafkaRaftClient.maybeHandleCommonResponse (IllegalStateException).
 func TestFetchResponseInvalidRequestInCurrentEpochFaults(t *testing.T) {
 	s := rpFollower(t)
 	next, acts := step(t, s, ReceiveFetchResponse{From: 1, Error: ErrInvalidRequest, LeaderID: 1, LeaderEpoch: 1, HighWatermark: -1})
@@ -426,7 +433,7 @@ func TestFetchResponseInvalidRequestInCurrentEpochFaults(t *testing.T) {
 // TestFetchResponseNamingAnotherLeaderFaults: a response naming a second
 // leader for our epoch, or naming us leader when we are not, is a fatal
 // inconsistency: a single Fault, the state unchanged.
-// Reference: spec 4.2 step 1 (hasConsistentLeader), 10.10.
+// Reference: KafkaRaftClient.hasConsistentLeader.
 func TestFetchResponseNamingAnotherLeaderFaults(t *testing.T) {
 	s := rpFollower(t)
 	for _, leader := range []NodeID{3, 2} {
@@ -511,7 +518,8 @@ func rpDeliver(t *testing.T, c *testCluster, maxRecords int, until func() bool, 
 // observers); on its next fetch timeout it asks a bootstrap voter, which
 // names the leader; the observer follows it and replicates the log and the
 // high watermark. The leader's state never grows with it.
-// Reference: spec 5.2, 9.5, 10.2, DESIGN decisions 5 and 6.
+// Reference: KafkaRaftClient.pollFollowerAsObserver; docs/design.md, contract
+// decisions 5 and 6.
 func TestClusterObserverFindsLeaderAfterFetchTimeout(t *testing.T) {
 	c := newTestCluster(t, 1, 2, 3)
 	rpAddObserver(t, c, 4)
@@ -546,7 +554,8 @@ func TestClusterObserverFindsLeaderAfterFetchTimeout(t *testing.T) {
 // a new leader in epoch 2. When the old leader comes back it learns the new
 // epoch from a re-sent BeginQuorumEpoch, is told where its log diverges,
 // truncates its uncommitted epoch-1 tail and catches up.
-// Reference: spec 7.3, 7.6 step 4c, 9.2 step 5, KIP-595.
+// Reference: KafkaRaftClient.maybeSendBeginQuorumEpochRequests,
+// RaftLog.validateOffsetAndEpoch, handleFetchResponse; KIP-595.
 func TestClusterFollowerWithDivergentTailTruncatesAndCatchesUp(t *testing.T) {
 	c := newTestCluster(t, 1, 2, 3)
 	c.fire(1, ElectionTimeout{})
@@ -600,7 +609,8 @@ func TestClusterFollowerWithDivergentTailTruncatesAndCatchesUp(t *testing.T) {
 // to a majority (responses carry one record at a time) its high watermark
 // must not move: only once its own epoch-3 record is on a majority. Then 5
 // returns, truncates its epoch-2 record and every log agrees.
-// Reference: spec 7.5, Raft paper section 5.4.2 figure 8.
+// Reference: LeaderState.maybeUpdateHighWatermark; Raft paper section 5.4.2
+// figure 8.
 func TestClusterFigure8OlderEpochRecordsCommitOnlyWithNewEpochRecord(t *testing.T) {
 	c := newTestCluster(t, 1, 2, 3, 4, 5)
 	c.fire(1, ElectionTimeout{})

@@ -3,7 +3,8 @@ package kraft
 import "sort"
 
 // The leader: becoming leader, answering fetches, the high watermark,
-// check-quorum, BeginQuorumEpoch re-sends and resignation (spec 5.3, 7, 8.1).
+// check-quorum, BeginQuorumEpoch re-sends and resignation (Kafka's
+// onBecomeLeader, LeaderState, pollLeader and ResignedState).
 
 // toLeader is Kafka's onBecomeLeader: the epoch starts at the log end; the
 // record (epoch, self, no vote) is persisted; the LeaderChange record is
@@ -48,7 +49,7 @@ func (t *stepper) beginQuorumEpoch(to ReplicaKey) SendBeginQuorumEpoch {
 	return SendBeginQuorumEpoch{To: to, ClusterID: t.s.c.clusterID, Epoch: t.s.epoch, LeaderID: t.s.c.local.ID}
 }
 
-// onFetch is Kafka's handleFetchRequest (spec 7.6). Every role answers;
+// onFetch is Kafka's KafkaRaftClient.handleFetchRequest. Every role answers;
 // only the Leader answers with data. No role changes on an incoming Fetch,
 // whatever its epoch.
 func (t *stepper) onFetch(e ReceiveFetch) {
@@ -84,14 +85,16 @@ func (t *stepper) onFetch(e ReceiveFetch) {
 	}
 	if diverging == nil && e.From >= 0 {
 		// Only a valid fetch moves the voter's position and counts for
-		// check-quorum (spec 16.9).
+		// check-quorum: Kafka's tryCompleteFetchRequest calls updateReplicaState
+		// only for a VALID one, not for a diverging or snapshot answer.
 		t.fetchedBy(ReplicaKey{ID: e.From, DirectoryID: e.FromDirectoryID}, e.FetchOffset, true)
 	}
 	respond(ErrNone, t.s.hwm, diverging)
 }
 
 // onFetchSnapshot is Kafka's handleFetchSnapshotRequest as far as the state
-// goes (decision 8): fencing, and on the leader, contact for check-quorum.
+// goes: fencing, and on the leader, contact for check-quorum. Snapshot ids
+// and bytes are the host's (docs/design.md, contract decision 8).
 func (t *stepper) onFetchSnapshot(e ReceiveFetchSnapshot) {
 	code := ErrInconsistentClusterID
 	if t.clusterOK(e.ClusterID) {
@@ -105,7 +108,9 @@ func (t *stepper) onFetchSnapshot(e ReceiveFetchSnapshot) {
 
 // fetchedBy records a voter's valid Fetch at offset (position true) or its
 // FetchSnapshot (position false). Observers and keys that do not match the
-// voter's key (KIP-853) are not tracked (spec 7.2, decision 5).
+// voter's key (KIP-853) are not tracked: Kafka's updateReplicaState keeps
+// them as observers, kraft keeps no observers (docs/design.md, contract
+// decision 5).
 func (t *stepper) fetchedBy(key ReplicaKey, offset int64, position bool) {
 	i := voterIndex(t.s.c.voters, key)
 	if i < 0 || i == t.s.c.localIndex {
@@ -209,7 +214,8 @@ func (t *stepper) onBeginQuorumEpochTimeout() {
 	t.emit(t.s.c.resetBegin)
 }
 
-// onResign: the leader gives up leadership (Kafka's resign and shutdown).
+// onResign: the leader gives up leadership (Kafka's resign, not its
+// shutdown: docs/design.md D27).
 func (t *stepper) onResign() {
 	if t.s.role == Leader {
 		t.toResigned("resigned")

@@ -144,7 +144,7 @@ func rpEveryRole(t *testing.T, cluster uuid.NullUUID) []rpRoleCase {
 // TestFetchFromForeignClusterIsRejectedOnEveryRole: a Fetch carrying another
 // cluster id gets INCONSISTENT_CLUSTER_ID and changes nothing, whatever the
 // role; a Fetch without a cluster id is not refused for it.
-// Reference: spec 4.1 hasValidClusterId, 7.6 step 1.
+// Reference: KafkaRaftClient.handleFetchRequest, hasValidClusterId.
 func TestFetchFromForeignClusterIsRejectedOnEveryRole(t *testing.T) {
 	for _, c := range rpEveryRole(t, rpCluster) {
 		for _, id := range []uuid.NullUUID{rpOther, {UUID: uuid.Nil, Valid: true}} {
@@ -164,7 +164,7 @@ func TestFetchFromForeignClusterIsRejectedOnEveryRole(t *testing.T) {
 // last fetched epoch, or a last fetched epoch above the current leader epoch,
 // is INVALID_REQUEST with the responder's epoch and leader and no high
 // watermark, before any epoch check, and changes nothing.
-// Reference: spec 7.6 step 2, KafkaRaftClient.handleFetchRequest.
+// Reference: KafkaRaftClient.handleFetchRequest.
 func TestFetchWithInvalidFieldsGetsInvalidRequest(t *testing.T) {
 	for _, c := range rpEveryRole(t, rpCluster) {
 		bad := []ReceiveFetch{
@@ -187,7 +187,7 @@ func TestFetchWithInvalidFieldsGetsInvalidRequest(t *testing.T) {
 // to a non-leader NOT_LEADER_OR_FOLLOWER, each with our epoch and leader and
 // high watermark -1. No role ever changes on an incoming Fetch, whatever its
 // epoch: a leader fetched with a higher epoch keeps leading.
-// Reference: spec 7.6 step 3, 10.8, 11 (validateLeaderOnlyRequest).
+// Reference: KafkaRaftClient.handleFetchRequest, validateLeaderOnlyRequest.
 func TestFetchEpochFencingNeverChangesRole(t *testing.T) {
 	for _, c := range rpEveryRole(t, rpNoCluster()) {
 		type probe struct {
@@ -214,7 +214,7 @@ func rpNoCluster() uuid.NullUUID { return uuid.NullUUID{} }
 
 // TestResignedAnswersFetchNamingItself: a Resigned former leader answers a
 // Fetch in its epoch with NOT_LEADER_OR_FOLLOWER and names itself leader.
-// Reference: spec 7.6 step 3, 8.1.
+// Reference: KafkaRaftClient.validateLeaderOnlyRequest; ResignedState.
 func TestResignedAnswersFetchNamingItself(t *testing.T) {
 	s := rpLeaderOf(t, 3)
 	s, _ = step(t, s, Resign{})
@@ -230,7 +230,7 @@ func TestResignedAnswersFetchNamingItself(t *testing.T) {
 // diverges when e differs or o is below the fetch offset; the answer carries
 // (e, o) and no records, and a diverging fetch records no position (no high
 // watermark, no check-quorum).
-// Reference: spec 7.6 step 4c, RaftLog.validateOffsetAndEpoch,
+// Reference: RaftLog.validateOffsetAndEpoch,
 // ReplicatedLog.endOffsetForEpoch.
 func TestLeaderAnswersDivergingFetchWithEndOffsetForEpoch(t *testing.T) {
 	// Epochs 1 at 0 and 3 at 5, log end 8; elected leader of 4 at 8 and the
@@ -273,7 +273,7 @@ func TestLeaderAnswersDivergingFetchWithEndOffsetForEpoch(t *testing.T) {
 // endOffsetForEpoch answers the requested epoch itself and the start of the
 // leader's first epoch.
 // Reference: LeaderEpochFileCache.endOffsetFor ("the requested epoch is
-// smaller than any known epoch"), spec 7.6 step 4c.
+// smaller than any known epoch"), RaftLog.validateOffsetAndEpoch.
 func TestLeaderDivergingEpochBelowItsFirstEpoch(t *testing.T) {
 	s := rpRestartedLeader(t, 3, LogState{End: LogEnd{Offset: 4, Epoch: 3}, Epochs: []EpochStart{{Epoch: 3}}})
 	require.Equal(t, Epoch(4), s.Epoch())
@@ -290,7 +290,7 @@ func TestLeaderDivergingEpochBelowItsFirstEpoch(t *testing.T) {
 // voter's stored key (KIP-853: a stored directory id must be equal; a stored
 // key without one matches any). A same-id fetch from another directory is an
 // observer's: answered in full, not stored.
-// Reference: spec 1.1, 7.2, 16.10 (LeaderState.ReplicaState.matchesKey).
+// Reference: LeaderState.updateReplicaState, LeaderState.ReplicaState.matchesKey.
 func TestLeaderRecordsVoterPositionOnlyWhenKeyMatches(t *testing.T) {
 	cfg := Config{
 		Local:  ReplicaKey{ID: 1, DirectoryID: dirA},
@@ -333,8 +333,8 @@ func TestLeaderRecordsVoterPositionOnlyWhenKeyMatches(t *testing.T) {
 // consumers with a negative id) get full answers, with the high watermark,
 // and are never stored: the leader's state is unchanged, so they move
 // neither the high watermark nor check-quorum.
-// Reference: spec 7.2, 7.5 ("observer fetches never move the HWM"),
-// DESIGN decision 5.
+// Reference: LeaderState.updateReplicaState, maybeUpdateHighWatermark (only
+// voters count); docs/design.md, contract decision 5.
 func TestLeaderServesObserversWithoutStoringThem(t *testing.T) {
 	s := rpLeaderOf(t, 3)
 	for _, from := range []NodeID{4, 100, NoNode, -5} {
@@ -360,7 +360,7 @@ func TestLeaderServesObserversWithoutStoringThem(t *testing.T) {
 // TestLeaderRefusesFetchCarryingItsOwnID: a valid Fetch that carries the
 // leader's own replica id is answered UNKNOWN_SERVER_ERROR and tracked
 // nowhere (Kafka's updateReplicaState throws and the request fails).
-// Reference: spec 7.2.
+// Reference: LeaderState.updateReplicaState.
 func TestLeaderRefusesFetchCarryingItsOwnID(t *testing.T) {
 	s := rpLeaderOf(t, 3)
 	next, acts := step(t, s, rpFetch(1, 1, 1, 1))
@@ -381,7 +381,7 @@ func TestLeaderRefusesFetchCarryingItsOwnID(t *testing.T) {
 // watermark is the largest offset the leader's own flushed end and one
 // follower have reached; HighWatermarkChanged precedes the fetch response
 // that carries the new value.
-// Reference: spec 7.5, LeaderState.maybeUpdateHighWatermark.
+// Reference: LeaderState.maybeUpdateHighWatermark.
 func TestLeaderHighWatermarkNeedsMajorityOfThreeVoters(t *testing.T) {
 	s := rpLeaderOf(t, 3)
 	// Follower 2 at offset 0: the majority offset 0 is not past the epoch
@@ -419,7 +419,8 @@ func TestLeaderHighWatermarkNeedsMajorityOfThreeVoters(t *testing.T) {
 
 // TestLeaderHighWatermarkNeedsMajorityOfFiveVoters: with 5 voters the leader
 // and two followers must hold an offset; the third-highest end wins.
-// Reference: spec 7.5 (index floor(n/2) of the ends sorted descending).
+// Reference: LeaderState.maybeUpdateHighWatermark (index floor(n/2) of the ends
+// sorted descending).
 func TestLeaderHighWatermarkNeedsMajorityOfFiveVoters(t *testing.T) {
 	s := rpLeaderOf(t, 5)
 	s, _ = durable(t, s, LogEnd{Offset: 6, Epoch: 1})
@@ -447,7 +448,7 @@ func TestLeaderHighWatermarkNeedsMajorityOfFiveVoters(t *testing.T) {
 
 // TestLeaderHighWatermarkNeverMovesBackward: a follower whose fetch offset
 // goes down (Kafka only logs it) does not lower the high watermark.
-// Reference: spec 7.5 (monotonic), 12.8.
+// Reference: LeaderState.maybeUpdateHighWatermark (monotonic).
 func TestLeaderHighWatermarkNeverMovesBackward(t *testing.T) {
 	s := rpLeaderOf(t, 3)
 	s, _ = durable(t, s, LogEnd{Offset: 3, Epoch: 1})
@@ -473,7 +474,7 @@ func TestLeaderHighWatermarkNeverMovesBackward(t *testing.T) {
 // leader whose older-epoch records are on a majority must not advance its
 // high watermark until a record of its own epoch (its LeaderChange, at the
 // epoch start offset) is on a majority too.
-// Reference: spec 7.5 ("strictly greater than epochStartOffset"), Raft
+// Reference: LeaderState.maybeUpdateHighWatermark (past epochStartOffset), Raft
 // paper section 5.4.2 figure 8.
 func TestNewLeaderDoesNotCommitOlderEpochRecordsAlone(t *testing.T) {
 	// Epoch-1 records 0..4; elected leader of epoch 2 at 5.
@@ -511,7 +512,7 @@ func TestNewLeaderDoesNotCommitOlderEpochRecordsAlone(t *testing.T) {
 // high watermark and becomes leader answers fetches with -1 until it has
 // committed a record of its own epoch (Kafka's new LeaderState starts with
 // no high watermark, to keep the global one monotonic).
-// Reference: spec 7.1 step 2, 12.10.
+// Reference: QuorumState.transitionToLeader (the HWM starts empty).
 func TestNewLeaderReportsNoHighWatermarkUntilItCommits(t *testing.T) {
 	s := start(t, config(1, 1, 2, 3))
 	s, _ = step(t, s, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, VoterID: NoNode})
@@ -542,8 +543,8 @@ func TestNewLeaderReportsNoHighWatermarkUntilItCommits(t *testing.T) {
 // TestSingleVoterLeaderCommitsOnItsOwnAppend: the only voter is elected at
 // start and commits each append on its own; it never resigns for lack of a
 // quorum and has no one to send BeginQuorumEpoch to.
-// Reference: spec 5.3 ("with exactly one voter the timer never expires"),
-// 7.5, 13.
+// Reference: LeaderState.timeUntilCheckQuorumExpires (never expires with one
+// voter), maybeUpdateHighWatermark; KafkaRaftClient.initialize.
 func TestSingleVoterLeaderCommitsOnItsOwnAppend(t *testing.T) {
 	s := start(t, config(1, 1))
 	require.Equal(t, Leader, s.Role())
@@ -565,7 +566,7 @@ func TestSingleVoterLeaderCommitsOnItsOwnAppend(t *testing.T) {
 // TestCheckQuorumWindowRestartsOnFetchFromOneOfThree: with 3 voters the
 // leader plus one fetching follower is a majority: every valid voter fetch
 // restarts the 1.5*T_f window.
-// Reference: spec 7.4 (needed = 1 with 3 voters),
+// Reference: KAFKA-15489 (one follower of 3 voters is enough),
 // LeaderState.updateCheckQuorumForFollowingVoter.
 func TestCheckQuorumWindowRestartsOnFetchFromOneOfThree(t *testing.T) {
 	s := rpLeaderOf(t, 3)
@@ -579,7 +580,8 @@ func TestCheckQuorumWindowRestartsOnFetchFromOneOfThree(t *testing.T) {
 // TestCheckQuorumWindowRestartsOnFetchFromTwoOfFive: with 5 voters two
 // distinct followers must fetch in the window; a repeat fetch from the same
 // one does not count twice; the count starts over with each window.
-// Reference: spec 7.4 (needed = 2 with 5 voters).
+// Reference: LeaderState.updateCheckQuorumForFollowingVoter (two followers of 5
+// voters).
 func TestCheckQuorumWindowRestartsOnFetchFromTwoOfFive(t *testing.T) {
 	s := rpLeaderOf(t, 5)
 	resetCQ := Action(ResetTimer{Timer: CheckQuorumTimer, After: 3 * time.Second})
@@ -603,7 +605,8 @@ func TestCheckQuorumWindowRestartsOnFetchFromTwoOfFive(t *testing.T) {
 // epoch), stops its leader timers, arms an election timer and sends
 // EndQuorumEpoch to every other voter naming the preferred successors by
 // last fetch offset, highest first, unknown last, ties by replica key.
-// Reference: spec 5.3, 8.1, LeaderState.nonLeaderVotersByDescendingFetchOffset.
+// Reference: KafkaRaftClient.pollLeader, QuorumState.transitionToResigned,
+// LeaderState.nonLeaderVotersByDescendingFetchOffset.
 func TestCheckQuorumTimeoutResignsLeader(t *testing.T) {
 	t.Run("five voters", func(t *testing.T) {
 		s := rpLeaderOf(t, 5)
@@ -661,7 +664,8 @@ func TestCheckQuorumTimeoutResignsLeader(t *testing.T) {
 // restarts the check-quorum window like a Fetch, but records no position:
 // no high watermark, the voter stays "unknown" among preferred successors,
 // and it still gets BeginQuorumEpoch re-sent.
-// Reference: spec 7.7 step 5, DESIGN decision 8.
+// Reference: KafkaRaftClient.handleFetchSnapshotRequest
+// (updateCheckQuorumForFollowingVoter only); docs/design.md, contract decision 8.
 func TestFetchSnapshotCountsForCheckQuorumOnly(t *testing.T) {
 	s := rpLeaderOf(t, 3)
 	s, acts := step(t, s, ReceiveFetchSnapshot{From: 2, CurrentLeaderEpoch: 1})
@@ -701,7 +705,7 @@ func TestFetchSnapshotCountsForCheckQuorumOnly(t *testing.T) {
 // TestBeginQuorumEpochTimeoutResendsOnlyToVotersThatHaveNotFetched: the
 // leader re-sends BeginQuorumEpoch only to the voters that have not made a
 // valid Fetch since the last round, and re-arms its T_f/2 timer.
-// Reference: spec 7.3, KAFKA-16926
+// Reference: KafkaRaftClient.maybeSendBeginQuorumEpochRequests, KAFKA-16926
 // (LeaderState.needToSendBeginQuorumRequests).
 func TestBeginQuorumEpochTimeoutResendsOnlyToVotersThatHaveNotFetched(t *testing.T) {
 	s := rpLeaderOf(t, 5)

@@ -27,8 +27,8 @@ func mtRestartedFollower(t *testing.T) State {
 // the backoff in whole milliseconds, and kraft does so whenever B_max is at
 // least 1 ms; only a B_max below 1 ms is computed in nanoseconds. With
 // B_max = 1 ms, rank 1 of 2 waits max(1, 1 >> 1) << 0 = 1 ms, not 0.5 ms.
-// Reference: spec 3.3; KafkaRaftClient.strictExponentialElectionBackoffMs;
-// DESIGN decision 4.
+// Reference: KafkaRaftClient.strictExponentialElectionBackoffMs;
+// docs/design.md, contract decision 4.
 func TestEndQuorumBackoffOfOneMillisecondIsWholeMilliseconds(t *testing.T) {
 	cases := []struct {
 		backoffMax time.Duration
@@ -53,7 +53,7 @@ func TestEndQuorumBackoffOfOneMillisecondIsWholeMilliseconds(t *testing.T) {
 // offset 0 is a valid answer (only a negative offset is dropped); the
 // follower truncates its whole log, goes back to epoch 0, and fetches from
 // the start.
-// Reference: spec 9.2 step 5 (handleFetchResponse, truncateToEndOffset).
+// Reference: KafkaRaftClient.handleFetchResponse, ReplicatedLog.truncateToEndOffset.
 func TestFollowerTruncatesWholeLogOnDivergingOffsetZero(t *testing.T) {
 	s := mtRestartedFollower(t)
 	next, acts := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 2, HighWatermark: -1, Diverging: &LogOffsetMetadata{Epoch: 1, Offset: 0}})
@@ -71,7 +71,8 @@ func TestFollowerTruncatesWholeLogOnDivergingOffsetZero(t *testing.T) {
 // negative fields are dropped. The follower resets its fetch timer, sends
 // no Fetch (the host fetches the snapshot), and counts the answer as a
 // successful fetch (it stops granting pre-votes).
-// Reference: spec 9.2 step 5, 9.3; DESIGN decision 8; KIP-996.
+// Reference: KafkaRaftClient.handleFetchResponse; docs/design.md, contract
+// decision 8, and D10; KIP-996.
 func TestFollowerTakesBootstrapSnapshotID(t *testing.T) {
 	s := rpFollower(t)
 	require.True(t, rpPreVoteGranted(t, s))
@@ -86,7 +87,7 @@ func TestFollowerTakesBootstrapSnapshotID(t *testing.T) {
 // TestFollowerAdoptsHighWatermarkZero: a leader's high watermark of 0 is
 // known (only -1 means unknown), so a follower whose high watermark is
 // unknown adopts 0 and reports it.
-// Reference: spec 9.2 step 7 (updateFollowerHighWatermark).
+// Reference: KafkaRaftClient.handleFetchResponse (updateFollowerHighWatermark).
 func TestFollowerAdoptsHighWatermarkZero(t *testing.T) {
 	s := rpFollower(t)
 	require.Equal(t, int64(-1), s.HighWatermark())
@@ -103,7 +104,7 @@ func TestFollowerAdoptsHighWatermarkZero(t *testing.T) {
 // diverges, whatever last fetched epoch it carries (the log starts at 0):
 // it is answered with data and counts for check-quorum. The same epoch at a
 // later offset diverges.
-// Reference: spec 7.6 step 4c; KafkaMetadataLog.validateOffsetAndEpoch
+// Reference: KafkaMetadataLog.validateOffsetAndEpoch
 // (startOffset == 0 && offset == 0 is valid).
 func TestLeaderTreatsFetchFromOffsetZeroAsValid(t *testing.T) {
 	// Epochs 1 at 0 and 3 at 5; leader of 4 from offset 8, log end 9.
@@ -125,7 +126,8 @@ func TestLeaderTreatsFetchFromOffsetZeroAsValid(t *testing.T) {
 // epoch. Elected leader of the next epoch, the replica answers a fetch in
 // an older epoch with the diverging point (that epoch, 0): the start of its
 // first epoch.
-// Reference: LogState doc; spec 7.6 step 4c; LeaderEpochFileCache.endOffsetFor.
+// Reference: LogState doc; RaftLog.validateOffsetAndEpoch;
+// LeaderEpochFileCache.endOffsetFor.
 func TestRestartLogWithoutHistoryIsAllInItsEndEpoch(t *testing.T) {
 	s := rpRestartedLeader(t, 2, LogState{End: LogEnd{Offset: 5, Epoch: 2}})
 	require.Equal(t, Epoch(3), s.Epoch())
@@ -140,7 +142,7 @@ func TestRestartLogWithoutHistoryIsAllInItsEndEpoch(t *testing.T) {
 // same log NewState builds from records of epoch 0 without a history), but
 // two epochs may not start at the same offset: each epoch in the history
 // holds at least one record.
-// Reference: spec 12.1 (epochs in a log ascend); LeaderEpochFileCache.
+// Reference: LeaderEpochFileCache (epochs in a log ascend).
 func TestLogStateEpochBoundaries(t *testing.T) {
 	ok := LogState{End: LogEnd{Offset: 5, Epoch: 1}, Epochs: []EpochStart{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 2}}}
 	s, _, err := NewState(config(1, 1, 2, 3), nil, ok)
@@ -156,7 +158,7 @@ func TestLogStateEpochBoundaries(t *testing.T) {
 // log reaches an end does not depend on how the host batched the
 // LogAppended reports of one epoch: one report per record gives the state
 // one report for all of them gives.
-// Reference: LogAppended doc (one report per epoch); spec 7.2.
+// Reference: LogAppended doc (one report per epoch); LeaderState.updateLocalState.
 func TestLogHistoryDoesNotDependOnAppendBatching(t *testing.T) {
 	s := start(t, config(1, 1))
 	require.Equal(t, Leader, s.Role())
@@ -188,7 +190,7 @@ func TestConfigAcceptsMaxVoters(t *testing.T) {
 // TestResponseNamingNodeZeroLeaderIsFollowed: node 0 is a valid leader id
 // (only negative ids mean "no leader"): a Prospective whose pre-vote is
 // answered with leader 0 of its epoch follows node 0.
-// Reference: spec 4.3 step 4 (maybeHandleCommonResponse), 1.1; NodeID doc.
+// Reference: KafkaRaftClient.maybeHandleCommonResponse; NodeID doc.
 func TestResponseNamingNodeZeroLeaderIsFollowed(t *testing.T) {
 	s := vtProspective(t, start(t, config(1, 0, 1, 2)))
 	next, acts := step(t, s, ReceiveVoteResponse{From: 2, Epoch: 0, VoteGranted: false, LeaderID: 0})
@@ -206,7 +208,9 @@ func TestResponseNamingNodeZeroLeaderIsFollowed(t *testing.T) {
 // valid Fetch moves its position (and with it the high watermark) and
 // restarts the check-quorum window, and so does its FetchSnapshot. Only a
 // negative replica id is a non-replica consumer.
-// Reference: spec 7.2, 7.4, 7.5, 7.7; KafkaRaftClient.handleFetchRequest
+// Reference: LeaderState.updateReplicaState, updateCheckQuorumForFollowingVoter,
+// maybeUpdateHighWatermark; KafkaRaftClient.handleFetchRequest,
+// handleFetchSnapshotRequest
 // (replicaId >= 0).
 func TestLeaderCountsFetchesOfVoterZero(t *testing.T) {
 	s := rpElect(t, start(t, config(1, 0, 1, 2)))
@@ -230,7 +234,7 @@ func TestLeaderCountsFetchesOfVoterZero(t *testing.T) {
 // TestLeaderZeroRefusesFetchCarryingItsOwnID: a leader whose id is 0
 // answers a Fetch that carries its own id with UNKNOWN_SERVER_ERROR, as
 // Kafka's updateReplicaState throws, and records nothing.
-// Reference: spec 7.6; KafkaRaftClient.handleFetchRequest,
+// Reference: KafkaRaftClient.handleFetchRequest,
 // LeaderState.updateReplicaState.
 func TestLeaderZeroRefusesFetchCarryingItsOwnID(t *testing.T) {
 	s := rpElect(t, start(t, config(0, 0, 1, 2)))
@@ -244,7 +248,7 @@ func TestLeaderZeroRefusesFetchCarryingItsOwnID(t *testing.T) {
 // TestTwoVoterLeaderResendsBeginQuorumEpoch: a leader of two voters re-sends
 // BeginQuorumEpoch to the other voter when it has not fetched since the
 // last round; only the only voter has no one to tell.
-// Reference: spec 7.3 (needToSendBeginQuorumRequests), KAFKA-16926.
+// Reference: LeaderState.needToSendBeginQuorumRequests, KAFKA-16926.
 func TestTwoVoterLeaderResendsBeginQuorumEpoch(t *testing.T) {
 	s := rpLeaderOf(t, 2)
 	_, acts := step(t, s, BeginQuorumEpochTimeout{})
@@ -257,7 +261,7 @@ func TestTwoVoterLeaderResendsBeginQuorumEpoch(t *testing.T) {
 // TestPreferredSuccessorsTieBreakByReplicaKey: voters with the same fetch
 // position (here: none known) are ordered by replica key, not by their
 // place in the configured voter set.
-// Reference: spec 8.1; LeaderState.nonLeaderVotersByDescendingFetchOffset.
+// Reference: LeaderState.nonLeaderVotersByDescendingFetchOffset.
 func TestPreferredSuccessorsTieBreakByReplicaKey(t *testing.T) {
 	s := rpElect(t, start(t, config(1, 1, 3, 2)))
 	next, acts := step(t, s, Resign{})
@@ -276,7 +280,7 @@ func TestPreferredSuccessorsTieBreakByReplicaKey(t *testing.T) {
 // TestReplicaKeyCompareOrdersByIDThenDirectory: ReplicaKey.Compare is
 // Kafka's ReplicaKey.compareTo: by id, then by directory id byte by byte,
 // "no directory id" as the zero UUID; equal keys compare 0.
-// Reference: spec 1.1; ReplicaKey.compareTo.
+// Reference: ReplicaKey.compareTo.
 func TestReplicaKeyCompareOrdersByIDThenDirectory(t *testing.T) {
 	cases := []struct {
 		a, b ReplicaKey
@@ -300,7 +304,7 @@ func TestReplicaKeyCompareOrdersByIDThenDirectory(t *testing.T) {
 // TestLogEndCompareOrdersByEpochThenOffset: LogEnd.Compare is Kafka's
 // OffsetAndEpoch.compareTo: by epoch first, then by offset; equal tips
 // compare 0.
-// Reference: spec 1.3; OffsetAndEpoch.compareTo.
+// Reference: OffsetAndEpoch.compareTo.
 func TestLogEndCompareOrdersByEpochThenOffset(t *testing.T) {
 	cases := []struct {
 		a, b LogEnd
@@ -319,7 +323,7 @@ func TestLogEndCompareOrdersByEpochThenOffset(t *testing.T) {
 
 // TestErrorCodesHaveKafkaValues: the error codes are Kafka's numeric wire
 // values, and print as Kafka names them.
-// Reference: spec 4.1; org.apache.kafka.common.protocol.Errors.
+// Reference: org.apache.kafka.common.protocol.Errors.
 func TestErrorCodesHaveKafkaValues(t *testing.T) {
 	cases := []struct {
 		code  ErrorCode
@@ -351,7 +355,7 @@ func TestErrorCodesHaveKafkaValues(t *testing.T) {
 // TestConfigRejectsObserverThatIsFirstVoter: Observer set on a replica
 // whose key is in the voter set is an error wherever the key stands in the
 // set, the first place included.
-// Reference: Config.Validate doc; spec 2.3.
+// Reference: Config.Validate doc.
 func TestConfigRejectsObserverThatIsFirstVoter(t *testing.T) {
 	for _, local := range []NodeID{1, 2, 3} {
 		cfg := Config{Local: ReplicaKey{ID: local}, Observer: true, Voters: keys(1, 2, 3)}

@@ -9,7 +9,8 @@ import (
 )
 
 // Graceful resignation, the Resigned role, and the receipt of
-// EndQuorumEpoch and BeginQuorumEpoch (spec 8, 9.4, 10.6, 10.7).
+// EndQuorumEpoch and BeginQuorumEpoch (Kafka's ResignedState,
+// handleEndQuorumEpochRequest, handleBeginQuorumEpochRequest).
 
 // ---- Resign ----
 
@@ -18,7 +19,8 @@ import (
 // persisted), arms its election timer, and sends EndQuorumEpoch to every
 // other voter naming the preferred successors: the other voters by last
 // known fetch position, highest first, unknown last, ties by replica key.
-// Reference: spec 8.1, 10.3, 2.4; LeaderState.nonLeaderVotersByDescendingFetchOffset.
+// Reference: QuorumState.transitionToResigned (memory only);
+// LeaderState.nonLeaderVotersByDescendingFetchOffset.
 func TestResignLeaderBecomesResignedWithSuccessorsByFetchPosition(t *testing.T) {
 	s := rrLeaderOf(t, config(1, 1, 2, 3, 4, 5))
 	s, _ = durable(t, s, LogEnd{Offset: 8, Epoch: 1})
@@ -56,7 +58,7 @@ func TestResignLeaderBecomesResignedWithSuccessorsByFetchPosition(t *testing.T) 
 }
 
 // TestResignOutsideLeaderDoesNothing: Resign only concerns a Leader.
-// Reference: DESIGN 4 (Resign), spec 8.3.
+// Reference: KafkaRaftClient.resign; docs/design.md D27.
 func TestResignOutsideLeaderDoesNothing(t *testing.T) {
 	for name, s := range map[string]State{
 		"Unattached":          start(t, config(1, 1, 2, 3)),
@@ -83,8 +85,8 @@ func rrResignedStates(t *testing.T) map[string]State {
 }
 
 // TestResignedVotes: a Resigned replica grants pre-votes to up-to-date
-// requesters only and rejects standard votes of its epoch. Reference: spec
-// 6.3 (Resigned row), 8.1; ResignedStateTest.testGrantVote.
+// requesters only and rejects standard votes of its epoch. Reference:
+// ResignedState; ResignedStateTest.testGrantVote.
 func TestResignedVotes(t *testing.T) {
 	for name, s := range rrResignedStates(t) {
 		s := s
@@ -109,7 +111,7 @@ func TestResignedVotes(t *testing.T) {
 
 // TestResignedAnswersFetchWithNotLeaderNamingItself: a Resigned replica is
 // no longer leader but still names itself leader of its epoch. Reference:
-// spec 7.6 step 3, 8.1.
+// KafkaRaftClient.validateLeaderOnlyRequest; ResignedState.
 func TestResignedAnswersFetchWithNotLeaderNamingItself(t *testing.T) {
 	for name, s := range rrResignedStates(t) {
 		next, acts := step(t, s, ReceiveFetch{From: 2, CurrentLeaderEpoch: 1, FetchEpoch: 1, FetchOffset: 1})
@@ -122,8 +124,8 @@ func TestResignedAnswersFetchWithNotLeaderNamingItself(t *testing.T) {
 
 // TestResignedElectionTimeoutGoesUnattachedNextEpoch: the Resigned election
 // timer moves to Unattached(E+1), persisted, with a 0 timer, and from there
-// to a pre-vote in E+1. Reference: spec 5.1 (Resigned row), 3.1 rule 5,
-// 15 (newest: always Unattached); pollResigned.
+// to a pre-vote in E+1. Reference: KafkaRaftClient.pollResigned (newest
+// Kafka: always Unattached); QuorumState.transitionToUnattached.
 func TestResignedElectionTimeoutGoesUnattachedNextEpoch(t *testing.T) {
 	for name, s := range rrResignedStates(t) {
 		s := s
@@ -152,7 +154,9 @@ func TestResignedElectionTimeoutGoesUnattachedNextEpoch(t *testing.T) {
 // TestResignedLeavesOnNewerEpoch: any newer epoch moves a Resigned replica
 // on: BeginQuorumEpoch makes it Follower, a leaderless epoch or a vote
 // request of a newer epoch Unattached (keeping the remaining election time).
-// Reference: spec 8.1 ("Leaves on"), 3.1 rule 5, 6.2 step 5, 10.11.
+// Reference: ResignedState; QuorumState.transitionToUnattached (a Resigned
+// replica hands over its remaining time); KafkaRaftClient.handleVoteRequest,
+// maybeHandleCommonResponse.
 func TestResignedLeavesOnNewerEpoch(t *testing.T) {
 	for name, s := range rrResignedStates(t) {
 		s := s
@@ -201,7 +205,7 @@ func TestResignedLeavesOnNewerEpoch(t *testing.T) {
 // TestResignedInconsistentLeaderFaults: a Resigned replica is leader of its
 // epoch in the record but not Leader: another leader for its epoch, or a
 // message naming it leader, proves the cluster inconsistent. Reference:
-// spec 4.2 step 1 (hasConsistentLeader), 12.5; DESIGN decision 1.
+// KafkaRaftClient.hasConsistentLeader; docs/design.md, contract decision 1.
 func TestResignedInconsistentLeaderFaults(t *testing.T) {
 	for name, s := range rrResignedStates(t) {
 		s := s
@@ -223,8 +227,8 @@ func TestResignedInconsistentLeaderFaults(t *testing.T) {
 
 // TestEndQuorumEpochRejectsBadRequests: a foreign cluster id, an older epoch
 // (FENCED_LEADER_EPOCH, checked first) and a negative leader id
-// (INVALID_REQUEST) are answered without any change. Reference: spec 8.2
-// steps 1-2, 4.1; handleEndQuorumEpochRequest, validateVoterOnlyRequest.
+// (INVALID_REQUEST) are answered without any change. Reference:
+// handleEndQuorumEpochRequest, hasValidClusterId, validateVoterOnlyRequest.
 func TestEndQuorumEpochRejectsBadRequests(t *testing.T) {
 	ours := uuid.NullUUID{UUID: uuid.MustParse("11111111-1111-1111-1111-111111111111"), Valid: true}
 	foreign := uuid.NullUUID{UUID: uuid.MustParse("22222222-2222-2222-2222-222222222222"), Valid: true}
@@ -260,7 +264,8 @@ func TestEndQuorumEpochRejectsBadRequests(t *testing.T) {
 // TestEndQuorumEpochHigherEpochFollowsLeader: EndQuorumEpoch of a newer
 // epoch makes the receiver Follower of that leader (persisted), and, being
 // now a Follower of exactly that leader, it takes the backoff of its rank.
-// Reference: spec 8.2 steps 3-4, 4.2 step 2.
+// Reference: KafkaRaftClient.handleEndQuorumEpochRequest, maybeTransition,
+// endEpochElectionBackoff.
 func TestEndQuorumEpochHigherEpochFollowsLeader(t *testing.T) {
 	s := start(t, config(1, 1, 2, 3))
 	next, acts := step(t, s, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 3, SuccessorRank: SuccessorRank{Position: 1, Of: 2}})
@@ -287,7 +292,8 @@ func TestEndQuorumEpochHigherEpochFollowsLeader(t *testing.T) {
 
 // TestEndQuorumEpochSameEpochUnknownLeaderFollowsKeepingVote: in our epoch,
 // a replica that knows no leader follows the resigning one, keeping its
-// vote. Reference: spec 8.2 step 3, 4.2 step 3, 12.2.
+// vote. Reference: KafkaRaftClient.handleEndQuorumEpochRequest, maybeTransition;
+// QuorumState.transitionToFollower (keeps the vote in the same epoch).
 func TestEndQuorumEpochSameEpochUnknownLeaderFollowsKeepingVote(t *testing.T) {
 	s, _ := restart(t, config(1, 1, 2, 3), rrRecord(2, NoNode, 3), LogState{})
 	next, acts := step(t, s, ReceiveEndQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 2, SuccessorRank: SuccessorRank{Position: 1, Of: 3}})
@@ -305,7 +311,7 @@ func TestEndQuorumEpochSameEpochUnknownLeaderFollowsKeepingVote(t *testing.T) {
 // replaces its fetch timer with Kafka's strict exponential backoff of its
 // rank p in a list of n: 0 for p = 0 (also for the empty list a restarted
 // leader sends), min(B, (B >> (n-1)) << (p-1)) whole ms for a listed rank,
-// B when not listed. Reference: spec 3.3, 8.2 step 4;
+// B when not listed. Reference: KafkaRaftClient.endEpochElectionBackoff,
 // KafkaRaftClient.strictExponentialElectionBackoffMs.
 func TestEndQuorumEpochBackoffByRank(t *testing.T) {
 	ms := time.Millisecond
@@ -368,7 +374,8 @@ func rrBackoff(t *testing.T, s State, p, n int) time.Duration {
 // TestEndQuorumEpochBackoffLongListsStayOrdered: for n >= 11 Kafka's base
 // B >> (n-1) is 0 and every listed rank would campaign at once; kraft keeps
 // the base at least 1 ms so that ranks stay ordered, never above B.
-// Reference: DESIGN decision 4; spec 3.3, 16.4.
+// Reference: docs/design.md, contract decision 4;
+// KafkaRaftClient.strictExponentialElectionBackoffMs.
 func TestEndQuorumEpochBackoffLongListsStayOrdered(t *testing.T) {
 	s := rrFetched(t)
 	var got []time.Duration
@@ -395,7 +402,8 @@ func TestEndQuorumEpochBackoffLongListsStayOrdered(t *testing.T) {
 // TestEndQuorumEpochOtherRolesKeepTimers: only a Follower of exactly the
 // resigning leader changes its timer; a Prospective that already knows that
 // leader, or the Leader hearing its own epoch's EndQuorumEpoch, just answer.
-// Reference: spec 8.2 (last paragraph), 3.3.
+// Reference: KafkaRaftClient.handleEndQuorumEpochRequest (the backoff applies
+// only to a Follower of the requesting leader).
 func TestEndQuorumEpochOtherRolesKeepTimers(t *testing.T) {
 	p, _ := step(t, rrFetched(t), FetchTimeout{})
 	require.Equal(t, Prospective, p.Role())
@@ -412,7 +420,8 @@ func TestEndQuorumEpochOtherRolesKeepTimers(t *testing.T) {
 
 // TestEndQuorumEpochInconsistentLeaderFaults: an EndQuorumEpoch naming
 // another leader for our epoch, or naming us when we do not lead, is a
-// Fault. Reference: spec 4.2 step 1; DESIGN decision 1.
+// Fault. Reference: KafkaRaftClient.hasConsistentLeader; docs/design.md,
+// contract decision 1.
 func TestEndQuorumEpochInconsistentLeaderFaults(t *testing.T) {
 	f := rrFetched(t)
 	next, acts := step(t, f, ReceiveEndQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 1})
@@ -427,8 +436,8 @@ func TestEndQuorumEpochInconsistentLeaderFaults(t *testing.T) {
 // TestFollowerGrantsPreVoteAfterEndQuorumEpoch: a Follower that has fetched
 // rejects pre-votes (KIP-996), but after EndQuorumEpoch from its leader it
 // grants them again to up-to-date requesters, so that the preferred
-// successor can win; standard votes stay rejected. Reference: DESIGN
-// decision 3 (KAFKA-20895); spec 6.3, 8.4.
+// successor can win; standard votes stay rejected. Reference:
+// docs/design.md, contract decision 3 (KAFKA-20895); FollowerState.canGrantVote.
 func TestFollowerGrantsPreVoteAfterEndQuorumEpoch(t *testing.T) {
 	pre := ReceiveVoteRequest{From: 3, VoterID: 1, CandidateEpoch: 1, Candidate: 3, CandidateLogEnd: LogEnd{Offset: 0, Epoch: 0}, PreVote: true}
 	f := rrFetched(t)
@@ -458,8 +467,8 @@ func TestFollowerGrantsPreVoteAfterEndQuorumEpoch(t *testing.T) {
 
 // TestEndQuorumEpochRankZeroCampaignsAtOnce: rank 0 (or the empty list of a
 // restarted leader) sets the fetch timer to 0; when it fires the Follower
-// runs a pre-vote in the same epoch. Reference: spec 8.2 step 4, 5.2, 18.2
-// step 2.
+// runs a pre-vote in the same epoch. Reference:
+// KafkaRaftClient.endEpochElectionBackoff, pollFollowerAsVoter.
 func TestEndQuorumEpochRankZeroCampaignsAtOnce(t *testing.T) {
 	f, acts := step(t, rrFetched(t), ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, SuccessorRank: SuccessorRank{Position: 0, Of: 0}})
 	require.Equal(t, ResetTimer{Timer: FetchTimer, After: 0}, acts[0])
@@ -478,7 +487,8 @@ func TestEndQuorumEpochRankZeroCampaignsAtOnce(t *testing.T) {
 
 // TestBeginQuorumEpochRejectsBadRequests: foreign cluster id, older epoch
 // and negative leader id are answered without change, on every role.
-// Reference: spec 9.4 steps 1-2, 4.1, 11.
+// Reference: KafkaRaftClient.handleBeginQuorumEpochRequest, hasValidClusterId,
+// validateVoterOnlyRequest.
 func TestBeginQuorumEpochRejectsBadRequests(t *testing.T) {
 	ours := uuid.NullUUID{UUID: uuid.MustParse("11111111-1111-1111-1111-111111111111"), Valid: true}
 	foreign := uuid.NullUUID{UUID: uuid.MustParse("22222222-2222-2222-2222-222222222222"), Valid: true}
@@ -545,7 +555,8 @@ func rrRolesInEpoch(t *testing.T, cluster uuid.NullUUID) map[string]State {
 // TestBeginQuorumEpochNewerEpochFollowsFromEveryRole: a newer epoch makes
 // every role Follower of the named leader, persisted, fetch timer T_f, first
 // Fetch at once: the Leader steps down, Resigned leaves, Prospective and
-// Candidate abort. Reference: spec 9.4, 10.6, 4.2 step 2.
+// Candidate abort. Reference: KafkaRaftClient.handleBeginQuorumEpochRequest,
+// maybeTransition.
 func TestBeginQuorumEpochNewerEpochFollowsFromEveryRole(t *testing.T) {
 	stops := map[Role][]Action{
 		Unattached:  {StopTimer{Timer: ElectionTimer}},
@@ -580,7 +591,8 @@ func TestBeginQuorumEpochNewerEpochFollowsFromEveryRole(t *testing.T) {
 // TestBeginQuorumEpochSameEpochNoLeaderFollowsKeepingVote: in our epoch, a
 // replica that knows no leader follows the announced one and keeps its
 // vote: Unattached with a vote, Prospective, Candidate (its self-vote).
-// Reference: spec 9.4 ("For E' == E"), 4.2 step 3, 12.2.
+// Reference: KafkaRaftClient.handleBeginQuorumEpochRequest, maybeTransition;
+// QuorumState.transitionToFollower (keeps the vote in the same epoch).
 func TestBeginQuorumEpochSameEpochNoLeaderFollowsKeepingVote(t *testing.T) {
 	uv, _ := restart(t, config(1, 1, 2, 3), rrRecord(2, NoNode, 3), LogState{})
 	cases := []struct {
@@ -616,9 +628,9 @@ func TestBeginQuorumEpochSameEpochNoLeaderFollowsKeepingVote(t *testing.T) {
 
 // TestBeginQuorumEpochUnattachedWithLeaderIDFollows: an Unattached replica
 // that knows the leader's id but could not reach it follows once the
-// leader's own BeginQuorumEpoch brings the way to it. Reference: spec 9.4
-// ("an Unattached with leader id has 0 endpoints, so it does become
-// Follower"), 13 rule 5.
+// leader's own BeginQuorumEpoch brings the way to it. Reference:
+// KafkaRaftClient.maybeTransition (the request brings endpoints the
+// Unattached replica lacks); QuorumState.initialize.
 func TestBeginQuorumEpochUnattachedWithLeaderIDFollows(t *testing.T) {
 	s, _ := restart(t, config(1, 1, 2, 3), rrRecord(2, 7, 2), LogState{})
 	next, acts := step(t, s, ReceiveBeginQuorumEpoch{From: 7, LeaderID: 7, LeaderEpoch: 2, VoterID: 1})
@@ -633,8 +645,8 @@ func TestBeginQuorumEpochUnattachedWithLeaderIDFollows(t *testing.T) {
 }
 
 // TestBeginQuorumEpochLeaderOwnIsNoop: a Leader that receives its own
-// BeginQuorumEpoch answers and changes nothing. Reference: spec 9.4
-// ("Leader with itself as leader -> nothing").
+// BeginQuorumEpoch answers and changes nothing. Reference:
+// KafkaRaftClient.handleBeginQuorumEpochRequest, maybeTransition.
 func TestBeginQuorumEpochLeaderOwnIsNoop(t *testing.T) {
 	l := rrLeader(t)
 	next, acts := step(t, l, ReceiveBeginQuorumEpoch{From: 1, LeaderID: 1, LeaderEpoch: 1, VoterID: 1})
@@ -644,8 +656,8 @@ func TestBeginQuorumEpochLeaderOwnIsNoop(t *testing.T) {
 
 // TestBeginQuorumEpochInconsistentLeaderFaults: another leader for our
 // epoch, or a message naming us leader when we are not, is a single Fault
-// with the state unchanged. Reference: spec 4.2 step 1, 9.4, 12.5;
-// hasConsistentLeader; DESIGN decision 1.
+// with the state unchanged. Reference: handleBeginQuorumEpochRequest,
+// hasConsistentLeader; docs/design.md, contract decision 1.
 func TestBeginQuorumEpochInconsistentLeaderFaults(t *testing.T) {
 	ua, _ := restart(t, config(1, 1, 2, 3), rrRecord(2, 7, NoNode), LogState{})
 	cases := []struct {
@@ -671,8 +683,8 @@ func TestBeginQuorumEpochInconsistentLeaderFaults(t *testing.T) {
 
 // TestBeginQuorumEpochInvalidVoterKeyAfterTransition: a BeginQuorumEpoch
 // addressed to another voter key is answered INVALID_VOTER_KEY, but only
-// after the epoch/leader transition, which is kept. Reference: spec 9.4
-// step 4, 4.1 (isValidVoterKey), 11.
+// after the epoch/leader transition, which is kept. Reference:
+// KafkaRaftClient.handleBeginQuorumEpochRequest, isValidVoterKey.
 func TestBeginQuorumEpochInvalidVoterKeyAfterTransition(t *testing.T) {
 	s := start(t, config(1, 1, 2, 3))
 	next, acts := step(t, s, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 3, VoterID: 3})
@@ -704,8 +716,9 @@ func TestBeginQuorumEpochInvalidVoterKeyAfterTransition(t *testing.T) {
 
 // TestBeginQuorumEpochRepeatedDoesNotResetFetchTimer: a Follower that hears
 // BeginQuorumEpoch again from its leader only answers: no timer reset, and
-// it still rejects pre-votes because it has fetched. Reference: spec 9.4
-// ("A Follower's fetch timer is NOT reset by BeginQuorumEpoch"), 4.5.
+// it still rejects pre-votes because it has fetched. Reference:
+// KafkaRaftClient.handleBeginQuorumEpochRequest, QuorumState.transitionToFollower
+// (a same-epoch Follower is replaced only with more endpoints).
 func TestBeginQuorumEpochRepeatedDoesNotResetFetchTimer(t *testing.T) {
 	f := rrFetched(t)
 	next, acts := step(t, f, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, VoterID: 1})
@@ -722,7 +735,7 @@ func TestBeginQuorumEpochRepeatedDoesNotResetFetchTimer(t *testing.T) {
 
 	// A Prospective that left this leader on a fetch timeout keeps
 	// campaigning: the request brings no way to the leader it lacked
-	// (spec 16.13).
+	// (Kafka's maybeTransition needs more endpoints than it knows).
 	p, _ := step(t, f, FetchTimeout{})
 	require.Equal(t, Prospective, p.Role())
 	next, acts = step(t, p, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, VoterID: 1})
@@ -737,9 +750,9 @@ func TestBeginQuorumEpochRepeatedDoesNotResetFetchTimer(t *testing.T) {
 // followers' positions are 2 > 3 > 4 > 5. The leader resigns; 2, its first
 // preferred successor, campaigns at once (rank 0) and wins epoch 2 because
 // the followers that have fetched grant its pre-vote after EndQuorumEpoch.
-// Kafka elects a lower-ranked voter here (KAFKA-20895, spec 8.4); DESIGN
-// decision 3 is why kraft does better. Reference: spec 18.2, 8.4; DESIGN
-// decision 3.
+// Kafka elects a lower-ranked voter here (KAFKA-20895); docs/design.md,
+// contract decision 3, is why kraft does better. Reference: KAFKA-20895;
+// docs/design.md, contract decision 3.
 func TestResignFiveVotersElectsFirstPreferredSuccessor(t *testing.T) {
 	c := newTestCluster(t, 1, 2, 3, 4, 5)
 	c.fire(1, ElectionTimeout{})

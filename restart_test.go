@@ -8,14 +8,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Restart (spec 13, QuorumState.initialize and KafkaRaftClient.initialize)
+// Restart (Kafka's QuorumState.initialize and KafkaRaftClient.initialize)
 // and configuration validation. Every restart emits the written-back record
 // first, then what Kafka does on its first poll.
 
 // ---- helpers shared by restart_test.go, resign_test.go, badinput_test.go ----
 
 // rrDraw returns the election timeout armed by acts[i], after checking that
-// acts[i] arms the election timer with a value in [T_e, 2*T_e) (spec 3.2).
+// acts[i] arms the election timer with a value in [T_e, 2*T_e) (Kafka's
+// QuorumState.randomElectionTimeoutMs).
 func rrDraw(t *testing.T, acts []Action, i int) time.Duration {
 	t.Helper()
 	require.Greater(t, len(acts), i, "actions: %v", acts)
@@ -48,7 +49,7 @@ func rrExpect(t *testing.T, s State, role Role, epoch Epoch, leader NodeID, vote
 }
 
 // rrFault checks that a step yielded a single Fault and left the state as
-// it was (decision 1).
+// it was (docs/design.md, contract decision 1).
 func rrFault(t *testing.T, before, after State, acts []Action) {
 	t.Helper()
 	require.Len(t, acts, 1, "actions: %v", acts)
@@ -148,7 +149,8 @@ func rrFetched(t *testing.T) State {
 
 // TestRestartWithoutRecordIsUnattachedEpochZero: a missing quorum-state file
 // is epoch 0, no leader, no vote; the state is written back and the
-// election timer armed. Reference: spec 13 (rule 6), 2.4.
+// election timer armed. Reference: QuorumState.initialize (the chosen state
+// is written back).
 func TestRestartWithoutRecordIsUnattachedEpochZero(t *testing.T) {
 	s, acts, err := NewState(config(1, 1, 2, 3), nil, LogState{})
 	require.NoError(t, err)
@@ -164,8 +166,8 @@ func TestRestartWithoutRecordIsUnattachedEpochZero(t *testing.T) {
 // TestRestartFormerLeaderIsResignedWithEmptySuccessors: a replica whose
 // record names itself leader restarts Resigned in the stored epoch (it may
 // not vote or lead again in that epoch) and sends EndQuorumEpoch with an
-// empty successor list to every other voter. Reference: spec 13 (rule 3),
-// 12.6, 8.1; QuorumState.initialize; DESIGN 5.4.
+// empty successor list to every other voter. Reference:
+// QuorumState.initialize; ResignedState; the README's host contract, rule 4.
 func TestRestartFormerLeaderIsResignedWithEmptySuccessors(t *testing.T) {
 	rec := rrRecord(5, 1, NoNode)
 	s, acts := restart(t, config(1, 1, 2, 3), rec, LogState{End: LogEnd{Offset: 10, Epoch: 5}})
@@ -184,7 +186,7 @@ func TestRestartFormerLeaderIsResignedWithEmptySuccessors(t *testing.T) {
 
 // TestRestartFormerLeaderNoLongerVoterIsResigned: the rule does not look at
 // the voter set: a leader removed by KIP-853 still restarts Resigned and
-// tells every voter. Reference: spec 13 (rule 3), 2.1 (Resigned row).
+// tells every voter. Reference: QuorumState.initialize; ResignedState.
 func TestRestartFormerLeaderNoLongerVoterIsResigned(t *testing.T) {
 	rec := rrRecord(5, 9, NoNode)
 	s, acts := restart(t, observerConfig(9, 1, 2, 3), rec, LogState{})
@@ -213,7 +215,8 @@ func TestRestartFormerLeaderNoLongerVoterIsResigned(t *testing.T) {
 
 // TestRestartSelfVoteIsCandidateWithoutEpochBump: a replica that had voted
 // for itself restarts Candidate in the stored epoch (no bump) and asks every
-// other voter again. Reference: spec 13 (rule 4); DESIGN 5.4.
+// other voter again. Reference: QuorumState.initialize; the README's host
+// contract, rule 4.
 func TestRestartSelfVoteIsCandidateWithoutEpochBump(t *testing.T) {
 	rec := rrRecord(4, NoNode, 1)
 	log := LogState{End: LogEnd{Offset: 10, Epoch: 3}, Epochs: []EpochStart{{Epoch: 1, StartOffset: 0}, {Epoch: 3, StartOffset: 6}}}
@@ -237,7 +240,7 @@ func TestRestartSelfVoteIsCandidateWithoutEpochBump(t *testing.T) {
 // TestRestartSelfVoteMatchesDirectoryID: the stored vote is compared with
 // the local key by KIP-853's rule: a vote for our id with another directory
 // id is not ours, so the replica restarts Unattached keeping that vote.
-// Reference: spec 13 (rule 4), 1.1; ElectionState.isVotedCandidate.
+// Reference: QuorumState.initialize; ElectionState.isVotedCandidate.
 func TestRestartSelfVoteMatchesDirectoryID(t *testing.T) {
 	dirB := uuid.MustParse("00000000-0000-0000-0000-00000000000b")
 	local := ReplicaKey{ID: 1, DirectoryID: dirA}
@@ -259,7 +262,7 @@ func TestRestartSelfVoteMatchesDirectoryID(t *testing.T) {
 
 // TestRestartKeepsStoredVote: a vote stored for another replica is kept, so
 // the replica cannot vote twice in that epoch across a restart. Reference:
-// spec 13 (rule 6), 12.2.
+// QuorumState.initialize.
 func TestRestartKeepsStoredVote(t *testing.T) {
 	rec := rrRecord(3, NoNode, 2)
 	s, acts := restart(t, config(1, 1, 2, 3), rec, LogState{})
@@ -279,8 +282,8 @@ func TestRestartKeepsStoredVote(t *testing.T) {
 
 // TestRestartStoredLeaderIsFollowerKeepingVote: a stored leader that is a
 // voter is followed at once (first Fetch, fetch timer T_f), and the vote of
-// that epoch is kept. Reference: spec 13 (rule 5), 15 (newest keeps the
-// vote); DESIGN 4 (a Follower fetches at once).
+// that epoch is kept. Reference: QuorumState.initialize (newest Kafka keeps
+// the vote); a Follower fetches at once (the package doc).
 func TestRestartStoredLeaderIsFollowerKeepingVote(t *testing.T) {
 	rec := rrRecord(3, 2, 2)
 	s, acts := restart(t, config(1, 1, 2, 3), rec, LogState{End: LogEnd{Offset: 7, Epoch: 3}})
@@ -295,10 +298,11 @@ func TestRestartStoredLeaderIsFollowerKeepingVote(t *testing.T) {
 
 // TestRestartStoredLeaderNotVoterIsUnattachedWithLeader: a stored leader
 // without endpoints in the voter set cannot be fetched from: Unattached
-// keeping the leader id (and the vote). Reference: spec 13 (rule 5), 2.1.
+// keeping the leader id (and the vote). Reference: QuorumState.initialize;
+// D3 in docs/design.md.
 // The stored record holds only the leader's id; the leader is found in the
-// voter set by id even when voters carry directory ids (spec 13 rule 5,
-// Kafka's QuorumState.initialize looks up the leader's endpoints by id).
+// voter set by id even when voters carry directory ids (Kafka's
+// QuorumState.initialize looks up the leader's endpoints by id).
 func TestRestartStoredLeaderWithDirectoryIDIsFollower(t *testing.T) {
 	cfg := config(1, 1, 2, 3)
 	cfg.Voters[1].DirectoryID = dirA
@@ -349,7 +353,7 @@ func TestRestartStoredLeaderNotVoterIsUnattachedWithLeader(t *testing.T) {
 // TestRestartEpochBehindLogIsUnattachedAtLogEpoch: a stored epoch older
 // than the log's last epoch is raised to it, with no leader and no vote;
 // this rule comes before the former-leader and self-vote rules. Reference:
-// spec 13 (rule 2), 12.7.
+// QuorumState.initialize.
 func TestRestartEpochBehindLogIsUnattachedAtLogEpoch(t *testing.T) {
 	log := LogState{End: LogEnd{Offset: 10, Epoch: 4}, Epochs: []EpochStart{{Epoch: 2, StartOffset: 0}, {Epoch: 4, StartOffset: 5}}}
 	for _, rec := range []QuorumRecord{
@@ -371,8 +375,7 @@ func TestRestartEpochBehindLogIsUnattachedAtLogEpoch(t *testing.T) {
 // Candidate (epoch + 1, persisted) and Leader within NewState, from every
 // role a restart can produce; a restarted Candidate wins in its own epoch.
 // A single voter cannot restart Follower: a stored leader other than itself
-// is never in its voter set. Reference: spec 13 (last paragraph),
-// KafkaRaftClient.initialize.
+// is never in its voter set. Reference: KafkaRaftClient.initialize.
 func TestRestartOnlyVoterElectsItself(t *testing.T) {
 	self := []ReplicaKey{{ID: 1}}
 	leaderTail := func(epoch Epoch) []Action {
@@ -437,7 +440,8 @@ func TestRestartOnlyVoterElectsItself(t *testing.T) {
 // TestRestartObserver: observers (with or without a node id) restart
 // Unattached or Follower only, never campaign, and an Unattached observer
 // looks for the leader with a Fetch to any bootstrap voter paced by its
-// fetch timer. Reference: spec 2.3, 9.5, 13; DESIGN decision 6.
+// fetch timer. Reference: QuorumState.initialize; docs/design.md, contract
+// decision 6.
 func TestRestartObserver(t *testing.T) {
 	noID := Config{Local: NoReplica, Observer: true, Voters: keys(1, 2, 3)}
 	withID := observerConfig(9, 1, 2, 3)
@@ -496,7 +500,7 @@ func TestRestartObserver(t *testing.T) {
 }
 
 // TestRestartStoredVoteWithoutLocalIDFails: a node without an id cannot
-// have voted; Kafka refuses to start. Reference: spec 13 (rule 1).
+// have voted; Kafka refuses to start. Reference: QuorumState.initialize.
 func TestRestartStoredVoteWithoutLocalIDFails(t *testing.T) {
 	cfg := Config{Local: NoReplica, Observer: true, Voters: keys(1, 2, 3)}
 	rec := rrRecord(3, NoNode, 2)
@@ -506,7 +510,7 @@ func TestRestartStoredVoteWithoutLocalIDFails(t *testing.T) {
 }
 
 // TestRestartRejectsNegativeRecord: a corrupt record is an error, never a
-// panic or a silent "node 0". Reference: DESIGN 1.3, 3 (zero values).
+// panic or a silent "node 0". Reference: docs/design.md D24 (NoNode is -1).
 func TestRestartRejectsNegativeRecord(t *testing.T) {
 	for _, rec := range []QuorumRecord{
 		{Epoch: -1, LeaderID: NoNode, VotedKey: NoReplica},
@@ -520,7 +524,7 @@ func TestRestartRejectsNegativeRecord(t *testing.T) {
 }
 
 // TestConfigValidation: every invalid Config is an error from Validate and
-// from NewState, never a panic. Reference: DESIGN 3 (Config, zero values).
+// from NewState, never a panic. Reference: docs/design.md D11.
 func TestConfigValidation(t *testing.T) {
 	valid := []struct {
 		name string
@@ -565,7 +569,7 @@ func TestConfigValidation(t *testing.T) {
 }
 
 // TestLogStateValidation: an inconsistent log description is an error from
-// NewState. Reference: DESIGN 1.3; spec 12.1 (epochs in a log ascend).
+// NewState, never a panic (epochs in a log ascend).
 func TestLogStateValidation(t *testing.T) {
 	valid := []LogState{
 		{},
@@ -599,7 +603,7 @@ func TestLogStateValidation(t *testing.T) {
 // TestZeroDurationsMeanKafkaDefaults: a zero duration is Kafka's default
 // (T_e 1 s, T_f 2 s, B_max 1 s); a state from zero durations is the state
 // from the explicit defaults, and explicit values are used as given.
-// Reference: spec 14; DESIGN 3 (Config).
+// Reference: Kafka's QuorumConfig defaults; docs/design.md D11.
 func TestZeroDurationsMeanKafkaDefaults(t *testing.T) {
 	explicit := config(1, 1, 2, 3)
 	explicit.ElectionTimeout = DefaultElectionTimeout

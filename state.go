@@ -159,7 +159,8 @@ type State struct {
 
 	// Follower: a fetch from the leader succeeded since this Follower role
 	// began (Kafka's hasFetchedFromLeader), and the leader has resigned
-	// (an EndQuorumEpoch arrived; decision 3).
+	// (an EndQuorumEpoch arrived; then pre-votes are granted again, the fix
+	// proposed in KAFKA-20895).
 	fetched        bool
 	leaderResigned bool
 	// Follower (voter): the next Fetch waits for the written log to be

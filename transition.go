@@ -193,7 +193,8 @@ func (t *stepper) become(role Role, epoch Epoch, leader NodeID, voted ReplicaKey
 }
 
 // voteIn is the vote a transition to epoch keeps: the current one within
-// the same epoch, none in a newer one (spec 12.2).
+// the same epoch, none in a newer one (Kafka's
+// QuorumState.transitionToUnattached and transitionToFollower).
 func (t *stepper) voteIn(epoch Epoch) ReplicaKey {
 	if epoch == t.s.epoch {
 		return t.s.voted
@@ -203,7 +204,7 @@ func (t *stepper) voteIn(epoch Epoch) ReplicaKey {
 
 // toUnattached moves to Unattached in epoch (Kafka's
 // transitionToUnattached). The vote is kept within the same epoch. timer
-// says how a voter's election timer is armed (spec 3.1); an observer
+// says how a voter's election timer is armed (docs/design.md D2); an observer
 // searches for the leader at once and then on every fetch timeout.
 func (t *stepper) toUnattached(epoch Epoch, leader NodeID, timer electionTimer, reason string) {
 	t.become(Unattached, epoch, leader, t.voteIn(epoch), true, reason)

@@ -12,10 +12,12 @@ import (
 // roles.
 
 // A Candidate that learns the leader of its epoch from a successful Fetch
-// response (Kafka's maybeHandleCommonResponse step 4) becomes Follower and
+// response (Kafka's maybeHandleCommonResponse follows a leader of its epoch
+// that it did not know) becomes Follower and
 // processes the response in the same step; exactly one Fetch goes out, from
 // the position after the response, and the fetch timer is armed once.
-// Reference: spec 4.3 step 4, 9.2, 12.11 (one Fetch in flight).
+// Reference: KafkaRaftClient.maybeHandleCommonResponse, handleFetchResponse;
+// RequestManager (one Fetch in flight); docs/design.md D22.
 func TestCandidateAttachingThroughFetchResponseSendsOneFetch(t *testing.T) {
 	s := start(t, config(2, 1, 2, 3))
 	s, _ = step(t, s, ElectionTimeout{})
@@ -39,7 +41,8 @@ func TestCandidateAttachingThroughFetchResponseSendsOneFetch(t *testing.T) {
 
 // An Unattached replica attaching on a diverging answer truncates first and
 // sends its one Fetch from the truncated end.
-// Reference: spec 9.2 steps 3 and 5, 12.11.
+// Reference: KafkaRaftClient.handleFetchResponse
+// (maybeSwitchObserverFetchToLeader, then the truncation); docs/design.md D22.
 func TestUnattachedAttachingOnDivergingAnswerFetchesFromTruncatedEnd(t *testing.T) {
 	s, _ := restart(t, observerConfig(4, 1, 2, 3), QuorumRecord{Epoch: 2, LeaderID: 1, VotedKey: NoReplica},
 		LogState{End: LogEnd{Offset: 10, Epoch: 2}, Epochs: []EpochStart{{Epoch: 1}, {Epoch: 2, StartOffset: 4}}})
@@ -63,7 +66,8 @@ func TestUnattachedAttachingOnDivergingAnswerFetchesFromTruncatedEnd(t *testing.
 
 // An Unattached replica that attaches on an error answer still fetches
 // once (from the new leader), and does not process the error.
-// Reference: spec 9.2 step 3, 4.3 step 5.
+// Reference: KafkaRaftClient.handleFetchResponse
+// (maybeSwitchObserverFetchToLeader), maybeHandleCommonResponse.
 func TestUnattachedAttachingOnErrorAnswerStillFetches(t *testing.T) {
 	s := start(t, observerConfig(4, 1, 2, 3))
 	next, acts := step(t, s, ReceiveFetchResponse{From: 1, Error: ErrBrokerNotAvailable, LeaderID: 1, LeaderEpoch: 0, HighWatermark: -1})
@@ -80,7 +84,7 @@ func TestUnattachedAttachingOnErrorAnswerStillFetches(t *testing.T) {
 // epoch drops it (Kafka's hasConsistentLeader accepts a message naming the
 // local replica while it is Leader; the stale check then drops it). A
 // message naming it leader of a newer epoch is a Fault.
-// Reference: spec 4.2 step 1, 4.3 step 2.
+// Reference: KafkaRaftClient.hasConsistentLeader, maybeHandleCommonResponse.
 func TestLeaderDropsStaleResponseNamingItself(t *testing.T) {
 	s := rpLeaderOf(t, 3)
 	s, _ = step(t, s, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 2, VoterID: NoNode})
@@ -106,7 +110,8 @@ func TestLeaderDropsStaleResponseNamingItself(t *testing.T) {
 // records: a Follower's successful answer from its leader in its epoch, or
 // the answer that makes an Unattached replica attach; never an error, a
 // diverging point, a snapshot, a stale epoch or another leader.
-// Reference: spec 9.2 (Kafka appends only after these checks).
+// Reference: KafkaRaftClient.handleFetchResponse (Kafka appends only after
+// these checks); docs/design.md D23.
 func TestAcceptsRecords(t *testing.T) {
 	f := rpFollower(t)
 	require.True(t, f.AcceptsRecords(rpOK(1, 1, 0)))
@@ -135,7 +140,7 @@ func TestAcceptsRecords(t *testing.T) {
 // (a new leader's high watermark starts unknown) still refuses to truncate
 // below 5 afterwards: Kafka's log keeps its own high watermark and its
 // truncateTo throws. Its HighWatermarkChanged actions never go backwards.
-// Reference: spec 9.2 step 5, 12.8; KafkaMetadataLog.truncateTo.
+// Reference: KafkaRaftClient.handleFetchResponse; KafkaMetadataLog.truncateTo.
 func TestTruncationBelowCommittedFaultsAfterLeading(t *testing.T) {
 	rec := QuorumRecord{Epoch: 1, LeaderID: 2, VotedKey: NoReplica}
 	s, _ := restart(t, config(1, 1, 2, 3), rec, LogState{End: LogEnd{Offset: 5, Epoch: 1}})
@@ -168,7 +173,8 @@ func TestTruncationBelowCommittedFaultsAfterLeading(t *testing.T) {
 // answer: every call in these tests goes through step(), which checks both;
 // this test makes the check explicit on a state with shared slices (a
 // leader's end offsets and a log with several epochs).
-// Reference: DESIGN section 1 (pure, deterministic).
+// Reference: the package doc (State is an immutable value; runs replay
+// exactly).
 func TestStepIsPureAndDeterministic(t *testing.T) {
 	s := rpLeaderOf(t, 3)
 	s, _ = durable(t, s, LogEnd{Offset: 4, Epoch: 1})
@@ -199,7 +205,7 @@ func TestStepIsPureAndDeterministic(t *testing.T) {
 // A Persist is rewritten in place only while nothing has been sent after
 // it: an observer that moves to a newer epoch sends its bootstrap Fetch of
 // that epoch before it grants the vote, so it writes two records, the
-// epoch's first (D1; spec 2.4 ordering guarantee).
+// epoch's first (D1; the README's host contract, rule 1).
 func TestPersistIsRewrittenOnlyBeforeAnySend(t *testing.T) {
 	s := start(t, observerConfig(9, 1, 2, 3))
 	next, acts := step(t, s, ReceiveVoteRequest{From: 2, VoterID: NoNode, CandidateEpoch: 4, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 1, Epoch: 1}})

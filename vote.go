@@ -1,7 +1,8 @@
 package kraft
 
 // Elections: the election timer, Vote requests and Vote responses
-// (KIP-595, KIP-996 Pre-Vote; spec sections 5.1 and 6).
+// (KIP-595, KIP-996 Pre-Vote; Kafka's KafkaRaftClient.handleVoteRequest,
+// handleVoteResponse and EpochState.canGrantVote).
 
 // onElectionTimeout: Kafka's pollUnattached, pollProspective, pollCandidate
 // and pollResigned when the election timer has expired.
@@ -14,7 +15,8 @@ func (t *stepper) onElectionTimeout() {
 	case Prospective:
 		// The remaining time handed to Unattached is 0 at expiry, so the
 		// replica campaigns again at once with a fresh pre-vote round
-		// (spec 3.1; prospectiveTransitionAfterElectionLoss).
+		// (Kafka's QuorumState.transitionToUnattached and
+		// prospectiveTransitionAfterElectionLoss).
 		t.afterElectionLoss(timerZero, "pre-vote timed out")
 	case Candidate:
 		// KAFKA-18345: no backoff; a Candidate that did not win in time
@@ -40,7 +42,7 @@ func (t *stepper) afterElectionLoss(timer electionTimer, reason string) {
 	t.toUnattached(t.s.epoch, t.s.leader, timer, reason)
 }
 
-// onVoteRequest is Kafka's handleVoteRequest, step by step (spec 6.2).
+// onVoteRequest is Kafka's KafkaRaftClient.handleVoteRequest, step by step.
 func (t *stepper) onVoteRequest(e ReceiveVoteRequest) {
 	respond := func(code ErrorCode, granted bool) {
 		t.emit(SendVoteResponse{To: e.From, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader, VoteGranted: granted})
@@ -111,7 +113,7 @@ func (t *stepper) askAgain(candidate ReplicaKey) {
 }
 
 // canGrantVote is each role's answer to a vote request (Kafka's
-// EpochState.canGrantVote, spec 6.3).
+// EpochState.canGrantVote).
 func (t *stepper) canGrantVote(candidate ReplicaKey, upToDate, preVote bool) bool {
 	s := &t.s
 	switch s.role {
@@ -136,8 +138,8 @@ func (t *stepper) canGrantVote(candidate ReplicaKey, upToDate, preVote bool) boo
 		return preVote && upToDate
 	case Follower:
 		// KIP-996: a Follower rejects pre-votes once it has fetched from
-		// its leader, unless that leader has since resigned (decision 3,
-		// the fix proposed in KAFKA-20895).
+		// its leader, unless that leader has since resigned (the fix
+		// proposed in KAFKA-20895; docs/design.md, contract decision 3).
 		return preVote && upToDate && (!s.fetched || s.leaderResigned)
 	case Leader:
 	}
@@ -167,7 +169,7 @@ func (t *stepper) recordVote(candidate ReplicaKey) {
 	}
 }
 
-// onVoteResponse is Kafka's handleVoteResponse (spec 6.4).
+// onVoteResponse is Kafka's KafkaRaftClient.handleVoteResponse.
 func (t *stepper) onVoteResponse(e ReceiveVoteResponse) {
 	if e.Error == ErrUnsupportedVersion && t.s.role == Prospective {
 		// The voter predates Vote v2: skip the pre-vote.
@@ -220,7 +222,7 @@ func (t *stepper) onVoteResponse(e ReceiveVoteResponse) {
 	// A Candidate that lost waits for its election timer (KAFKA-18345).
 }
 
-// commonResponse is Kafka's maybeHandleCommonResponse (spec 4.3) for a
+// commonResponse is Kafka's KafkaRaftClient.maybeHandleCommonResponse for a
 // response carrying the responder's epoch, leader and error. It returns
 // true when the API-specific handling should go on.
 func (t *stepper) commonResponse(epoch Epoch, leader NodeID, code ErrorCode) bool {

@@ -7,15 +7,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Vote scenario tests: handling Vote requests (spec 6.2, 6.3, 10.4) and Vote
-// responses (spec 6.4, 4.3, 10.5). Helpers are in election_test.go.
+// Vote scenario tests: handling Vote requests (Kafka's handleVoteRequest and
+// EpochState.canGrantVote) and Vote responses (handleVoteResponse,
+// maybeHandleCommonResponse). Helpers are in election_test.go.
 //
 // Most tests use replica 1 of voters {1, 2, 3} whose log ends at offset 10
 // in epoch 2 (vtLog), restarted in epoch 3.
 
 var vtLog = LogEnd{Offset: 10, Epoch: 2}
 
-// Candidate logs compared with vtLog (spec 1.3: by epoch, then offset).
+// Candidate logs compared with vtLog (OffsetAndEpoch order: by epoch, then offset).
 var (
 	vtUpToDate = []LogEnd{{Offset: 10, Epoch: 2}, {Offset: 11, Epoch: 2}}
 	vtStale    = []LogEnd{{Offset: 9, Epoch: 2}, {Offset: 50, Epoch: 1}, {Offset: 0, Epoch: 0}}
@@ -75,12 +76,13 @@ func vtRejectsStandardVotes(t *testing.T, s State, from NodeID) {
 }
 
 // ---------------------------------------------------------------------------
-// ReceiveVoteRequest: the common prefix (spec 6.2 steps 1-6)
+// ReceiveVoteRequest: the common prefix of Kafka's handleVoteRequest (checks,
+// fencing, the move to a newer epoch, the voter key)
 
 // A request from another cluster is refused with INCONSISTENT_CLUSTER_ID
 // before anything else: even a newer epoch moves nothing. A request that
 // carries our cluster id, or none, is handled.
-// Reference: spec 6.2 step 1, 4.1 hasValidClusterId.
+// Reference: KafkaRaftClient.handleVoteRequest, hasValidClusterId.
 func TestVoteRequestFromForeignClusterIsRejected(t *testing.T) {
 	cfg := config(1, 1, 2, 3)
 	cfg.ClusterID = vtCluster
@@ -105,7 +107,8 @@ func TestVoteRequestFromForeignClusterIsRejected(t *testing.T) {
 // the epoch is even looked at: a negative last offset or epoch, a standard
 // vote whose last epoch is not older than the candidate's epoch, a pre-vote
 // whose last epoch is newer than the requester's epoch.
-// Reference: spec 6.2 step 3, 12 invariant 12.
+// Reference: KafkaRaftClient.handleVoteRequest (last epoch < replica epoch
+// for a standard vote, <= for a pre-vote).
 func TestVoteRequestWithIllegalFieldsIsInvalid(t *testing.T) {
 	s := vtWithLog(t, config(1, 1, 2, 3), 3, vtLog)
 	cases := []struct {
@@ -145,7 +148,7 @@ func TestVoteRequestWithIllegalFieldsIsInvalid(t *testing.T) {
 // A request from an older epoch is fenced: FENCED_LEADER_EPOCH with our
 // epoch and leader, not granted, nothing changes. Fencing comes before the
 // candidate-id check.
-// Reference: spec 6.2 step 4, 4.1 validateVoterOnlyRequest.
+// Reference: KafkaRaftClient.handleVoteRequest, validateVoterOnlyRequest.
 func TestVoteRequestWithStaleEpochIsFenced(t *testing.T) {
 	unattached := vtWithLog(t, config(1, 1, 2, 3), 3, vtLog)
 	leader := vtLeader(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog))
@@ -168,7 +171,7 @@ func TestVoteRequestWithStaleEpochIsFenced(t *testing.T) {
 
 // A request with a negative candidate id (and a current or newer epoch) is
 // INVALID_REQUEST and does not move us to its epoch.
-// Reference: spec 6.2 step 4, 4.1 validateVoterOnlyRequest.
+// Reference: KafkaRaftClient.handleVoteRequest, validateVoterOnlyRequest.
 func TestVoteRequestWithNegativeCandidateIsInvalid(t *testing.T) {
 	s := vtWithLog(t, config(1, 1, 2, 3), 3, vtLog)
 	for _, epoch := range []Epoch{3, 5} {
@@ -183,12 +186,14 @@ func TestVoteRequestWithNegativeCandidateIsInvalid(t *testing.T) {
 
 // A request from a newer epoch moves every role to Unattached in that epoch,
 // persisted, before the vote is decided: even a pre-vote, which itself binds
-// nobody. The transition follows the timer rule of spec 3.1, and the
+// nobody. The transition follows the timer rule of Kafka's
+// QuorumState.transitionToUnattached, and the
 // decision is then the Unattached one (a Follower that had fetched, a Leader
 // or a Resigned leader may now grant). A granted standard vote is persisted
 // with the epoch in one record (nothing was sent between the two, D1),
 // before the response.
-// Reference: spec 6.2 steps 5, 7, 8; 10.4; 2.4 ordering guarantee.
+// Reference: KafkaRaftClient.handleVoteRequest; QuorumState.durableTransitionTo
+// (the record is written before the response).
 func TestVoteRequestWithNewerEpochMakesEveryRoleUnattached(t *testing.T) {
 	cfg := config(1, 1, 2, 3)
 	base := func() State { return vtWithLog(t, cfg, 3, vtLog) }
@@ -256,7 +261,7 @@ func TestVoteRequestWithNewerEpochMakesEveryRoleUnattached(t *testing.T) {
 // granted, but the move to its newer epoch, done before the check, stays.
 // A request without an addressee, or addressed to our id without a
 // directory id, or to our exact key, is ours.
-// Reference: spec 6.2 step 6, 4.1 isValidVoterKey, KIP-853.
+// Reference: KafkaRaftClient.handleVoteRequest, isValidVoterKey, KIP-853.
 func TestVoteRequestToAnotherVoterKeyIsInvalidButKeepsTheEpoch(t *testing.T) {
 	plain := vtWithLog(t, config(1, 1, 2, 3), 3, vtLog)
 	withDir := vtWithLog(t, Config{
@@ -320,11 +325,11 @@ func TestVoteRequestToAnotherVoterKeyIsInvalidButKeepsTheEpoch(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// ReceiveVoteRequest: the grant table per role (spec 6.3, 10.4)
+// ReceiveVoteRequest: the grant table per role (each EpochState.canGrantVote)
 
 // An Unattached replica grants a pre-vote iff the candidate's log is at
 // least as up to date as its own; nothing is recorded.
-// Reference: spec 6.3 (Unattached, pre-vote), 1.3; UnattachedState.canGrantVote.
+// Reference: UnattachedState.canGrantVote; OffsetAndEpoch.compareTo.
 func TestUnattachedGrantsPreVoteIffUpToDate(t *testing.T) {
 	vtPreVotesIffUpToDate(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog), 2, true)
 }
@@ -333,7 +338,7 @@ func TestUnattachedGrantsPreVoteIffUpToDate(t *testing.T) {
 // the candidate is up to date; a granted vote is persisted (with the
 // candidate's directory id) before the response, and the election timer is
 // reset to a fresh random value.
-// Reference: spec 6.2 step 8, 6.3; QuorumState.unattachedAddVotedState.
+// Reference: KafkaRaftClient.handleVoteRequest; QuorumState.unattachedAddVotedState.
 func TestUnattachedGrantsStandardVoteIffUpToDateAndPersistsIt(t *testing.T) {
 	s := vtWithLog(t, config(1, 1, 2, 3), 3, vtLog)
 	for _, last := range vtUpToDate {
@@ -359,8 +364,8 @@ func TestUnattachedGrantsStandardVoteIffUpToDateAndPersistsIt(t *testing.T) {
 // An Unattached replica that voted re-grants its vote to the same candidate
 // without looking at the log again and without writing anything, and
 // rejects any other candidate.
-// Reference: spec 6.3 (votedKey present), 12 invariant 2;
-// QuorumState.unattachedOrProspectiveCanGrantVote.
+// Reference: QuorumState.unattachedOrProspectiveCanGrantVote (at most one
+// standard vote per epoch).
 func TestUnattachedWithVoteReGrantsOnlyTheSameCandidate(t *testing.T) {
 	s, _ := step(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog), vtStd(2, 3, vtLog))
 	vtIs(t, s, Unattached, 3, NoNode, vtKey(2))
@@ -378,7 +383,8 @@ func TestUnattachedWithVoteReGrantsOnlyTheSameCandidate(t *testing.T) {
 // KIP-853 matching of the vote: a vote stored without a directory id
 // matches the same id with any directory id; a vote stored with one matches
 // only that directory id.
-// Reference: spec 1.1, 6.3.
+// Reference: ReplicaKey matching (VoterSet.VoterNode.isVoter), KIP-853;
+// QuorumState.unattachedOrProspectiveCanGrantVote.
 func TestUnattachedVoteReGrantFollowsDirectoryIDMatching(t *testing.T) {
 	base := vtWithLog(t, config(1, 1, 2, 3), 3, vtLog)
 	cases := []struct {
@@ -409,7 +415,8 @@ func TestUnattachedVoteReGrantFollowsDirectoryIDMatching(t *testing.T) {
 
 // An Unattached replica that knows the leader's id (but cannot reach it)
 // rejects standard votes and still grants up-to-date pre-votes.
-// Reference: spec 6.3 (leaderId known), 2.1 Unattached with a leader id.
+// Reference: QuorumState.unattachedOrProspectiveCanGrantVote (leader id known);
+// UnattachedState.
 func TestUnattachedWithLeaderRejectsStandardVotesButGrantsPreVotes(t *testing.T) {
 	// Node 9 led epoch 3 but is not in our voter set: Unattached(3, leader 9).
 	s, _ := restart(t, config(1, 1, 2, 3), QuorumRecord{Epoch: 3, LeaderID: 9, VotedKey: NoReplica}, LogState{End: vtLog})
@@ -421,7 +428,7 @@ func TestUnattachedWithLeaderRejectsStandardVotesButGrantsPreVotes(t *testing.T)
 
 // A Prospective answers like an Unattached replica: pre-votes iff up to
 // date, standard votes iff up to date and not voted yet.
-// Reference: spec 6.3 (Prospective: same as Unattached).
+// Reference: ProspectiveState.canGrantVote (same rule as UnattachedState).
 func TestProspectiveGrantsVotesLikeUnattached(t *testing.T) {
 	s := vtProspective(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog))
 	vtPreVotesIffUpToDate(t, s, 2, true)
@@ -446,7 +453,7 @@ func TestProspectiveGrantsVotesLikeUnattached(t *testing.T) {
 // a new Prospective: a fresh random timer and a fresh tally with only its
 // own pre-vote, asking again the voters that had already answered. The
 // earlier grants no longer count.
-// Reference: spec 6.2 step 8, 4.5 prospectiveAddVotedState.
+// Reference: KafkaRaftClient.handleVoteRequest; QuorumState.prospectiveAddVotedState.
 func TestProspectiveGrantingStandardVoteStartsAFreshTally(t *testing.T) {
 	s := vtProspective(t, vtWithLog(t, config(1, 1, 2, 3, 4, 5), 3, vtLog))
 	s, acts := step(t, s, vtGrant(2, 3))
@@ -477,7 +484,7 @@ func TestProspectiveGrantingStandardVoteStartsAFreshTally(t *testing.T) {
 
 // A Candidate grants pre-votes iff up to date and rejects every standard
 // vote, even one from itself: it has already voted for itself.
-// Reference: spec 6.3 (Candidate); CandidateState.canGrantVote.
+// Reference: CandidateState.canGrantVote.
 func TestCandidateGrantsPreVotesIffUpToDateAndRejectsStandardVotes(t *testing.T) {
 	s := vtCandidate(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog))
 	vtIs(t, s, Candidate, 4, NoNode, vtKey(1))
@@ -490,8 +497,7 @@ func TestCandidateGrantsPreVotesIffUpToDateAndRejectsStandardVotes(t *testing.T)
 // A Follower grants an up-to-date pre-vote until its first successful fetch
 // from the leader, and rejects every pre-vote after it. It never grants a
 // standard vote.
-// Reference: spec 6.3 (Follower), KIP-996; FollowerState.canGrantVote,
-// hasFetchedFromLeader.
+// Reference: KIP-996; FollowerState.canGrantVote, hasFetchedFromLeader.
 func TestFollowerGrantsPreVoteOnlyBeforeItsFirstFetch(t *testing.T) {
 	s := vtFollower(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog), 3, 2)
 	vtIs(t, s, Follower, 3, 2, NoReplica)
@@ -500,7 +506,8 @@ func TestFollowerGrantsPreVoteOnlyBeforeItsFirstFetch(t *testing.T) {
 	vtRejectsStandardVotes(t, s, 3)
 }
 
-// Reference: spec 6.3 (Follower rejects pre-votes once hasFetchedFromLeader).
+// Reference: FollowerState.canGrantVote (rejects pre-votes once
+// hasFetchedFromLeader).
 func TestFollowerRejectsPreVoteAfterFetch(t *testing.T) {
 	s := vtFetched(t, vtFollower(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog), 3, 2))
 
@@ -508,11 +515,11 @@ func TestFollowerRejectsPreVoteAfterFetch(t *testing.T) {
 	vtRejectsStandardVotes(t, s, 3)
 }
 
-// DESIGN decision 3 (the fix proposed in KAFKA-20895): once its leader has
+// kraft's change (the fix proposed in KAFKA-20895): once its leader has
 // resigned with EndQuorumEpoch, a Follower that has fetched grants
 // up-to-date pre-votes again, so that the preferred successor can win; it
 // still rejects standard votes.
-// Reference: DESIGN 6.3, spec 8.4, open question 16.5.
+// Reference: docs/design.md, contract decision 3; KAFKA-20895.
 func TestFollowerGrantsPreVoteAgainAfterItsLeaderResigns(t *testing.T) {
 	s := vtFetched(t, vtFollower(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog), 3, 2))
 	s, _ = step(t, s, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 3, SuccessorRank: SuccessorRank{Position: 1, Of: 2}})
@@ -523,7 +530,7 @@ func TestFollowerGrantsPreVoteAgainAfterItsLeaderResigns(t *testing.T) {
 }
 
 // A Leader rejects every vote of its epoch, pre-vote or standard.
-// Reference: spec 6.3 (Leader); LeaderState.canGrantVote.
+// Reference: LeaderState.canGrantVote.
 func TestLeaderRejectsEveryVote(t *testing.T) {
 	s := vtLeader(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog))
 	vtIs(t, s, Leader, 4, 1, NoReplica)
@@ -534,7 +541,7 @@ func TestLeaderRejectsEveryVote(t *testing.T) {
 
 // A Resigned leader helps its successor: it grants up-to-date pre-votes; it
 // never grants a standard vote in the epoch it led.
-// Reference: spec 6.3 (Resigned), 8.1; ResignedStateTest.testGrantVote.
+// Reference: ResignedState; ResignedStateTest.testGrantVote.
 func TestResignedGrantsPreVotesIffUpToDateAndRejectsStandardVotes(t *testing.T) {
 	s := vtResigned(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog))
 	vtIs(t, s, Resigned, 4, 1, NoReplica)
@@ -547,7 +554,8 @@ func TestResignedGrantsPreVotesIffUpToDateAndRejectsStandardVotes(t *testing.T) 
 // observer grants up-to-date pre-votes and may grant and persist a standard
 // vote (it owns no election timer to reset); an observer Follower rejects
 // pre-votes once it has fetched.
-// Reference: spec 2.3, 6.2 (no local voter check), 10.4 (UO, FO), open question 16.6.
+// Reference: KafkaRaftClient.handleVoteRequest (no local voter check);
+// docs/design.md D29.
 func TestObserverAnswersVotesLikeAVoter(t *testing.T) {
 	cfg := observerConfig(7, 1, 2, 3)
 	s, _ := restart(t, cfg, QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: NoReplica}, LogState{End: vtLog})
@@ -571,7 +579,8 @@ func TestObserverAnswersVotesLikeAVoter(t *testing.T) {
 // A replica without a node id answers pre-votes but can never grant a
 // standard vote (it could not persist it), and any request addressed to a
 // voter key is not for it.
-// Reference: spec 2.3, 6.2 step 6, open question 16.6; QuorumState (no local id).
+// Reference: KafkaRaftClient.isValidVoterKey; QuorumState.unattachedAddVotedState
+// (needs a local id); docs/design.md D8, D29.
 func TestObserverWithoutIDNeverGrantsStandardVote(t *testing.T) {
 	s := start(t, Config{Local: NoReplica, Observer: true, Voters: keys(1, 2, 3), Seed: 9})
 	vtIs(t, s, Unattached, 0, NoNode, NoReplica)
@@ -596,10 +605,10 @@ func TestObserverWithoutIDNeverGrantsStandardVote(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// ReceiveVoteResponse (spec 6.4, 4.3, 10.5)
+// ReceiveVoteResponse (Kafka's handleVoteResponse, maybeHandleCommonResponse)
 
 // A response from an older epoch is stale and ignored, whatever it says.
-// Reference: spec 4.3 step 2, 10.5.
+// Reference: KafkaRaftClient.maybeHandleCommonResponse (an older epoch is stale).
 func TestVoteResponseFromOlderEpochIsIgnored(t *testing.T) {
 	s := vtCandidate(t, start(t, config(1, 1, 2, 3)))
 	vtIs(t, s, Candidate, 1, NoNode, vtKey(1))
@@ -619,7 +628,8 @@ func TestVoteResponseFromOlderEpochIsIgnored(t *testing.T) {
 
 // A response from a newer epoch that names a leader makes the nominee a
 // Follower of that leader in that epoch (persisted, first fetch at once).
-// Reference: spec 6.4 step 2, 4.2 step 2.
+// Reference: KafkaRaftClient.handleVoteResponse, maybeHandleCommonResponse,
+// maybeTransition.
 func TestVoteResponseFromNewerEpochWithLeaderMakesFollower(t *testing.T) {
 	s := vtProspective(t, start(t, config(1, 1, 2, 3)))
 
@@ -637,7 +647,8 @@ func TestVoteResponseFromNewerEpochWithLeaderMakesFollower(t *testing.T) {
 
 // A response from a newer epoch without a leader makes the nominee
 // Unattached in that epoch, persisted, keeping its running election timer.
-// Reference: spec 6.4 step 2, 10.11, 3.1 rules 2 and 4.
+// Reference: KafkaRaftClient.maybeHandleCommonResponse;
+// QuorumState.transitionToUnattached (remaining election time); D2.
 func TestVoteResponseFromNewerEpochWithoutLeaderMakesUnattached(t *testing.T) {
 	for name, s := range map[string]State{
 		"prospective": vtProspective(t, start(t, config(1, 1, 2, 3))),
@@ -657,7 +668,7 @@ func TestVoteResponseFromNewerEpochWithoutLeaderMakesUnattached(t *testing.T) {
 // A response of our epoch that names a leader we did not know makes us its
 // Follower in the same epoch, keeping our vote; the vote it carries is then
 // ignored (a granted one does not make a Candidate or a Leader).
-// Reference: spec 6.4 step 2, 4.3 step 4;
+// Reference: KafkaRaftClient.maybeHandleCommonResponse;
 // KafkaRaftClientPreVoteTest.testProspectiveWithoutLeaderTransitionsToFollower.
 func TestVoteResponseNamingUnknownLeaderOfOurEpochMakesFollower(t *testing.T) {
 	p := vtProspective(t, vtUnattachedAt(t, config(1, 1, 2, 3), 2))
@@ -687,7 +698,8 @@ func TestVoteResponseNamingUnknownLeaderOfOurEpochMakesFollower(t *testing.T) {
 // With three voters the Prospective's own pre-vote plus one grant is a
 // majority: it becomes Candidate(E+1), persists its self-vote, draws a fresh
 // timer and asks every other voter for a standard vote in E+1.
-// Reference: spec 6.4 step 3, 4.5 transitionToCandidate, 1.2 majority.
+// Reference: KafkaRaftClient.handleVoteResponse; QuorumState.transitionToCandidate;
+// EpochElection.majoritySize.
 func TestProspectiveWinsPreVoteWithMajorityOfThree(t *testing.T) {
 	cfg := config(1, 1, 2, 3)
 	cfg.ClusterID = vtCluster
@@ -706,7 +718,7 @@ func TestProspectiveWinsPreVoteWithMajorityOfThree(t *testing.T) {
 }
 
 // With five voters the Prospective needs two grants besides its own.
-// Reference: spec 6.4 step 3, 1.2 majority.
+// Reference: KafkaRaftClient.handleVoteResponse; EpochElection.majoritySize.
 func TestProspectiveWinsPreVoteWithMajorityOfFive(t *testing.T) {
 	s := vtProspective(t, start(t, config(1, 1, 2, 3, 4, 5)))
 
@@ -732,7 +744,7 @@ func TestProspectiveWinsPreVoteWithMajorityOfFive(t *testing.T) {
 // check-quorum (1.5*T_f) and BeginQuorumEpoch (T_f/2), appends the
 // LeaderChange record naming the voters that granted (itself included) and
 // sends BeginQuorumEpoch to every other voter, in that order.
-// Reference: spec 7.1 onBecomeLeader, 4.5 transitionToLeader, 3.
+// Reference: KafkaRaftClient.onBecomeLeader, QuorumState.transitionToLeader.
 func TestCandidateWinsElectionWithMajorityOfThree(t *testing.T) {
 	cfg := config(1, 1, 2, 3)
 	cfg.ClusterID = vtCluster
@@ -753,7 +765,8 @@ func TestCandidateWinsElectionWithMajorityOfThree(t *testing.T) {
 	}, acts)
 }
 
-// Reference: spec 7.1, 6.4 step 3, 1.2 (majority of 5 is 3).
+// Reference: KafkaRaftClient.handleVoteResponse, onBecomeLeader;
+// EpochElection.majoritySize (3 of 5).
 func TestCandidateWinsElectionWithMajorityOfFive(t *testing.T) {
 	s := vtCandidate(t, vtWithLog(t, config(3, 1, 2, 3, 4, 5), 3, vtLog))
 	vtIs(t, s, Candidate, 4, NoNode, vtKey(3))
@@ -784,7 +797,7 @@ func TestCandidateWinsElectionWithMajorityOfFive(t *testing.T) {
 // Voters with KIP-853 directory ids: a Vote response carries only the
 // responder's node id, and it must still be counted (Kafka's EpochElection
 // keys the tally by id).
-// Reference: spec 6.4 step 3, 1.1; EpochElection.recordVote.
+// Reference: KafkaRaftClient.handleVoteResponse; EpochElection.recordVote.
 func TestVoteResponsesCountForVotersWithDirectoryIDs(t *testing.T) {
 	dirC := uuid.MustParse("00000000-0000-0000-0000-00000000000c")
 	voters := []ReplicaKey{{ID: 1, DirectoryID: dirA}, {ID: 2, DirectoryID: vtDirB}, {ID: 3, DirectoryID: dirC}}
@@ -803,8 +816,10 @@ func TestVoteResponsesCountForVotersWithDirectoryIDs(t *testing.T) {
 // A Prospective that can no longer reach a majority (granted + unanswered <
 // majority) gives up at once: without a reachable leader it is Unattached
 // in the same epoch, leader id and vote kept, with a fresh random election
-// timer (the "lost by rejections" branch of spec 3.1).
-// Reference: spec 6.4 step 3, 3.1 rule 6; prospectiveTransitionAfterElectionLoss.
+// timer (the "lost by rejections" branch of Kafka's
+// QuorumState.transitionToUnattached).
+// Reference: KafkaRaftClient.maybeHandleElectionLoss,
+// prospectiveTransitionAfterElectionLoss.
 func TestProspectiveLosingPreVoteBecomesUnattachedWithFreshTimer(t *testing.T) {
 	// Three voters: the second rejection loses.
 	s := vtProspective(t, start(t, config(1, 1, 2, 3)))
@@ -837,7 +852,8 @@ func TestProspectiveLosingPreVoteBecomesUnattachedWithFreshTimer(t *testing.T) {
 
 // A Prospective that came from following a reachable leader and loses its
 // pre-vote follows that leader again in the same epoch.
-// Reference: spec 6.4 step 3, 5.1; prospectiveTransitionAfterElectionLoss.
+// Reference: KafkaRaftClient.maybeHandleElectionLoss,
+// prospectiveTransitionAfterElectionLoss.
 func TestProspectiveLosingPreVoteFollowsReachableLeaderAgain(t *testing.T) {
 	s := vtFetched(t, vtFollower(t, start(t, config(1, 1, 2, 3)), 1, 2))
 	s, _ = step(t, s, FetchTimeout{})
@@ -861,8 +877,8 @@ func TestProspectiveLosingPreVoteFollowsReachableLeaderAgain(t *testing.T) {
 // epoch, no backoff, it waits for its election timer (KAFKA-18345). It
 // never changes a verdict it recorded, so a late grant from a voter that
 // rejected cannot make it Leader.
-// Reference: spec 6.4 step 3 (Candidate), 3.4, open question 16.8;
-// CandidateState.recordGrantedVote.
+// Reference: KafkaRaftClient.maybeHandleElectionLoss, KAFKA-18345;
+// CandidateState.recordGrantedVote (Kafka throws on a flip; kraft ignores it).
 func TestCandidateLosingWaitsAndNeverFlipsAVerdict(t *testing.T) {
 	s := vtCandidate(t, start(t, config(1, 1, 2, 3)))
 	for _, e := range []ReceiveVoteResponse{vtReject(2, 1), vtReject(3, 1), vtGrant(2, 1), vtGrant(3, 1)} {
@@ -885,7 +901,8 @@ func TestCandidateLosingWaitsAndNeverFlipsAVerdict(t *testing.T) {
 
 // A Prospective records the latest verdict of a voter (Kafka overwrites):
 // a grant after a rejection from the same voter counts.
-// Reference: spec 6.4 (Prospective silently overwrites), DESIGN 6.2.
+// Reference: ProspectiveState (records over an earlier verdict); docs/design.md,
+// contract decision 2.
 func TestProspectiveOverwritesAVerdict(t *testing.T) {
 	s := vtProspective(t, start(t, config(1, 1, 2, 3)))
 	s, acts := step(t, s, vtReject(2, 0))
@@ -896,7 +913,7 @@ func TestProspectiveOverwritesAVerdict(t *testing.T) {
 
 // A repeated response is counted once, for a Prospective and a Candidate:
 // the second grant from the same voter changes nothing.
-// Reference: spec 6.4 (duplicates; EpochElection.recordVote returns false).
+// Reference: EpochElection.recordVote (returns false for a repeat).
 func TestDuplicateVoteResponseIsCountedOnce(t *testing.T) {
 	p := vtProspective(t, start(t, config(1, 1, 2, 3, 4, 5)))
 	p, _ = step(t, p, vtGrant(2, 0))
@@ -917,7 +934,7 @@ func TestDuplicateVoteResponseIsCountedOnce(t *testing.T) {
 
 // Responses from replicas outside the voter set, or carrying our own id,
 // are not counted.
-// Reference: spec 6.4 (EpochElection.getVoterStateOrThrow; Go: ignore).
+// Reference: EpochElection.getVoterStateOrThrow (Kafka throws; kraft ignores).
 func TestVoteResponseFromNonVoterIsIgnored(t *testing.T) {
 	for name, s := range map[string]State{
 		"prospective": vtProspective(t, start(t, config(1, 1, 2, 3))),
@@ -937,7 +954,8 @@ func TestVoteResponseFromNonVoterIsIgnored(t *testing.T) {
 // A voter that does not know Vote v2 answers UNSUPPORTED_VERSION; a
 // Prospective then skips the pre-vote and becomes Candidate(E+1) at once. A
 // Candidate ignores it.
-// Reference: spec 6.4 step 1, 10.5.
+// Reference: KafkaRaftClient.handleVoteResponse (UNSUPPORTED_VERSION while
+// Prospective); docs/design.md D7.
 func TestProspectiveBecomesCandidateOnUnsupportedVersion(t *testing.T) {
 	s := vtProspective(t, start(t, config(1, 1, 2, 3, 4, 5)))
 
@@ -972,7 +990,8 @@ func TestProspectiveIgnoresVoteResponseNamingItselfLeader(t *testing.T) {
 // A Vote response that names a second leader for our epoch, or names us
 // leader when we are not (outside KAFKA-16281's Prospective case), proves
 // the cluster inconsistent: a single Fault and the state unchanged.
-// Reference: spec 4.2 step 1 hasConsistentLeader, 12 invariant 5; DESIGN 1.3, 6.1.
+// Reference: KafkaRaftClient.hasConsistentLeader; docs/design.md, contract
+// decision 1, and D13.
 func TestVoteResponseNamingSecondLeaderIsAFault(t *testing.T) {
 	follower := vtFollower(t, start(t, config(1, 1, 2, 3)), 1, 2)
 	prospective, _ := step(t, follower, FetchTimeout{})
@@ -1001,7 +1020,7 @@ func TestVoteResponseNamingSecondLeaderIsAFault(t *testing.T) {
 
 // Roles that are not running an election ignore Vote responses of their
 // epoch.
-// Reference: spec 6.4 step 3 (Leader, any other role: ignore), 10.5.
+// Reference: KafkaRaftClient.handleVoteResponse (ignored unless a nominee).
 func TestNonNomineesIgnoreVoteResponses(t *testing.T) {
 	cfg := config(1, 1, 2, 3)
 	cases := []struct {

@@ -22,7 +22,7 @@ import (
 //     the voters' durable logs.
 //   - "hwm-own-epoch": a leader's high watermark does not end in a record of
 //     its own epoch (a leader commits older records only through its own,
-//     Raft's figure 8, spec 7.5).
+//     Raft's figure 8; Kafka's LeaderState.maybeUpdateHighWatermark).
 //   - "committed-changed": a leader's log differs from the committed log
 //     below its high watermark.
 //   - "committed-lost": a replica lost or changed a committed record it held
@@ -193,7 +193,8 @@ func (k *Checker) beforeAction(n *node, a kraft.Action, e kraft.Event) {
 		} else if v, ok := k.votes[voteKey{voter: n.id, disk: n.disk, epoch: r.Epoch}]; ok && r.LeaderID != n.id {
 			// Only a leader's own record drops its self-vote (Kafka's
 			// LeaderState.election); every other record of the epoch keeps
-			// the vote (spec 12.2).
+			// the vote (Kafka's QuorumState.transitionToUnattached and
+			// transitionToFollower).
 			k.fail(n, "vote-durable", "persisted %+v, forgetting its vote for %v in epoch %d", r, v, r.Epoch)
 		}
 	case kraft.SendVoteRequest:
