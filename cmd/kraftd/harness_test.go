@@ -228,6 +228,22 @@ func (c *cluster) waitAllCaughtUp(timeout time.Duration) {
 	c.fatalf("the replicas did not reach the leader's high watermark %d within %v", lst.HighWatermark, timeout)
 }
 
+// waitRejoined waits until p, just restarted, follows the current leader
+// and its high watermark has reached the leader's at the restart, and
+// returns how long that took from since.
+func (c *cluster) waitRejoined(p *proc, since time.Time, timeout time.Duration) (time.Duration, bool) {
+	_, lst := c.waitLeader(timeout)
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		st, err := c.statusOf(p)
+		if err == nil && st.Role == "Follower" && st.Leader == lst.ID && st.HighWatermark >= lst.HighWatermark {
+			return time.Since(since), true
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return 0, false
+}
+
 // waitConverged waits until one process leads and every one has its log
 // end and high watermark.
 func (c *cluster) waitConverged(timeout time.Duration) map[int]node.Status {

@@ -26,13 +26,20 @@ import (
 // Short kraft timeouts, so that a failover takes a fraction of a second.
 var testTimeouts = []string{"-election-timeout", "200ms", "-fetch-timeout", "400ms", "-election-backoff-max", "200ms"}
 
-// TestProcessFailover kills the leader with SIGKILL five times, restarting
-// it each time once a new leader has committed an append.
+// TestProcessFailover kills the leader with SIGKILL five times (or
+// KRAFTD_KILLS times), restarting it each time once a new leader has
+// committed an append.
 func TestProcessFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-process test: skipped with -short")
 	}
-	events := make([]fault, 5)
+	kills := 5
+	if s := os.Getenv("KRAFTD_KILLS"); s != "" {
+		var err error
+		kills, err = strconv.Atoi(s)
+		require.NoError(t, err, "KRAFTD_KILLS")
+	}
+	events := make([]fault, kills)
 	for i := range events {
 		events[i] = killLeader
 	}
@@ -104,6 +111,7 @@ func runChaos(t *testing.T, events []fault, rng *rand.Rand) {
 		return lo + time.Duration(rng.Int63n(int64(hi-lo)+1))
 	}
 	recovery := map[fault][]time.Duration{}
+	var rejoin []time.Duration
 	for i, ev := range events {
 		time.Sleep(random(300*time.Millisecond, time.Second)) // appends flow
 		leader, _ := c.waitLeader(15 * time.Second)
@@ -118,7 +126,13 @@ func runChaos(t *testing.T, events []fault, rng *rand.Rand) {
 			c.procs[leader].kill()
 			got, ok = cl.waitAck(time.Now(), leader, 20*time.Second)
 			time.Sleep(random(0, time.Second))
+			restarted := time.Now()
 			c.procs[leader].start()
+			if d, back := c.waitRejoined(c.procs[leader], restarted, 20*time.Second); back {
+				rejoin = append(rejoin, d)
+			} else {
+				c.fatalf("fault %d: the restarted replica %d did not rejoin within 20s", i+1, leader)
+			}
 		case killFollower:
 			c.procs[follower].kill()
 			got, ok = cl.waitAck(time.Now(), 0, 20*time.Second)
@@ -183,6 +197,11 @@ func runChaos(t *testing.T, events []fault, rng *rand.Rand) {
 		}
 		med, worst := medianMax(ds)
 		t.Logf("%v x%d: %s: median %v, max %v", f, len(ds), what, med.Round(time.Millisecond), worst.Round(time.Millisecond))
+	}
+	if len(rejoin) > 0 {
+		med, worst := medianMax(rejoin)
+		t.Logf("rejoin of a restarted former leader (process start -> following the leader, caught up with its high watermark): median %v, max %v over %d",
+			med.Round(time.Millisecond), worst.Round(time.Millisecond), len(rejoin))
 	}
 	t.Logf("graceful stop: the leader's handover (SIGTERM -> exit) took %v; all three stopped in %v", handover.Round(time.Millisecond), stopTime.Round(time.Millisecond))
 }
