@@ -137,8 +137,12 @@ type Cluster struct {
 	stats      Stats
 	check      *Checker
 	trace      *json.Encoder
-	err        error
-	client     uint64
+	// traceStarts and traceSteps count the start and step lines written;
+	// traceEnded: EndTrace wrote the end record.
+	traceStarts, traceSteps int
+	traceEnded              bool
+	err                     error
+	client                  uint64
 
 	// ctx is the message being delivered, for matching responses.
 	ctx *message
@@ -777,8 +781,9 @@ func (c *Cluster) preVoteUnsupported(id kraft.NodeID) bool {
 
 // TraceLine is one line of a trace.
 type TraceLine struct {
-	// Kind is "header", "start" (NewState at start or restart), "step" or
-	// "op" (a fault or schedule operation).
+	// Kind is "header", "start" (NewState at start or restart), "step",
+	// "op" (a fault or schedule operation) or "end" (the last line, written
+	// by EndTrace).
 	Kind    string              `json:"kind"`
 	T       time.Duration       `json:"t"`
 	Node    kraft.NodeID        `json:"node"`
@@ -791,13 +796,36 @@ type TraceLine struct {
 	Actions []Tagged            `json:"actions,omitempty"`
 	State   *StateSummary       `json:"state,omitempty"`
 	Op      *Op                 `json:"op,omitempty"`
+	// Starts and Steps, in the "end" record, count the start and step
+	// lines of the whole trace.
+	Starts int `json:"starts,omitempty"`
+	Steps  int `json:"steps,omitempty"`
 }
 
 func (c *Cluster) writeTrace(l TraceLine) {
-	if c.trace == nil {
+	if c.trace == nil || c.traceEnded {
 		return
+	}
+	switch l.Kind {
+	case "start":
+		c.traceStarts++
+	case "step":
+		c.traceSteps++
 	}
 	if err := c.trace.Encode(l); err != nil {
 		c.fail(Violation{Rule: "trace", Detail: err.Error()})
 	}
+}
+
+// EndTrace writes the trace's end record, with the number of start and
+// step lines before it, and writes nothing after it. Replay refuses a
+// trace without one, so a trace cut short (a full disk, a killed run) is
+// never taken for a whole run. A run that writes a trace calls it once
+// when it is done.
+func (c *Cluster) EndTrace() {
+	if c.trace == nil || c.traceEnded {
+		return
+	}
+	c.writeTrace(TraceLine{Kind: "end", T: c.now, Starts: c.traceStarts, Steps: c.traceSteps})
+	c.traceEnded = true
 }

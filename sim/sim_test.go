@@ -31,6 +31,7 @@ func faultyRun(t *testing.T, seed int64, w *bytes.Buffer) *Cluster {
 	require.NoError(t, c.RunFor(10*time.Second))
 	_, err = c.CheckLiveness()
 	require.NoError(t, err)
+	c.EndTrace()
 	return c
 }
 
@@ -69,6 +70,28 @@ func TestReplayDetectsTamperedTrace(t *testing.T) {
 	}
 	_, err := Replay(strings.NewReader(strings.Join(lines, "\n")))
 	require.Error(t, err)
+}
+
+// TestReplayRefusesACutTrace: a trace cut at a line boundary, or with its
+// end record's counts changed, does not replay as a whole run.
+func TestReplayRefusesACutTrace(t *testing.T) {
+	var buf bytes.Buffer
+	faultyRun(t, 5, &buf)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	_, err := Replay(strings.NewReader(strings.Join(lines, "\n")))
+	require.NoError(t, err)
+	for _, cut := range []int{1, len(lines) / 2, len(lines) - 1} {
+		_, err := Replay(strings.NewReader(strings.Join(lines[:cut], "\n")))
+		require.ErrorContains(t, err, "no end record", "cut after %d lines", cut)
+	}
+	end := lines[len(lines)-1]
+	require.Contains(t, end, `"kind":"end"`)
+	forged := append(append([]string(nil), lines[:len(lines)-2]...), end)
+	_, err = Replay(strings.NewReader(strings.Join(forged, "\n")))
+	require.Error(t, err, "a line missing before the end record")
+	after := append(append([]string(nil), lines...), lines[1])
+	_, err = Replay(strings.NewReader(strings.Join(after, "\n")))
+	require.ErrorContains(t, err, "after the end record")
 }
 
 func TestTraceEventsRoundTrip(t *testing.T) {

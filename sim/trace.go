@@ -120,18 +120,24 @@ type ReplayStats struct {
 // again on fresh states (kraft.NewState for "start" lines, kraft.Step for
 // "step" lines), checking that each call returns the recorded actions and a
 // state with the recorded summary. It needs no network, clock or seed: the
-// trace holds every input each replica saw. It returns the first mismatch.
+// trace holds every input each replica saw. It returns the first mismatch,
+// and an error for a trace without its end record (Cluster.EndTrace) or
+// whose end record counts other lines than the trace has.
 func Replay(r io.Reader) (ReplayStats, error) {
 	var st ReplayStats
 	states := map[kraft.NodeID]kraft.State{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
 	line := 0
+	ended := false
 	for sc.Scan() {
 		line++
 		var l TraceLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			return st, fmt.Errorf("sim: trace line %d: %w", line, err)
+		}
+		if ended {
+			return st, fmt.Errorf("sim: trace line %d: a line after the end record", line)
 		}
 		var (
 			next kraft.State
@@ -162,6 +168,13 @@ func Replay(r io.Reader) (ReplayStats, error) {
 			}
 			next, acts = kraft.Step(prev, e)
 			st.Steps++
+		case "end":
+			if l.Starts != st.Starts || l.Steps != st.Steps {
+				return st, fmt.Errorf("sim: trace line %d: the end record counts %d starts and %d steps, the trace has %d and %d",
+					line, l.Starts, l.Steps, st.Starts, st.Steps)
+			}
+			ended = true
+			continue
 		default:
 			continue
 		}
@@ -180,5 +193,11 @@ func Replay(r io.Reader) (ReplayStats, error) {
 		}
 		states[l.Node] = next
 	}
-	return st, sc.Err()
+	if err := sc.Err(); err != nil {
+		return st, err
+	}
+	if !ended {
+		return st, fmt.Errorf("sim: the trace has no end record after line %d: it was cut short", line)
+	}
+	return st, nil
 }

@@ -168,7 +168,7 @@ func command(args []string, stdout, stderr *printer, terminal bool) int {
 	}
 	if cfg.set["replay"] {
 		for _, name := range set {
-			if name != "replay" {
+			if name != "replay" && name != "q" {
 				return badUsage(stderr, "-replay cannot be combined with -%s", name)
 			}
 		}
@@ -296,6 +296,7 @@ func simulate(cfg config, sc scenario, stdout, stderr *printer, terminal bool) i
 	}
 	printSummary(stdout, cfg, sc, d, obs, res)
 	if traceBuf != nil {
+		c.EndTrace()
 		err := traceBuf.Flush()
 		if cerr := traceFile.Close(); err == nil {
 			err = cerr

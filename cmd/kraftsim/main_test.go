@@ -99,6 +99,19 @@ func TestTraceThenReplayReproduces(t *testing.T) {
 	code, out, _ = runArgs(t, "-replay", tampered2)
 	require.Equal(t, exitFail, code, out)
 	require.Contains(t, out, "does NOT reproduce")
+
+	// A trace cut at a line boundary lacks its end record.
+	lines := strings.SplitAfter(string(data), "\n")
+	cut := filepath.Join(dir, "cut.jsonl")
+	require.NoError(t, os.WriteFile(cut, []byte(strings.Join(lines[:len(lines)/2], "")), 0o600))
+	code, out, _ = runArgs(t, "-replay", cut, "-q")
+	require.Equal(t, exitFail, code, out)
+	require.Contains(t, out, "no end record")
+
+	// -q goes with -replay.
+	code, out, errOut = runArgs(t, "-replay", trace, "-q")
+	require.Equal(t, exitOK, code, out+errOut)
+	require.Contains(t, out, "reproduces exactly")
 }
 
 func TestEveryScenarioPasses(t *testing.T) {

@@ -75,6 +75,8 @@ func checkTrace(data []byte) (sim.TraceLine, error) {
 				return hdr, fmt.Errorf("line %d: op without operation", line)
 			}
 			continue
+		case "end":
+			continue
 		default:
 			return hdr, fmt.Errorf("line %d: unknown kind %q", line, l.Kind)
 		}

@@ -92,8 +92,14 @@ func printSummary(w *printer, cfg config, sc scenario, d *driver, o *observer, r
 		}
 	}
 	add("records committed", "%s (%s client records, %s LeaderChange records)", thousands(len(committed)), thousands(client), thousands(len(committed)-client))
-	add("client records", "%s appended at a leader", thousands(st.Appends))
-	add("messages", "%s sent, %s lost, %s dropped", thousands(st.Messages), thousands(st.Lost), thousands(st.Dropped))
+	notCommitted := st.Appends - client
+	if notCommitted < 0 {
+		notCommitted = 0
+	}
+	add("client records", "%s appended at a leader, %s never committed (lost with their leader's epoch, or in flight at the end)",
+		thousands(st.Appends), thousands(notCommitted))
+	add("messages", "%s sent, %s lost by the network, %s dropped by receivers (partitioned, crashed, stale or duplicate)",
+		thousands(st.Messages), thousands(st.Lost), thousands(st.Dropped))
 	add("Step calls", "%s (Step and NewState)", thousands(st.Events))
 	checks := c.Checker().Checks
 	if res.violation == nil {
