@@ -184,6 +184,7 @@ func New(opts Options, trace io.Writer) (*Cluster, error) {
 		cfg := kraft.Config{
 			Local:              kraft.ReplicaKey{ID: id, DirectoryID: directoryID(opts, id, 0)},
 			ClusterID:          clusterID(opts),
+			KafkaFailover:      opts.KafkaFailover,
 			Observer:           i >= opts.Voters,
 			Voters:             c.voters,
 			ElectionTimeout:    opts.ElectionTimeout,

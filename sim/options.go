@@ -70,6 +70,10 @@ type Options struct {
 	// request with UNSUPPORTED_VERSION, as a Kafka peer without Vote v2
 	// (KIP-996) does; the requester then skips the pre-vote.
 	PreVoteUnsupported []kraft.NodeID `json:"pre_vote_unsupported,omitempty"`
+	// KafkaFailover sets kraft.Config.KafkaFailover on every replica:
+	// failovers exactly as Kafka runs them, without kraft's refinements
+	// (docs/design.md D39).
+	KafkaFailover bool `json:"kafka_failover,omitempty"`
 }
 
 // DefaultOptions returns the defaults: Kafka's timeouts (T_e 1 s, T_f 2 s,
