@@ -15,13 +15,8 @@ import (
 // does or drops the input, and never corrupts the state (the package doc,
 // Faults).
 
-var (
-	rrOurs    = uuid.NullUUID{UUID: uuid.MustParse("11111111-1111-1111-1111-111111111111"), Valid: true}
-	rrForeign = uuid.NullUUID{UUID: uuid.MustParse("22222222-2222-2222-2222-222222222222"), Valid: true}
-)
-
-// rrZeroEvents is the zero value of every event type.
-var rrZeroEvents = []Event{
+// zeroEvents is the zero value of every event type.
+var zeroEvents = []Event{
 	ElectionTimeout{},
 	FetchTimeout{},
 	CheckQuorumTimeout{},
@@ -40,8 +35,8 @@ var rrZeroEvents = []Event{
 	Resign{},
 }
 
-// rrOwnsTimer reports whether a role of s acts on the timeout event e.
-func rrOwnsTimer(s State, e Event) bool {
+// ownsTimer reports whether a role of s acts on the timeout event e.
+func ownsTimer(s State, e Event) bool {
 	switch e.(type) {
 	case ElectionTimeout:
 		return s.IsVoter() && (s.Role() == Unattached || s.Role() == Prospective || s.Role() == Candidate) || s.Role() == Resigned
@@ -62,17 +57,17 @@ func rrOwnsTimer(s State, e Event) bool {
 // KafkaRaftClient.handleVoteRequest, validateVoterOnlyRequest,
 // validateLeaderOnlyRequest, maybeHandleCommonResponse; docs/design.md D24.
 func TestZeroValueEventsOnEveryRole(t *testing.T) {
-	for name, s := range rrRolesInEpoch(t, rrOurs) {
+	for name, s := range rolesInEpoch(t, testClusterID) {
 		e, l := s.Epoch(), s.Leader()
 		require.GreaterOrEqual(t, e, Epoch(2))
-		for _, ev := range rrZeroEvents {
+		for _, ev := range zeroEvents {
 			var next State
 			var acts []Action
 			require.NotPanics(t, func() { next, acts = step(t, s, ev) }, "%s %T", name, ev)
 			var want []Action
 			switch ev.(type) {
 			case ElectionTimeout, FetchTimeout, CheckQuorumTimeout, BeginQuorumEpochTimeout, Resign:
-				if rrOwnsTimer(s, ev) {
+				if ownsTimer(s, ev) {
 					// A real timeout of this role: covered by the role's
 					// own tests; here only: it moves forward, never back.
 					require.GreaterOrEqual(t, next.Epoch(), e, "%s %T", name, ev)
@@ -108,9 +103,9 @@ func TestZeroValueEventsOnEveryRole(t *testing.T) {
 func TestZeroValueBeginQuorumEpochAtEpochZero(t *testing.T) {
 	s := start(t, config(1, 1, 2, 3))
 	next, acts := step(t, s, ReceiveBeginQuorumEpoch{})
-	rrExpect(t, next, Follower, 0, 0, NoReplica)
+	requireState(t, next, Follower, 0, 0, NoReplica)
 	require.Equal(t, []Action{
-		Persist{Record: rrRecord(0, 0, NoNode)},
+		Persist{Record: quorumRecord(0, 0, NoNode)},
 		RoleChanged{From: Unattached, To: Follower, Epoch: 0, LeaderID: 0, Reason: "BeginQuorumEpoch"},
 		StopTimer{Timer: ElectionTimer},
 		ResetTimer{Timer: FetchTimer, After: testTf},
@@ -119,9 +114,9 @@ func TestZeroValueBeginQuorumEpochAtEpochZero(t *testing.T) {
 	}, acts)
 
 	next, acts = step(t, s, ReceiveEndQuorumEpoch{})
-	rrExpect(t, next, Follower, 0, 0, NoReplica)
+	requireState(t, next, Follower, 0, 0, NoReplica)
 	require.Equal(t, []Action{
-		Persist{Record: rrRecord(0, 0, NoNode)},
+		Persist{Record: quorumRecord(0, 0, NoNode)},
 		RoleChanged{From: Unattached, To: Follower, Epoch: 0, LeaderID: 0, Reason: "EndQuorumEpoch"},
 		StopTimer{Timer: ElectionTimer},
 		ResetTimer{Timer: FetchTimer, After: 0},
@@ -132,14 +127,14 @@ func TestZeroValueBeginQuorumEpochAtEpochZero(t *testing.T) {
 	// leader while it is not: a Fault.
 	z := start(t, config(0, 0, 1, 2))
 	next, acts = step(t, z, ReceiveBeginQuorumEpoch{})
-	rrFault(t, z, next, acts)
+	requireFault(t, z, next, acts)
 }
 
 // TestStepZeroStateDoesNothing: the zero State is not usable; Step returns
 // it unchanged with no actions for every event, including nil.
 // Reference: state.go (zero State).
 func TestStepZeroStateDoesNothing(t *testing.T) {
-	for _, e := range append(append([]Event(nil), rrZeroEvents...), nil,
+	for _, e := range append(append([]Event(nil), zeroEvents...), nil,
 		ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 3}, Resign{}) {
 		var next State
 		var acts []Action
@@ -149,7 +144,7 @@ func TestStepZeroStateDoesNothing(t *testing.T) {
 	}
 	s := start(t, config(1, 1, 2, 3))
 	next, acts := step(t, s, nil)
-	rrUnchanged(t, s, next, acts)
+	requireUnchanged(t, s, next, acts)
 }
 
 // TestNegativeFieldsGetKafkaAnswers: negative ids, offsets and epochs are
@@ -159,7 +154,7 @@ func TestStepZeroStateDoesNothing(t *testing.T) {
 // validateVoterOnlyRequest, validateLeaderOnlyRequest, maybeHandleCommonResponse;
 // LeaderState.updateReplicaState.
 func TestNegativeFieldsGetKafkaAnswers(t *testing.T) {
-	roles := rrRolesInEpoch(t, uuid.NullUUID{})
+	roles := rolesInEpoch(t, uuid.NullUUID{})
 	u, f, l := roles["Unattached"], roles["Follower"], roles["Leader"]
 	require.Equal(t, Epoch(3), l.Epoch())
 	voteResp := func(code ErrorCode) []Action {
@@ -283,26 +278,26 @@ func TestNegativeFieldsGetKafkaAnswers(t *testing.T) {
 // Reference: KafkaRaftClient.handleVoteRequest (no voter check on the
 // requester, KIP-853), handleVoteResponse; LeaderState.updateReplicaState.
 func TestUnknownSenders(t *testing.T) {
-	roles := rrRolesInEpoch(t, uuid.NullUUID{})
+	roles := rolesInEpoch(t, uuid.NullUUID{})
 	u, p, l, f := roles["Unattached"], roles["Prospective"], roles["Leader"], roles["Follower"]
 
 	next, acts := step(t, u, ReceiveVoteRequest{From: 9, VoterID: 1, CandidateEpoch: 2, Candidate: 9, PreVote: true})
 	require.Equal(t, u, next)
 	require.Equal(t, []Action{SendVoteResponse{To: 9, Epoch: 2, LeaderID: NoNode, VoteGranted: true}}, acts)
 	next, acts = step(t, u, ReceiveVoteRequest{From: 9, VoterID: 1, CandidateEpoch: 2, Candidate: 9})
-	rrExpect(t, next, Unattached, 2, NoNode, ReplicaKey{ID: 9})
+	requireState(t, next, Unattached, 2, NoNode, ReplicaKey{ID: 9})
 	require.Equal(t, []Action{
-		Persist{Record: rrRecord(2, NoNode, 9)},
-		ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 1)},
+		Persist{Record: quorumRecord(2, NoNode, 9)},
+		ResetTimer{Timer: ElectionTimer, After: electionTimeoutAt(t, acts, 1)},
 		SendVoteResponse{To: 9, Epoch: 2, LeaderID: NoNode, VoteGranted: true},
 	}, acts)
 
 	for _, from := range []NodeID{9, 1, -1, 0} {
-		next, acts = step(t, p, ReceiveVoteResponse{From: from, Epoch: 2, VoteGranted: true, LeaderID: NoNode})
-		rrUnchanged(t, p, next, acts)
+		next, acts = step(t, p, grantVote(from, 2))
+		requireUnchanged(t, p, next, acts)
 	}
 	// The same grant from a voter counts (and wins, 2 of 3).
-	next, _ = step(t, p, ReceiveVoteResponse{From: 3, Epoch: 2, VoteGranted: true, LeaderID: NoNode})
+	next, _ = step(t, p, grantVote(3, 2))
 	require.Equal(t, Candidate, next.Role())
 
 	next, acts = step(t, l, ReceiveFetch{From: 9, CurrentLeaderEpoch: 3, FetchEpoch: 3, FetchOffset: 1})
@@ -315,28 +310,28 @@ func TestUnknownSenders(t *testing.T) {
 	// Leader 9 of a newer epoch is followed; leader 9 of our epoch, while
 	// we follow 2, is a Fault.
 	next, _ = step(t, f, ReceiveBeginQuorumEpoch{From: 9, LeaderID: 9, LeaderEpoch: 4, VoterID: 1})
-	rrExpect(t, next, Follower, 4, 9, NoReplica)
+	requireState(t, next, Follower, 4, 9, NoReplica)
 	next, acts = step(t, f, ReceiveEndQuorumEpoch{From: 9, LeaderID: 9, LeaderEpoch: 2})
-	rrFault(t, f, next, acts)
+	requireFault(t, f, next, acts)
 	// A fetch response from leader 9 of our epoch, likewise.
 	next, acts = step(t, f, ReceiveFetchResponse{From: 9, LeaderID: 9, LeaderEpoch: 2, HighWatermark: -1})
-	rrFault(t, f, next, acts)
+	requireFault(t, f, next, acts)
 }
 
 // TestVoteAddressedToAnotherVoter: a Vote request whose voter key is not
 // ours is refused with INVALID_VOTER_KEY, after the move to a newer epoch,
 // which is kept. Reference: KafkaRaftClient.handleVoteRequest, isValidVoterKey.
 func TestVoteAddressedToAnotherVoter(t *testing.T) {
-	roles := rrRolesInEpoch(t, uuid.NullUUID{})
+	roles := rolesInEpoch(t, uuid.NullUUID{})
 	u := roles["Unattached"]
 	next, acts := step(t, u, ReceiveVoteRequest{From: 2, VoterID: 3, CandidateEpoch: 2, Candidate: 2})
 	require.Equal(t, u, next)
 	require.Equal(t, []Action{SendVoteResponse{To: 2, Error: ErrInvalidVoterKey, Epoch: 2, LeaderID: NoNode}}, acts)
 
 	next, acts = step(t, u, ReceiveVoteRequest{From: 2, VoterID: 3, CandidateEpoch: 4, Candidate: 2, PreVote: true})
-	rrExpect(t, next, Unattached, 4, NoNode, NoReplica)
+	requireState(t, next, Unattached, 4, NoNode, NoReplica)
 	require.Equal(t, []Action{
-		Persist{Record: rrRecord(4, NoNode, NoNode)},
+		Persist{Record: quorumRecord(4, NoNode, NoNode)},
 		RoleChanged{From: Unattached, To: Unattached, Epoch: 4, LeaderID: NoNode, Reason: "vote request with a newer epoch"},
 		SendVoteResponse{To: 2, Error: ErrInvalidVoterKey, Epoch: 4, LeaderID: NoNode},
 	}, acts)
@@ -348,7 +343,6 @@ func TestVoteAddressedToAnotherVoter(t *testing.T) {
 	require.Equal(t, []Action{SendVoteResponse{To: 2, Error: ErrInvalidVoterKey, Epoch: 3, LeaderID: 1}}, acts)
 
 	// Directory ids: our id with another directory id is not us.
-	dirB := uuid.MustParse("00000000-0000-0000-0000-00000000000b")
 	local := ReplicaKey{ID: 1, DirectoryID: dirA}
 	d := start(t, Config{Local: local, Voters: []ReplicaKey{local, {ID: 2}, {ID: 3}}})
 	_, acts = step(t, d, ReceiveVoteRequest{From: 2, VoterID: 1, VoterDirectoryID: dirB, CandidateEpoch: 0, Candidate: 2, PreVote: true})
@@ -368,34 +362,34 @@ func TestVoteAddressedToAnotherVoter(t *testing.T) {
 // role, even with a newer epoch, and changes nothing; a request without a
 // cluster id is accepted. Reference: KafkaRaftClient.hasValidClusterId.
 func TestForeignClusterIDOnEveryRequestType(t *testing.T) {
-	for name, s := range rrRolesInEpoch(t, rrOurs) {
+	for name, s := range rolesInEpoch(t, testClusterID) {
 		e, l := s.Epoch(), s.Leader()
 		for _, tc := range []struct {
 			ev   Event
 			want Action
 		}{
 			{
-				ReceiveVoteRequest{From: 2, ClusterID: rrForeign, VoterID: NoNode, CandidateEpoch: 9, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 99, Epoch: 8}},
+				ReceiveVoteRequest{From: 2, ClusterID: otherClusterID, VoterID: NoNode, CandidateEpoch: 9, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 99, Epoch: 8}},
 				SendVoteResponse{To: 2, Error: ErrInconsistentClusterID, Epoch: e, LeaderID: l},
 			},
 			{
-				ReceiveVoteRequest{From: 2, ClusterID: rrForeign, VoterID: NoNode, CandidateEpoch: 9, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 99, Epoch: 9}, PreVote: true},
+				ReceiveVoteRequest{From: 2, ClusterID: otherClusterID, VoterID: NoNode, CandidateEpoch: 9, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 99, Epoch: 9}, PreVote: true},
 				SendVoteResponse{To: 2, Error: ErrInconsistentClusterID, Epoch: e, LeaderID: l},
 			},
 			{
-				ReceiveBeginQuorumEpoch{From: 2, ClusterID: rrForeign, LeaderID: 2, LeaderEpoch: 9, VoterID: NoNode},
+				ReceiveBeginQuorumEpoch{From: 2, ClusterID: otherClusterID, LeaderID: 2, LeaderEpoch: 9, VoterID: NoNode},
 				SendBeginQuorumEpochResponse{To: 2, Error: ErrInconsistentClusterID, Epoch: e, LeaderID: l},
 			},
 			{
-				ReceiveEndQuorumEpoch{From: 2, ClusterID: rrForeign, LeaderID: 2, LeaderEpoch: 9},
+				ReceiveEndQuorumEpoch{From: 2, ClusterID: otherClusterID, LeaderID: 2, LeaderEpoch: 9},
 				SendEndQuorumEpochResponse{To: 2, Error: ErrInconsistentClusterID, Epoch: e, LeaderID: l},
 			},
 			{
-				ReceiveFetch{From: 2, ClusterID: rrForeign, CurrentLeaderEpoch: e, FetchEpoch: 0, FetchOffset: 0},
+				ReceiveFetch{From: 2, ClusterID: otherClusterID, CurrentLeaderEpoch: e, FetchEpoch: 0, FetchOffset: 0},
 				SendFetchResponse{To: 2, Error: ErrInconsistentClusterID, Epoch: e, LeaderID: l, HighWatermark: -1},
 			},
 			{
-				ReceiveFetchSnapshot{From: 2, ClusterID: rrForeign, CurrentLeaderEpoch: e},
+				ReceiveFetchSnapshot{From: 2, ClusterID: otherClusterID, CurrentLeaderEpoch: e},
 				SendFetchSnapshotResponse{To: 2, Error: ErrInconsistentClusterID, Epoch: e, LeaderID: l},
 			},
 		} {
@@ -407,24 +401,24 @@ func TestForeignClusterIDOnEveryRequestType(t *testing.T) {
 
 	// The same BeginQuorumEpoch without a cluster id, or with ours, moves
 	// the replica.
-	s := rrRolesInEpoch(t, rrOurs)["Unattached"]
-	for _, id := range []uuid.NullUUID{{}, rrOurs} {
+	s := rolesInEpoch(t, testClusterID)["Unattached"]
+	for _, id := range []uuid.NullUUID{{}, testClusterID} {
 		next, _ := step(t, s, ReceiveBeginQuorumEpoch{From: 2, ClusterID: id, LeaderID: 2, LeaderEpoch: 9, VoterID: NoNode})
-		rrExpect(t, next, Follower, 9, 2, NoReplica)
+		requireState(t, next, Follower, 9, 2, NoReplica)
 	}
 	// And the cluster id goes out on the replica's own requests.
 	_, acts := step(t, s, ElectionTimeout{})
 	for _, r := range ofType[SendVoteRequest](acts) {
-		require.Equal(t, rrOurs, r.ClusterID)
+		require.Equal(t, testClusterID, r.ClusterID)
 	}
 	require.Len(t, ofType[SendVoteRequest](acts), 2)
 }
 
 // ---- property ----
 
-// rrGenEvent draws any event with small field values, negatives included;
+// genEvent draws any event with small field values, negatives included;
 // cur is the current epoch.
-func rrGenEvent(rt *rapid.T, cur Epoch) Event {
+func genEvent(rt *rapid.T, cur Epoch) Event {
 	id := func(l string) NodeID {
 		return rapid.SampledFrom([]NodeID{-2, -1, 0, 1, 2, 2, 2, 3, 3, 3, 4, 5}).Draw(rt, l)
 	}
@@ -436,7 +430,7 @@ func rrGenEvent(rt *rapid.T, cur Epoch) Event {
 	ep := func(l string) Epoch { return rapid.SampledFrom(near).Draw(rt, l) }
 	off := func(l string) int64 { return int64(rapid.IntRange(-1, 8).Draw(rt, l)) }
 	cluster := func() uuid.NullUUID {
-		return rapid.SampledFrom([]uuid.NullUUID{{}, {}, rrOurs, rrForeign}).Draw(rt, "cluster")
+		return rapid.SampledFrom([]uuid.NullUUID{{}, {}, testClusterID, otherClusterID}).Draw(rt, "cluster")
 	}
 	dir := func(l string) uuid.UUID { return rapid.SampledFrom([]uuid.UUID{uuid.Nil, uuid.Nil, dirA}).Draw(rt, l) }
 	code := func() ErrorCode {
@@ -504,10 +498,10 @@ func rrGenEvent(rt *rapid.T, cur Epoch) Event {
 	return Resign{}
 }
 
-// rrGenStart draws a replica: a configuration (voter, voter with id 0,
+// genStart draws a replica: a configuration (voter, voter with id 0,
 // only voter, voter with directory id, observer with and without id, with
 // or without cluster id), a stored record and a log.
-func rrGenStart(rt *rapid.T) (State, []Action, bool) {
+func genStart(rt *rapid.T) (State, []Action, bool) {
 	local := ReplicaKey{ID: 1, DirectoryID: dirA}
 	cfgs := []Config{
 		config(1, 1, 2, 3),
@@ -520,7 +514,7 @@ func rrGenStart(rt *rapid.T) (State, []Action, bool) {
 	}
 	cfg := rapid.SampledFrom(cfgs).Draw(rt, "config")
 	if rapid.Bool().Draw(rt, "withCluster") {
-		cfg.ClusterID = rrOurs
+		cfg.ClusterID = testClusterID
 	}
 	var rec *QuorumRecord
 	if rapid.Bool().Draw(rt, "withRecord") {
@@ -550,7 +544,7 @@ func rrGenStart(rt *rapid.T) (State, []Action, bool) {
 // panics); the README's host contract, rule 1; QuorumState.durableTransitionTo.
 func TestStepRandomEventsProperty(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		s, acts, ok := rrGenStart(rt)
+		s, acts, ok := genStart(rt)
 		if !ok {
 			return
 		}
@@ -568,7 +562,7 @@ func TestStepRandomEventsProperty(t *testing.T) {
 		}
 		n := rapid.IntRange(1, 60).Draw(rt, "steps")
 		for i := 0; i < n; i++ {
-			e := rrGenEvent(rt, s.Epoch())
+			e := genEvent(rt, s.Epoch())
 			before := deepCopy(s)
 			next, acts := Step(s, e)
 			if !reflect.DeepEqual(before, s) {

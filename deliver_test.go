@@ -18,7 +18,7 @@ import (
 func TestDeliverMapsEveryAction(t *testing.T) {
 	from := ReplicaKey{ID: 4, DirectoryID: dirA}
 	cluster := uuid.NullUUID{UUID: uuid.MustParse("00000000-0000-0000-0000-0000000000cc"), Valid: true}
-	to := ReplicaKey{ID: 2, DirectoryID: rpDirB}
+	to := ReplicaKey{ID: 2, DirectoryID: dirB}
 	div := &LogOffsetMetadata{Offset: 7, Epoch: 3}
 	cases := []struct {
 		action Action
@@ -28,7 +28,7 @@ func TestDeliverMapsEveryAction(t *testing.T) {
 		{Persist{Record: EmptyRecord()}, NoNode, nil},
 		{
 			SendVoteRequest{To: to, ClusterID: cluster, CandidateEpoch: 5, Candidate: from, CandidateLogEnd: LogEnd{Offset: 9, Epoch: 4}, PreVote: true},
-			2, ReceiveVoteRequest{From: 4, ClusterID: cluster, VoterID: 2, VoterDirectoryID: rpDirB, CandidateEpoch: 5, Candidate: 4, CandidateDirectoryID: dirA, CandidateLogEnd: LogEnd{Offset: 9, Epoch: 4}, PreVote: true},
+			2, ReceiveVoteRequest{From: 4, ClusterID: cluster, VoterID: 2, VoterDirectoryID: dirB, CandidateEpoch: 5, Candidate: 4, CandidateDirectoryID: dirA, CandidateLogEnd: LogEnd{Offset: 9, Epoch: 4}, PreVote: true},
 		},
 		{
 			SendVoteResponse{To: 2, Error: ErrFencedLeaderEpoch, Epoch: 6, LeaderID: 1, VoteGranted: true},
@@ -36,12 +36,12 @@ func TestDeliverMapsEveryAction(t *testing.T) {
 		},
 		{
 			SendBeginQuorumEpoch{To: to, ClusterID: cluster, Epoch: 6, LeaderID: 4},
-			2, ReceiveBeginQuorumEpoch{From: 4, ClusterID: cluster, LeaderID: 4, LeaderEpoch: 6, VoterID: 2, VoterDirectoryID: rpDirB},
+			2, ReceiveBeginQuorumEpoch{From: 4, ClusterID: cluster, LeaderID: 4, LeaderEpoch: 6, VoterID: 2, VoterDirectoryID: dirB},
 		},
 		{SendBeginQuorumEpochResponse{To: 2, Epoch: 7, LeaderID: 3}, 2, ReceiveQuorumResponse{From: 4, Epoch: 7, LeaderID: 3}},
 		{SendBeginQuorumEpochResponse{To: 2, Error: ErrFencedLeaderEpoch, Epoch: 7, LeaderID: NoNode}, 2, ReceiveQuorumResponse{From: 4, Error: ErrFencedLeaderEpoch, Epoch: 7, LeaderID: NoNode}},
 		{
-			SendEndQuorumEpoch{To: to, ClusterID: cluster, Epoch: 6, LeaderID: 4, PreferredSuccessors: []ReplicaKey{{ID: 3}, {ID: 2, DirectoryID: rpDirB}, {ID: 1}}},
+			SendEndQuorumEpoch{To: to, ClusterID: cluster, Epoch: 6, LeaderID: 4, PreferredSuccessors: []ReplicaKey{{ID: 3}, {ID: 2, DirectoryID: dirB}, {ID: 1}}},
 			2, ReceiveEndQuorumEpoch{From: 4, ClusterID: cluster, LeaderID: 4, LeaderEpoch: 6, SuccessorRank: SuccessorRank{Position: 1, Of: 3}},
 		},
 		{SendEndQuorumEpochResponse{To: 2, Error: ErrNotLeaderOrFollower, Epoch: 8, LeaderID: 1}, 2, ReceiveQuorumResponse{From: 4, Error: ErrNotLeaderOrFollower, Epoch: 8, LeaderID: 1}},
@@ -89,11 +89,11 @@ func TestDeliverMapsEveryAction(t *testing.T) {
 
 // TestRankOfMatchesDirectoryIDs: KIP-853 matching in a successor list.
 func TestRankOfMatchesDirectoryIDs(t *testing.T) {
-	list := []ReplicaKey{{ID: 1, DirectoryID: dirA}, {ID: 2}, {ID: 3, DirectoryID: rpDirB}}
+	list := []ReplicaKey{{ID: 1, DirectoryID: dirA}, {ID: 2}, {ID: 3, DirectoryID: dirB}}
 	require.Equal(t, SuccessorRank{Position: 0, Of: 3}, RankOf(ReplicaKey{ID: 1, DirectoryID: dirA}, list))
 	require.Equal(t, SuccessorRank{Position: 0, Of: 3}, RankOf(ReplicaKey{ID: 1}, list))
-	require.Equal(t, SuccessorRank{Position: 3, Of: 3}, RankOf(ReplicaKey{ID: 1, DirectoryID: rpDirB}, list))
-	require.Equal(t, SuccessorRank{Position: 1, Of: 3}, RankOf(ReplicaKey{ID: 2, DirectoryID: rpDirB}, list))
+	require.Equal(t, SuccessorRank{Position: 3, Of: 3}, RankOf(ReplicaKey{ID: 1, DirectoryID: dirB}, list))
+	require.Equal(t, SuccessorRank{Position: 1, Of: 3}, RankOf(ReplicaKey{ID: 2, DirectoryID: dirB}, list))
 	require.Equal(t, SuccessorRank{Position: 3, Of: 3}, RankOf(ReplicaKey{ID: 5}, list))
 	require.Equal(t, SuccessorRank{Position: 0, Of: 0}, RankOf(ReplicaKey{ID: 5}, nil))
 }

@@ -2,9 +2,7 @@ package kraft
 
 import (
 	"testing"
-	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 )
 
@@ -12,188 +10,8 @@ import (
 // without a leader, timer ownership and whole elections on
 // the testCluster host. Vote requests and responses are in vote_test.go.
 //
-// Every state is built by stepping real events from NewState; the vt
-// helpers below do that and check each step lands where it should.
-
-var (
-	vtDirB    = uuid.MustParse("00000000-0000-0000-0000-00000000000b")
-	vtCluster = uuid.NullUUID{UUID: uuid.MustParse("11111111-2222-3333-4444-555555555555"), Valid: true}
-)
-
-// vtKey is the key of id without a directory id.
-func vtKey(id NodeID) ReplicaKey { return ReplicaKey{ID: id} }
-
-// vtRC is a RoleChanged without its free-text reason (vtActs drops it).
-func vtRC(from, to Role, epoch Epoch, leader NodeID) RoleChanged {
-	return RoleChanged{From: from, To: to, Epoch: epoch, LeaderID: leader}
-}
-
-// vtActs asserts the exact actions, in order, ignoring the free-text reason
-// of RoleChanged (it is for humans) but requiring that there is one.
-func vtActs(t *testing.T, want, got []Action) {
-	t.Helper()
-	norm := make([]Action, len(got))
-	for i, a := range got {
-		if rc, ok := a.(RoleChanged); ok {
-			require.NotEmpty(t, rc.Reason, "RoleChanged without a reason: %+v", rc)
-			rc.Reason = ""
-			a = rc
-		}
-		norm[i] = a
-	}
-	require.Equal(t, want, norm)
-}
-
-// vtRand returns the After of acts[i], which must be a ResetTimer of the
-// election timer with a random election timeout in [T_e, 2*T_e).
-func vtRand(t *testing.T, acts []Action, i int) time.Duration {
-	t.Helper()
-	require.Greater(t, len(acts), i, "actions: %+v", acts)
-	rt, ok := acts[i].(ResetTimer)
-	require.True(t, ok, "action %d is %T, want ResetTimer: %+v", i, acts[i], acts)
-	require.Equal(t, ElectionTimer, rt.Timer, "actions: %+v", acts)
-	require.GreaterOrEqual(t, rt.After, testTe, "election timeout below T_e")
-	require.Less(t, rt.After, 2*testTe, "election timeout not below 2*T_e")
-	return rt.After
-}
-
-func vtElection(d time.Duration) ResetTimer { return ResetTimer{Timer: ElectionTimer, After: d} }
-
-var (
-	vtFetchTimer = ResetTimer{Timer: FetchTimer, After: testTf}
-	vtCheckTimer = ResetTimer{Timer: CheckQuorumTimer, After: testTf * 3 / 2}
-	vtBeginTimer = ResetTimer{Timer: BeginQuorumEpochTimer, After: testTf / 2}
-)
-
-// vtFault asserts that a step proved the cluster inconsistent: one Fault
-// action and the input state returned unchanged.
-func vtFault(t *testing.T, before, after State, acts []Action) {
-	t.Helper()
-	require.Len(t, acts, 1, "actions: %+v", acts)
-	f, ok := acts[0].(Fault)
-	require.True(t, ok, "want a Fault, got %+v", acts)
-	require.NotEmpty(t, f.Reason)
-	require.Equal(t, before, after, "a Fault must leave the state unchanged")
-}
-
-// vtIs asserts role, epoch, leader, vote and the record the state stands
-// for (what its last Persist wrote, or would have written).
-func vtIs(t *testing.T, s State, role Role, epoch Epoch, leader NodeID, voted ReplicaKey) {
-	t.Helper()
-	require.Equal(t, role, s.Role(), "state %v", s)
-	require.Equal(t, epoch, s.Epoch(), "state %v", s)
-	require.Equal(t, leader, s.Leader(), "state %v", s)
-	v, ok := s.VotedKey()
-	require.Equal(t, voted, v, "state %v", s)
-	require.Equal(t, voted.ID != NoNode, ok, "state %v", s)
-	require.Equal(t, QuorumRecord{Epoch: epoch, LeaderID: leader, VotedKey: voted}, s.Record(), "state %v", s)
-}
-
-// vtWithLog restarts a replica whose record holds only epoch (no leader, no
-// vote) and whose log ends at end, all in end.Epoch: Unattached(epoch).
-func vtWithLog(t *testing.T, cfg Config, epoch Epoch, end LogEnd) State {
-	t.Helper()
-	s, _ := restart(t, cfg, QuorumRecord{Epoch: epoch, LeaderID: NoNode, VotedKey: NoReplica}, LogState{End: end})
-	require.Equal(t, Unattached, s.Role())
-	return s
-}
-
-// vtUnattachedAt is a fresh replica moved to Unattached(epoch) by a
-// response announcing that epoch without a leader.
-func vtUnattachedAt(t *testing.T, cfg Config, epoch Epoch) State {
-	t.Helper()
-	s, _ := step(t, start(t, cfg), ReceiveLeaderlessEpoch{From: cfg.Voters[0].ID, Epoch: epoch})
-	vtIs(t, s, Unattached, epoch, NoNode, NoReplica)
-	return s
-}
-
-// vtProspective runs the election timer of an Unattached voter.
-func vtProspective(t *testing.T, s State) State {
-	t.Helper()
-	s, _ = step(t, s, ElectionTimeout{})
-	require.Equal(t, Prospective, s.Role())
-	return s
-}
-
-// vtGrantUntil feeds granted Vote responses from the other voters, in voter
-// order, until the state reaches role.
-func vtGrantUntil(t *testing.T, s State, role Role) State {
-	t.Helper()
-	for _, v := range s.Voters() {
-		if s.Role() == role {
-			break
-		}
-		if v.ID == s.Local().ID {
-			continue
-		}
-		s, _ = step(t, s, ReceiveVoteResponse{From: v.ID, Epoch: s.Epoch(), VoteGranted: true, LeaderID: NoNode})
-	}
-	require.Equal(t, role, s.Role(), "state %v", s)
-	return s
-}
-
-// vtCandidate wins the pre-vote of an Unattached or Prospective voter.
-func vtCandidate(t *testing.T, s State) State {
-	t.Helper()
-	if s.Role() != Prospective {
-		s = vtProspective(t, s)
-	}
-	return vtGrantUntil(t, s, Candidate)
-}
-
-// vtLeader wins the whole election of an Unattached or Prospective voter.
-func vtLeader(t *testing.T, s State) State {
-	t.Helper()
-	return vtGrantUntil(t, vtCandidate(t, s), Leader)
-}
-
-// vtResigned is a leader that resigned.
-func vtResigned(t *testing.T, s State) State {
-	t.Helper()
-	s, _ = step(t, vtLeader(t, s), Resign{})
-	require.Equal(t, Resigned, s.Role())
-	return s
-}
-
-// vtFollower follows leader in epoch after its BeginQuorumEpoch.
-func vtFollower(t *testing.T, s State, epoch Epoch, leader NodeID) State {
-	t.Helper()
-	s, _ = step(t, s, ReceiveBeginQuorumEpoch{From: leader, LeaderID: leader, LeaderEpoch: epoch, VoterID: NoNode})
-	require.Equal(t, Follower, s.Role(), "state %v", s)
-	require.Equal(t, leader, s.Leader())
-	return s
-}
-
-// vtFetched is a Follower after a successful (empty) fetch from its leader.
-func vtFetched(t *testing.T, s State) State {
-	t.Helper()
-	s, _ = step(t, s, ReceiveFetchResponse{From: s.Leader(), LeaderID: s.Leader(), LeaderEpoch: s.Epoch(), HighWatermark: -1})
-	require.Equal(t, Follower, s.Role())
-	return s
-}
-
-// vtVoteRequests are the Vote requests (pre-votes or standard) s sends to
-// each of to.
-func vtVoteRequests(s State, preVote bool, to ...ReplicaKey) []Action {
-	out := make([]Action, 0, len(to))
-	for _, k := range to {
-		out = append(out, SendVoteRequest{To: k, ClusterID: s.c.clusterID, CandidateEpoch: s.Epoch(), Candidate: s.Local(), CandidateLogEnd: s.LogEnd(), PreVote: preVote})
-	}
-	return out
-}
-
-// vtFetch is the Fetch s sends to to.
-func vtFetch(s State, to NodeID) SendFetch {
-	return SendFetch{To: to, ClusterID: s.c.clusterID, CurrentLeaderEpoch: s.Epoch(), FetchOffset: s.LogEnd().Offset, FetchEpoch: s.LogEnd().Epoch, HighWatermark: s.HighWatermark()}
-}
-
-func vtCat(parts ...[]Action) []Action {
-	var out []Action
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
-}
+// Every state is built by stepping real events from NewState; the helpers
+// in helpers_test.go do that and check each step lands where it should.
 
 // ---------------------------------------------------------------------------
 // ElectionTimeout (Kafka's pollUnattached, pollProspective, pollCandidate,
@@ -209,24 +27,24 @@ func vtCat(parts ...[]Action) []Action {
 func TestUnattachedVoterBecomesProspectiveOnElectionTimeout(t *testing.T) {
 	cfg := Config{
 		Local:     ReplicaKey{ID: 1, DirectoryID: dirA},
-		ClusterID: vtCluster,
-		Voters:    []ReplicaKey{{ID: 1, DirectoryID: dirA}, {ID: 2, DirectoryID: vtDirB}, {ID: 3}},
+		ClusterID: testClusterID,
+		Voters:    []ReplicaKey{{ID: 1, DirectoryID: dirA}, {ID: 2, DirectoryID: dirB}, {ID: 3}},
 		Seed:      7,
 	}
-	s := vtWithLog(t, cfg, 3, LogEnd{Offset: 10, Epoch: 2})
+	s := unattachedWithLog(t, cfg, 3, LogEnd{Offset: 10, Epoch: 2})
 
 	next, acts := step(t, s, ElectionTimeout{})
 
-	vtIs(t, next, Prospective, 3, NoNode, NoReplica)
-	vtActs(t, []Action{
-		vtRC(Unattached, Prospective, 3, NoNode),
-		vtElection(vtRand(t, acts, 1)),
+	requireState(t, next, Prospective, 3, NoNode, NoReplica)
+	requireActions(t, []Action{
+		roleChanged(Unattached, Prospective, 3, NoNode),
+		electionTimerReset(electionTimeoutAt(t, acts, 1)),
 		SendVoteRequest{
-			To: ReplicaKey{ID: 2, DirectoryID: vtDirB}, ClusterID: vtCluster, CandidateEpoch: 3,
+			To: ReplicaKey{ID: 2, DirectoryID: dirB}, ClusterID: testClusterID, CandidateEpoch: 3,
 			Candidate: ReplicaKey{ID: 1, DirectoryID: dirA}, CandidateLogEnd: LogEnd{Offset: 10, Epoch: 2}, PreVote: true,
 		},
 		SendVoteRequest{
-			To: ReplicaKey{ID: 3}, ClusterID: vtCluster, CandidateEpoch: 3,
+			To: ReplicaKey{ID: 3}, ClusterID: testClusterID, CandidateEpoch: 3,
 			Candidate: ReplicaKey{ID: 1, DirectoryID: dirA}, CandidateLogEnd: LogEnd{Offset: 10, Epoch: 2}, PreVote: true,
 		},
 	}, acts)
@@ -238,17 +56,17 @@ func TestUnattachedVoterBecomesProspectiveOnElectionTimeout(t *testing.T) {
 // Reference: QuorumState.transitionToProspective (keeps the vote; one
 // standard vote per epoch).
 func TestUnattachedVoterKeepsItsVoteWhenBecomingProspective(t *testing.T) {
-	s := vtWithLog(t, config(1, 1, 2, 3), 3, LogEnd{Offset: 10, Epoch: 2})
+	s := unattachedWithLog(t, config(1, 1, 2, 3), 3, LogEnd{Offset: 10, Epoch: 2})
 	s, _ = step(t, s, ReceiveVoteRequest{From: 2, VoterID: NoNode, CandidateEpoch: 3, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 10, Epoch: 2}})
-	vtIs(t, s, Unattached, 3, NoNode, vtKey(2))
+	requireState(t, s, Unattached, 3, NoNode, keyOf(2))
 
 	next, acts := step(t, s, ElectionTimeout{})
 
-	vtIs(t, next, Prospective, 3, NoNode, vtKey(2))
-	vtActs(t, vtCat([]Action{
-		vtRC(Unattached, Prospective, 3, NoNode),
-		vtElection(vtRand(t, acts, 1)),
-	}, vtVoteRequests(s, true, vtKey(2), vtKey(3))), acts)
+	requireState(t, next, Prospective, 3, NoNode, keyOf(2))
+	requireActions(t, concat([]Action{
+		roleChanged(Unattached, Prospective, 3, NoNode),
+		electionTimerReset(electionTimeoutAt(t, acts, 1)),
+	}, sentVoteRequests(s, true, keyOf(2), keyOf(3))), acts)
 }
 
 // An observer never starts an election; its Unattached state has no
@@ -257,7 +75,7 @@ func TestUnattachedVoterKeepsItsVoteWhenBecomingProspective(t *testing.T) {
 // timer is infinite).
 func TestUnattachedObserverIgnoresElectionTimeout(t *testing.T) {
 	s := start(t, observerConfig(7, 1, 2, 3))
-	vtIs(t, s, Unattached, 0, NoNode, NoReplica)
+	requireState(t, s, Unattached, 0, NoNode, NoReplica)
 
 	next, acts := step(t, s, ElectionTimeout{})
 
@@ -271,18 +89,18 @@ func TestUnattachedObserverIgnoresElectionTimeout(t *testing.T) {
 // pre-votes again). The record does not change, so nothing is rewritten.
 // Reference: KafkaRaftClient.pollProspective, prospectiveTransitionAfterElectionLoss.
 func TestProspectiveTimeoutFollowsReachableLeader(t *testing.T) {
-	s := vtFetched(t, vtFollower(t, start(t, config(1, 1, 2, 3)), 1, 2))
+	s := asFetched(t, asFollower(t, start(t, config(1, 1, 2, 3)), 1, 2))
 	s, _ = step(t, s, FetchTimeout{})
-	vtIs(t, s, Prospective, 1, 2, NoReplica)
+	requireState(t, s, Prospective, 1, 2, NoReplica)
 
 	next, acts := step(t, s, ElectionTimeout{})
 
-	vtIs(t, next, Follower, 1, 2, NoReplica)
-	vtActs(t, []Action{
-		vtRC(Prospective, Follower, 1, 2),
+	requireState(t, next, Follower, 1, 2, NoReplica)
+	requireActions(t, []Action{
+		roleChanged(Prospective, Follower, 1, 2),
 		StopTimer{Timer: ElectionTimer},
-		vtFetchTimer,
-		vtFetch(s, 2),
+		fetchTimerReset,
+		sentFetch(s, 2),
 	}, acts)
 
 	// A new FollowerState has not fetched yet: it grants an up-to-date pre-vote.
@@ -299,12 +117,12 @@ func TestProspectiveTimeoutFollowsReachableLeader(t *testing.T) {
 func TestProspectiveTimeoutWithoutReachableLeaderBecomesUnattached(t *testing.T) {
 	log := LogEnd{Offset: 10, Epoch: 2}
 	cfg := config(1, 1, 2, 3)
-	voted := vtWithLog(t, cfg, 3, log)
+	voted := unattachedWithLog(t, cfg, 3, log)
 	voted, _ = step(t, voted, ReceiveVoteRequest{From: 2, VoterID: NoNode, CandidateEpoch: 3, Candidate: 2, CandidateLogEnd: log})
 	// Node 9 led epoch 3 but is not in our voter set: its id is known, its
 	// endpoints are not.
 	withLeader, _ := restart(t, cfg, QuorumRecord{Epoch: 3, LeaderID: 9, VotedKey: NoReplica}, LogState{End: log})
-	vtIs(t, withLeader, Unattached, 3, 9, NoReplica)
+	requireState(t, withLeader, Unattached, 3, 9, NoReplica)
 
 	cases := []struct {
 		name   string
@@ -312,22 +130,22 @@ func TestProspectiveTimeoutWithoutReachableLeaderBecomesUnattached(t *testing.T)
 		leader NodeID
 		voted  ReplicaKey
 	}{
-		{"no leader, no vote", vtWithLog(t, cfg, 3, log), NoNode, NoReplica},
-		{"with vote", voted, NoNode, vtKey(2)},
+		{"no leader, no vote", unattachedWithLog(t, cfg, 3, log), NoNode, NoReplica},
+		{"with vote", voted, NoNode, keyOf(2)},
 		{"with unreachable leader id", withLeader, 9, NoReplica},
 	}
 	for _, tc := range cases {
 		tc := tc
 		t.Run(tc.name, func(t *testing.T) {
-			p := vtProspective(t, tc.s)
-			vtIs(t, p, Prospective, 3, tc.leader, tc.voted)
+			p := asProspective(t, tc.s)
+			requireState(t, p, Prospective, 3, tc.leader, tc.voted)
 
 			next, acts := step(t, p, ElectionTimeout{})
 
-			vtIs(t, next, Unattached, 3, tc.leader, tc.voted)
-			vtActs(t, []Action{
-				vtRC(Prospective, Unattached, 3, tc.leader),
-				vtElection(0),
+			requireState(t, next, Unattached, 3, tc.leader, tc.voted)
+			requireActions(t, []Action{
+				roleChanged(Prospective, Unattached, 3, tc.leader),
+				electionTimerReset(0),
 			}, acts)
 		})
 	}
@@ -338,16 +156,16 @@ func TestProspectiveTimeoutWithoutReachableLeaderBecomesUnattached(t *testing.T)
 // record still says it voted for itself.
 // Reference: KafkaRaftClient.pollCandidate; KAFKA-18345.
 func TestCandidateTimeoutBecomesProspectiveInSameEpoch(t *testing.T) {
-	s := vtCandidate(t, start(t, config(1, 1, 2, 3)))
-	vtIs(t, s, Candidate, 1, NoNode, vtKey(1))
+	s := asCandidate(t, start(t, config(1, 1, 2, 3)))
+	requireState(t, s, Candidate, 1, NoNode, keyOf(1))
 
 	next, acts := step(t, s, ElectionTimeout{})
 
-	vtIs(t, next, Prospective, 1, NoNode, vtKey(1))
-	vtActs(t, vtCat([]Action{
-		vtRC(Candidate, Prospective, 1, NoNode),
-		vtElection(vtRand(t, acts, 1)),
-	}, vtVoteRequests(s, true, vtKey(2), vtKey(3))), acts)
+	requireState(t, next, Prospective, 1, NoNode, keyOf(1))
+	requireActions(t, concat([]Action{
+		roleChanged(Candidate, Prospective, 1, NoNode),
+		electionTimerReset(electionTimeoutAt(t, acts, 1)),
+	}, sentVoteRequests(s, true, keyOf(2), keyOf(3))), acts)
 	require.Equal(t, Epoch(1), ofType[SendVoteRequest](acts)[0].CandidateEpoch, "a pre-vote asks in the current epoch")
 }
 
@@ -357,21 +175,21 @@ func TestCandidateTimeoutBecomesProspectiveInSameEpoch(t *testing.T) {
 // Reference: KafkaRaftClient.pollResigned; QuorumState.transitionToUnattached
 // (a Resigned replica hands over its remaining time).
 func TestResignedTimeoutBecomesUnattachedInNextEpoch(t *testing.T) {
-	s := vtResigned(t, start(t, config(1, 1, 2, 3)))
-	vtIs(t, s, Resigned, 1, 1, NoReplica)
+	s := asResigned(t, start(t, config(1, 1, 2, 3)))
+	requireState(t, s, Resigned, 1, 1, NoReplica)
 
 	next, acts := step(t, s, ElectionTimeout{})
 
-	vtIs(t, next, Unattached, 2, NoNode, NoReplica)
-	vtActs(t, []Action{
+	requireState(t, next, Unattached, 2, NoNode, NoReplica)
+	requireActions(t, []Action{
 		Persist{Record: QuorumRecord{Epoch: 2, LeaderID: NoNode, VotedKey: NoReplica}},
-		vtRC(Resigned, Unattached, 2, NoNode),
-		vtElection(0),
+		roleChanged(Resigned, Unattached, 2, NoNode),
+		electionTimerReset(0),
 	}, acts)
 
 	// And the next expiry starts the pre-vote of epoch 2.
 	next, _ = step(t, next, ElectionTimeout{})
-	vtIs(t, next, Prospective, 2, NoNode, NoReplica)
+	requireState(t, next, Prospective, 2, NoNode, NoReplica)
 }
 
 // Leaders and Followers own no election timer; a stray ElectionTimeout is
@@ -380,9 +198,9 @@ func TestResignedTimeoutBecomesUnattachedInNextEpoch(t *testing.T) {
 // current role does not own).
 func TestLeaderAndFollowerIgnoreElectionTimeout(t *testing.T) {
 	cases := map[string]State{
-		"leader":            vtLeader(t, start(t, config(1, 1, 2, 3))),
-		"follower":          vtFollower(t, start(t, config(1, 1, 2, 3)), 1, 2),
-		"observer follower": vtFollower(t, start(t, observerConfig(7, 1, 2, 3)), 1, 2),
+		"leader":            asLeader(t, start(t, config(1, 1, 2, 3))),
+		"follower":          asFollower(t, start(t, config(1, 1, 2, 3)), 1, 2),
+		"observer follower": asFollower(t, start(t, observerConfig(7, 1, 2, 3)), 1, 2),
 	}
 	for name, s := range cases {
 		s := s
@@ -405,35 +223,35 @@ func TestSingleVoterElectsItselfAtOnce(t *testing.T) {
 	s, acts, err := NewState(cfg, nil, LogState{})
 	require.NoError(t, err)
 
-	vtIs(t, s, Leader, 1, 1, NoReplica)
-	vtActs(t, []Action{
+	requireState(t, s, Leader, 1, 1, NoReplica)
+	requireActions(t, []Action{
 		// Nothing is sent before the leader's record is written, so the
 		// written-back record, the self-vote and the leadership are one
 		// Persist (D1).
 		Persist{Record: QuorumRecord{Epoch: 1, LeaderID: 1, VotedKey: NoReplica}},
-		vtRC(Unattached, Prospective, 0, NoNode),
-		vtElection(vtRand(t, acts, 2)),
-		vtRC(Prospective, Candidate, 1, NoNode),
-		vtElection(vtRand(t, acts, 4)),
-		vtRC(Candidate, Leader, 1, 1),
+		roleChanged(Unattached, Prospective, 0, NoNode),
+		electionTimerReset(electionTimeoutAt(t, acts, 2)),
+		roleChanged(Prospective, Candidate, 1, NoNode),
+		electionTimerReset(electionTimeoutAt(t, acts, 4)),
+		roleChanged(Candidate, Leader, 1, 1),
 		StopTimer{Timer: ElectionTimer},
 		AppendLeaderChange{Epoch: 1, LeaderID: 1, Voters: keys(1), GrantingVoters: keys(1)},
 	}, acts)
 
 	// Pushed out of its epoch, it is Unattached; its timer elects it again.
 	s, _ = step(t, s, ReceiveLeaderlessEpoch{From: 2, Epoch: 3})
-	vtIs(t, s, Unattached, 3, NoNode, NoReplica)
+	requireState(t, s, Unattached, 3, NoNode, NoReplica)
 
 	next, acts := step(t, s, ElectionTimeout{})
 
-	vtIs(t, next, Leader, 4, 1, NoReplica)
-	vtActs(t, []Action{
-		vtRC(Unattached, Prospective, 3, NoNode),
-		vtElection(vtRand(t, acts, 1)),
+	requireState(t, next, Leader, 4, 1, NoReplica)
+	requireActions(t, []Action{
+		roleChanged(Unattached, Prospective, 3, NoNode),
+		electionTimerReset(electionTimeoutAt(t, acts, 1)),
 		Persist{Record: QuorumRecord{Epoch: 4, LeaderID: 1, VotedKey: NoReplica}},
-		vtRC(Prospective, Candidate, 4, NoNode),
-		vtElection(vtRand(t, acts, 4)),
-		vtRC(Candidate, Leader, 4, 1),
+		roleChanged(Prospective, Candidate, 4, NoNode),
+		electionTimerReset(electionTimeoutAt(t, acts, 4)),
+		roleChanged(Candidate, Leader, 4, 1),
 		StopTimer{Timer: ElectionTimer},
 		AppendLeaderChange{Epoch: 4, LeaderID: 1, Voters: keys(1), GrantingVoters: keys(1)},
 	}, acts)
@@ -462,44 +280,44 @@ func TestLeaderlessEpochMakesEveryRoleUnattached(t *testing.T) {
 		want func(t *testing.T, acts []Action) []Action
 	}{
 		{"unattached", start(t, cfg), func(*testing.T, []Action) []Action {
-			return []Action{persist, vtRC(Unattached, Unattached, 5, NoNode)}
+			return []Action{persist, roleChanged(Unattached, Unattached, 5, NoNode)}
 		}},
-		{"unattached with vote", vtVotedFor(t, cfg, 2), func(*testing.T, []Action) []Action {
-			return []Action{persist, vtRC(Unattached, Unattached, 5, NoNode)}
+		{"unattached with vote", unattachedVotedFor(t, cfg, 2), func(*testing.T, []Action) []Action {
+			return []Action{persist, roleChanged(Unattached, Unattached, 5, NoNode)}
 		}},
-		{"prospective", vtProspective(t, start(t, cfg)), func(*testing.T, []Action) []Action {
-			return []Action{persist, vtRC(Prospective, Unattached, 5, NoNode)}
+		{"prospective", asProspective(t, start(t, cfg)), func(*testing.T, []Action) []Action {
+			return []Action{persist, roleChanged(Prospective, Unattached, 5, NoNode)}
 		}},
-		{"candidate", vtCandidate(t, start(t, cfg)), func(*testing.T, []Action) []Action {
-			return []Action{persist, vtRC(Candidate, Unattached, 5, NoNode)}
+		{"candidate", asCandidate(t, start(t, cfg)), func(*testing.T, []Action) []Action {
+			return []Action{persist, roleChanged(Candidate, Unattached, 5, NoNode)}
 		}},
-		{"resigned", vtResigned(t, start(t, cfg)), func(*testing.T, []Action) []Action {
-			return []Action{persist, vtRC(Resigned, Unattached, 5, NoNode)}
+		{"resigned", asResigned(t, start(t, cfg)), func(*testing.T, []Action) []Action {
+			return []Action{persist, roleChanged(Resigned, Unattached, 5, NoNode)}
 		}},
-		{"follower", vtFetched(t, vtFollower(t, start(t, cfg), 1, 2)), func(t *testing.T, acts []Action) []Action {
+		{"follower", asFetched(t, asFollower(t, start(t, cfg), 1, 2)), func(t *testing.T, acts []Action) []Action {
 			return []Action{
-				persist, vtRC(Follower, Unattached, 5, NoNode),
+				persist, roleChanged(Follower, Unattached, 5, NoNode),
 				StopTimer{Timer: FetchTimer},
-				vtElection(vtRand(t, acts, 3)),
+				electionTimerReset(electionTimeoutAt(t, acts, 3)),
 			}
 		}},
-		{"leader", vtLeader(t, start(t, cfg)), func(t *testing.T, acts []Action) []Action {
+		{"leader", asLeader(t, start(t, cfg)), func(t *testing.T, acts []Action) []Action {
 			return []Action{
-				persist, vtRC(Leader, Unattached, 5, NoNode),
+				persist, roleChanged(Leader, Unattached, 5, NoNode),
 				StopTimer{Timer: CheckQuorumTimer},
 				StopTimer{Timer: BeginQuorumEpochTimer},
-				vtElection(vtRand(t, acts, 4)),
+				electionTimerReset(electionTimeoutAt(t, acts, 4)),
 			}
 		}},
 		{"observer unattached", start(t, obs), func(*testing.T, []Action) []Action {
 			return []Action{
-				persist, vtRC(Unattached, Unattached, 5, NoNode), vtFetchTimer,
+				persist, roleChanged(Unattached, Unattached, 5, NoNode), fetchTimerReset,
 				SendFetch{To: NoNode, CurrentLeaderEpoch: 5, HighWatermark: -1},
 			}
 		}},
-		{"observer follower", vtFollower(t, start(t, obs), 1, 2), func(*testing.T, []Action) []Action {
+		{"observer follower", asFollower(t, start(t, obs), 1, 2), func(*testing.T, []Action) []Action {
 			return []Action{
-				persist, vtRC(Follower, Unattached, 5, NoNode), vtFetchTimer,
+				persist, roleChanged(Follower, Unattached, 5, NoNode), fetchTimerReset,
 				SendFetch{To: NoNode, CurrentLeaderEpoch: 5, HighWatermark: -1},
 			}
 		}},
@@ -511,18 +329,18 @@ func TestLeaderlessEpochMakesEveryRoleUnattached(t *testing.T) {
 
 			next, acts := step(t, tc.s, ReceiveLeaderlessEpoch{From: 3, Epoch: 5})
 
-			vtIs(t, next, Unattached, 5, NoNode, NoReplica)
-			vtActs(t, tc.want(t, acts), acts)
+			requireState(t, next, Unattached, 5, NoNode, NoReplica)
+			requireActions(t, tc.want(t, acts), acts)
 		})
 	}
 }
 
-// vtVotedFor is an Unattached(1) voter that granted its standard
+// unattachedVotedFor is an Unattached(1) voter that granted its standard
 // vote to cand.
-func vtVotedFor(t *testing.T, cfg Config, cand NodeID) State {
+func unattachedVotedFor(t *testing.T, cfg Config, cand NodeID) State {
 	t.Helper()
 	s, _ := step(t, start(t, cfg), ReceiveVoteRequest{From: cand, VoterID: NoNode, CandidateEpoch: 1, Candidate: cand})
-	vtIs(t, s, Unattached, 1, NoNode, vtKey(cand))
+	requireState(t, s, Unattached, 1, NoNode, keyOf(cand))
 	return s
 }
 
@@ -532,10 +350,10 @@ func vtVotedFor(t *testing.T, cfg Config, cand NodeID) State {
 func TestLeaderlessEpochNotNewerIsIgnored(t *testing.T) {
 	cfg := config(1, 1, 2, 3)
 	states := map[string]State{
-		"unattached": vtUnattachedAt(t, cfg, 2),
-		"candidate":  vtCandidate(t, vtUnattachedAt(t, cfg, 1)),
-		"leader":     vtLeader(t, vtUnattachedAt(t, cfg, 1)),
-		"follower":   vtFollower(t, start(t, cfg), 2, 3),
+		"unattached": unattachedAt(t, cfg, 2),
+		"candidate":  asCandidate(t, unattachedAt(t, cfg, 1)),
+		"leader":     asLeader(t, unattachedAt(t, cfg, 1)),
+		"follower":   asFollower(t, start(t, cfg), 2, 3),
 	}
 	for name, s := range states {
 		s := s
@@ -553,11 +371,11 @@ func TestLeaderlessEpochNotNewerIsIgnored(t *testing.T) {
 // ---------------------------------------------------------------------------
 // Timers owned per role (the README's host contract, rule 2)
 
-// vtOwned is the set of timers each role owns (as in Kafka's state classes): an
-// Unattached voter, a Prospective, a Candidate and a Resigned leader the
-// election timer; a Follower and an Unattached observer the fetch timer; a
-// Leader check-quorum and BeginQuorumEpoch.
-func vtOwned(role Role, voter bool) map[Timer]bool {
+// ownedTimers is the set of timers each role owns (as in Kafka's state
+// classes): an Unattached voter, a Prospective, a Candidate and a Resigned
+// leader the election timer; a Follower and an Unattached observer the fetch
+// timer; a Leader check-quorum and BeginQuorumEpoch.
+func ownedTimers(role Role, voter bool) map[Timer]bool {
 	switch role {
 	case Unattached:
 		if voter {
@@ -574,11 +392,11 @@ func vtOwned(role Role, voter bool) map[Timer]bool {
 	return nil
 }
 
-// vtTimers tracks which timers a host has armed, applying ResetTimer and
+// timerSet tracks which timers a host has armed, applying ResetTimer and
 // StopTimer as the host contract says.
-type vtTimers map[Timer]bool
+type timerSet map[Timer]bool
 
-func (m vtTimers) apply(acts []Action) {
+func (m timerSet) apply(acts []Action) {
 	for _, a := range acts {
 		switch a := a.(type) {
 		case ResetTimer:
@@ -600,14 +418,14 @@ func TestRoleChangeStopsEveryTimerTheNewRoleDoesNotOwn(t *testing.T) {
 		t.Helper()
 		s, acts, err := NewState(cfg, nil, LogState{})
 		require.NoError(t, err)
-		armed := vtTimers{}
+		armed := timerSet{}
 		armed.apply(acts)
-		require.Equal(t, vtOwned(s.Role(), s.IsVoter()), map[Timer]bool(armed))
+		require.Equal(t, ownedTimers(s.Role(), s.IsVoter()), map[Timer]bool(armed))
 		for i, e := range events {
 			s, acts = step(t, s, e)
 			armed.apply(acts)
 			require.Equal(t, wantRoles[i], s.Role(), "after event %d %T: %v", i, e, s)
-			require.Equal(t, vtOwned(s.Role(), s.IsVoter()), map[Timer]bool(armed),
+			require.Equal(t, ownedTimers(s.Role(), s.IsVoter()), map[Timer]bool(armed),
 				"after event %d %T: %v, actions %+v", i, e, s, acts)
 		}
 	}
@@ -657,10 +475,10 @@ func TestRoleChangeStopsEveryTimerTheNewRoleDoesNotOwn(t *testing.T) {
 // ---------------------------------------------------------------------------
 // Whole elections on the synchronous test host
 
-// vtCheckElected asserts that the cluster has exactly one leader, in epoch,
+// checkElected asserts that the cluster has exactly one leader, in epoch,
 // and that every other node follows it, has persisted that, fetches from it
 // (only the fetch timer armed) and holds the leader's log.
-func vtCheckElected(t *testing.T, c *testCluster, leader NodeID, epoch Epoch) {
+func checkElected(t *testing.T, c *testCluster, leader NodeID, epoch Epoch) {
 	t.Helper()
 	require.Empty(t, c.faults)
 	require.Equal(t, []NodeID{leader}, c.leaders())
@@ -690,9 +508,9 @@ func TestThreeVoterElectionEndsWithOneLeaderAndAttachedFollowers(t *testing.T) {
 	c := newTestCluster(t, 1, 2, 3)
 	c.fire(2, ElectionTimeout{})
 
-	vtCheckElected(t, c, 2, 1)
+	checkElected(t, c, 2, 1)
 	for _, id := range []NodeID{1, 3} {
-		require.Equal(t, QuorumRecord{Epoch: 1, LeaderID: 2, VotedKey: vtKey(2)}, c.record[id], "node %d voted for 2", id)
+		require.Equal(t, QuorumRecord{Epoch: 1, LeaderID: 2, VotedKey: keyOf(2)}, c.record[id], "node %d voted for 2", id)
 	}
 	c.appendAt(2, 2)
 	require.Equal(t, int64(3), c.states[2].HighWatermark())
@@ -708,7 +526,7 @@ func TestFiveVoterElectionEndsWithOneLeaderAndAttachedFollowers(t *testing.T) {
 	c := newTestCluster(t, 1, 2, 3, 4, 5)
 	c.fire(4, ElectionTimeout{})
 
-	vtCheckElected(t, c, 4, 1)
+	checkElected(t, c, 4, 1)
 	c.appendAt(4, 1)
 	require.Equal(t, int64(2), c.states[4].HighWatermark())
 }
@@ -727,7 +545,7 @@ func TestFiveVoterElectionWithTwoVotersDown(t *testing.T) {
 
 	c.down[4], c.down[5] = false, false
 	c.fire(1, BeginQuorumEpochTimeout{})
-	vtCheckElected(t, c, 1, 1)
+	checkElected(t, c, 1, 1)
 }
 
 // Two voters time out together: both win their pre-votes and become
@@ -742,15 +560,15 @@ func TestConcurrentCandidatesEndWithOneLeader(t *testing.T) {
 	c.stepNode(2, ElectionTimeout{})
 	c.deliverAll()
 
-	vtCheckElected(t, c, 1, 1)
+	checkElected(t, c, 1, 1)
 	// Node 2 voted for itself in epoch 1 and keeps that vote as a follower.
-	require.Equal(t, QuorumRecord{Epoch: 1, LeaderID: 1, VotedKey: vtKey(2)}, c.record[2])
-	require.Equal(t, QuorumRecord{Epoch: 1, LeaderID: 1, VotedKey: vtKey(1)}, c.record[3])
+	require.Equal(t, QuorumRecord{Epoch: 1, LeaderID: 1, VotedKey: keyOf(2)}, c.record[2])
+	require.Equal(t, QuorumRecord{Epoch: 1, LeaderID: 1, VotedKey: keyOf(1)}, c.record[3])
 }
 
-// vtDeliverDropping is testCluster.deliverAll that also drops the messages
+// deliverDropping is testCluster.deliverAll that also drops the messages
 // drop selects.
-func vtDeliverDropping(c *testCluster, drop func(m envelope) bool) {
+func deliverDropping(c *testCluster, drop func(m envelope) bool) {
 	c.t.Helper()
 	for i := 0; len(c.queue) > 0; i++ {
 		require.Less(c.t, i, 10000, "message storm")
@@ -777,19 +595,19 @@ func vtDeliverDropping(c *testCluster, drop func(m envelope) bool) {
 func TestProspectiveThatMissedBeginQuorumEpochLearnsLeaderFromVoteResponse(t *testing.T) {
 	c := newTestCluster(t, 1, 2, 3)
 	c.stepNode(1, ElectionTimeout{})
-	vtDeliverDropping(c, func(m envelope) bool {
+	deliverDropping(c, func(m envelope) bool {
 		_, begin := m.event.(ReceiveBeginQuorumEpoch)
 		return begin && m.to == 3
 	})
 	require.Equal(t, []NodeID{1}, c.leaders())
-	vtIs(t, c.states[3], Unattached, 1, NoNode, vtKey(1))
+	requireState(t, c.states[3], Unattached, 1, NoNode, keyOf(1))
 
 	c.stepNode(3, ElectionTimeout{})
-	vtIs(t, c.states[3], Prospective, 1, NoNode, vtKey(1))
+	requireState(t, c.states[3], Prospective, 1, NoNode, keyOf(1))
 	c.deliverAll()
 
-	vtCheckElected(t, c, 1, 1)
-	require.Equal(t, QuorumRecord{Epoch: 1, LeaderID: 1, VotedKey: vtKey(1)}, c.record[3])
+	checkElected(t, c, 1, 1)
+	require.Equal(t, QuorumRecord{Epoch: 1, LeaderID: 1, VotedKey: keyOf(1)}, c.record[3])
 }
 
 // A voter that was down for a whole election runs a pre-vote in the old
@@ -802,11 +620,11 @@ func TestProspectiveBehindLearnsLeaderFromNewerVoteResponse(t *testing.T) {
 	c.down[3] = true
 	c.fire(1, ElectionTimeout{})
 	require.Equal(t, []NodeID{1}, c.leaders())
-	vtIs(t, c.states[3], Unattached, 0, NoNode, NoReplica)
+	requireState(t, c.states[3], Unattached, 0, NoNode, NoReplica)
 
 	c.down[3] = false
 	c.fire(3, ElectionTimeout{})
 
-	vtCheckElected(t, c, 1, 1)
+	checkElected(t, c, 1, 1)
 	require.Equal(t, QuorumRecord{Epoch: 1, LeaderID: 1, VotedKey: NoReplica}, c.record[3])
 }

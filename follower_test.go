@@ -10,52 +10,11 @@ import (
 // Fetch responses (truncation, high watermark, errors), and multi-node
 // scenarios on testCluster.
 
-// rpFollower is replica 2 of voters 1,2,3 following leader 1 in epoch 1
-// (BeginQuorumEpoch received, no fetch answered yet).
-func rpFollower(t *testing.T) State {
-	t.Helper()
-	s := start(t, config(2, 1, 2, 3))
-	s, _ = step(t, s, ReceiveBeginQuorumEpoch{From: 1, LeaderID: 1, LeaderEpoch: 1, VoterID: 2})
-	require.Equal(t, Follower, s.Role())
-	require.Equal(t, NodeID(1), s.Leader())
-	return s
-}
-
-// rpRestartedFollower is replica 2 of voters 1,2,3 restarted as Follower of
-// 1 in epoch 4 with the log epochs 1 at 0, 2 at 3, 4 at 6, log end 8.
-func rpRestartedFollower(t *testing.T) State {
-	t.Helper()
-	s, _ := restart(t, config(2, 1, 2, 3), QuorumRecord{Epoch: 4, LeaderID: 1, VotedKey: NoReplica},
-		LogState{End: LogEnd{Offset: 8, Epoch: 4}, Epochs: []EpochStart{{Epoch: 1}, {Epoch: 2, StartOffset: 3}, {Epoch: 4, StartOffset: 6}}})
-	require.Equal(t, Follower, s.Role())
-	require.Equal(t, Epoch(4), s.Epoch())
-	return s
-}
-
-// rpObserverFollower is observer 4 (voters 1,2,3) following leader 2 in
-// epoch 1, found through a bootstrap fetch answered by voter 3.
-func rpObserverFollower(t *testing.T) State {
-	t.Helper()
-	s := start(t, observerConfig(4, 1, 2, 3))
-	s, _ = step(t, s, ReceiveFetchResponse{From: 3, Error: ErrNotLeaderOrFollower, LeaderID: 2, LeaderEpoch: 1, HighWatermark: -1})
-	require.Equal(t, Follower, s.Role())
-	require.Equal(t, NodeID(2), s.Leader())
-	return s
-}
-
-// rpOK is a successful Fetch response from leader in epoch with hwm.
-func rpOK(leader NodeID, epoch Epoch, hwm int64) ReceiveFetchResponse {
-	return ReceiveFetchResponse{From: leader, Error: ErrNone, LeaderID: leader, LeaderEpoch: epoch, HighWatermark: hwm}
-}
-
-// rpPreVoteGranted reports whether s grants an up-to-date pre-vote from
+// grantsPreVote reports whether s grants an up-to-date pre-vote from
 // voter 3 in its epoch.
-func rpPreVoteGranted(t *testing.T, s State) bool {
+func grantsPreVote(t *testing.T, s State) bool {
 	t.Helper()
-	_, acts := step(t, s, ReceiveVoteRequest{
-		From: 3, VoterID: NoNode, CandidateEpoch: s.Epoch(), Candidate: 3,
-		CandidateLogEnd: LogEnd{Offset: 100, Epoch: s.Epoch()}, PreVote: true,
-	})
+	_, acts := step(t, s, preVoteRequest(3, s.Epoch(), LogEnd{Offset: 100, Epoch: s.Epoch()}))
 	resp := ofType[SendVoteResponse](acts)
 	require.Len(t, resp, 1)
 	return resp[0].VoteGranted
@@ -86,7 +45,7 @@ func TestFollowerFetchTimeoutStartsPreVote(t *testing.T) {
 	require.Equal(t, []Action{
 		RoleChanged{From: Follower, To: Prospective, Epoch: 1, LeaderID: 1, Reason: "fetch timeout"},
 		StopTimer{Timer: FetchTimer},
-		ResetTimer{Timer: ElectionTimer, After: rpElectionTimer(t, acts)},
+		ResetTimer{Timer: ElectionTimer, After: electionTimeoutIn(t, acts)},
 		SendVoteRequest{To: ReplicaKey{ID: 1}, CandidateEpoch: 1, Candidate: ReplicaKey{ID: 2}, CandidateLogEnd: LogEnd{Offset: 2, Epoch: 1}, PreVote: true},
 		SendVoteRequest{To: ReplicaKey{ID: 3}, CandidateEpoch: 1, Candidate: ReplicaKey{ID: 2}, CandidateLogEnd: LogEnd{Offset: 2, Epoch: 1}, PreVote: true},
 	}, acts)
@@ -101,9 +60,9 @@ func TestFollowerFetchTimeoutStartsPreVote(t *testing.T) {
 // Reference: KafkaRaftClient.pollFollowerAsObserver; docs/design.md, contract
 // decision 6.
 func TestObserverFollowerFetchTimeoutBecomesUnattachedKeepingLeader(t *testing.T) {
-	s := rpObserverFollower(t)
+	s := observerFollower(t)
 	s, _ = durable(t, s, LogEnd{Offset: 3, Epoch: 1})
-	s, _ = step(t, s, rpOK(2, 1, 2))
+	s, _ = step(t, s, fetchOK(2, 1, 2))
 	require.Equal(t, int64(2), s.HighWatermark())
 
 	next, acts := step(t, s, FetchTimeout{})
@@ -142,7 +101,7 @@ func TestUnattachedObserverSearchesOnEachFetchTimeout(t *testing.T) {
 // Reference: the README's host contract, rule 2 (Step ignores a timeout the
 // current role does not own).
 func TestFetchTimeoutIgnoredByRolesWithoutFetchTimer(t *testing.T) {
-	for _, c := range rpEveryRole(t, rpNoCluster()) {
+	for _, c := range everyRole(t, noCluster()) {
 		if c.s.Role() == Follower || !c.s.IsVoter() {
 			continue
 		}
@@ -161,7 +120,7 @@ func TestFollowerIgnoresStaleFetchResponse(t *testing.T) {
 	s, _ = step(t, s, ReceiveBeginQuorumEpoch{From: 1, LeaderID: 1, LeaderEpoch: 2, VoterID: 2})
 	s, _ = durable(t, s, LogEnd{Offset: 4, Epoch: 1})
 	for _, e := range []ReceiveFetchResponse{
-		rpOK(3, 1, 3),
+		fetchOK(3, 1, 3),
 		{From: 3, Error: ErrNone, LeaderID: 3, LeaderEpoch: 1, HighWatermark: 3, Diverging: &LogOffsetMetadata{Epoch: 1, Offset: 0}},
 		{From: 1, Error: ErrUnknownLeaderEpoch, LeaderID: 1, LeaderEpoch: 2, HighWatermark: 3},
 		{From: 1, Error: ErrFencedLeaderEpoch, LeaderID: NoNode, LeaderEpoch: 0, HighWatermark: -1},
@@ -179,10 +138,10 @@ func TestFollowerIgnoresStaleFetchResponse(t *testing.T) {
 // Reference: KafkaRaftClient.handleFetchResponse, maybeHandleCommonResponse,
 // maybeTransition.
 func TestFetchResponseWithNewerEpochMovesOn(t *testing.T) {
-	s := rpFollower(t)
+	s := newFollower(t)
 	s, _ = durable(t, s, LogEnd{Offset: 2, Epoch: 1})
 
-	next, acts := step(t, s, rpOK(3, 2, 2))
+	next, acts := step(t, s, fetchOK(3, 2, 2))
 	require.Equal(t, Follower, next.Role())
 	require.Equal(t, Epoch(2), next.Epoch())
 	require.Equal(t, NodeID(3), next.Leader())
@@ -202,7 +161,7 @@ func TestFetchResponseWithNewerEpochMovesOn(t *testing.T) {
 		Persist{Record: QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: NoReplica}},
 		RoleChanged{From: Follower, To: Unattached, Epoch: 3, LeaderID: NoNode, Reason: "response with a newer epoch"},
 		StopTimer{Timer: FetchTimer},
-		ResetTimer{Timer: ElectionTimer, After: rpElectionTimer(t, acts)},
+		ResetTimer{Timer: ElectionTimer, After: electionTimeoutIn(t, acts)},
 	}, acts)
 }
 
@@ -215,14 +174,14 @@ func TestFetchResponseWithNewerEpochMovesOn(t *testing.T) {
 // (maybeSwitchObserverFetchToLeader); RequestManager (at most one Fetch in
 // flight).
 func TestUnattachedReplicaAttachesToLeaderNamedInFetchResponse(t *testing.T) {
-	s := rpObserverFollower(t)
+	s := observerFollower(t)
 	s, _ = step(t, s, FetchTimeout{})
 	require.Equal(t, Unattached, s.Role())
 	require.Equal(t, NodeID(2), s.Leader())
 	// The bootstrap voter it reached is the leader: records come back.
 	s, _ = durable(t, s, LogEnd{Offset: 3, Epoch: 1})
 
-	next, acts := step(t, s, rpOK(2, 1, 2))
+	next, acts := step(t, s, fetchOK(2, 1, 2))
 	require.Equal(t, Follower, next.Role())
 	require.Equal(t, Epoch(1), next.Epoch())
 	require.Equal(t, NodeID(2), next.Leader())
@@ -236,7 +195,7 @@ func TestUnattachedReplicaAttachesToLeaderNamedInFetchResponse(t *testing.T) {
 
 	// A fresh observer that knows no leader learns it from a newer epoch.
 	fresh := start(t, observerConfig(4, 1, 2, 3))
-	next, acts = step(t, fresh, rpOK(2, 1, 0))
+	next, acts = step(t, fresh, fetchOK(2, 1, 0))
 	require.Equal(t, Follower, next.Role())
 	require.Equal(t, []Action{
 		Persist{Record: QuorumRecord{Epoch: 1, LeaderID: 2, VotedKey: NoReplica}},
@@ -255,7 +214,7 @@ func TestUnattachedReplicaAttachesToLeaderNamedInFetchResponse(t *testing.T) {
 // a diverging answer is not used.
 // Reference: KafkaRaftClient.handleFetchResponse.
 func TestFollowerTruncatesToKafkasTruncationPoint(t *testing.T) {
-	s := rpRestartedFollower(t) // epochs 1@0, 2@3, 4@6, end 8
+	s := restartedFollower(t) // epochs 1@0, 2@3, 4@6, end 8
 	cases := []struct {
 		name string
 		d    LogOffsetMetadata
@@ -279,7 +238,7 @@ func TestFollowerTruncatesToKafkasTruncationPoint(t *testing.T) {
 			ResetTimer{Timer: FetchTimer, After: testTf},
 			SendFetch{To: 1, CurrentLeaderEpoch: 4, FetchOffset: c.end.Offset, FetchEpoch: c.end.Epoch, HighWatermark: -1},
 		}, acts, c.name)
-		require.False(t, rpPreVoteGranted(t, next), "a diverging answer is a successful fetch")
+		require.False(t, grantsPreVote(t, next), "a diverging answer is a successful fetch")
 	}
 	// A diverging point at or past the log end truncates nothing.
 	for _, d := range []LogOffsetMetadata{{Epoch: 0, Offset: 20}, {Epoch: 4, Offset: 9}} {
@@ -299,8 +258,8 @@ func TestFollowerTruncatesToKafkasTruncationPoint(t *testing.T) {
 // to the high watermark is fine.
 // Reference: KafkaRaftClient.handleFetchResponse (throws KafkaException).
 func TestFollowerFaultsOnTruncationBelowHighWatermark(t *testing.T) {
-	s := rpRestartedFollower(t)
-	s, _ = step(t, s, rpOK(1, 4, 7))
+	s := restartedFollower(t)
+	s, _ = step(t, s, fetchOK(1, 4, 7))
 	require.Equal(t, int64(7), s.HighWatermark())
 	for _, d := range []LogOffsetMetadata{{Epoch: 2, Offset: 5}, {Epoch: 4, Offset: 6}, {Epoch: 0, Offset: 2}, {Epoch: 3, Offset: 9}} {
 		d := d
@@ -327,10 +286,10 @@ func TestFollowerFaultsOnTruncationBelowHighWatermark(t *testing.T) {
 // Reference: KafkaRaftClient.buildFetchRequest, handleFetchResponse
 // (updateFollowerHighWatermark); FollowerState.updateHighWatermark.
 func TestFollowerHighWatermarkIsMinOfLogEndAndLeaders(t *testing.T) {
-	s := rpFollower(t)
+	s := newFollower(t)
 	s, _ = durable(t, s, LogEnd{Offset: 5, Epoch: 1})
 
-	s, acts := step(t, s, rpOK(1, 1, 8))
+	s, acts := step(t, s, fetchOK(1, 1, 8))
 	require.Equal(t, int64(5), s.HighWatermark())
 	require.Equal(t, []Action{
 		HighWatermarkChanged{HighWatermark: 5},
@@ -340,7 +299,7 @@ func TestFollowerHighWatermarkIsMinOfLogEndAndLeaders(t *testing.T) {
 
 	for _, hwm := range []int64{3, -1, 5} {
 		var acts []Action
-		s, acts = step(t, s, rpOK(1, 1, hwm))
+		s, acts = step(t, s, fetchOK(1, 1, hwm))
 		require.Equal(t, int64(5), s.HighWatermark(), "leader hwm %d", hwm)
 		require.Equal(t, []Action{
 			ResetTimer{Timer: FetchTimer, After: testTf},
@@ -349,7 +308,7 @@ func TestFollowerHighWatermarkIsMinOfLogEndAndLeaders(t *testing.T) {
 	}
 
 	s, _ = durable(t, s, LogEnd{Offset: 9, Epoch: 1})
-	s, acts = step(t, s, rpOK(1, 1, 8))
+	s, acts = step(t, s, fetchOK(1, 1, 8))
 	require.Equal(t, int64(8), s.HighWatermark())
 	require.Equal(t, []Action{
 		HighWatermarkChanged{HighWatermark: 8},
@@ -364,19 +323,19 @@ func TestFollowerHighWatermarkIsMinOfLogEndAndLeaders(t *testing.T) {
 // Reference: FollowerState.canGrantVote, hasFetchedFromLeader,
 // KIP-996.
 func TestSuccessfulFetchResponseEndsPreVoteGranting(t *testing.T) {
-	s := rpFollower(t)
-	require.True(t, rpPreVoteGranted(t, s))
+	s := newFollower(t)
+	require.True(t, grantsPreVote(t, s))
 
 	errored, _ := step(t, s, ReceiveFetchResponse{From: 1, Error: ErrBrokerNotAvailable, LeaderID: 1, LeaderEpoch: 1, HighWatermark: -1})
-	require.True(t, rpPreVoteGranted(t, errored))
+	require.True(t, grantsPreVote(t, errored))
 
-	fetched, _ := step(t, s, rpOK(1, 1, -1))
-	require.False(t, rpPreVoteGranted(t, fetched))
+	fetched, _ := step(t, s, fetchOK(1, 1, -1))
+	require.False(t, grantsPreVote(t, fetched))
 	_, acts := step(t, fetched, ReceiveVoteRequest{From: 3, VoterID: NoNode, CandidateEpoch: 1, Candidate: 3, CandidateLogEnd: LogEnd{Offset: 9, Epoch: 1}, PreVote: true})
 	require.Equal(t, []Action{SendVoteResponse{To: 3, Error: ErrNone, Epoch: 1, LeaderID: 1, VoteGranted: false}}, acts)
 
 	snap, _ := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 4, Snapshot: &LogEnd{Offset: 4, Epoch: 1}})
-	require.False(t, rpPreVoteGranted(t, snap))
+	require.False(t, grantsPreVote(t, snap))
 }
 
 // TestFollowerSnapshotAnswerResetsTimerWithoutFetch: a response that points
@@ -385,7 +344,7 @@ func TestSuccessfulFetchResponseEndsPreVoteGranting(t *testing.T) {
 // Reference: KafkaRaftClient.handleFetchResponse; docs/design.md, contract
 // decision 8, and D10.
 func TestFollowerSnapshotAnswerResetsTimerWithoutFetch(t *testing.T) {
-	s := rpFollower(t)
+	s := newFollower(t)
 	next, acts := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 10, Snapshot: &LogEnd{Offset: 10, Epoch: 1}})
 	require.Equal(t, Follower, next.Role())
 	require.Equal(t, int64(-1), next.HighWatermark())
@@ -406,7 +365,7 @@ func TestFollowerSnapshotAnswerResetsTimerWithoutFetch(t *testing.T) {
 // reset, no Fetch.
 // Reference: KafkaRaftClient.maybeHandleCommonResponse, handleFetchResponse.
 func TestFetchResponseErrorsChangeNothing(t *testing.T) {
-	s := rpFollower(t)
+	s := newFollower(t)
 	for _, code := range []ErrorCode{ErrBrokerNotAvailable, ErrInvalidVoterKey, ErrNotLeaderOrFollower, ErrFencedLeaderEpoch, ErrUnknownTopicOrPartition} {
 		next, acts := step(t, s, ReceiveFetchResponse{From: 1, Error: code, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 3})
 		require.Equal(t, s, next, "%v", code)
@@ -419,7 +378,7 @@ func TestFetchResponseErrorsChangeNothing(t *testing.T) {
 // Fault, the state unchanged. From an older epoch it is just stale.
 // Reference: KafkaRaftClient.maybeHandleCommonResponse (IllegalStateException).
 func TestFetchResponseInvalidRequestInCurrentEpochFaults(t *testing.T) {
-	s := rpFollower(t)
+	s := newFollower(t)
 	next, acts := step(t, s, ReceiveFetchResponse{From: 1, Error: ErrInvalidRequest, LeaderID: 1, LeaderEpoch: 1, HighWatermark: -1})
 	require.Equal(t, s, next)
 	require.Len(t, acts, 1)
@@ -435,18 +394,18 @@ func TestFetchResponseInvalidRequestInCurrentEpochFaults(t *testing.T) {
 // inconsistency: a single Fault, the state unchanged.
 // Reference: KafkaRaftClient.hasConsistentLeader.
 func TestFetchResponseNamingAnotherLeaderFaults(t *testing.T) {
-	s := rpFollower(t)
+	s := newFollower(t)
 	for _, leader := range []NodeID{3, 2} {
-		next, acts := step(t, s, rpOK(leader, 1, 0))
+		next, acts := step(t, s, fetchOK(leader, 1, 0))
 		require.Equal(t, s, next, "leader %d", leader)
 		require.Len(t, acts, 1, "leader %d", leader)
 		require.IsType(t, Fault{}, acts[0], "leader %d", leader)
 	}
 }
 
-// rpAddObserver starts observer id (empty log) in cluster c, carries out its
+// addObserver starts observer id (empty log) in cluster c, carries out its
 // first actions and delivers the messages that follow.
-func rpAddObserver(t *testing.T, c *testCluster, id NodeID) {
+func addObserver(t *testing.T, c *testCluster, id NodeID) {
 	t.Helper()
 	voters := append([]NodeID(nil), c.ids...)
 	c.ids = append(c.ids, id)
@@ -458,8 +417,8 @@ func rpAddObserver(t *testing.T, c *testCluster, id NodeID) {
 	c.deliverAll()
 }
 
-// rpLogState describes a testCluster log (one epoch per record).
-func rpLogState(log []Epoch) LogState {
+// clusterLogState describes a testCluster log (one epoch per record).
+func clusterLogState(log []Epoch) LogState {
 	var ls LogState
 	for i, e := range log {
 		if i == 0 || log[i-1] != e {
@@ -472,21 +431,21 @@ func rpLogState(log []Epoch) LogState {
 	return ls
 }
 
-// rpRestartNode restarts voter id of c from its persisted record and log.
-func rpRestartNode(t *testing.T, c *testCluster, id NodeID) {
+// restartNode restarts voter id of c from its persisted record and log.
+func restartNode(t *testing.T, c *testCluster, id NodeID) {
 	t.Helper()
 	rec := c.record[id]
-	s, acts, err := NewState(config(id, c.ids...), &rec, rpLogState(c.logs[id]))
+	s, acts, err := NewState(config(id, c.ids...), &rec, clusterLogState(c.logs[id]))
 	require.NoError(t, err)
 	c.states[id] = s
 	c.timers[id] = map[Timer]bool{}
 	c.apply(id, acts)
 }
 
-// rpDeliver is deliverAll with two knobs: fetch responses carry at most
+// deliverLimited is deliverAll with two knobs: fetch responses carry at most
 // maxRecords records (Kafka's fetch max bytes; 0 means no limit), and
 // delivery stops as soon as until() holds. after runs after every step.
-func rpDeliver(t *testing.T, c *testCluster, maxRecords int, until func() bool, after func()) {
+func deliverLimited(t *testing.T, c *testCluster, maxRecords int, until func() bool, after func()) {
 	t.Helper()
 	for i := 0; len(c.queue) > 0; i++ {
 		require.Less(t, i, 10000, "message storm")
@@ -522,7 +481,7 @@ func rpDeliver(t *testing.T, c *testCluster, maxRecords int, until func() bool, 
 // decisions 5 and 6.
 func TestClusterObserverFindsLeaderAfterFetchTimeout(t *testing.T) {
 	c := newTestCluster(t, 1, 2, 3)
-	rpAddObserver(t, c, 4)
+	addObserver(t, c, 4)
 	require.Equal(t, Unattached, c.states[4].Role())
 
 	c.fire(2, ElectionTimeout{})
@@ -635,7 +594,7 @@ func TestClusterFigure8OlderEpochRecordsCommitOnlyWithNewEpochRecord(t *testing.
 	c.fire(4, ElectionTimeout{})
 	require.Equal(t, Follower, c.states[4].Role())
 	c.stepNode(5, FetchTimeout{})
-	rpDeliver(t, c, 0, func() bool { return c.states[5].Role() == Leader }, nil)
+	deliverLimited(t, c, 0, func() bool { return c.states[5].Role() == Leader }, nil)
 	require.Equal(t, Leader, c.states[5].Role())
 	require.Equal(t, Epoch(2), c.states[5].Epoch())
 	require.Equal(t, []Epoch{1, 2}, c.logs[5])
@@ -647,7 +606,7 @@ func TestClusterFigure8OlderEpochRecordsCommitOnlyWithNewEpochRecord(t *testing.
 
 	// (c) 1 restarts (Resigned in epoch 1) and is elected in epoch 3.
 	delete(c.down, 1)
-	rpRestartNode(t, c, 1)
+	restartNode(t, c, 1)
 	require.Equal(t, Resigned, c.states[1].Role())
 	c.fire(1, ElectionTimeout{})
 	require.Equal(t, Unattached, c.states[1].Role())
@@ -681,7 +640,7 @@ func TestClusterFigure8OlderEpochRecordsCommitOnlyWithNewEpochRecord(t *testing.
 		}
 	}
 	c.stepNode(1, ElectionTimeout{})
-	rpDeliver(t, c, 1, nil, check)
+	deliverLimited(t, c, 1, nil, check)
 	require.Empty(t, c.faults)
 	require.Equal(t, Leader, c.states[1].Role())
 	require.Equal(t, Epoch(3), c.states[1].Epoch())
@@ -694,9 +653,71 @@ func TestClusterFigure8OlderEpochRecordsCommitOnlyWithNewEpochRecord(t *testing.
 	// (d) 5 returns, learns epoch 3 and truncates its epoch-2 record.
 	delete(c.down, 5)
 	c.stepNode(1, BeginQuorumEpochTimeout{})
-	rpDeliver(t, c, 1, nil, check)
+	deliverLimited(t, c, 1, nil, check)
 	require.Empty(t, c.faults)
 	require.Equal(t, Follower, c.states[5].Role())
 	require.Equal(t, []Epoch{1, 1, 3}, c.logs[5])
 	require.Equal(t, int64(3), c.states[5].HighWatermark())
+}
+
+// restartedFollowerOfEpoch2 is replica 2 of voters 1, 2, 3 restarted as
+// Follower of 1 in epoch 2, with five records of epoch 1 in its log and no
+// high watermark.
+func restartedFollowerOfEpoch2(t *testing.T) State {
+	t.Helper()
+	s, _ := restart(t, config(2, 1, 2, 3), QuorumRecord{Epoch: 2, LeaderID: 1, VotedKey: NoReplica}, LogState{End: LogEnd{Offset: 5, Epoch: 1}})
+	requireState(t, s, Follower, 2, 1, NoReplica)
+	require.Equal(t, int64(-1), s.HighWatermark())
+	return s
+}
+
+// TestFollowerTruncatesWholeLogOnDivergingOffsetZero: a diverging point at
+// offset 0 is a valid answer (only a negative offset is dropped); the
+// follower truncates its whole log, goes back to epoch 0, and fetches from
+// the start.
+// Reference: KafkaRaftClient.handleFetchResponse, ReplicatedLog.truncateToEndOffset.
+func TestFollowerTruncatesWholeLogOnDivergingOffsetZero(t *testing.T) {
+	s := restartedFollowerOfEpoch2(t)
+	next, acts := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 2, HighWatermark: -1, Diverging: &LogOffsetMetadata{Epoch: 1, Offset: 0}})
+	require.Equal(t, []Action{
+		TruncateLog{To: 0},
+		ResetTimer{Timer: FetchTimer, After: testTf},
+		SendFetch{To: 1, CurrentLeaderEpoch: 2, FetchOffset: 0, FetchEpoch: 0, HighWatermark: -1},
+	}, acts)
+	requireState(t, next, Follower, 2, 1, NoReplica)
+	require.Equal(t, LogEnd{}, next.LogEnd())
+}
+
+// TestFollowerTakesBootstrapSnapshotID: a snapshot id whose offset and
+// epoch are 0 (Kafka's bootstrap checkpoint 0-0) is a valid answer: only
+// negative fields are dropped. The follower resets its fetch timer, sends
+// no Fetch (the host fetches the snapshot), and counts the answer as a
+// successful fetch (it stops granting pre-votes).
+// Reference: KafkaRaftClient.handleFetchResponse; docs/design.md, contract
+// decision 8, and D10; KIP-996.
+func TestFollowerTakesBootstrapSnapshotID(t *testing.T) {
+	s := newFollower(t)
+	require.True(t, grantsPreVote(t, s))
+	for _, id := range []LogEnd{{Offset: 0, Epoch: 0}, {Offset: 7, Epoch: 0}, {Offset: 0, Epoch: 1}} {
+		id := id
+		next, acts := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: -1, Snapshot: &id})
+		require.Equal(t, []Action{ResetTimer{Timer: FetchTimer, After: testTf}}, acts, "snapshot %+v", id)
+		require.False(t, grantsPreVote(t, next), "snapshot %+v", id)
+	}
+}
+
+// TestFollowerAdoptsHighWatermarkZero: a leader's high watermark of 0 is
+// known (only -1 means unknown), so a follower whose high watermark is
+// unknown adopts 0 and reports it.
+// Reference: KafkaRaftClient.handleFetchResponse (updateFollowerHighWatermark).
+func TestFollowerAdoptsHighWatermarkZero(t *testing.T) {
+	s := newFollower(t)
+	require.Equal(t, int64(-1), s.HighWatermark())
+	next, acts := step(t, s, fetchOK(1, 1, 0))
+	require.Equal(t, []Action{
+		HighWatermarkChanged{HighWatermark: 0},
+		ResetTimer{Timer: FetchTimer, After: testTf},
+		SendFetch{To: 1, CurrentLeaderEpoch: 1, FetchOffset: 0, FetchEpoch: 0, HighWatermark: 0},
+	}, acts)
+	require.Equal(t, int64(0), next.HighWatermark())
 }

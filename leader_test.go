@@ -12,149 +12,20 @@ import (
 // every role, the high watermark, check-quorum, BeginQuorumEpoch re-sends and
 // LogAppended. Every state is built by stepping real events.
 
-var (
-	rpCluster = uuid.NullUUID{UUID: uuid.MustParse("11111111-2222-3333-4444-555555555555"), Valid: true}
-	rpOther   = uuid.NullUUID{UUID: uuid.MustParse("99999999-2222-3333-4444-555555555555"), Valid: true}
-	rpDirB    = uuid.MustParse("00000000-0000-0000-0000-00000000000b")
-	rpDirC    = uuid.MustParse("00000000-0000-0000-0000-00000000000c")
-)
-
-// rpElect makes the Unattached voter s leader: election timeout, a granted
-// pre-vote and a granted vote from the first majority-1 other voters, then
-// the LeaderChange record reported durable. It returns the Leader.
-func rpElect(t *testing.T, s State) State {
-	t.Helper()
-	require.Equal(t, Unattached, s.Role(), "%v", s)
-	s, _ = step(t, s, ElectionTimeout{})
-	need := len(s.Voters())/2 + 1 - 1
-	grant := func(epoch Epoch) {
-		n := 0
-		for _, v := range s.Voters() {
-			if v.ID == s.Local().ID || n == need || s.Role() == Leader {
-				continue
-			}
-			s, _ = step(t, s, ReceiveVoteResponse{From: v.ID, Epoch: epoch, VoteGranted: true, LeaderID: NoNode})
-			n++
-		}
-	}
-	if s.Role() == Prospective {
-		grant(s.Epoch())
-	}
-	if s.Role() == Candidate {
-		grant(s.Epoch())
-	}
-	require.Equal(t, Leader, s.Role(), "%v", s)
-	s, _ = durable(t, s, LogEnd{Offset: s.LogEnd().Offset + 1, Epoch: s.Epoch()})
-	return s
-}
-
-// rpLeaderOf is replica 1 elected leader of epoch 1 among voters 1..n, with
-// an empty log before its LeaderChange record (epoch start 0, log end 1).
-func rpLeaderOf(t *testing.T, n int) State {
-	t.Helper()
-	ids := make([]NodeID, n)
-	for i := range ids {
-		ids[i] = NodeID(i + 1)
-	}
-	s := rpElect(t, start(t, config(1, ids...)))
-	require.Equal(t, Epoch(1), s.Epoch())
-	require.Equal(t, LogEnd{Offset: 1, Epoch: 1}, s.LogEnd())
-	return s
-}
-
-// rpRestartedLeader restarts replica 1 of voters 1,2,3 Unattached in epoch
-// with the given log and elects it leader of epoch+1.
-func rpRestartedLeader(t *testing.T, epoch Epoch, log LogState) State {
-	t.Helper()
-	s, _ := restart(t, config(1, 1, 2, 3), QuorumRecord{Epoch: epoch, LeaderID: NoNode, VotedKey: NoReplica}, log)
-	return rpElect(t, s)
-}
-
-// rpFetch is a valid-looking Fetch from a replica at (offset, epoch) in the
-// leader's epoch.
-func rpFetch(from NodeID, leaderEpoch Epoch, offset int64, lastEpoch Epoch) ReceiveFetch {
-	return ReceiveFetch{From: from, CurrentLeaderEpoch: leaderEpoch, FetchOffset: offset, FetchEpoch: lastEpoch}
-}
-
-// rpElectionTimer returns the one ResetTimer{ElectionTimer} in acts after
-// checking that it was drawn from [T_e, 2*T_e).
-func rpElectionTimer(t *testing.T, acts []Action) time.Duration {
-	t.Helper()
-	var found []time.Duration
-	for _, a := range ofType[ResetTimer](acts) {
-		if a.Timer == ElectionTimer {
-			found = append(found, a.After)
-		}
-	}
-	require.Len(t, found, 1, "%v", acts)
-	require.GreaterOrEqual(t, found[0], testTe)
-	require.Less(t, found[0], 2*testTe)
-	return found[0]
-}
-
-// rpRoleCase is replica 1 of voters 1,2,3 (or observer 4) in one role.
-type rpRoleCase struct {
-	name   string
-	s      State
-	epoch  Epoch
-	leader NodeID
-}
-
-// rpEveryRole builds every role by stepping real events, with the given
-// cluster id configured.
-func rpEveryRole(t *testing.T, cluster uuid.NullUUID) []rpRoleCase {
-	t.Helper()
-	cfg := config(1, 1, 2, 3)
-	cfg.ClusterID = cluster
-	obs := observerConfig(4, 1, 2, 3)
-	obs.ClusterID = cluster
-
-	unattached := start(t, cfg)
-	prospective, _ := step(t, unattached, ElectionTimeout{})
-	candidate, _ := step(t, prospective, ReceiveVoteResponse{From: 2, Epoch: 0, VoteGranted: true, LeaderID: NoNode})
-	leader, _ := step(t, candidate, ReceiveVoteResponse{From: 2, Epoch: 1, VoteGranted: true, LeaderID: NoNode})
-	leader, _ = durable(t, leader, LogEnd{Offset: 1, Epoch: 1})
-	resigned, _ := step(t, leader, Resign{})
-	follower, _ := step(t, unattached, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, VoterID: NoNode})
-	obsUnattached := start(t, obs)
-	obsFollower, _ := step(t, obsUnattached, ReceiveFetchResponse{From: 3, Error: ErrNotLeaderOrFollower, LeaderID: 2, LeaderEpoch: 1, HighWatermark: -1})
-
-	cases := []rpRoleCase{
-		{"Unattached", unattached, 0, NoNode},
-		{"Prospective", prospective, 0, NoNode},
-		{"Candidate", candidate, 1, NoNode},
-		{"Leader", leader, 1, 1},
-		{"Resigned", resigned, 1, 1},
-		{"Follower", follower, 1, 2},
-		{"ObserverUnattached", obsUnattached, 0, NoNode},
-		{"ObserverFollower", obsFollower, 1, 2},
-	}
-	roles := map[string]Role{
-		"Unattached": Unattached, "Prospective": Prospective, "Candidate": Candidate, "Leader": Leader,
-		"Resigned": Resigned, "Follower": Follower, "ObserverUnattached": Unattached, "ObserverFollower": Follower,
-	}
-	for _, c := range cases {
-		require.Equal(t, roles[c.name], c.s.Role(), c.name)
-		require.Equal(t, c.epoch, c.s.Epoch(), c.name)
-		require.Equal(t, c.leader, c.s.Leader(), c.name)
-	}
-	return cases
-}
-
 // TestFetchFromForeignClusterIsRejectedOnEveryRole: a Fetch carrying another
 // cluster id gets INCONSISTENT_CLUSTER_ID and changes nothing, whatever the
 // role; a Fetch without a cluster id is not refused for it.
 // Reference: KafkaRaftClient.handleFetchRequest, hasValidClusterId.
 func TestFetchFromForeignClusterIsRejectedOnEveryRole(t *testing.T) {
-	for _, c := range rpEveryRole(t, rpCluster) {
-		for _, id := range []uuid.NullUUID{rpOther, {UUID: uuid.Nil, Valid: true}} {
-			e := rpFetch(2, c.epoch, 0, 0)
+	for _, c := range everyRole(t, testClusterID) {
+		for _, id := range []uuid.NullUUID{otherClusterID, {UUID: uuid.Nil, Valid: true}} {
+			e := fetchFrom(2, c.epoch, 0, 0)
 			e.ClusterID = id
 			next, acts := step(t, c.s, e)
 			require.Equal(t, c.s, next, c.name)
 			require.Equal(t, []Action{SendFetchResponse{To: 2, Error: ErrInconsistentClusterID, Epoch: c.epoch, LeaderID: c.leader, HighWatermark: -1}}, acts, c.name)
 		}
-		e := rpFetch(2, c.epoch, 0, 0)
+		e := fetchFrom(2, c.epoch, 0, 0)
 		_, acts := step(t, c.s, e)
 		require.NotEqual(t, ErrInconsistentClusterID, ofType[SendFetchResponse](acts)[0].Error, c.name)
 	}
@@ -166,13 +37,13 @@ func TestFetchFromForeignClusterIsRejectedOnEveryRole(t *testing.T) {
 // watermark, before any epoch check, and changes nothing.
 // Reference: KafkaRaftClient.handleFetchRequest.
 func TestFetchWithInvalidFieldsGetsInvalidRequest(t *testing.T) {
-	for _, c := range rpEveryRole(t, rpCluster) {
+	for _, c := range everyRole(t, testClusterID) {
 		bad := []ReceiveFetch{
-			rpFetch(2, c.epoch, -1, 0),
-			rpFetch(2, c.epoch, 0, -1),
-			rpFetch(2, c.epoch, 5, c.epoch+1),
+			fetchFrom(2, c.epoch, -1, 0),
+			fetchFrom(2, c.epoch, 0, -1),
+			fetchFrom(2, c.epoch, 5, c.epoch+1),
 			// Stale epoch too: the field check comes first.
-			rpFetch(2, c.epoch-1, -3, 0),
+			fetchFrom(2, c.epoch-1, -3, 0),
 		}
 		for _, e := range bad {
 			next, acts := step(t, c.s, e)
@@ -189,7 +60,7 @@ func TestFetchWithInvalidFieldsGetsInvalidRequest(t *testing.T) {
 // epoch: a leader fetched with a higher epoch keeps leading.
 // Reference: KafkaRaftClient.handleFetchRequest, validateLeaderOnlyRequest.
 func TestFetchEpochFencingNeverChangesRole(t *testing.T) {
-	for _, c := range rpEveryRole(t, rpNoCluster()) {
+	for _, c := range everyRole(t, noCluster()) {
 		type probe struct {
 			epoch Epoch
 			code  ErrorCode
@@ -202,24 +73,21 @@ func TestFetchEpochFencingNeverChangesRole(t *testing.T) {
 			probes = append(probes, probe{c.epoch, ErrNotLeaderOrFollower})
 		}
 		for _, p := range probes {
-			next, acts := step(t, c.s, rpFetch(2, p.epoch, 0, 0))
+			next, acts := step(t, c.s, fetchFrom(2, p.epoch, 0, 0))
 			require.Equal(t, c.s, next, "%s epoch %d", c.name, p.epoch)
 			require.Equal(t, []Action{SendFetchResponse{To: 2, Error: p.code, Epoch: c.epoch, LeaderID: c.leader, HighWatermark: -1}}, acts, "%s epoch %d", c.name, p.epoch)
 		}
 	}
 }
 
-// rpNoCluster is "no cluster id configured".
-func rpNoCluster() uuid.NullUUID { return uuid.NullUUID{} }
-
 // TestResignedAnswersFetchNamingItself: a Resigned former leader answers a
 // Fetch in its epoch with NOT_LEADER_OR_FOLLOWER and names itself leader.
 // Reference: KafkaRaftClient.validateLeaderOnlyRequest; ResignedState.
 func TestResignedAnswersFetchNamingItself(t *testing.T) {
-	s := rpLeaderOf(t, 3)
+	s := leaderOf(t, 3)
 	s, _ = step(t, s, Resign{})
 	require.Equal(t, Resigned, s.Role())
-	next, acts := step(t, s, rpFetch(2, 1, 1, 1))
+	next, acts := step(t, s, fetchFrom(2, 1, 1, 1))
 	require.Equal(t, s, next)
 	require.Equal(t, []Action{SendFetchResponse{To: 2, Error: ErrNotLeaderOrFollower, Epoch: 1, LeaderID: 1, HighWatermark: -1}}, acts)
 }
@@ -235,7 +103,7 @@ func TestResignedAnswersFetchNamingItself(t *testing.T) {
 func TestLeaderAnswersDivergingFetchWithEndOffsetForEpoch(t *testing.T) {
 	// Epochs 1 at 0 and 3 at 5, log end 8; elected leader of 4 at 8 and the
 	// LeaderChange makes the log end 9.
-	s := rpRestartedLeader(t, 3, LogState{End: LogEnd{Offset: 8, Epoch: 3}, Epochs: []EpochStart{{Epoch: 1}, {Epoch: 3, StartOffset: 5}}})
+	s := restartedLeader(t, 3, LogState{End: LogEnd{Offset: 8, Epoch: 3}, Epochs: []EpochStart{{Epoch: 1}, {Epoch: 3, StartOffset: 5}}})
 	require.Equal(t, Epoch(4), s.Epoch())
 	require.Equal(t, LogEnd{Offset: 9, Epoch: 4}, s.LogEnd())
 	cases := []struct {
@@ -251,12 +119,12 @@ func TestLeaderAnswersDivergingFetchWithEndOffsetForEpoch(t *testing.T) {
 		{"ahead of the leader's log end in its own epoch", 10, 4, LogOffsetMetadata{Epoch: 4, Offset: 9}},
 	}
 	for _, c := range cases {
-		next, acts := step(t, s, rpFetch(2, 4, c.offset, c.last))
+		next, acts := step(t, s, fetchFrom(2, 4, c.offset, c.last))
 		require.Equal(t, s, next, c.name)
 		want := c.want
 		require.Equal(t, []Action{SendFetchResponse{To: 2, Error: ErrNone, Epoch: 4, LeaderID: 1, HighWatermark: -1, Diverging: &want}}, acts, c.name)
 	}
-	valid := []ReceiveFetch{rpFetch(3, 4, 0, 0), rpFetch(3, 4, 5, 1), rpFetch(3, 4, 3, 1), rpFetch(3, 4, 8, 3), rpFetch(3, 4, 6, 3), rpFetch(3, 4, 9, 4)}
+	valid := []ReceiveFetch{fetchFrom(3, 4, 0, 0), fetchFrom(3, 4, 5, 1), fetchFrom(3, 4, 3, 1), fetchFrom(3, 4, 8, 3), fetchFrom(3, 4, 6, 3), fetchFrom(3, 4, 9, 4)}
 	for _, e := range valid {
 		_, acts := step(t, s, e)
 		resp := ofType[SendFetchResponse](acts)
@@ -275,9 +143,9 @@ func TestLeaderAnswersDivergingFetchWithEndOffsetForEpoch(t *testing.T) {
 // Reference: LeaderEpochFileCache.endOffsetFor ("the requested epoch is
 // smaller than any known epoch"), RaftLog.validateOffsetAndEpoch.
 func TestLeaderDivergingEpochBelowItsFirstEpoch(t *testing.T) {
-	s := rpRestartedLeader(t, 3, LogState{End: LogEnd{Offset: 4, Epoch: 3}, Epochs: []EpochStart{{Epoch: 3}}})
+	s := restartedLeader(t, 3, LogState{End: LogEnd{Offset: 4, Epoch: 3}, Epochs: []EpochStart{{Epoch: 3}}})
 	require.Equal(t, Epoch(4), s.Epoch())
-	next, acts := step(t, s, rpFetch(2, 4, 6, 2))
+	next, acts := step(t, s, fetchFrom(2, 4, 6, 2))
 	require.Equal(t, s, next)
 	require.Equal(t, []Action{SendFetchResponse{
 		To: 2, Error: ErrNone, Epoch: 4, LeaderID: 1, HighWatermark: -1,
@@ -294,11 +162,11 @@ func TestLeaderDivergingEpochBelowItsFirstEpoch(t *testing.T) {
 func TestLeaderRecordsVoterPositionOnlyWhenKeyMatches(t *testing.T) {
 	cfg := Config{
 		Local:  ReplicaKey{ID: 1, DirectoryID: dirA},
-		Voters: []ReplicaKey{{ID: 1, DirectoryID: dirA}, {ID: 2, DirectoryID: rpDirB}, {ID: 3}}, Seed: 7,
+		Voters: []ReplicaKey{{ID: 1, DirectoryID: dirA}, {ID: 2, DirectoryID: dirB}, {ID: 3}}, Seed: 7,
 	}
-	s := rpElect(t, start(t, cfg))
+	s := electLeader(t, start(t, cfg))
 
-	wrongDir := ReceiveFetch{From: 2, FromDirectoryID: rpDirC, CurrentLeaderEpoch: 1, FetchOffset: 1, FetchEpoch: 1}
+	wrongDir := ReceiveFetch{From: 2, FromDirectoryID: dirC, CurrentLeaderEpoch: 1, FetchOffset: 1, FetchEpoch: 1}
 	next, acts := step(t, s, wrongDir)
 	require.Equal(t, s, next, "a fetch with another directory id is not stored")
 	require.Equal(t, []Action{SendFetchResponse{To: 2, Error: ErrNone, Epoch: 1, LeaderID: 1, HighWatermark: -1}}, acts)
@@ -308,7 +176,7 @@ func TestLeaderRecordsVoterPositionOnlyWhenKeyMatches(t *testing.T) {
 	require.Equal(t, s, next, "a fetch without the stored directory id is not stored")
 	require.Equal(t, []Action{SendFetchResponse{To: 2, Error: ErrNone, Epoch: 1, LeaderID: 1, HighWatermark: -1}}, acts)
 
-	rightDir := ReceiveFetch{From: 2, FromDirectoryID: rpDirB, CurrentLeaderEpoch: 1, FetchOffset: 1, FetchEpoch: 1}
+	rightDir := ReceiveFetch{From: 2, FromDirectoryID: dirB, CurrentLeaderEpoch: 1, FetchOffset: 1, FetchEpoch: 1}
 	next, acts = step(t, s, rightDir)
 	require.Equal(t, Leader, next.Role())
 	require.Equal(t, int64(1), next.HighWatermark())
@@ -319,7 +187,7 @@ func TestLeaderRecordsVoterPositionOnlyWhenKeyMatches(t *testing.T) {
 	}, acts)
 
 	// Voter 3 is stored without a directory id: any directory id matches.
-	anyDir := ReceiveFetch{From: 3, FromDirectoryID: rpDirC, CurrentLeaderEpoch: 1, FetchOffset: 1, FetchEpoch: 1}
+	anyDir := ReceiveFetch{From: 3, FromDirectoryID: dirC, CurrentLeaderEpoch: 1, FetchOffset: 1, FetchEpoch: 1}
 	next, acts = step(t, s, anyDir)
 	require.Equal(t, int64(1), next.HighWatermark())
 	require.Equal(t, []Action{
@@ -336,22 +204,22 @@ func TestLeaderRecordsVoterPositionOnlyWhenKeyMatches(t *testing.T) {
 // Reference: LeaderState.updateReplicaState, maybeUpdateHighWatermark (only
 // voters count); docs/design.md, contract decision 5.
 func TestLeaderServesObserversWithoutStoringThem(t *testing.T) {
-	s := rpLeaderOf(t, 3)
+	s := leaderOf(t, 3)
 	for _, from := range []NodeID{4, 100, NoNode, -5} {
-		next, acts := step(t, s, rpFetch(from, 1, 1, 1))
+		next, acts := step(t, s, fetchFrom(from, 1, 1, 1))
 		require.Equal(t, s, next, "fetch from %d", from)
 		require.Equal(t, []Action{SendFetchResponse{To: from, Error: ErrNone, Epoch: 1, LeaderID: 1, HighWatermark: -1}}, acts)
 	}
 	// Once committed, observers are told the high watermark.
-	s, _ = step(t, s, rpFetch(2, 1, 1, 1))
+	s, _ = step(t, s, fetchFrom(2, 1, 1, 1))
 	require.Equal(t, int64(1), s.HighWatermark())
-	next, acts := step(t, s, rpFetch(4, 1, 0, 0))
+	next, acts := step(t, s, fetchFrom(4, 1, 0, 0))
 	require.Equal(t, s, next)
 	require.Equal(t, []Action{SendFetchResponse{To: 4, Error: ErrNone, Epoch: 1, LeaderID: 1, HighWatermark: 1}}, acts)
 
 	// Many observer fetches later, check-quorum still fails: none counted.
 	for i := 0; i < 50; i++ {
-		s, _ = step(t, s, rpFetch(NodeID(1000+i), 1, 1, 1))
+		s, _ = step(t, s, fetchFrom(NodeID(1000+i), 1, 1, 1))
 	}
 	s, _ = step(t, s, CheckQuorumTimeout{})
 	require.Equal(t, Resigned, s.Role())
@@ -362,15 +230,15 @@ func TestLeaderServesObserversWithoutStoringThem(t *testing.T) {
 // nowhere (Kafka's updateReplicaState throws and the request fails).
 // Reference: LeaderState.updateReplicaState.
 func TestLeaderRefusesFetchCarryingItsOwnID(t *testing.T) {
-	s := rpLeaderOf(t, 3)
-	next, acts := step(t, s, rpFetch(1, 1, 1, 1))
+	s := leaderOf(t, 3)
+	next, acts := step(t, s, fetchFrom(1, 1, 1, 1))
 	require.Equal(t, s, next)
 	require.Equal(t, []Action{
 		SendFetchResponse{To: 1, Error: ErrUnknownServerError, Epoch: 1, LeaderID: 1, HighWatermark: -1},
 	}, acts)
 	// A diverging fetch with the leader's id is answered normally (Kafka
 	// throws only in updateReplicaState, on the valid path).
-	next, acts = step(t, s, rpFetch(1, 1, 5, 1))
+	next, acts = step(t, s, fetchFrom(1, 1, 5, 1))
 	require.Equal(t, s, next)
 	require.Equal(t, []Action{
 		SendFetchResponse{To: 1, Error: ErrNone, Epoch: 1, LeaderID: 1, HighWatermark: -1, Diverging: &LogOffsetMetadata{Offset: 1, Epoch: 1}},
@@ -383,10 +251,10 @@ func TestLeaderRefusesFetchCarryingItsOwnID(t *testing.T) {
 // that carries the new value.
 // Reference: LeaderState.maybeUpdateHighWatermark.
 func TestLeaderHighWatermarkNeedsMajorityOfThreeVoters(t *testing.T) {
-	s := rpLeaderOf(t, 3)
+	s := leaderOf(t, 3)
 	// Follower 2 at offset 0: the majority offset 0 is not past the epoch
 	// start (0).
-	s, acts := step(t, s, rpFetch(2, 1, 0, 0))
+	s, acts := step(t, s, fetchFrom(2, 1, 0, 0))
 	require.Equal(t, int64(-1), s.HighWatermark())
 	require.Equal(t, []Action{
 		ResetTimer{Timer: CheckQuorumTimer, After: 3 * time.Second},
@@ -399,7 +267,7 @@ func TestLeaderHighWatermarkNeedsMajorityOfThreeVoters(t *testing.T) {
 	require.Equal(t, int64(-1), s.HighWatermark())
 
 	// Follower 3 reaches 3: the majority offset is 3.
-	s, acts = step(t, s, rpFetch(3, 1, 3, 1))
+	s, acts = step(t, s, fetchFrom(3, 1, 3, 1))
 	require.Equal(t, int64(3), s.HighWatermark())
 	require.Equal(t, []Action{
 		HighWatermarkChanged{HighWatermark: 3},
@@ -408,7 +276,7 @@ func TestLeaderHighWatermarkNeedsMajorityOfThreeVoters(t *testing.T) {
 	}, acts)
 
 	// Follower 2 catches up: the leader (4) and 2 (4) make 4.
-	s, acts = step(t, s, rpFetch(2, 1, 4, 1))
+	s, acts = step(t, s, fetchFrom(2, 1, 4, 1))
 	require.Equal(t, int64(4), s.HighWatermark())
 	require.Equal(t, []Action{
 		HighWatermarkChanged{HighWatermark: 4},
@@ -422,14 +290,14 @@ func TestLeaderHighWatermarkNeedsMajorityOfThreeVoters(t *testing.T) {
 // Reference: LeaderState.maybeUpdateHighWatermark (index floor(n/2) of the ends
 // sorted descending).
 func TestLeaderHighWatermarkNeedsMajorityOfFiveVoters(t *testing.T) {
-	s := rpLeaderOf(t, 5)
+	s := leaderOf(t, 5)
 	s, _ = durable(t, s, LogEnd{Offset: 6, Epoch: 1})
 
-	s, acts := step(t, s, rpFetch(2, 1, 6, 1))
+	s, acts := step(t, s, fetchFrom(2, 1, 6, 1))
 	require.Equal(t, int64(-1), s.HighWatermark())
 	require.Equal(t, []Action{SendFetchResponse{To: 2, Error: ErrNone, Epoch: 1, LeaderID: 1, HighWatermark: -1}}, acts)
 
-	s, acts = step(t, s, rpFetch(3, 1, 2, 1))
+	s, acts = step(t, s, fetchFrom(3, 1, 2, 1))
 	require.Equal(t, int64(2), s.HighWatermark())
 	require.Equal(t, []Action{
 		HighWatermarkChanged{HighWatermark: 2},
@@ -438,7 +306,7 @@ func TestLeaderHighWatermarkNeedsMajorityOfFiveVoters(t *testing.T) {
 	}, acts)
 
 	// Ends 6, 6, 2, 5: the third highest is 5.
-	s, acts = step(t, s, rpFetch(4, 1, 5, 1))
+	s, acts = step(t, s, fetchFrom(4, 1, 5, 1))
 	require.Equal(t, int64(5), s.HighWatermark())
 	require.Equal(t, []Action{
 		HighWatermarkChanged{HighWatermark: 5},
@@ -450,19 +318,19 @@ func TestLeaderHighWatermarkNeedsMajorityOfFiveVoters(t *testing.T) {
 // goes down (Kafka only logs it) does not lower the high watermark.
 // Reference: LeaderState.maybeUpdateHighWatermark (monotonic).
 func TestLeaderHighWatermarkNeverMovesBackward(t *testing.T) {
-	s := rpLeaderOf(t, 3)
+	s := leaderOf(t, 3)
 	s, _ = durable(t, s, LogEnd{Offset: 3, Epoch: 1})
-	s, _ = step(t, s, rpFetch(2, 1, 3, 1))
+	s, _ = step(t, s, fetchFrom(2, 1, 3, 1))
 	require.Equal(t, int64(3), s.HighWatermark())
 
-	s, acts := step(t, s, rpFetch(2, 1, 1, 1))
+	s, acts := step(t, s, fetchFrom(2, 1, 1, 1))
 	require.Equal(t, int64(3), s.HighWatermark())
 	require.Equal(t, []Action{
 		ResetTimer{Timer: CheckQuorumTimer, After: 3 * time.Second},
 		SendFetchResponse{To: 2, Error: ErrNone, Epoch: 1, LeaderID: 1, HighWatermark: 3},
 	}, acts)
 
-	s, acts = step(t, s, rpFetch(3, 1, 2, 1))
+	s, acts = step(t, s, fetchFrom(3, 1, 2, 1))
 	require.Equal(t, int64(3), s.HighWatermark())
 	require.Equal(t, []Action{
 		ResetTimer{Timer: CheckQuorumTimer, After: 3 * time.Second},
@@ -478,20 +346,20 @@ func TestLeaderHighWatermarkNeverMovesBackward(t *testing.T) {
 // paper section 5.4.2 figure 8.
 func TestNewLeaderDoesNotCommitOlderEpochRecordsAlone(t *testing.T) {
 	// Epoch-1 records 0..4; elected leader of epoch 2 at 5.
-	s := rpRestartedLeader(t, 1, LogState{End: LogEnd{Offset: 5, Epoch: 1}})
+	s := restartedLeader(t, 1, LogState{End: LogEnd{Offset: 5, Epoch: 1}})
 	require.Equal(t, Epoch(2), s.Epoch())
 	require.Equal(t, LogEnd{Offset: 6, Epoch: 2}, s.LogEnd())
 
 	// Follower 2 holds every epoch-1 record: offsets 0..4 are on a
 	// majority, but none of epoch 2.
-	s, acts := step(t, s, rpFetch(2, 2, 5, 1))
+	s, acts := step(t, s, fetchFrom(2, 2, 5, 1))
 	require.Equal(t, int64(-1), s.HighWatermark())
 	require.Equal(t, []Action{
 		ResetTimer{Timer: CheckQuorumTimer, After: 3 * time.Second},
 		SendFetchResponse{To: 2, Error: ErrNone, Epoch: 2, LeaderID: 1, HighWatermark: -1},
 	}, acts)
 	// So does follower 3: still nothing of epoch 2 on a majority.
-	s, acts = step(t, s, rpFetch(3, 2, 5, 1))
+	s, acts = step(t, s, fetchFrom(3, 2, 5, 1))
 	require.Equal(t, int64(-1), s.HighWatermark())
 	require.Equal(t, []Action{
 		ResetTimer{Timer: CheckQuorumTimer, After: 3 * time.Second},
@@ -499,7 +367,7 @@ func TestNewLeaderDoesNotCommitOlderEpochRecordsAlone(t *testing.T) {
 	}, acts)
 
 	// The LeaderChange reaches follower 2: everything up to 6 commits.
-	s, acts = step(t, s, rpFetch(2, 2, 6, 2))
+	s, acts = step(t, s, fetchFrom(2, 2, 6, 2))
 	require.Equal(t, int64(6), s.HighWatermark())
 	require.Equal(t, []Action{
 		HighWatermarkChanged{HighWatermark: 6},
@@ -521,18 +389,18 @@ func TestNewLeaderReportsNoHighWatermarkUntilItCommits(t *testing.T) {
 	require.Equal(t, int64(3), s.HighWatermark())
 
 	s, _ = step(t, s, FetchTimeout{})
-	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: true, LeaderID: NoNode})
-	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 2, VoteGranted: true, LeaderID: NoNode})
+	s, _ = step(t, s, grantVote(3, 1))
+	s, _ = step(t, s, grantVote(3, 2))
 	require.Equal(t, Leader, s.Role())
 	require.Equal(t, int64(-1), s.HighWatermark(), "a new leader's high watermark starts unknown")
 	s, _ = durable(t, s, LogEnd{Offset: 4, Epoch: 2})
 
-	s, acts := step(t, s, rpFetch(3, 2, 3, 1))
+	s, acts := step(t, s, fetchFrom(3, 2, 3, 1))
 	require.Equal(t, []Action{
 		ResetTimer{Timer: CheckQuorumTimer, After: 3 * time.Second},
 		SendFetchResponse{To: 3, Error: ErrNone, Epoch: 2, LeaderID: 1, HighWatermark: -1},
 	}, acts)
-	_, acts = step(t, s, rpFetch(3, 2, 4, 2))
+	_, acts = step(t, s, fetchFrom(3, 2, 4, 2))
 	require.Equal(t, []Action{
 		HighWatermarkChanged{HighWatermark: 4},
 		ResetTimer{Timer: CheckQuorumTimer, After: 3 * time.Second},
@@ -569,10 +437,10 @@ func TestSingleVoterLeaderCommitsOnItsOwnAppend(t *testing.T) {
 // Reference: KAFKA-15489 (one follower of 3 voters is enough),
 // LeaderState.updateCheckQuorumForFollowingVoter.
 func TestCheckQuorumWindowRestartsOnFetchFromOneOfThree(t *testing.T) {
-	s := rpLeaderOf(t, 3)
+	s := leaderOf(t, 3)
 	for _, from := range []NodeID{2, 2, 3} {
 		var acts []Action
-		s, acts = step(t, s, rpFetch(from, 1, 0, 0))
+		s, acts = step(t, s, fetchFrom(from, 1, 0, 0))
 		require.Equal(t, ResetTimer{Timer: CheckQuorumTimer, After: 3 * time.Second}, acts[0], "fetch from %d", from)
 	}
 }
@@ -583,7 +451,7 @@ func TestCheckQuorumWindowRestartsOnFetchFromOneOfThree(t *testing.T) {
 // Reference: LeaderState.updateCheckQuorumForFollowingVoter (two followers of 5
 // voters).
 func TestCheckQuorumWindowRestartsOnFetchFromTwoOfFive(t *testing.T) {
-	s := rpLeaderOf(t, 5)
+	s := leaderOf(t, 5)
 	resetCQ := Action(ResetTimer{Timer: CheckQuorumTimer, After: 3 * time.Second})
 	steps := []struct {
 		from  NodeID
@@ -591,7 +459,7 @@ func TestCheckQuorumWindowRestartsOnFetchFromTwoOfFive(t *testing.T) {
 	}{{2, false}, {2, false}, {3, true}, {4, false}, {4, false}, {2, true}, {5, false}}
 	for i, st := range steps {
 		var acts []Action
-		s, acts = step(t, s, rpFetch(st.from, 1, 0, 0))
+		s, acts = step(t, s, fetchFrom(st.from, 1, 0, 0))
 		if st.reset {
 			require.Contains(t, acts, resetCQ, "step %d", i)
 		} else {
@@ -609,11 +477,11 @@ func TestCheckQuorumWindowRestartsOnFetchFromTwoOfFive(t *testing.T) {
 // LeaderState.nonLeaderVotersByDescendingFetchOffset.
 func TestCheckQuorumTimeoutResignsLeader(t *testing.T) {
 	t.Run("five voters", func(t *testing.T) {
-		s := rpLeaderOf(t, 5)
+		s := leaderOf(t, 5)
 		s, _ = durable(t, s, LogEnd{Offset: 3, Epoch: 1})
-		s, _ = step(t, s, rpFetch(5, 1, 2, 1))
-		s, _ = step(t, s, rpFetch(3, 1, 1, 1))
-		s, _ = step(t, s, rpFetch(2, 1, 2, 1))
+		s, _ = step(t, s, fetchFrom(5, 1, 2, 1))
+		s, _ = step(t, s, fetchFrom(3, 1, 1, 1))
+		s, _ = step(t, s, fetchFrom(2, 1, 2, 1))
 		record := s.Record()
 
 		next, acts := step(t, s, CheckQuorumTimeout{})
@@ -627,7 +495,7 @@ func TestCheckQuorumTimeoutResignsLeader(t *testing.T) {
 			RoleChanged{From: Leader, To: Resigned, Epoch: 1, LeaderID: 1, Reason: "check quorum failed"},
 			StopTimer{Timer: CheckQuorumTimer},
 			StopTimer{Timer: BeginQuorumEpochTimer},
-			ResetTimer{Timer: ElectionTimer, After: rpElectionTimer(t, acts)},
+			ResetTimer{Timer: ElectionTimer, After: electionTimeoutIn(t, acts)},
 			SendEndQuorumEpoch{To: ReplicaKey{ID: 2}, Epoch: 1, LeaderID: 1, PreferredSuccessors: successors},
 			SendEndQuorumEpoch{To: ReplicaKey{ID: 3}, Epoch: 1, LeaderID: 1, PreferredSuccessors: successors},
 			SendEndQuorumEpoch{To: ReplicaKey{ID: 4}, Epoch: 1, LeaderID: 1, PreferredSuccessors: successors},
@@ -635,8 +503,8 @@ func TestCheckQuorumTimeoutResignsLeader(t *testing.T) {
 		}, acts)
 	})
 	t.Run("three voters", func(t *testing.T) {
-		s := rpLeaderOf(t, 3)
-		s, _ = step(t, s, rpFetch(3, 1, 0, 0))
+		s := leaderOf(t, 3)
+		s, _ = step(t, s, fetchFrom(3, 1, 0, 0))
 		next, acts := step(t, s, CheckQuorumTimeout{})
 		require.Equal(t, Resigned, next.Role())
 		successors := keys(3, 2) // 3 fetched at 0; 2 never fetched
@@ -644,7 +512,7 @@ func TestCheckQuorumTimeoutResignsLeader(t *testing.T) {
 			RoleChanged{From: Leader, To: Resigned, Epoch: 1, LeaderID: 1, Reason: "check quorum failed"},
 			StopTimer{Timer: CheckQuorumTimer},
 			StopTimer{Timer: BeginQuorumEpochTimer},
-			ResetTimer{Timer: ElectionTimer, After: rpElectionTimer(t, acts)},
+			ResetTimer{Timer: ElectionTimer, After: electionTimeoutIn(t, acts)},
 			SendEndQuorumEpoch{To: ReplicaKey{ID: 2}, Epoch: 1, LeaderID: 1, PreferredSuccessors: successors},
 			SendEndQuorumEpoch{To: ReplicaKey{ID: 3}, Epoch: 1, LeaderID: 1, PreferredSuccessors: successors},
 		}, acts)
@@ -656,7 +524,7 @@ func TestCheckQuorumTimeoutResignsLeader(t *testing.T) {
 		require.Empty(t, acts)
 	})
 	t.Run("not a leader", func(t *testing.T) {
-		rpIgnoredOutsideLeader(t, CheckQuorumTimeout{})
+		ignoredOutsideLeader(t, CheckQuorumTimeout{})
 	})
 }
 
@@ -667,7 +535,7 @@ func TestCheckQuorumTimeoutResignsLeader(t *testing.T) {
 // Reference: KafkaRaftClient.handleFetchSnapshotRequest
 // (updateCheckQuorumForFollowingVoter only); docs/design.md, contract decision 8.
 func TestFetchSnapshotCountsForCheckQuorumOnly(t *testing.T) {
-	s := rpLeaderOf(t, 3)
+	s := leaderOf(t, 3)
 	s, acts := step(t, s, ReceiveFetchSnapshot{From: 2, CurrentLeaderEpoch: 1})
 	require.Equal(t, []Action{
 		ResetTimer{Timer: CheckQuorumTimer, After: 3 * time.Second},
@@ -682,15 +550,15 @@ func TestFetchSnapshotCountsForCheckQuorumOnly(t *testing.T) {
 		ResetTimer{Timer: BeginQuorumEpochTimer, After: time.Second},
 	}, acts)
 
-	s, _ = step(t, s, rpFetch(3, 1, 0, 0))
+	s, _ = step(t, s, fetchFrom(3, 1, 0, 0))
 	_, acts = step(t, s, CheckQuorumTimeout{})
 	require.Equal(t, keys(3, 2), ofType[SendEndQuorumEpoch](acts)[0].PreferredSuccessors)
 
 	// Five voters: a snapshot fetcher and a fetcher make two.
-	s5 := rpLeaderOf(t, 5)
+	s5 := leaderOf(t, 5)
 	s5, acts = step(t, s5, ReceiveFetchSnapshot{From: 4, CurrentLeaderEpoch: 1})
 	require.Equal(t, []Action{SendFetchSnapshotResponse{To: 4, Error: ErrNone, Epoch: 1, LeaderID: 1}}, acts)
-	_, acts = step(t, s5, rpFetch(2, 1, 0, 0))
+	_, acts = step(t, s5, fetchFrom(2, 1, 0, 0))
 	require.Equal(t, ResetTimer{Timer: CheckQuorumTimer, After: 3 * time.Second}, acts[0])
 
 	// Observers' snapshot fetches are not stored; fencing as for Fetch.
@@ -708,10 +576,10 @@ func TestFetchSnapshotCountsForCheckQuorumOnly(t *testing.T) {
 // Reference: KafkaRaftClient.maybeSendBeginQuorumEpochRequests, KAFKA-16926
 // (LeaderState.needToSendBeginQuorumRequests).
 func TestBeginQuorumEpochTimeoutResendsOnlyToVotersThatHaveNotFetched(t *testing.T) {
-	s := rpLeaderOf(t, 5)
-	s, _ = step(t, s, rpFetch(2, 1, 0, 0))
-	s, _ = step(t, s, rpFetch(3, 1, 1, 1))
-	s, _ = step(t, s, rpFetch(4, 1, 7, 1)) // diverging: not a valid fetch
+	s := leaderOf(t, 5)
+	s, _ = step(t, s, fetchFrom(2, 1, 0, 0))
+	s, _ = step(t, s, fetchFrom(3, 1, 1, 1))
+	s, _ = step(t, s, fetchFrom(4, 1, 7, 1)) // diverging: not a valid fetch
 
 	s, acts := step(t, s, BeginQuorumEpochTimeout{})
 	require.Equal(t, Leader, s.Role())
@@ -722,7 +590,7 @@ func TestBeginQuorumEpochTimeoutResendsOnlyToVotersThatHaveNotFetched(t *testing
 	}, acts)
 
 	// A new round: only 4 fetched in it.
-	s, _ = step(t, s, rpFetch(4, 1, 1, 1))
+	s, _ = step(t, s, fetchFrom(4, 1, 1, 1))
 	_, acts = step(t, s, BeginQuorumEpochTimeout{})
 	require.Equal(t, []Action{
 		SendBeginQuorumEpoch{To: ReplicaKey{ID: 2}, Epoch: 1, LeaderID: 1},
@@ -732,14 +600,14 @@ func TestBeginQuorumEpochTimeoutResendsOnlyToVotersThatHaveNotFetched(t *testing
 	}, acts)
 
 	// Not a leader: ignored.
-	rpIgnoredOutsideLeader(t, BeginQuorumEpochTimeout{})
+	ignoredOutsideLeader(t, BeginQuorumEpochTimeout{})
 }
 
-// rpIgnoredOutsideLeader checks that every role but Leader ignores e: same
+// ignoredOutsideLeader checks that every role but Leader ignores e: same
 // state, no action.
-func rpIgnoredOutsideLeader(t *testing.T, e Event) {
+func ignoredOutsideLeader(t *testing.T, e Event) {
 	t.Helper()
-	for _, c := range rpEveryRole(t, rpNoCluster()) {
+	for _, c := range everyRole(t, noCluster()) {
 		if c.s.Role() == Leader {
 			continue
 		}
@@ -775,7 +643,7 @@ func TestLogAppendedKeepsEpochHistory(t *testing.T) {
 		require.Len(t, ofType[Fault](acts), 1, "%+v", bad)
 		require.Len(t, acts, 1, "%+v", bad)
 	}
-	s = rpElect(t, s) // leader of 4, epoch 4 starts at 6
+	s = electLeader(t, s) // leader of 4, epoch 4 starts at 6
 	require.Equal(t, LogEnd{Offset: 7, Epoch: 4}, s.LogEnd())
 	for _, c := range []struct {
 		offset int64
@@ -786,7 +654,7 @@ func TestLogAppendedKeepsEpochHistory(t *testing.T) {
 		{5, 2, LogOffsetMetadata{Epoch: 1, Offset: 4}},
 		{7, 3, LogOffsetMetadata{Epoch: 3, Offset: 6}},
 	} {
-		_, acts := step(t, s, rpFetch(2, 4, c.offset, c.last))
+		_, acts := step(t, s, fetchFrom(2, 4, c.offset, c.last))
 		want := c.want
 		require.Equal(t, []Action{SendFetchResponse{To: 2, Error: ErrNone, Epoch: 4, LeaderID: 1, HighWatermark: -1, Diverging: &want}}, acts)
 	}
@@ -801,12 +669,87 @@ func TestLeaderTimerPeriodsInWholeMilliseconds(t *testing.T) {
 	cfg.FetchTimeout = 2001 * time.Millisecond
 	s := start(t, cfg)
 	s, _ = step(t, s, ElectionTimeout{})
-	s, _ = step(t, s, ReceiveVoteResponse{From: 2, Epoch: s.Epoch(), VoteGranted: true, LeaderID: NoNode})
+	s, _ = step(t, s, grantVote(2, s.Epoch()))
 	require.Equal(t, Candidate, s.Role())
-	_, acts := step(t, s, ReceiveVoteResponse{From: 2, Epoch: s.Epoch(), VoteGranted: true, LeaderID: NoNode})
+	_, acts := step(t, s, grantVote(2, s.Epoch()))
 	require.Contains(t, acts, Action(ResetTimer{Timer: CheckQuorumTimer, After: 3001 * time.Millisecond}))
 	require.Contains(t, acts, Action(ResetTimer{Timer: BeginQuorumEpochTimer, After: 1000 * time.Millisecond}))
 	cq, begin := leaderPeriods(3 * time.Microsecond)
 	require.Equal(t, 4*time.Microsecond+500*time.Nanosecond, cq)
 	require.Equal(t, 1500*time.Nanosecond, begin)
+}
+
+// TestLeaderTreatsFetchFromOffsetZeroAsValid: a fetch from offset 0 never
+// diverges, whatever last fetched epoch it carries (the log starts at 0):
+// it is answered with data and counts for check-quorum. The same epoch at a
+// later offset diverges.
+// Reference: KafkaMetadataLog.validateOffsetAndEpoch
+// (startOffset == 0 && offset == 0 is valid).
+func TestLeaderTreatsFetchFromOffsetZeroAsValid(t *testing.T) {
+	// Epochs 1 at 0 and 3 at 5; leader of 4 from offset 8, log end 9.
+	s := restartedLeader(t, 3, LogState{End: LogEnd{Offset: 8, Epoch: 3}, Epochs: []EpochStart{{Epoch: 1}, {Epoch: 3, StartOffset: 5}}})
+	_, acts := step(t, s, fetchFrom(2, 4, 0, 2))
+	require.Equal(t, []Action{
+		checkQuorumTimerReset,
+		SendFetchResponse{To: 2, Error: ErrNone, Epoch: 4, LeaderID: 1, HighWatermark: -1},
+	}, acts)
+
+	_, acts = step(t, s, fetchFrom(2, 4, 1, 2))
+	require.Equal(t, []Action{
+		SendFetchResponse{To: 2, Error: ErrNone, Epoch: 4, LeaderID: 1, HighWatermark: -1, Diverging: &LogOffsetMetadata{Epoch: 1, Offset: 5}},
+	}, acts)
+}
+
+// TestLeaderCountsFetchesOfVoterZero: node 0 is a voter like any other: its
+// valid Fetch moves its position (and with it the high watermark) and
+// restarts the check-quorum window, and so does its FetchSnapshot. Only a
+// negative replica id is a non-replica consumer.
+// Reference: LeaderState.updateReplicaState, updateCheckQuorumForFollowingVoter,
+// maybeUpdateHighWatermark; KafkaRaftClient.handleFetchRequest,
+// handleFetchSnapshotRequest
+// (replicaId >= 0).
+func TestLeaderCountsFetchesOfVoterZero(t *testing.T) {
+	s := electLeader(t, start(t, config(1, 0, 1, 2)))
+	require.Equal(t, LogEnd{Offset: 1, Epoch: 1}, s.LogEnd())
+
+	next, acts := step(t, s, fetchFrom(0, 1, 1, 1))
+	require.Equal(t, []Action{
+		HighWatermarkChanged{HighWatermark: 1},
+		checkQuorumTimerReset,
+		SendFetchResponse{To: 0, Error: ErrNone, Epoch: 1, LeaderID: 1, HighWatermark: 1},
+	}, acts)
+	require.Equal(t, int64(1), next.HighWatermark())
+
+	_, acts = step(t, s, ReceiveFetchSnapshot{From: 0, CurrentLeaderEpoch: 1})
+	require.Equal(t, []Action{
+		checkQuorumTimerReset,
+		SendFetchSnapshotResponse{To: 0, Error: ErrNone, Epoch: 1, LeaderID: 1},
+	}, acts)
+}
+
+// TestLeaderZeroRefusesFetchCarryingItsOwnID: a leader whose id is 0
+// answers a Fetch that carries its own id with UNKNOWN_SERVER_ERROR, as
+// Kafka's updateReplicaState throws, and records nothing.
+// Reference: KafkaRaftClient.handleFetchRequest,
+// LeaderState.updateReplicaState.
+func TestLeaderZeroRefusesFetchCarryingItsOwnID(t *testing.T) {
+	s := electLeader(t, start(t, config(0, 0, 1, 2)))
+	next, acts := step(t, s, fetchFrom(0, 1, 1, 1))
+	require.Equal(t, []Action{
+		SendFetchResponse{To: 0, Error: ErrUnknownServerError, Epoch: 1, LeaderID: 0, HighWatermark: -1},
+	}, acts)
+	require.Equal(t, s, next)
+}
+
+// TestTwoVoterLeaderResendsBeginQuorumEpoch: a leader of two voters re-sends
+// BeginQuorumEpoch to the other voter when it has not fetched since the
+// last round; only the only voter has no one to tell.
+// Reference: LeaderState.needToSendBeginQuorumRequests, KAFKA-16926.
+func TestTwoVoterLeaderResendsBeginQuorumEpoch(t *testing.T) {
+	s := leaderOf(t, 2)
+	_, acts := step(t, s, BeginQuorumEpochTimeout{})
+	require.Equal(t, []Action{
+		SendBeginQuorumEpoch{To: keyOf(2), Epoch: 1, LeaderID: 1},
+		beginQuorumTimerReset,
+	}, acts)
 }

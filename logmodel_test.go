@@ -11,10 +11,10 @@ import (
 // Kafka's log end offset) and a FLUSHED offset, fed by LogAppended and
 // LogFlushed. Every state is built by stepping real events.
 
-// lmUnflushed restarts cfg's replica with the durable record rec and a log
+// withUnflushed restarts cfg's replica with the durable record rec and a log
 // of epoch epoch ending at flushed, then reports records of the same epoch
 // written up to written and not flushed yet.
-func lmUnflushed(t *testing.T, cfg Config, rec QuorumRecord, epoch Epoch, flushed, written int64) State {
+func withUnflushed(t *testing.T, cfg Config, rec QuorumRecord, epoch Epoch, flushed, written int64) State {
 	t.Helper()
 	s, _ := restart(t, cfg, rec, LogState{End: LogEnd{Offset: flushed, Epoch: epoch}})
 	s, acts := step(t, s, LogAppended{End: LogEnd{Offset: written, Epoch: epoch}})
@@ -24,35 +24,19 @@ func lmUnflushed(t *testing.T, cfg Config, rec QuorumRecord, epoch Epoch, flushe
 	return s
 }
 
-// lmWin makes the Prospective voter s win its pre-vote and its vote with
+// winElection makes the Prospective voter s win its pre-vote and its vote with
 // the grants of voter from alone (a majority of three voters), without
 // reporting the LeaderChange record. It returns the Leader and the actions
 // of the winning step.
-func lmWin(t *testing.T, s State, from NodeID) (State, []Action) {
+func winElection(t *testing.T, s State, from NodeID) (State, []Action) {
 	t.Helper()
 	require.Equal(t, Prospective, s.Role(), "%v", s)
-	s, _ = step(t, s, ReceiveVoteResponse{From: from, Epoch: s.Epoch(), VoteGranted: true, LeaderID: NoNode})
+	s, _ = step(t, s, grantVote(from, s.Epoch()))
 	require.Equal(t, Candidate, s.Role(), "%v", s)
-	s, acts := step(t, s, ReceiveVoteResponse{From: from, Epoch: s.Epoch(), VoteGranted: true, LeaderID: NoNode})
+	s, acts := step(t, s, grantVote(from, s.Epoch()))
 	require.Equal(t, Leader, s.Role(), "%v", s)
 	return s, acts
 }
-
-// lmFault checks that a step yielded exactly one Fault and left the state
-// as it was.
-func lmFault(t *testing.T, before, after State, acts []Action) {
-	t.Helper()
-	require.Len(t, acts, 1, "actions: %v", acts)
-	f, ok := acts[0].(Fault)
-	require.True(t, ok, "action is %T, not Fault: %v", acts[0], acts)
-	require.NotEmpty(t, f.Reason)
-	require.Equal(t, before, after, "a Fault must leave the state unchanged")
-}
-
-var (
-	lmResetFetch = ResetTimer{Timer: FetchTimer, After: testTf}
-	lmResetCheck = ResetTimer{Timer: CheckQuorumTimer, After: testTf * 3 / 2}
-)
 
 // TestLeaderCountsItsFlushedOffsetNotItsWrittenEnd: the leader counts its
 // own FLUSHED offset toward the high watermark, not its written end, so a
@@ -63,11 +47,11 @@ var (
 // LeaderState.maybeUpdateHighWatermark (updateLocalState with the flushed
 // end); docs/design.md D30.
 func TestLeaderCountsItsFlushedOffsetNotItsWrittenEnd(t *testing.T) {
-	s := rpLeaderOf(t, 3) // log end (1, 1), all flushed, epoch start 0
-	s, acts := step(t, s, rpFetch(2, 1, 1, 1))
+	s := leaderOf(t, 3) // log end (1, 1), all flushed, epoch start 0
+	s, acts := step(t, s, fetchFrom(2, 1, 1, 1))
 	require.Equal(t, []Action{
 		HighWatermarkChanged{HighWatermark: 1},
-		lmResetCheck,
+		checkQuorumTimerReset,
 		SendFetchResponse{To: 2, Epoch: 1, LeaderID: 1, HighWatermark: 1},
 	}, acts)
 
@@ -79,9 +63,9 @@ func TestLeaderCountsItsFlushedOffsetNotItsWrittenEnd(t *testing.T) {
 
 	// Voter 2 holds offsets 0..3 but the leader has flushed only offset 0:
 	// two of three voters hold offset 1 and nothing beyond it.
-	s, acts = step(t, s, rpFetch(2, 1, 4, 1))
+	s, acts = step(t, s, fetchFrom(2, 1, 4, 1))
 	require.Equal(t, []Action{
-		lmResetCheck,
+		checkQuorumTimerReset,
 		SendFetchResponse{To: 2, Epoch: 1, LeaderID: 1, HighWatermark: 1},
 	}, acts)
 	require.Equal(t, int64(1), s.HighWatermark())
@@ -125,7 +109,7 @@ func TestLeaderCountsItsFlushedOffsetNotItsWrittenEnd(t *testing.T) {
 func TestEpochStartsAtWrittenLogEnd(t *testing.T) {
 	// Voter 1 restarted in epoch 1 with records 0..2 durable, then wrote
 	// records 3 and 4 (epoch 1) that are not flushed yet.
-	s := lmUnflushed(t, config(1, 1, 2, 3), QuorumRecord{Epoch: 1, LeaderID: NoNode, VotedKey: NoReplica}, 1, 3, 5)
+	s := withUnflushed(t, config(1, 1, 2, 3), QuorumRecord{Epoch: 1, LeaderID: NoNode, VotedKey: NoReplica}, 1, 3, 5)
 	written := LogEnd{Offset: 5, Epoch: 1}
 
 	s, acts := step(t, s, ElectionTimeout{})
@@ -134,13 +118,13 @@ func TestEpochStartsAtWrittenLogEnd(t *testing.T) {
 		{To: ReplicaKey{ID: 2}, CandidateEpoch: 1, Candidate: ReplicaKey{ID: 1}, CandidateLogEnd: written, PreVote: true},
 		{To: ReplicaKey{ID: 3}, CandidateEpoch: 1, Candidate: ReplicaKey{ID: 1}, CandidateLogEnd: written, PreVote: true},
 	}, ofType[SendVoteRequest](acts))
-	s, acts = step(t, s, ReceiveVoteResponse{From: 2, Epoch: 1, VoteGranted: true, LeaderID: NoNode})
+	s, acts = step(t, s, grantVote(2, 1))
 	require.Equal(t, Candidate, s.Role())
 	require.Equal(t, []SendVoteRequest{
 		{To: ReplicaKey{ID: 2}, CandidateEpoch: 2, Candidate: ReplicaKey{ID: 1}, CandidateLogEnd: written},
 		{To: ReplicaKey{ID: 3}, CandidateEpoch: 2, Candidate: ReplicaKey{ID: 1}, CandidateLogEnd: written},
 	}, ofType[SendVoteRequest](acts))
-	s, acts = step(t, s, ReceiveVoteResponse{From: 2, Epoch: 2, VoteGranted: true, LeaderID: NoNode})
+	s, acts = step(t, s, grantVote(2, 2))
 	require.Equal(t, Leader, s.Role())
 	require.Equal(t, []AppendLeaderChange{{Epoch: 2, LeaderID: 1, Voters: keys(1, 2, 3), GrantingVoters: keys(1, 2)}},
 		ofType[AppendLeaderChange](acts))
@@ -152,18 +136,18 @@ func TestEpochStartsAtWrittenLogEnd(t *testing.T) {
 
 	// Voter 2 holds offsets 0..4: a majority holds offset 5, the epoch
 	// start, but nothing past it, so nothing is committed.
-	s, acts = step(t, s, rpFetch(2, 2, 5, 1))
+	s, acts = step(t, s, fetchFrom(2, 2, 5, 1))
 	require.Equal(t, []Action{
-		lmResetCheck,
+		checkQuorumTimerReset,
 		SendFetchResponse{To: 2, Epoch: 2, LeaderID: 1, HighWatermark: -1},
 	}, acts)
 	require.Equal(t, int64(-1), s.HighWatermark())
 
 	// Once voter 2 holds the LeaderChange record too, everything is.
-	s, acts = step(t, s, rpFetch(2, 2, 6, 2))
+	s, acts = step(t, s, fetchFrom(2, 2, 6, 2))
 	require.Equal(t, []Action{
 		HighWatermarkChanged{HighWatermark: 6},
-		lmResetCheck,
+		checkQuorumTimerReset,
 		SendFetchResponse{To: 2, Epoch: 2, LeaderID: 1, HighWatermark: 6},
 	}, acts)
 	require.Equal(t, int64(6), s.HighWatermark())
@@ -177,22 +161,22 @@ func TestEpochStartsAtWrittenLogEnd(t *testing.T) {
 // and lastFetchedEpoch()); docs/design.md D30.
 func TestVoteComparesWrittenLogEnd(t *testing.T) {
 	// Voter 1: written end (5, 1), flushed 3.
-	s := lmUnflushed(t, config(1, 1, 2, 3), QuorumRecord{Epoch: 1, LeaderID: NoNode, VotedKey: NoReplica}, 1, 3, 5)
+	s := withUnflushed(t, config(1, 1, 2, 3), QuorumRecord{Epoch: 1, LeaderID: NoNode, VotedKey: NoReplica}, 1, 3, 5)
 	for _, c := range []struct {
 		name    string
 		req     ReceiveVoteRequest
 		epoch   Epoch
 		granted bool
 	}{
-		{"pre-vote past the flushed offset, behind the written end", vtPre(2, 1, LogEnd{Offset: 4, Epoch: 1}), 1, false},
-		{"pre-vote at the flushed offset", vtPre(2, 1, LogEnd{Offset: 3, Epoch: 1}), 1, false},
-		{"pre-vote at the written end", vtPre(2, 1, LogEnd{Offset: 5, Epoch: 1}), 1, true},
-		{"vote past the flushed offset, behind the written end", vtStd(2, 2, LogEnd{Offset: 4, Epoch: 1}), 2, false},
-		{"vote at the written end", vtStd(2, 2, LogEnd{Offset: 5, Epoch: 1}), 2, true},
+		{"pre-vote past the flushed offset, behind the written end", preVoteRequest(2, 1, LogEnd{Offset: 4, Epoch: 1}), 1, false},
+		{"pre-vote at the flushed offset", preVoteRequest(2, 1, LogEnd{Offset: 3, Epoch: 1}), 1, false},
+		{"pre-vote at the written end", preVoteRequest(2, 1, LogEnd{Offset: 5, Epoch: 1}), 1, true},
+		{"vote past the flushed offset, behind the written end", standardVoteRequest(2, 2, LogEnd{Offset: 4, Epoch: 1}), 2, false},
+		{"vote at the written end", standardVoteRequest(2, 2, LogEnd{Offset: 5, Epoch: 1}), 2, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			next, acts := step(t, s, c.req)
-			require.Equal(t, []SendVoteResponse{vtAnswer(2, ErrNone, c.epoch, NoNode, c.granted)},
+			require.Equal(t, []SendVoteResponse{voteAnswer(2, ErrNone, c.epoch, NoNode, c.granted)},
 				ofType[SendVoteResponse](acts))
 			v, has := next.VotedKey()
 			require.Equal(t, c.granted && !c.req.PreVote, has, "vote %v", v)
@@ -208,22 +192,22 @@ func TestVoteComparesWrittenLogEnd(t *testing.T) {
 // the log end offset) in KafkaRaftClient.handleFetchRequest;
 // docs/design.md D30.
 func TestLeaderServesFetchWithinUnflushedLog(t *testing.T) {
-	s := rpLeaderOf(t, 3)
-	s, _ = step(t, s, rpFetch(2, 1, 1, 1))
+	s := leaderOf(t, 3)
+	s, _ = step(t, s, fetchFrom(2, 1, 1, 1))
 	require.Equal(t, int64(1), s.HighWatermark())
 	s, acts := step(t, s, LogAppended{End: LogEnd{Offset: 5, Epoch: 1}})
 	require.Empty(t, acts)
 	require.Equal(t, int64(1), s.FlushedOffset())
 
 	for _, offset := range []int64{4, 5} {
-		_, acts = step(t, s, rpFetch(2, 1, offset, 1))
+		_, acts = step(t, s, fetchFrom(2, 1, offset, 1))
 		require.Equal(t, []Action{
-			lmResetCheck,
+			checkQuorumTimerReset,
 			SendFetchResponse{To: 2, Epoch: 1, LeaderID: 1, HighWatermark: 1},
 		}, acts, "fetch at %d", offset)
 	}
 
-	_, acts = step(t, s, rpFetch(2, 1, 6, 1))
+	_, acts = step(t, s, fetchFrom(2, 1, 6, 1))
 	require.Equal(t, []Action{
 		SendFetchResponse{To: 2, Epoch: 1, LeaderID: 1, HighWatermark: 1, Diverging: &LogOffsetMetadata{Offset: 5, Epoch: 1}},
 	}, acts)
@@ -239,13 +223,13 @@ func TestLeaderServesFetchWithinUnflushedLog(t *testing.T) {
 // requires that voters have flushed their log before sending a Fetch
 // request"); docs/design.md D30.
 func TestVoterFollowerFetchesOnlyOnceFlushed(t *testing.T) {
-	s := rpFollower(t) // voter 2 following 1 in epoch 1, Fetch at 0 sent
+	s := newFollower(t) // voter 2 following 1 in epoch 1, Fetch at 0 sent
 
 	// The response carried records 0..2: written, not flushed.
 	s, acts := step(t, s, LogAppended{End: LogEnd{Offset: 3, Epoch: 1}})
 	require.Empty(t, acts)
-	s, acts = step(t, s, rpOK(1, 1, -1))
-	require.Equal(t, []Action{lmResetFetch}, acts)
+	s, acts = step(t, s, fetchOK(1, 1, -1))
+	require.Equal(t, []Action{fetchTimerReset}, acts)
 
 	s, acts = step(t, s, LogFlushed{Offset: 2})
 	require.Empty(t, acts, "flushed 2 of 3")
@@ -260,12 +244,12 @@ func TestVoterFollowerFetchesOnlyOnceFlushed(t *testing.T) {
 	// new leader announces epoch 2: entering Follower, the Fetch waits too.
 	s, acts = step(t, s, LogAppended{End: LogEnd{Offset: 5, Epoch: 1}})
 	require.Empty(t, acts)
-	s, acts = step(t, s, rpOK(1, 1, 2))
-	require.Equal(t, []Action{HighWatermarkChanged{HighWatermark: 2}, lmResetFetch}, acts)
+	s, acts = step(t, s, fetchOK(1, 1, 2))
+	require.Equal(t, []Action{HighWatermarkChanged{HighWatermark: 2}, fetchTimerReset}, acts)
 	s, acts = step(t, s, ReceiveBeginQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 2, VoterID: 2})
 	require.Equal(t, Follower, s.Role())
 	require.Equal(t, NodeID(3), s.Leader())
-	require.Contains(t, acts, Action(lmResetFetch))
+	require.Contains(t, acts, Action(fetchTimerReset))
 	require.Empty(t, ofType[SendFetch](acts), "%v", acts)
 	s, acts = step(t, s, LogFlushed{Offset: 5})
 	require.Equal(t, []Action{
@@ -280,12 +264,12 @@ func TestVoterFollowerFetchesOnlyOnceFlushed(t *testing.T) {
 // Reference: Kafka's KafkaRaftClient.appendAsFollower (only voters flush
 // before fetching); docs/design.md D30.
 func TestObserverFetchesBeforeFlush(t *testing.T) {
-	s := rpObserverFollower(t) // observer 4 following 2 in epoch 1
+	s := observerFollower(t) // observer 4 following 2 in epoch 1
 	s, acts := step(t, s, LogAppended{End: LogEnd{Offset: 3, Epoch: 1}})
 	require.Empty(t, acts)
-	s, acts = step(t, s, rpOK(2, 1, -1))
+	s, acts = step(t, s, fetchOK(2, 1, -1))
 	require.Equal(t, []Action{
-		lmResetFetch,
+		fetchTimerReset,
 		SendFetch{To: 2, CurrentLeaderEpoch: 1, FetchOffset: 3, FetchEpoch: 1, HighWatermark: -1},
 	}, acts)
 
@@ -315,13 +299,13 @@ func TestObserverFetchesBeforeFlush(t *testing.T) {
 func TestTruncateLowersFlushedOffset(t *testing.T) {
 	// Voter 2 following 1 in epoch 4, log epochs 1@0, 2@3, 4@6, end 8,
 	// all flushed.
-	s := rpRestartedFollower(t)
+	s := restartedFollower(t)
 	require.Equal(t, int64(8), s.FlushedOffset())
 	s, acts := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 4, HighWatermark: -1,
 		Diverging: &LogOffsetMetadata{Offset: 5, Epoch: 2}})
 	require.Equal(t, []Action{
 		TruncateLog{To: 5},
-		lmResetFetch,
+		fetchTimerReset,
 		SendFetch{To: 1, CurrentLeaderEpoch: 4, FetchOffset: 5, FetchEpoch: 2, HighWatermark: -1},
 	}, acts)
 	require.Equal(t, LogEnd{Offset: 5, Epoch: 2}, s.LogEnd())
@@ -331,8 +315,8 @@ func TestTruncateLowersFlushedOffset(t *testing.T) {
 	// next Fetch waits for their flush.
 	s, acts = step(t, s, LogAppended{End: LogEnd{Offset: 7, Epoch: 4}})
 	require.Empty(t, acts)
-	s, acts = step(t, s, rpOK(1, 4, -1))
-	require.Equal(t, []Action{lmResetFetch}, acts)
+	s, acts = step(t, s, fetchOK(1, 4, -1))
+	require.Equal(t, []Action{fetchTimerReset}, acts)
 	s, acts = step(t, s, LogFlushed{Offset: 7})
 	require.Equal(t, []Action{
 		SendFetch{To: 1, CurrentLeaderEpoch: 4, FetchOffset: 7, FetchEpoch: 4, HighWatermark: -1},
@@ -341,7 +325,7 @@ func TestTruncateLowersFlushedOffset(t *testing.T) {
 
 	// An observer (it fetches before flushing) with written end 10 and
 	// flushed 6: a truncation above 6 keeps it, one below lowers it.
-	o := rpObserverFollower(t)
+	o := observerFollower(t)
 	o, _ = step(t, o, LogAppended{End: LogEnd{Offset: 10, Epoch: 1}})
 	o, _ = step(t, o, LogFlushed{Offset: 6})
 	o, acts = step(t, o, ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: 1, HighWatermark: -1,
@@ -369,7 +353,7 @@ func TestRestartCountsWholeLogFlushed(t *testing.T) {
 	require.Equal(t, int64(8), s.FlushedOffset())
 	require.Equal(t, []Action{
 		Persist{Record: QuorumRecord{Epoch: 4, LeaderID: 1, VotedKey: NoReplica}},
-		lmResetFetch,
+		fetchTimerReset,
 		SendFetch{To: 1, CurrentLeaderEpoch: 4, FetchOffset: 8, FetchEpoch: 4, HighWatermark: -1},
 	}, acts)
 	next, acts := step(t, s, LogFlushed{Offset: 8})
@@ -398,9 +382,9 @@ func TestImpossibleLogReportsAreFaults(t *testing.T) {
 	// Voter 2 following 1 in epoch 1, log end (5, 1), high watermark 4,
 	// all flushed.
 	committed := func(t *testing.T) State {
-		s := rpFollower(t)
+		s := newFollower(t)
 		s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 5, Epoch: 1}})
-		s, _ = step(t, s, rpOK(1, 1, 4))
+		s, _ = step(t, s, fetchOK(1, 1, 4))
 		s, _ = step(t, s, LogFlushed{Offset: 5})
 		require.Equal(t, int64(4), s.HighWatermark())
 		return s
@@ -409,7 +393,7 @@ func TestImpossibleLogReportsAreFaults(t *testing.T) {
 	// record: the epoch's high watermark is unknown, the log's is 4.
 	newLeader := func(t *testing.T) State {
 		s, _ := step(t, committed(t), FetchTimeout{})
-		s, _ = lmWin(t, s, 3)
+		s, _ = winElection(t, s, 3)
 		require.Equal(t, int64(-1), s.HighWatermark())
 		return s
 	}
@@ -418,12 +402,12 @@ func TestImpossibleLogReportsAreFaults(t *testing.T) {
 	leaderBeforeLeaderChange := func(t *testing.T) State {
 		s, _ := restart(t, config(1, 1, 2, 3), QuorumRecord{Epoch: 1, LeaderID: NoNode, VotedKey: NoReplica}, LogState{End: LogEnd{Offset: 5, Epoch: 1}})
 		s, _ = step(t, s, ElectionTimeout{})
-		s, _ = lmWin(t, s, 2)
+		s, _ = winElection(t, s, 2)
 		require.Equal(t, Epoch(2), s.Epoch())
 		return s
 	}
 	unflushed := func(t *testing.T) State {
-		s := rpFollower(t)
+		s := newFollower(t)
 		s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 3, Epoch: 1}})
 		return s
 	}
@@ -434,16 +418,16 @@ func TestImpossibleLogReportsAreFaults(t *testing.T) {
 	}{
 		{"write report below the high watermark", committed, LogAppended{End: LogEnd{Offset: 3, Epoch: 1}}},
 		{"write report below the log's high watermark on a new leader", newLeader, LogAppended{End: LogEnd{Offset: 3, Epoch: 1}}},
-		{"records of a later epoch", rpFollower, LogAppended{End: LogEnd{Offset: 2, Epoch: 2}}},
-		{"records of an epoch below the log's last epoch", rpRestartedFollower, LogAppended{End: LogEnd{Offset: 9, Epoch: 2}}},
+		{"records of a later epoch", newFollower, LogAppended{End: LogEnd{Offset: 2, Epoch: 2}}},
+		{"records of an epoch below the log's last epoch", restartedFollower, LogAppended{End: LogEnd{Offset: 9, Epoch: 2}}},
 		{"a leader's records of an older epoch", leaderBeforeLeaderChange, LogAppended{End: LogEnd{Offset: 7, Epoch: 1}}},
-		{"flush past the written end", func(t *testing.T) State { return rpLeaderOf(t, 3) }, LogFlushed{Offset: 2}},
+		{"flush past the written end", func(t *testing.T) State { return leaderOf(t, 3) }, LogFlushed{Offset: 2}},
 		{"flush past the written end with unflushed records", unflushed, LogFlushed{Offset: 4}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := c.s(t)
 			next, acts := step(t, s, c.e)
-			lmFault(t, s, next, acts)
+			requireFault(t, s, next, acts)
 		})
 	}
 }
@@ -460,15 +444,15 @@ func TestStaleLogReportsAreDropped(t *testing.T) {
 	// Voter 2 following 1 in epoch 1: written end (5, 1), flushed 3, high
 	// watermark 2, its Fetch waiting for the flush.
 	follower := func(t *testing.T) State {
-		s := rpFollower(t)
+		s := newFollower(t)
 		s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 5, Epoch: 1}})
-		s, _ = step(t, s, rpOK(1, 1, 2))
+		s, _ = step(t, s, fetchOK(1, 1, 2))
 		s, _ = step(t, s, LogFlushed{Offset: 3})
 		require.Equal(t, int64(2), s.HighWatermark())
 		require.Equal(t, int64(3), s.FlushedOffset())
 		return s
 	}
-	leader := func(t *testing.T) State { return rpLeaderOf(t, 3) }
+	leader := func(t *testing.T) State { return leaderOf(t, 3) }
 	for _, c := range []struct {
 		name string
 		s    func(t *testing.T) State
@@ -509,7 +493,7 @@ func TestObserverIgnoresLeadershipOfItsOldKey(t *testing.T) {
 	cfg := Config{
 		Local:    ReplicaKey{ID: 1, DirectoryID: dirA},
 		Observer: true,
-		Voters:   []ReplicaKey{{ID: 1, DirectoryID: rpDirB}, {ID: 2}, {ID: 3}},
+		Voters:   []ReplicaKey{{ID: 1, DirectoryID: dirB}, {ID: 2}, {ID: 3}},
 		Seed:     7,
 	}
 	s := start(t, cfg)
@@ -533,7 +517,7 @@ func TestObserverIgnoresLeadershipOfItsOldKey(t *testing.T) {
 	// A voter told it leads an epoch it does not lead faults.
 	v := start(t, config(1, 1, 2, 3))
 	next, acts := step(t, v, namesOldKey)
-	lmFault(t, v, next, acts)
+	requireFault(t, v, next, acts)
 }
 
 // TestVoterEndOffsetsOnLeaderOnly: a leader reports each voter's fetch
@@ -541,9 +525,26 @@ func TestObserverIgnoresLeadershipOfItsOldKey(t *testing.T) {
 func TestVoterEndOffsetsOnLeaderOnly(t *testing.T) {
 	s := start(t, config(1, 1, 2, 3))
 	require.Nil(t, s.VoterEndOffsets())
-	s = rpElect(t, s) // the LeaderChange at 0, written and flushed
+	s = electLeader(t, s) // the LeaderChange at 0, written and flushed
 	require.Equal(t, []int64{1, -1, -1}, s.VoterEndOffsets())
 	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 2, Epoch: s.Epoch()}})
-	s, _ = step(t, s, rpFetch(2, s.Epoch(), 2, s.Epoch()))
+	s, _ = step(t, s, fetchFrom(2, s.Epoch(), 2, s.Epoch()))
 	require.Equal(t, []int64{1, 2, -1}, s.VoterEndOffsets())
+}
+
+// TestLogHistoryDoesNotDependOnAppendBatching: the state after a leader's
+// log reaches an end does not depend on how the host batched the
+// LogAppended reports of one epoch: one report per record gives the state
+// one report for all of them gives.
+// Reference: LogAppended doc (one report per epoch); LeaderState.updateLocalState.
+func TestLogHistoryDoesNotDependOnAppendBatching(t *testing.T) {
+	s := start(t, config(1, 1))
+	require.Equal(t, Leader, s.Role())
+	one := s
+	for i := int64(1); i <= 5; i++ {
+		one, _ = durable(t, one, LogEnd{Offset: i, Epoch: 1})
+	}
+	all, _ := durable(t, s, LogEnd{Offset: 5, Epoch: 1})
+	require.Equal(t, all, one)
+	require.Equal(t, int64(5), one.HighWatermark())
 }

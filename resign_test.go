@@ -22,7 +22,7 @@ import (
 // Reference: QuorumState.transitionToResigned (memory only);
 // LeaderState.nonLeaderVotersByDescendingFetchOffset.
 func TestResignLeaderBecomesResignedWithSuccessorsByFetchPosition(t *testing.T) {
-	s := rrLeaderOf(t, config(1, 1, 2, 3, 4, 5))
+	s := leaderOf(t, 5)
 	s, _ = durable(t, s, LogEnd{Offset: 8, Epoch: 1})
 	for _, f := range []ReceiveFetch{
 		{From: 3, CurrentLeaderEpoch: 1, FetchEpoch: 1, FetchOffset: 6},
@@ -38,7 +38,7 @@ func TestResignLeaderBecomesResignedWithSuccessorsByFetchPosition(t *testing.T) 
 	before := s.Record()
 
 	next, acts := step(t, s, Resign{})
-	rrExpect(t, next, Resigned, 1, 1, NoReplica)
+	requireState(t, next, Resigned, 1, 1, NoReplica)
 	require.Equal(t, before, next.Record(), "Resigned is memory only")
 	successors := keys(3, 4, 5, 2)
 	send := func(to NodeID) Action {
@@ -48,13 +48,13 @@ func TestResignLeaderBecomesResignedWithSuccessorsByFetchPosition(t *testing.T) 
 		RoleChanged{From: Leader, To: Resigned, Epoch: 1, LeaderID: 1, Reason: "resigned"},
 		StopTimer{Timer: CheckQuorumTimer},
 		StopTimer{Timer: BeginQuorumEpochTimer},
-		ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 3)},
+		ResetTimer{Timer: ElectionTimer, After: electionTimeoutAt(t, acts, 3)},
 		send(2), send(3), send(4), send(5),
 	}, acts)
 
 	// A second Resign does nothing.
 	again, acts := step(t, next, Resign{})
-	rrUnchanged(t, next, again, acts)
+	requireUnchanged(t, next, again, acts)
 }
 
 // TestResignOutsideLeaderDoesNothing: Resign only concerns a Leader.
@@ -62,12 +62,12 @@ func TestResignLeaderBecomesResignedWithSuccessorsByFetchPosition(t *testing.T) 
 func TestResignOutsideLeaderDoesNothing(t *testing.T) {
 	for name, s := range map[string]State{
 		"Unattached":          start(t, config(1, 1, 2, 3)),
-		"Prospective":         rrProspective(t),
-		"Candidate":           rrCandidate(t),
-		"Follower":            rrFetched(t),
-		"Resigned":            rrResigned(t),
+		"Prospective":         asProspective(t, start(t, config(1, 1, 2, 3))),
+		"Candidate":           node1Candidate(t),
+		"Follower":            node1Fetched(t),
+		"Resigned":            node1Resigned(t),
 		"observer Unattached": start(t, observerConfig(9, 1, 2, 3)),
-		"observer Follower":   rrFollower(t, observerConfig(9, 1, 2, 3), 1, 2),
+		"observer Follower":   asFollower(t, start(t, observerConfig(9, 1, 2, 3)), 1, 2),
 	} {
 		next, acts := step(t, s, Resign{})
 		require.Empty(t, acts, name)
@@ -77,18 +77,18 @@ func TestResignOutsideLeaderDoesNothing(t *testing.T) {
 
 // ---- the Resigned role ----
 
-// rrResignedStates are the two ways to be Resigned in epoch 1 with log end
+// resignedStates are the two ways to be Resigned in epoch 1 with log end
 // (1, 1): a leader that resigned, and a former leader that restarted.
-func rrResignedStates(t *testing.T) map[string]State {
-	restarted, _ := restart(t, config(1, 1, 2, 3), rrRecord(1, 1, NoNode), LogState{End: LogEnd{Offset: 1, Epoch: 1}})
-	return map[string]State{"resigned": rrResigned(t), "restarted": restarted}
+func resignedStates(t *testing.T) map[string]State {
+	restarted, _ := restart(t, config(1, 1, 2, 3), quorumRecord(1, 1, NoNode), LogState{End: LogEnd{Offset: 1, Epoch: 1}})
+	return map[string]State{"resigned": node1Resigned(t), "restarted": restarted}
 }
 
 // TestResignedVotes: a Resigned replica grants pre-votes to up-to-date
 // requesters only and rejects standard votes of its epoch. Reference:
 // ResignedState; ResignedStateTest.testGrantVote.
 func TestResignedVotes(t *testing.T) {
-	for name, s := range rrResignedStates(t) {
+	for name, s := range resignedStates(t) {
 		s := s
 		t.Run(name, func(t *testing.T) {
 			pre := func(end LogEnd) ReceiveVoteRequest {
@@ -113,7 +113,7 @@ func TestResignedVotes(t *testing.T) {
 // no longer leader but still names itself leader of its epoch. Reference:
 // KafkaRaftClient.validateLeaderOnlyRequest; ResignedState.
 func TestResignedAnswersFetchWithNotLeaderNamingItself(t *testing.T) {
-	for name, s := range rrResignedStates(t) {
+	for name, s := range resignedStates(t) {
 		next, acts := step(t, s, ReceiveFetch{From: 2, CurrentLeaderEpoch: 1, FetchEpoch: 1, FetchOffset: 1})
 		require.Equal(t, s, next, name)
 		require.Equal(t, []Action{
@@ -127,23 +127,23 @@ func TestResignedAnswersFetchWithNotLeaderNamingItself(t *testing.T) {
 // to a pre-vote in E+1. Reference: KafkaRaftClient.pollResigned (newest
 // Kafka: always Unattached); QuorumState.transitionToUnattached.
 func TestResignedElectionTimeoutGoesUnattachedNextEpoch(t *testing.T) {
-	for name, s := range rrResignedStates(t) {
+	for name, s := range resignedStates(t) {
 		s := s
 		t.Run(name, func(t *testing.T) {
 			u, acts := step(t, s, ElectionTimeout{})
-			rrExpect(t, u, Unattached, 2, NoNode, NoReplica)
+			requireState(t, u, Unattached, 2, NoNode, NoReplica)
 			require.Equal(t, []Action{
-				Persist{Record: rrRecord(2, NoNode, NoNode)},
+				Persist{Record: quorumRecord(2, NoNode, NoNode)},
 				RoleChanged{From: Resigned, To: Unattached, Epoch: 2, LeaderID: NoNode, Reason: "resigned leader's election timeout"},
 				ResetTimer{Timer: ElectionTimer, After: 0},
 			}, acts)
 
 			p, acts := step(t, u, ElectionTimeout{})
-			rrExpect(t, p, Prospective, 2, NoNode, NoReplica)
+			requireState(t, p, Prospective, 2, NoNode, NoReplica)
 			end := LogEnd{Offset: 1, Epoch: 1}
 			require.Equal(t, []Action{
 				RoleChanged{From: Unattached, To: Prospective, Epoch: 2, LeaderID: NoNode, Reason: "election timeout"},
-				ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 1)},
+				ResetTimer{Timer: ElectionTimer, After: electionTimeoutAt(t, acts, 1)},
 				SendVoteRequest{To: ReplicaKey{ID: 2}, CandidateEpoch: 2, Candidate: ReplicaKey{ID: 1}, CandidateLogEnd: end, PreVote: true},
 				SendVoteRequest{To: ReplicaKey{ID: 3}, CandidateEpoch: 2, Candidate: ReplicaKey{ID: 1}, CandidateLogEnd: end, PreVote: true},
 			}, acts)
@@ -158,13 +158,13 @@ func TestResignedElectionTimeoutGoesUnattachedNextEpoch(t *testing.T) {
 // replica hands over its remaining time); KafkaRaftClient.handleVoteRequest,
 // maybeHandleCommonResponse.
 func TestResignedLeavesOnNewerEpoch(t *testing.T) {
-	for name, s := range rrResignedStates(t) {
+	for name, s := range resignedStates(t) {
 		s := s
 		t.Run(name, func(t *testing.T) {
 			next, acts := step(t, s, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 2, VoterID: 1})
-			rrExpect(t, next, Follower, 2, 2, NoReplica)
+			requireState(t, next, Follower, 2, 2, NoReplica)
 			require.Equal(t, []Action{
-				Persist{Record: rrRecord(2, 2, NoNode)},
+				Persist{Record: quorumRecord(2, 2, NoNode)},
 				RoleChanged{From: Resigned, To: Follower, Epoch: 2, LeaderID: 2, Reason: "BeginQuorumEpoch"},
 				StopTimer{Timer: ElectionTimer},
 				ResetTimer{Timer: FetchTimer, After: testTf},
@@ -173,28 +173,28 @@ func TestResignedLeavesOnNewerEpoch(t *testing.T) {
 			}, acts)
 
 			next, acts = step(t, s, ReceiveLeaderlessEpoch{From: 2, Epoch: 3})
-			rrExpect(t, next, Unattached, 3, NoNode, NoReplica)
+			requireState(t, next, Unattached, 3, NoNode, NoReplica)
 			require.Equal(t, []Action{
-				Persist{Record: rrRecord(3, NoNode, NoNode)},
+				Persist{Record: quorumRecord(3, NoNode, NoNode)},
 				RoleChanged{From: Resigned, To: Unattached, Epoch: 3, LeaderID: NoNode, Reason: "leaderless epoch"},
 			}, acts)
 
 			// A standard vote of epoch 2 from an up-to-date candidate: first
 			// Unattached(2), then the vote is granted; one Persist holds both.
 			next, acts = step(t, s, ReceiveVoteRequest{From: 2, VoterID: 1, CandidateEpoch: 2, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 1, Epoch: 1}})
-			rrExpect(t, next, Unattached, 2, NoNode, ReplicaKey{ID: 2})
+			requireState(t, next, Unattached, 2, NoNode, ReplicaKey{ID: 2})
 			require.Equal(t, []Action{
-				Persist{Record: rrRecord(2, NoNode, 2)},
+				Persist{Record: quorumRecord(2, NoNode, 2)},
 				RoleChanged{From: Resigned, To: Unattached, Epoch: 2, LeaderID: NoNode, Reason: "vote request with a newer epoch"},
-				ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 2)},
+				ResetTimer{Timer: ElectionTimer, After: electionTimeoutAt(t, acts, 2)},
 				SendVoteResponse{To: 2, Epoch: 2, LeaderID: NoNode, VoteGranted: true},
 			}, acts)
 
 			// A pre-vote of epoch 2 moves it too, and binds nothing.
 			next, acts = step(t, s, ReceiveVoteRequest{From: 3, VoterID: 1, CandidateEpoch: 2, Candidate: 3, CandidateLogEnd: LogEnd{Offset: 1, Epoch: 1}, PreVote: true})
-			rrExpect(t, next, Unattached, 2, NoNode, NoReplica)
+			requireState(t, next, Unattached, 2, NoNode, NoReplica)
 			require.Equal(t, []Action{
-				Persist{Record: rrRecord(2, NoNode, NoNode)},
+				Persist{Record: quorumRecord(2, NoNode, NoNode)},
 				RoleChanged{From: Resigned, To: Unattached, Epoch: 2, LeaderID: NoNode, Reason: "vote request with a newer epoch"},
 				SendVoteResponse{To: 3, Epoch: 2, LeaderID: NoNode, VoteGranted: true},
 			}, acts)
@@ -207,7 +207,7 @@ func TestResignedLeavesOnNewerEpoch(t *testing.T) {
 // message naming it leader, proves the cluster inconsistent. Reference:
 // KafkaRaftClient.hasConsistentLeader; docs/design.md, contract decision 1.
 func TestResignedInconsistentLeaderFaults(t *testing.T) {
-	for name, s := range rrResignedStates(t) {
+	for name, s := range resignedStates(t) {
 		s := s
 		t.Run(name, func(t *testing.T) {
 			for _, e := range []Event{
@@ -217,7 +217,7 @@ func TestResignedInconsistentLeaderFaults(t *testing.T) {
 				ReceiveEndQuorumEpoch{From: 1, LeaderID: 1, LeaderEpoch: 1},
 			} {
 				next, acts := step(t, s, e)
-				rrFault(t, s, next, acts)
+				requireFault(t, s, next, acts)
 			}
 		})
 	}
@@ -230,19 +230,17 @@ func TestResignedInconsistentLeaderFaults(t *testing.T) {
 // (INVALID_REQUEST) are answered without any change. Reference:
 // handleEndQuorumEpochRequest, hasValidClusterId, validateVoterOnlyRequest.
 func TestEndQuorumEpochRejectsBadRequests(t *testing.T) {
-	ours := uuid.NullUUID{UUID: uuid.MustParse("11111111-1111-1111-1111-111111111111"), Valid: true}
-	foreign := uuid.NullUUID{UUID: uuid.MustParse("22222222-2222-2222-2222-222222222222"), Valid: true}
 	cfg := config(1, 1, 2, 3)
-	cfg.ClusterID = ours
-	s := rrFollower(t, cfg, 3, 2)
+	cfg.ClusterID = testClusterID
+	s := asFollower(t, start(t, cfg), 3, 2)
 	for _, tc := range []struct {
 		e    ReceiveEndQuorumEpoch
 		code ErrorCode
 	}{
-		{ReceiveEndQuorumEpoch{From: 2, ClusterID: foreign, LeaderID: 2, LeaderEpoch: 3}, ErrInconsistentClusterID},
-		{ReceiveEndQuorumEpoch{From: 2, ClusterID: foreign, LeaderID: 2, LeaderEpoch: 9}, ErrInconsistentClusterID},
+		{ReceiveEndQuorumEpoch{From: 2, ClusterID: otherClusterID, LeaderID: 2, LeaderEpoch: 3}, ErrInconsistentClusterID},
+		{ReceiveEndQuorumEpoch{From: 2, ClusterID: otherClusterID, LeaderID: 2, LeaderEpoch: 9}, ErrInconsistentClusterID},
 		{ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 2}, ErrFencedLeaderEpoch},
-		{ReceiveEndQuorumEpoch{From: 2, ClusterID: ours, LeaderID: -5, LeaderEpoch: 2}, ErrFencedLeaderEpoch},
+		{ReceiveEndQuorumEpoch{From: 2, ClusterID: testClusterID, LeaderID: -5, LeaderEpoch: 2}, ErrFencedLeaderEpoch},
 		{ReceiveEndQuorumEpoch{From: 2, LeaderID: NoNode, LeaderEpoch: 3}, ErrInvalidRequest},
 		{ReceiveEndQuorumEpoch{From: 2, LeaderID: -7, LeaderEpoch: 4}, ErrInvalidRequest},
 	} {
@@ -252,7 +250,7 @@ func TestEndQuorumEpochRejectsBadRequests(t *testing.T) {
 	}
 
 	// Our own cluster id, or none, is accepted.
-	for _, id := range []uuid.NullUUID{ours, {}} {
+	for _, id := range []uuid.NullUUID{testClusterID, {}} {
 		_, acts := step(t, s, ReceiveEndQuorumEpoch{From: 2, ClusterID: id, LeaderID: 2, LeaderEpoch: 3, SuccessorRank: SuccessorRank{Position: 0, Of: 2}})
 		require.Equal(t, []Action{
 			ResetTimer{Timer: FetchTimer, After: 0},
@@ -269,9 +267,9 @@ func TestEndQuorumEpochRejectsBadRequests(t *testing.T) {
 func TestEndQuorumEpochHigherEpochFollowsLeader(t *testing.T) {
 	s := start(t, config(1, 1, 2, 3))
 	next, acts := step(t, s, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 3, SuccessorRank: SuccessorRank{Position: 1, Of: 2}})
-	rrExpect(t, next, Follower, 3, 2, NoReplica)
+	requireState(t, next, Follower, 3, 2, NoReplica)
 	require.Equal(t, []Action{
-		Persist{Record: rrRecord(3, 2, NoNode)},
+		Persist{Record: quorumRecord(3, 2, NoNode)},
 		RoleChanged{From: Unattached, To: Follower, Epoch: 3, LeaderID: 2, Reason: "EndQuorumEpoch"},
 		StopTimer{Timer: ElectionTimer},
 		ResetTimer{Timer: FetchTimer, After: 500 * time.Millisecond},
@@ -280,10 +278,10 @@ func TestEndQuorumEpochHigherEpochFollowsLeader(t *testing.T) {
 
 	// A Follower of leader 2 in epoch 1 hears that leader 3 of epoch 2
 	// resigns: it follows 3 and backs off by its rank there.
-	next, acts = step(t, rrFetched(t), ReceiveEndQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 2, SuccessorRank: SuccessorRank{Position: 0, Of: 1}})
-	rrExpect(t, next, Follower, 2, 3, NoReplica)
+	next, acts = step(t, node1Fetched(t), ReceiveEndQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 2, SuccessorRank: SuccessorRank{Position: 0, Of: 1}})
+	requireState(t, next, Follower, 2, 3, NoReplica)
 	require.Equal(t, []Action{
-		Persist{Record: rrRecord(2, 3, NoNode)},
+		Persist{Record: quorumRecord(2, 3, NoNode)},
 		RoleChanged{From: Follower, To: Follower, Epoch: 2, LeaderID: 3, Reason: "EndQuorumEpoch"},
 		ResetTimer{Timer: FetchTimer, After: 0},
 		SendEndQuorumEpochResponse{To: 3, Epoch: 2, LeaderID: 3},
@@ -295,11 +293,11 @@ func TestEndQuorumEpochHigherEpochFollowsLeader(t *testing.T) {
 // vote. Reference: KafkaRaftClient.handleEndQuorumEpochRequest, maybeTransition;
 // QuorumState.transitionToFollower (keeps the vote in the same epoch).
 func TestEndQuorumEpochSameEpochUnknownLeaderFollowsKeepingVote(t *testing.T) {
-	s, _ := restart(t, config(1, 1, 2, 3), rrRecord(2, NoNode, 3), LogState{})
+	s, _ := restart(t, config(1, 1, 2, 3), quorumRecord(2, NoNode, 3), LogState{})
 	next, acts := step(t, s, ReceiveEndQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 2, SuccessorRank: SuccessorRank{Position: 1, Of: 3}})
-	rrExpect(t, next, Follower, 2, 3, ReplicaKey{ID: 3})
+	requireState(t, next, Follower, 2, 3, ReplicaKey{ID: 3})
 	require.Equal(t, []Action{
-		Persist{Record: rrRecord(2, 3, 3)},
+		Persist{Record: quorumRecord(2, 3, 3)},
 		RoleChanged{From: Unattached, To: Follower, Epoch: 2, LeaderID: 3, Reason: "EndQuorumEpoch"},
 		StopTimer{Timer: ElectionTimer},
 		ResetTimer{Timer: FetchTimer, After: 250 * time.Millisecond},
@@ -340,9 +338,9 @@ func TestEndQuorumEpochBackoffByRank(t *testing.T) {
 		{1, 1, time.Second},
 	}
 	for _, tc := range cases {
-		s := rrFetched(t)
+		s := node1Fetched(t)
 		next, acts := step(t, s, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, SuccessorRank: SuccessorRank{Position: tc.p, Of: tc.n}})
-		rrExpect(t, next, Follower, 1, 2, NoReplica)
+		requireState(t, next, Follower, 1, 2, NoReplica)
 		require.Equal(t, s.Record(), next.Record())
 		require.Equal(t, []Action{
 			ResetTimer{Timer: FetchTimer, After: tc.want},
@@ -353,15 +351,15 @@ func TestEndQuorumEpochBackoffByRank(t *testing.T) {
 	// B_max is the configured value: B = 2 s, n = 3.
 	cfg := config(1, 1, 2, 3)
 	cfg.ElectionBackoffMax = 2 * time.Second
-	s := rrFollower(t, cfg, 1, 2)
+	s := asFollower(t, start(t, cfg), 1, 2)
 	for p, want := range []time.Duration{0, 500 * ms, time.Second, 2 * time.Second} {
 		_, acts := step(t, s, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, SuccessorRank: SuccessorRank{Position: p, Of: 3}})
 		require.Equal(t, ResetTimer{Timer: FetchTimer, After: want}, acts[0], "rank %d of 3", p)
 	}
 }
 
-// rrBackoff is the fetch timer a Follower of 2 sets for rank p of n.
-func rrBackoff(t *testing.T, s State, p, n int) time.Duration {
+// backoffFor is the fetch timer a Follower of 2 sets for rank p of n.
+func backoffFor(t *testing.T, s State, p, n int) time.Duration {
 	t.Helper()
 	_, acts := step(t, s, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, SuccessorRank: SuccessorRank{Position: p, Of: n}})
 	require.Len(t, acts, 2)
@@ -377,10 +375,10 @@ func rrBackoff(t *testing.T, s State, p, n int) time.Duration {
 // Reference: docs/design.md, contract decision 4;
 // KafkaRaftClient.strictExponentialElectionBackoffMs.
 func TestEndQuorumEpochBackoffLongListsStayOrdered(t *testing.T) {
-	s := rrFetched(t)
+	s := node1Fetched(t)
 	var got []time.Duration
 	for p := 1; p < 11; p++ {
-		got = append(got, rrBackoff(t, s, p, 11))
+		got = append(got, backoffFor(t, s, p, 11))
 	}
 	ms := time.Millisecond
 	require.Equal(t, []time.Duration{1 * ms, 2 * ms, 4 * ms, 8 * ms, 16 * ms, 32 * ms, 64 * ms, 128 * ms, 256 * ms, 512 * ms}, got)
@@ -388,14 +386,14 @@ func TestEndQuorumEpochBackoffLongListsStayOrdered(t *testing.T) {
 	for _, n := range []int{12, 20, 64, 100, 1000} {
 		prev := time.Duration(0)
 		for p := 1; p < n; p++ {
-			b := rrBackoff(t, s, p, n)
+			b := backoffFor(t, s, p, n)
 			require.Greater(t, b, time.Duration(0), "rank %d of %d", p, n)
 			require.GreaterOrEqual(t, b, prev, "rank %d of %d", p, n)
 			require.LessOrEqual(t, b, time.Second, "rank %d of %d", p, n)
 			prev = b
 		}
-		require.Equal(t, time.Millisecond, rrBackoff(t, s, 1, n), "rank 1 of %d", n)
-		require.Equal(t, time.Second, rrBackoff(t, s, n, n), "unlisted of %d", n)
+		require.Equal(t, time.Millisecond, backoffFor(t, s, 1, n), "rank 1 of %d", n)
+		require.Equal(t, time.Second, backoffFor(t, s, n, n), "unlisted of %d", n)
 	}
 }
 
@@ -405,14 +403,14 @@ func TestEndQuorumEpochBackoffLongListsStayOrdered(t *testing.T) {
 // Reference: KafkaRaftClient.handleEndQuorumEpochRequest (the backoff applies
 // only to a Follower of the requesting leader).
 func TestEndQuorumEpochOtherRolesKeepTimers(t *testing.T) {
-	p, _ := step(t, rrFetched(t), FetchTimeout{})
+	p, _ := step(t, node1Fetched(t), FetchTimeout{})
 	require.Equal(t, Prospective, p.Role())
 	require.Equal(t, NodeID(2), p.Leader())
 	next, acts := step(t, p, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, SuccessorRank: SuccessorRank{Position: 0, Of: 2}})
 	require.Equal(t, p, next)
 	require.Equal(t, []Action{SendEndQuorumEpochResponse{To: 2, Epoch: 1, LeaderID: 2}}, acts)
 
-	l := rrLeader(t)
+	l := leaderOf(t, 3)
 	next, acts = step(t, l, ReceiveEndQuorumEpoch{From: 1, LeaderID: 1, LeaderEpoch: 1})
 	require.Equal(t, l, next)
 	require.Equal(t, []Action{SendEndQuorumEpochResponse{To: 1, Epoch: 1, LeaderID: 1}}, acts)
@@ -423,14 +421,14 @@ func TestEndQuorumEpochOtherRolesKeepTimers(t *testing.T) {
 // Fault. Reference: KafkaRaftClient.hasConsistentLeader; docs/design.md,
 // contract decision 1.
 func TestEndQuorumEpochInconsistentLeaderFaults(t *testing.T) {
-	f := rrFetched(t)
+	f := node1Fetched(t)
 	next, acts := step(t, f, ReceiveEndQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 1})
-	rrFault(t, f, next, acts)
+	requireFault(t, f, next, acts)
 	next, acts = step(t, f, ReceiveEndQuorumEpoch{From: 3, LeaderID: 1, LeaderEpoch: 1})
-	rrFault(t, f, next, acts)
-	l := rrLeader(t)
+	requireFault(t, f, next, acts)
+	l := leaderOf(t, 3)
 	next, acts = step(t, l, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1})
-	rrFault(t, l, next, acts)
+	requireFault(t, l, next, acts)
 }
 
 // TestFollowerGrantsPreVoteAfterEndQuorumEpoch: a Follower that has fetched
@@ -440,7 +438,7 @@ func TestEndQuorumEpochInconsistentLeaderFaults(t *testing.T) {
 // docs/design.md, contract decision 3 (KAFKA-20895); FollowerState.canGrantVote.
 func TestFollowerGrantsPreVoteAfterEndQuorumEpoch(t *testing.T) {
 	pre := ReceiveVoteRequest{From: 3, VoterID: 1, CandidateEpoch: 1, Candidate: 3, CandidateLogEnd: LogEnd{Offset: 0, Epoch: 0}, PreVote: true}
-	f := rrFetched(t)
+	f := node1Fetched(t)
 	_, acts := step(t, f, pre)
 	require.Equal(t, []Action{SendVoteResponse{To: 3, Epoch: 1, LeaderID: 2}}, acts)
 
@@ -470,14 +468,14 @@ func TestFollowerGrantsPreVoteAfterEndQuorumEpoch(t *testing.T) {
 // runs a pre-vote in the same epoch. Reference:
 // KafkaRaftClient.endEpochElectionBackoff, pollFollowerAsVoter.
 func TestEndQuorumEpochRankZeroCampaignsAtOnce(t *testing.T) {
-	f, acts := step(t, rrFetched(t), ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, SuccessorRank: SuccessorRank{Position: 0, Of: 0}})
+	f, acts := step(t, node1Fetched(t), ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, SuccessorRank: SuccessorRank{Position: 0, Of: 0}})
 	require.Equal(t, ResetTimer{Timer: FetchTimer, After: 0}, acts[0])
 	p, acts := step(t, f, FetchTimeout{})
-	rrExpect(t, p, Prospective, 1, 2, NoReplica)
+	requireState(t, p, Prospective, 1, 2, NoReplica)
 	require.Equal(t, []Action{
 		RoleChanged{From: Follower, To: Prospective, Epoch: 1, LeaderID: 2, Reason: "fetch timeout"},
 		StopTimer{Timer: FetchTimer},
-		ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 2)},
+		ResetTimer{Timer: ElectionTimer, After: electionTimeoutAt(t, acts, 2)},
 		SendVoteRequest{To: ReplicaKey{ID: 2}, CandidateEpoch: 1, Candidate: ReplicaKey{ID: 1}, PreVote: true},
 		SendVoteRequest{To: ReplicaKey{ID: 3}, CandidateEpoch: 1, Candidate: ReplicaKey{ID: 1}, PreVote: true},
 	}, acts)
@@ -490,17 +488,15 @@ func TestEndQuorumEpochRankZeroCampaignsAtOnce(t *testing.T) {
 // Reference: KafkaRaftClient.handleBeginQuorumEpochRequest, hasValidClusterId,
 // validateVoterOnlyRequest.
 func TestBeginQuorumEpochRejectsBadRequests(t *testing.T) {
-	ours := uuid.NullUUID{UUID: uuid.MustParse("11111111-1111-1111-1111-111111111111"), Valid: true}
-	foreign := uuid.NullUUID{UUID: uuid.MustParse("22222222-2222-2222-2222-222222222222"), Valid: true}
-	for name, s := range rrRolesInEpoch(t, ours) {
+	for name, s := range rolesInEpoch(t, testClusterID) {
 		for _, tc := range []struct {
 			e    ReceiveBeginQuorumEpoch
 			code ErrorCode
 		}{
-			{ReceiveBeginQuorumEpoch{From: 3, ClusterID: foreign, LeaderID: 3, LeaderEpoch: 9, VoterID: NoNode}, ErrInconsistentClusterID},
+			{ReceiveBeginQuorumEpoch{From: 3, ClusterID: otherClusterID, LeaderID: 3, LeaderEpoch: 9, VoterID: NoNode}, ErrInconsistentClusterID},
 			{ReceiveBeginQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 1, VoterID: NoNode}, ErrFencedLeaderEpoch},
 			{ReceiveBeginQuorumEpoch{From: 3, LeaderID: -3, LeaderEpoch: 1, VoterID: NoNode}, ErrFencedLeaderEpoch},
-			{ReceiveBeginQuorumEpoch{From: 3, ClusterID: ours, LeaderID: NoNode, LeaderEpoch: 9, VoterID: NoNode}, ErrInvalidRequest},
+			{ReceiveBeginQuorumEpoch{From: 3, ClusterID: testClusterID, LeaderID: NoNode, LeaderEpoch: 9, VoterID: NoNode}, ErrInvalidRequest},
 		} {
 			next, acts := step(t, s, tc.e)
 			require.Equal(t, s, next, "%s %+v", name, tc.e)
@@ -509,47 +505,6 @@ func TestBeginQuorumEpochRejectsBadRequests(t *testing.T) {
 			}, acts, "%s %+v", name, tc.e)
 		}
 	}
-}
-
-// rrRolesInEpoch builds every reachable role of node 1 among {1,2,3} (or
-// observer 9) in epoch 2 or 3, configured with cluster id cluster, by
-// stepping real events from a restart in epoch 2.
-func rrRolesInEpoch(t *testing.T, cluster uuid.NullUUID) map[string]State {
-	t.Helper()
-	cfg := config(1, 1, 2, 3)
-	cfg.ClusterID = cluster
-	ocfg := observerConfig(9, 1, 2, 3)
-	ocfg.ClusterID = cluster
-	ncfg := Config{Local: NoReplica, Observer: true, Voters: keys(1, 2, 3), ClusterID: cluster}
-	empty := rrRecord(2, NoNode, NoNode)
-
-	u, _ := restart(t, cfg, empty, LogState{})
-	p, _ := step(t, u, ElectionTimeout{})
-	c, _ := step(t, p, ReceiveVoteResponse{From: 2, Epoch: 2, VoteGranted: true, LeaderID: NoNode})
-	l, _ := step(t, c, ReceiveVoteResponse{From: 2, Epoch: 3, VoteGranted: true, LeaderID: NoNode})
-	l, _ = durable(t, l, LogEnd{Offset: 1, Epoch: 3})
-	r, _ := step(t, l, Resign{})
-	f, _ := restart(t, cfg, rrRecord(2, 2, NoNode), LogState{})
-	f, _ = step(t, f, ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: 2, HighWatermark: -1})
-	uo, _ := restart(t, ocfg, empty, LogState{})
-	fo, _ := restart(t, ocfg, rrRecord(2, 2, NoNode), LogState{})
-	un, _, err := NewState(ncfg, &empty, LogState{})
-	require.NoError(t, err)
-	fn, _ := step(t, un, ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: 2, HighWatermark: -1})
-	states := map[string]State{
-		"Unattached": u, "Prospective": p, "Candidate": c, "Leader": l, "Follower": f, "Resigned": r,
-		"observer Unattached": uo, "observer Follower": fo,
-		"observer without id Unattached": un, "observer without id Follower": fn,
-	}
-	want := map[string]Role{
-		"Unattached": Unattached, "Prospective": Prospective, "Candidate": Candidate, "Leader": Leader,
-		"Follower": Follower, "Resigned": Resigned, "observer Unattached": Unattached, "observer Follower": Follower,
-		"observer without id Unattached": Unattached, "observer without id Follower": Follower,
-	}
-	for name, s := range states {
-		require.Equal(t, want[name], s.Role(), name)
-	}
-	return states
 }
 
 // TestBeginQuorumEpochNewerEpochFollowsFromEveryRole: a newer epoch makes
@@ -566,13 +521,13 @@ func TestBeginQuorumEpochNewerEpochFollowsFromEveryRole(t *testing.T) {
 		Follower:    nil,
 		Resigned:    {StopTimer{Timer: ElectionTimer}},
 	}
-	for name, s := range rrRolesInEpoch(t, uuid.NullUUID{}) {
+	for name, s := range rolesInEpoch(t, uuid.NullUUID{}) {
 		const epoch, leader = 5, 3
 		next, acts := step(t, s, ReceiveBeginQuorumEpoch{From: leader, LeaderID: leader, LeaderEpoch: epoch, VoterID: s.Local().ID})
-		rrExpect(t, next, Follower, epoch, leader, NoReplica)
+		requireState(t, next, Follower, epoch, leader, NoReplica)
 		require.Equal(t, s.IsVoter(), next.IsVoter())
 		want := []Action{
-			Persist{Record: rrRecord(epoch, leader, NoNode)},
+			Persist{Record: quorumRecord(epoch, leader, NoNode)},
 			RoleChanged{From: s.Role(), To: Follower, Epoch: epoch, LeaderID: leader, Reason: "BeginQuorumEpoch"},
 		}
 		if s.IsVoter() {
@@ -594,7 +549,7 @@ func TestBeginQuorumEpochNewerEpochFollowsFromEveryRole(t *testing.T) {
 // Reference: KafkaRaftClient.handleBeginQuorumEpochRequest, maybeTransition;
 // QuorumState.transitionToFollower (keeps the vote in the same epoch).
 func TestBeginQuorumEpochSameEpochNoLeaderFollowsKeepingVote(t *testing.T) {
-	uv, _ := restart(t, config(1, 1, 2, 3), rrRecord(2, NoNode, 3), LogState{})
+	uv, _ := restart(t, config(1, 1, 2, 3), quorumRecord(2, NoNode, 3), LogState{})
 	cases := []struct {
 		name  string
 		s     State
@@ -603,13 +558,13 @@ func TestBeginQuorumEpochSameEpochNoLeaderFollowsKeepingVote(t *testing.T) {
 		stop  bool
 	}{
 		{"Unattached with vote", uv, 2, ReplicaKey{ID: 3}, true},
-		{"Prospective", rrProspective(t), 0, NoReplica, true},
-		{"Candidate", rrCandidate(t), 1, ReplicaKey{ID: 1}, true},
+		{"Prospective", asProspective(t, start(t, config(1, 1, 2, 3))), 0, NoReplica, true},
+		{"Candidate", node1Candidate(t), 1, ReplicaKey{ID: 1}, true},
 		{"observer Unattached", start(t, observerConfig(9, 1, 2, 3)), 0, NoReplica, false},
 	}
 	for _, tc := range cases {
 		next, acts := step(t, tc.s, ReceiveBeginQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: tc.epoch, VoterID: NoNode})
-		rrExpect(t, next, Follower, tc.epoch, 3, tc.voted)
+		requireState(t, next, Follower, tc.epoch, 3, tc.voted)
 		want := []Action{
 			Persist{Record: QuorumRecord{Epoch: tc.epoch, LeaderID: 3, VotedKey: tc.voted}},
 			RoleChanged{From: tc.s.Role(), To: Follower, Epoch: tc.epoch, LeaderID: 3, Reason: "BeginQuorumEpoch"},
@@ -632,9 +587,9 @@ func TestBeginQuorumEpochSameEpochNoLeaderFollowsKeepingVote(t *testing.T) {
 // KafkaRaftClient.maybeTransition (the request brings endpoints the
 // Unattached replica lacks); QuorumState.initialize.
 func TestBeginQuorumEpochUnattachedWithLeaderIDFollows(t *testing.T) {
-	s, _ := restart(t, config(1, 1, 2, 3), rrRecord(2, 7, 2), LogState{})
+	s, _ := restart(t, config(1, 1, 2, 3), quorumRecord(2, 7, 2), LogState{})
 	next, acts := step(t, s, ReceiveBeginQuorumEpoch{From: 7, LeaderID: 7, LeaderEpoch: 2, VoterID: 1})
-	rrExpect(t, next, Follower, 2, 7, ReplicaKey{ID: 2})
+	requireState(t, next, Follower, 2, 7, ReplicaKey{ID: 2})
 	require.Equal(t, []Action{
 		RoleChanged{From: Unattached, To: Follower, Epoch: 2, LeaderID: 7, Reason: "BeginQuorumEpoch"},
 		StopTimer{Timer: ElectionTimer},
@@ -648,7 +603,7 @@ func TestBeginQuorumEpochUnattachedWithLeaderIDFollows(t *testing.T) {
 // BeginQuorumEpoch answers and changes nothing. Reference:
 // KafkaRaftClient.handleBeginQuorumEpochRequest, maybeTransition.
 func TestBeginQuorumEpochLeaderOwnIsNoop(t *testing.T) {
-	l := rrLeader(t)
+	l := leaderOf(t, 3)
 	next, acts := step(t, l, ReceiveBeginQuorumEpoch{From: 1, LeaderID: 1, LeaderEpoch: 1, VoterID: 1})
 	require.Equal(t, l, next)
 	require.Equal(t, []Action{SendBeginQuorumEpochResponse{To: 1, Epoch: 1, LeaderID: 1}}, acts)
@@ -659,25 +614,25 @@ func TestBeginQuorumEpochLeaderOwnIsNoop(t *testing.T) {
 // with the state unchanged. Reference: handleBeginQuorumEpochRequest,
 // hasConsistentLeader; docs/design.md, contract decision 1.
 func TestBeginQuorumEpochInconsistentLeaderFaults(t *testing.T) {
-	ua, _ := restart(t, config(1, 1, 2, 3), rrRecord(2, 7, NoNode), LogState{})
+	ua, _ := restart(t, config(1, 1, 2, 3), quorumRecord(2, 7, NoNode), LogState{})
 	cases := []struct {
 		name string
 		s    State
 		e    ReceiveBeginQuorumEpoch
 	}{
-		{"Follower, other leader", rrFetched(t), ReceiveBeginQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 1, VoterID: 1}},
-		{"Leader, other leader", rrLeader(t), ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, VoterID: 1}},
-		{"Resigned, other leader", rrResigned(t), ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, VoterID: 1}},
+		{"Follower, other leader", node1Fetched(t), ReceiveBeginQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 1, VoterID: 1}},
+		{"Leader, other leader", leaderOf(t, 3), ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, VoterID: 1}},
+		{"Resigned, other leader", node1Resigned(t), ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, VoterID: 1}},
 		{"Unattached with leader id, other leader", ua, ReceiveBeginQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 2, VoterID: 1}},
 		{"Unattached, names us", start(t, config(1, 1, 2, 3)), ReceiveBeginQuorumEpoch{From: 2, LeaderID: 1, LeaderEpoch: 0, VoterID: 1}},
-		{"Candidate, names us", rrCandidate(t), ReceiveBeginQuorumEpoch{From: 2, LeaderID: 1, LeaderEpoch: 1, VoterID: 1}},
-		{"Follower, names us in a newer epoch", rrFetched(t), ReceiveBeginQuorumEpoch{From: 2, LeaderID: 1, LeaderEpoch: 4, VoterID: 1}},
-		{"Leader, names us in a newer epoch", rrLeader(t), ReceiveBeginQuorumEpoch{From: 2, LeaderID: 1, LeaderEpoch: 4, VoterID: 1}},
+		{"Candidate, names us", node1Candidate(t), ReceiveBeginQuorumEpoch{From: 2, LeaderID: 1, LeaderEpoch: 1, VoterID: 1}},
+		{"Follower, names us in a newer epoch", node1Fetched(t), ReceiveBeginQuorumEpoch{From: 2, LeaderID: 1, LeaderEpoch: 4, VoterID: 1}},
+		{"Leader, names us in a newer epoch", leaderOf(t, 3), ReceiveBeginQuorumEpoch{From: 2, LeaderID: 1, LeaderEpoch: 4, VoterID: 1}},
 	}
 	for _, tc := range cases {
 		next, acts := step(t, tc.s, tc.e)
 		require.Len(t, acts, 1, tc.name)
-		rrFault(t, tc.s, next, acts)
+		requireFault(t, tc.s, next, acts)
 	}
 }
 
@@ -688,9 +643,9 @@ func TestBeginQuorumEpochInconsistentLeaderFaults(t *testing.T) {
 func TestBeginQuorumEpochInvalidVoterKeyAfterTransition(t *testing.T) {
 	s := start(t, config(1, 1, 2, 3))
 	next, acts := step(t, s, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 3, VoterID: 3})
-	rrExpect(t, next, Follower, 3, 2, NoReplica)
+	requireState(t, next, Follower, 3, 2, NoReplica)
 	require.Equal(t, []Action{
-		Persist{Record: rrRecord(3, 2, NoNode)},
+		Persist{Record: quorumRecord(3, 2, NoNode)},
 		RoleChanged{From: Unattached, To: Follower, Epoch: 3, LeaderID: 2, Reason: "BeginQuorumEpoch"},
 		StopTimer{Timer: ElectionTimer},
 		ResetTimer{Timer: FetchTimer, After: testTf},
@@ -700,9 +655,8 @@ func TestBeginQuorumEpochInvalidVoterKeyAfterTransition(t *testing.T) {
 
 	// Directory ids: a request for our id with another directory id is not
 	// for us; with ours or with none it is.
-	dirB := uuid.MustParse("00000000-0000-0000-0000-00000000000b")
 	local := ReplicaKey{ID: 1, DirectoryID: dirA}
-	f := rrFollower(t, Config{Local: local, Voters: []ReplicaKey{local, {ID: 2}, {ID: 3}}}, 1, 2)
+	f := asFollower(t, start(t, Config{Local: local, Voters: []ReplicaKey{local, {ID: 2}, {ID: 3}}}), 1, 2)
 	for dir, code := range map[uuid.UUID]ErrorCode{dirB: ErrInvalidVoterKey, dirA: ErrNone, uuid.Nil: ErrNone} {
 		next, acts := step(t, f, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, VoterID: 1, VoterDirectoryID: dir})
 		require.Equal(t, f, next)
@@ -720,7 +674,7 @@ func TestBeginQuorumEpochInvalidVoterKeyAfterTransition(t *testing.T) {
 // KafkaRaftClient.handleBeginQuorumEpochRequest, QuorumState.transitionToFollower
 // (a same-epoch Follower is replaced only with more endpoints).
 func TestBeginQuorumEpochRepeatedDoesNotResetFetchTimer(t *testing.T) {
-	f := rrFetched(t)
+	f := node1Fetched(t)
 	next, acts := step(t, f, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, VoterID: 1})
 	require.Equal(t, f, next)
 	require.Equal(t, []Action{SendBeginQuorumEpochResponse{To: 2, Epoch: 1, LeaderID: 2}}, acts)
@@ -728,7 +682,7 @@ func TestBeginQuorumEpochRepeatedDoesNotResetFetchTimer(t *testing.T) {
 	require.Equal(t, []Action{SendVoteResponse{To: 3, Epoch: 1, LeaderID: 2}}, acts)
 
 	// The same for a Follower that has not fetched yet.
-	g := rrFollower(t, config(1, 1, 2, 3), 1, 2)
+	g := asFollower(t, start(t, config(1, 1, 2, 3)), 1, 2)
 	next, acts = step(t, g, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, VoterID: 1})
 	require.Equal(t, g, next)
 	require.Equal(t, []Action{SendBeginQuorumEpochResponse{To: 2, Epoch: 1, LeaderID: 2}}, acts)
@@ -769,7 +723,7 @@ func TestResignFiveVotersElectsFirstPreferredSuccessor(t *testing.T) {
 	for _, id := range c.ids {
 		positions[id] = len(c.logs[id])
 		if id != 1 {
-			rrExpect(t, c.states[id], Follower, 1, 1, c.states[id].Record().VotedKey)
+			requireState(t, c.states[id], Follower, 1, 1, c.states[id].Record().VotedKey)
 		}
 	}
 	require.Equal(t, map[NodeID]int{1: 7, 2: 7, 3: 5, 4: 3, 5: 1}, positions)
@@ -782,7 +736,7 @@ func TestResignFiveVotersElectsFirstPreferredSuccessor(t *testing.T) {
 		require.Equal(t, keys(2, 3, 4, 5), e.PreferredSuccessors)
 	}
 	c.fire(1, Resign{})
-	rrExpect(t, c.states[1], Resigned, 1, 1, NoReplica)
+	requireState(t, c.states[1], Resigned, 1, 1, NoReplica)
 	for _, id := range []NodeID{2, 3, 4, 5} {
 		require.Equal(t, Follower, c.states[id].Role())
 	}
@@ -832,8 +786,8 @@ func TestEndQuorumEpochAttachesWithoutFetchingFromTheResigningLeader(t *testing.
 // unknown (-1) until a leader reports one; the value reported to the host
 // (HighWatermarkChanged) never goes down, so nothing is emitted (D5).
 func TestResignedHasNoHighWatermark(t *testing.T) {
-	s := rpElect(t, start(t, config(1, 1, 2, 3)))
-	s, _ = step(t, s, rpFetch(2, s.Epoch(), 1, s.Epoch()))
+	s := electLeader(t, start(t, config(1, 1, 2, 3)))
+	s, _ = step(t, s, fetchFrom(2, s.Epoch(), 1, s.Epoch()))
 	require.Equal(t, int64(1), s.HighWatermark())
 	s, acts := step(t, s, Resign{})
 	require.Equal(t, Resigned, s.Role())
@@ -845,4 +799,49 @@ func TestResignedHasNoHighWatermark(t *testing.T) {
 	s, acts = step(t, s, ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: s.Epoch(), HighWatermark: 1})
 	require.Equal(t, int64(1), s.HighWatermark())
 	require.Empty(t, ofType[HighWatermarkChanged](acts), "the log's high watermark did not move")
+}
+
+// TestEndQuorumBackoffOfOneMillisecondIsWholeMilliseconds: Kafka computes
+// the backoff in whole milliseconds, and kraft does so whenever B_max is at
+// least 1 ms; only a B_max below 1 ms is computed in nanoseconds. With
+// B_max = 1 ms, rank 1 of 2 waits max(1, 1 >> 1) << 0 = 1 ms, not 0.5 ms.
+// Reference: KafkaRaftClient.strictExponentialElectionBackoffMs;
+// docs/design.md, contract decision 4.
+func TestEndQuorumBackoffOfOneMillisecondIsWholeMilliseconds(t *testing.T) {
+	cases := []struct {
+		backoffMax time.Duration
+		want       time.Duration
+	}{
+		{time.Millisecond, time.Millisecond},
+		{999 * time.Microsecond, 499500 * time.Nanosecond},
+	}
+	for _, c := range cases {
+		cfg := config(1, 1, 2, 3)
+		cfg.ElectionBackoffMax = c.backoffMax
+		s := asFetched(t, asFollower(t, start(t, cfg), 1, 2))
+		_, acts := step(t, s, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, SuccessorRank: SuccessorRank{Position: 1, Of: 2}})
+		require.Equal(t, []Action{
+			ResetTimer{Timer: FetchTimer, After: c.want},
+			SendEndQuorumEpochResponse{To: 2, Epoch: 1, LeaderID: 2},
+		}, acts, "B_max %v", c.backoffMax)
+	}
+}
+
+// TestPreferredSuccessorsTieBreakByReplicaKey: voters with the same fetch
+// position (here: none known) are ordered by replica key, not by their
+// place in the configured voter set.
+// Reference: LeaderState.nonLeaderVotersByDescendingFetchOffset.
+func TestPreferredSuccessorsTieBreakByReplicaKey(t *testing.T) {
+	s := electLeader(t, start(t, config(1, 1, 3, 2)))
+	next, acts := step(t, s, Resign{})
+	successors := keys(2, 3)
+	requireActions(t, []Action{
+		roleChanged(Leader, Resigned, 1, 1),
+		StopTimer{Timer: CheckQuorumTimer},
+		StopTimer{Timer: BeginQuorumEpochTimer},
+		electionTimerReset(electionTimeoutIn(t, acts)),
+		SendEndQuorumEpoch{To: keyOf(3), Epoch: 1, LeaderID: 1, PreferredSuccessors: successors},
+		SendEndQuorumEpoch{To: keyOf(2), Epoch: 1, LeaderID: 1, PreferredSuccessors: successors},
+	}, acts)
+	require.Equal(t, Resigned, next.Role())
 }

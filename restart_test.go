@@ -4,146 +4,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 )
 
 // Restart (Kafka's QuorumState.initialize and KafkaRaftClient.initialize)
 // and configuration validation. Every restart emits the written-back record
 // first, then what Kafka does on its first poll.
-
-// ---- helpers shared by restart_test.go, resign_test.go, badinput_test.go ----
-
-// rrDraw returns the election timeout armed by acts[i], after checking that
-// acts[i] arms the election timer with a value in [T_e, 2*T_e) (Kafka's
-// QuorumState.randomElectionTimeoutMs).
-func rrDraw(t *testing.T, acts []Action, i int) time.Duration {
-	t.Helper()
-	require.Greater(t, len(acts), i, "actions: %v", acts)
-	rt, ok := acts[i].(ResetTimer)
-	require.True(t, ok, "action %d is %T, not ResetTimer: %v", i, acts[i], acts)
-	require.Equal(t, ElectionTimer, rt.Timer, "action %d: %v", i, acts)
-	require.GreaterOrEqual(t, rt.After, testTe, "election timeout below T_e")
-	require.Less(t, rt.After, 2*testTe, "election timeout not below 2*T_e")
-	return rt.After
-}
-
-// rrRecord is a quorum-state record.
-func rrRecord(epoch Epoch, leader NodeID, voted NodeID) QuorumRecord {
-	r := QuorumRecord{Epoch: epoch, LeaderID: leader, VotedKey: NoReplica}
-	if voted != NoNode {
-		r.VotedKey = ReplicaKey{ID: voted}
-	}
-	return r
-}
-
-// rrExpect checks role, epoch, leader, vote and the record of s.
-func rrExpect(t *testing.T, s State, role Role, epoch Epoch, leader NodeID, voted ReplicaKey) {
-	t.Helper()
-	require.Equal(t, role, s.Role(), "state %v", s)
-	require.Equal(t, epoch, s.Epoch(), "state %v", s)
-	require.Equal(t, leader, s.Leader(), "state %v", s)
-	v, has := s.VotedKey()
-	require.Equal(t, voted, v, "state %v", s)
-	require.Equal(t, voted.ID != NoNode, has, "state %v", s)
-}
-
-// rrFault checks that a step yielded a single Fault and left the state as
-// it was (docs/design.md, contract decision 1).
-func rrFault(t *testing.T, before, after State, acts []Action) {
-	t.Helper()
-	require.Len(t, acts, 1, "actions: %v", acts)
-	f, ok := acts[0].(Fault)
-	require.True(t, ok, "action is %T, not Fault", acts[0])
-	require.NotEmpty(t, f.Reason)
-	require.Equal(t, before, after, "a Fault must leave the state unchanged")
-}
-
-// rrUnchanged checks that a step changed nothing and did nothing.
-func rrUnchanged(t *testing.T, before, after State, acts []Action) {
-	t.Helper()
-	require.Empty(t, acts)
-	require.Equal(t, before, after)
-}
-
-// rrProspective: node 1 of {1,2,3} after its first election timeout:
-// Prospective(0).
-func rrProspective(t *testing.T) State {
-	t.Helper()
-	s, _ := step(t, start(t, config(1, 1, 2, 3)), ElectionTimeout{})
-	require.Equal(t, Prospective, s.Role())
-	return s
-}
-
-// rrCandidate: node 1 of {1,2,3} after node 2 granted its pre-vote:
-// Candidate(1), voted for itself.
-func rrCandidate(t *testing.T) State {
-	t.Helper()
-	s, _ := step(t, rrProspective(t), ReceiveVoteResponse{From: 2, Epoch: 0, VoteGranted: true, LeaderID: NoNode})
-	require.Equal(t, Candidate, s.Role())
-	require.Equal(t, Epoch(1), s.Epoch())
-	return s
-}
-
-// rrLeader: node 1 of {1,2,3} elected in epoch 1, its LeaderChange record
-// (offset 0) durable: Leader(1), log end (1, 1).
-func rrLeader(t *testing.T) State {
-	t.Helper()
-	s, _ := step(t, rrCandidate(t), ReceiveVoteResponse{From: 2, Epoch: 1, VoteGranted: true, LeaderID: NoNode})
-	require.Equal(t, Leader, s.Role())
-	s, _ = durable(t, s, LogEnd{Offset: 1, Epoch: 1})
-	return s
-}
-
-// rrLeaderOf elects local among voters (pre-votes and votes from the next
-// voters in order until a majority) in epoch 1 and appends its LeaderChange
-// record.
-func rrLeaderOf(t *testing.T, cfg Config) State {
-	t.Helper()
-	s, _ := step(t, start(t, cfg), ElectionTimeout{})
-	for _, round := range []Epoch{0, 1} {
-		for _, v := range cfg.Voters {
-			if v.ID == cfg.Local.ID || s.Role() == Leader || s.Epoch() != round {
-				continue
-			}
-			s, _ = step(t, s, ReceiveVoteResponse{From: v.ID, Epoch: round, VoteGranted: true, LeaderID: NoNode})
-		}
-	}
-	require.Equal(t, Leader, s.Role(), "state %v", s)
-	require.Equal(t, Epoch(1), s.Epoch())
-	s, _ = durable(t, s, LogEnd{Offset: 1, Epoch: 1})
-	return s
-}
-
-// rrResigned: rrLeader after Resign: Resigned(1).
-func rrResigned(t *testing.T) State {
-	t.Helper()
-	s, _ := step(t, rrLeader(t), Resign{})
-	require.Equal(t, Resigned, s.Role())
-	return s
-}
-
-// rrFollower: a fresh replica with cfg that received BeginQuorumEpoch from
-// leader for epoch: Follower(epoch, leader), not fetched yet.
-func rrFollower(t *testing.T, cfg Config, epoch Epoch, leader NodeID) State {
-	t.Helper()
-	s, _ := step(t, start(t, cfg), ReceiveBeginQuorumEpoch{From: leader, LeaderID: leader, LeaderEpoch: epoch, VoterID: NoNode})
-	require.Equal(t, Follower, s.Role())
-	return s
-}
-
-// rrFetched: node 1 of {1,2,3}, Follower(1, 2) that has had one successful
-// fetch response from its leader.
-func rrFetched(t *testing.T) State {
-	t.Helper()
-	s := rrFollower(t, config(1, 1, 2, 3), 1, 2)
-	s, acts := step(t, s, ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: 1, HighWatermark: -1})
-	require.Equal(t, []Action{
-		ResetTimer{Timer: FetchTimer, After: testTf},
-		SendFetch{To: 2, CurrentLeaderEpoch: 1, HighWatermark: -1},
-	}, acts)
-	return s
-}
 
 // ---- restart ----
 
@@ -154,12 +20,12 @@ func rrFetched(t *testing.T) State {
 func TestRestartWithoutRecordIsUnattachedEpochZero(t *testing.T) {
 	s, acts, err := NewState(config(1, 1, 2, 3), nil, LogState{})
 	require.NoError(t, err)
-	rrExpect(t, s, Unattached, 0, NoNode, NoReplica)
+	requireState(t, s, Unattached, 0, NoNode, NoReplica)
 	require.Equal(t, EmptyRecord(), s.Record())
 	require.True(t, s.IsVoter())
 	require.Equal(t, []Action{
 		Persist{Record: EmptyRecord()},
-		ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 1)},
+		ResetTimer{Timer: ElectionTimer, After: electionTimeoutAt(t, acts, 1)},
 	}, acts)
 }
 
@@ -169,13 +35,13 @@ func TestRestartWithoutRecordIsUnattachedEpochZero(t *testing.T) {
 // empty successor list to every other voter. Reference:
 // QuorumState.initialize; ResignedState; the README's host contract, rule 4.
 func TestRestartFormerLeaderIsResignedWithEmptySuccessors(t *testing.T) {
-	rec := rrRecord(5, 1, NoNode)
+	rec := quorumRecord(5, 1, NoNode)
 	s, acts := restart(t, config(1, 1, 2, 3), rec, LogState{End: LogEnd{Offset: 10, Epoch: 5}})
-	rrExpect(t, s, Resigned, 5, 1, NoReplica)
+	requireState(t, s, Resigned, 5, 1, NoReplica)
 	require.Equal(t, rec, s.Record())
 	require.Equal(t, []Action{
 		Persist{Record: rec},
-		ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 1)},
+		ResetTimer{Timer: ElectionTimer, After: electionTimeoutAt(t, acts, 1)},
 		SendEndQuorumEpoch{To: ReplicaKey{ID: 2}, Epoch: 5, LeaderID: 1},
 		SendEndQuorumEpoch{To: ReplicaKey{ID: 3}, Epoch: 5, LeaderID: 1},
 	}, acts)
@@ -188,13 +54,13 @@ func TestRestartFormerLeaderIsResignedWithEmptySuccessors(t *testing.T) {
 // the voter set: a leader removed by KIP-853 still restarts Resigned and
 // tells every voter. Reference: QuorumState.initialize; ResignedState.
 func TestRestartFormerLeaderNoLongerVoterIsResigned(t *testing.T) {
-	rec := rrRecord(5, 9, NoNode)
+	rec := quorumRecord(5, 9, NoNode)
 	s, acts := restart(t, observerConfig(9, 1, 2, 3), rec, LogState{})
-	rrExpect(t, s, Resigned, 5, 9, NoReplica)
+	requireState(t, s, Resigned, 5, 9, NoReplica)
 	require.False(t, s.IsVoter())
 	require.Equal(t, []Action{
 		Persist{Record: rec},
-		ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 1)},
+		ResetTimer{Timer: ElectionTimer, After: electionTimeoutAt(t, acts, 1)},
 		SendEndQuorumEpoch{To: ReplicaKey{ID: 1}, Epoch: 5, LeaderID: 9},
 		SendEndQuorumEpoch{To: ReplicaKey{ID: 2}, Epoch: 5, LeaderID: 9},
 		SendEndQuorumEpoch{To: ReplicaKey{ID: 3}, Epoch: 5, LeaderID: 9},
@@ -203,9 +69,9 @@ func TestRestartFormerLeaderNoLongerVoterIsResigned(t *testing.T) {
 	// Its election timer leaves it Unattached(6) as an observer: it
 	// searches for the leader instead of campaigning.
 	next, acts := step(t, s, ElectionTimeout{})
-	rrExpect(t, next, Unattached, 6, NoNode, NoReplica)
+	requireState(t, next, Unattached, 6, NoNode, NoReplica)
 	require.Equal(t, []Action{
-		Persist{Record: rrRecord(6, NoNode, NoNode)},
+		Persist{Record: quorumRecord(6, NoNode, NoNode)},
 		RoleChanged{From: Resigned, To: Unattached, Epoch: 6, LeaderID: NoNode, Reason: "resigned leader's election timeout"},
 		StopTimer{Timer: ElectionTimer},
 		ResetTimer{Timer: FetchTimer, After: testTf},
@@ -218,23 +84,23 @@ func TestRestartFormerLeaderNoLongerVoterIsResigned(t *testing.T) {
 // other voter again. Reference: QuorumState.initialize; the README's host
 // contract, rule 4.
 func TestRestartSelfVoteIsCandidateWithoutEpochBump(t *testing.T) {
-	rec := rrRecord(4, NoNode, 1)
+	rec := quorumRecord(4, NoNode, 1)
 	log := LogState{End: LogEnd{Offset: 10, Epoch: 3}, Epochs: []EpochStart{{Epoch: 1, StartOffset: 0}, {Epoch: 3, StartOffset: 6}}}
 	s, acts := restart(t, config(1, 1, 2, 3), rec, log)
-	rrExpect(t, s, Candidate, 4, NoNode, ReplicaKey{ID: 1})
+	requireState(t, s, Candidate, 4, NoNode, ReplicaKey{ID: 1})
 	require.Equal(t, rec, s.Record())
 	end := LogEnd{Offset: 10, Epoch: 3}
 	require.Equal(t, []Action{
 		Persist{Record: rec},
-		ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 1)},
+		ResetTimer{Timer: ElectionTimer, After: electionTimeoutAt(t, acts, 1)},
 		SendVoteRequest{To: ReplicaKey{ID: 2}, CandidateEpoch: 4, Candidate: ReplicaKey{ID: 1}, CandidateLogEnd: end},
 		SendVoteRequest{To: ReplicaKey{ID: 3}, CandidateEpoch: 4, Candidate: ReplicaKey{ID: 1}, CandidateLogEnd: end},
 	}, acts)
 
 	// The restarted Candidate counts votes: one grant is a majority of 3.
-	next, acts := step(t, s, ReceiveVoteResponse{From: 3, Epoch: 4, VoteGranted: true, LeaderID: NoNode})
-	rrExpect(t, next, Leader, 4, 1, NoReplica)
-	require.Equal(t, Persist{Record: rrRecord(4, 1, NoNode)}, acts[0])
+	next, acts := step(t, s, grantVote(3, 4))
+	requireState(t, next, Leader, 4, 1, NoReplica)
+	require.Equal(t, Persist{Record: quorumRecord(4, 1, NoNode)}, acts[0])
 }
 
 // TestRestartSelfVoteMatchesDirectoryID: the stored vote is compared with
@@ -242,21 +108,20 @@ func TestRestartSelfVoteIsCandidateWithoutEpochBump(t *testing.T) {
 // id is not ours, so the replica restarts Unattached keeping that vote.
 // Reference: QuorumState.initialize; ElectionState.isVotedCandidate.
 func TestRestartSelfVoteMatchesDirectoryID(t *testing.T) {
-	dirB := uuid.MustParse("00000000-0000-0000-0000-00000000000b")
 	local := ReplicaKey{ID: 1, DirectoryID: dirA}
 	cfg := Config{Local: local, Voters: []ReplicaKey{local, {ID: 2}, {ID: 3}}}
 
 	own := QuorumRecord{Epoch: 4, LeaderID: NoNode, VotedKey: local}
 	s, acts := restart(t, cfg, own, LogState{})
-	rrExpect(t, s, Candidate, 4, NoNode, local)
+	requireState(t, s, Candidate, 4, NoNode, local)
 	require.Len(t, ofType[SendVoteRequest](acts), 2)
 
 	other := QuorumRecord{Epoch: 4, LeaderID: NoNode, VotedKey: ReplicaKey{ID: 1, DirectoryID: dirB}}
 	s, acts = restart(t, cfg, other, LogState{})
-	rrExpect(t, s, Unattached, 4, NoNode, other.VotedKey)
+	requireState(t, s, Unattached, 4, NoNode, other.VotedKey)
 	require.Equal(t, []Action{
 		Persist{Record: other},
-		ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 1)},
+		ResetTimer{Timer: ElectionTimer, After: electionTimeoutAt(t, acts, 1)},
 	}, acts)
 }
 
@@ -264,12 +129,12 @@ func TestRestartSelfVoteMatchesDirectoryID(t *testing.T) {
 // the replica cannot vote twice in that epoch across a restart. Reference:
 // QuorumState.initialize.
 func TestRestartKeepsStoredVote(t *testing.T) {
-	rec := rrRecord(3, NoNode, 2)
+	rec := quorumRecord(3, NoNode, 2)
 	s, acts := restart(t, config(1, 1, 2, 3), rec, LogState{})
-	rrExpect(t, s, Unattached, 3, NoNode, ReplicaKey{ID: 2})
+	requireState(t, s, Unattached, 3, NoNode, ReplicaKey{ID: 2})
 	require.Equal(t, []Action{
 		Persist{Record: rec},
-		ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 1)},
+		ResetTimer{Timer: ElectionTimer, After: electionTimeoutAt(t, acts, 1)},
 	}, acts)
 
 	// The vote binds: a standard vote for 3 in epoch 3 is refused, and
@@ -285,9 +150,9 @@ func TestRestartKeepsStoredVote(t *testing.T) {
 // that epoch is kept. Reference: QuorumState.initialize (newest Kafka keeps
 // the vote); a Follower fetches at once (the package doc).
 func TestRestartStoredLeaderIsFollowerKeepingVote(t *testing.T) {
-	rec := rrRecord(3, 2, 2)
+	rec := quorumRecord(3, 2, 2)
 	s, acts := restart(t, config(1, 1, 2, 3), rec, LogState{End: LogEnd{Offset: 7, Epoch: 3}})
-	rrExpect(t, s, Follower, 3, 2, ReplicaKey{ID: 2})
+	requireState(t, s, Follower, 3, 2, ReplicaKey{ID: 2})
 	require.Equal(t, rec, s.Record())
 	require.Equal(t, []Action{
 		Persist{Record: rec},
@@ -306,9 +171,9 @@ func TestRestartStoredLeaderIsFollowerKeepingVote(t *testing.T) {
 func TestRestartStoredLeaderWithDirectoryIDIsFollower(t *testing.T) {
 	cfg := config(1, 1, 2, 3)
 	cfg.Voters[1].DirectoryID = dirA
-	rec := rrRecord(3, 2, NoNode)
+	rec := quorumRecord(3, 2, NoNode)
 	s, acts := restart(t, cfg, rec, LogState{End: LogEnd{Offset: 7, Epoch: 3}})
-	rrExpect(t, s, Follower, 3, 2, NoReplica)
+	requireState(t, s, Follower, 3, 2, NoReplica)
 	require.Equal(t, []Action{
 		Persist{Record: rec},
 		ResetTimer{Timer: FetchTimer, After: testTf},
@@ -323,10 +188,10 @@ func TestRestartStoredLeaderWithDirectoryIDIsFollower(t *testing.T) {
 // (INVALID_REQUEST) are fatal. kraft follows the recorded leader, keeping
 // the vote (docs/design.md D17; found by the simulator).
 func TestRestartSelfVoteWithRecordedLeaderFollowsTheLeader(t *testing.T) {
-	rec := rrRecord(1, 2, 1)
+	rec := quorumRecord(1, 2, 1)
 	log := LogState{End: LogEnd{Offset: 11, Epoch: 1}}
 	s, acts := restart(t, config(1, 1, 2, 3), rec, log)
-	rrExpect(t, s, Follower, 1, 2, ReplicaKey{ID: 1})
+	requireState(t, s, Follower, 1, 2, ReplicaKey{ID: 1})
 	require.Equal(t, []Action{
 		Persist{Record: rec},
 		ResetTimer{Timer: FetchTimer, After: testTf},
@@ -335,13 +200,13 @@ func TestRestartSelfVoteWithRecordedLeaderFollowsTheLeader(t *testing.T) {
 }
 
 func TestRestartStoredLeaderNotVoterIsUnattachedWithLeader(t *testing.T) {
-	rec := rrRecord(3, 7, 2)
+	rec := quorumRecord(3, 7, 2)
 	s, acts := restart(t, config(1, 1, 2, 3), rec, LogState{})
-	rrExpect(t, s, Unattached, 3, 7, ReplicaKey{ID: 2})
+	requireState(t, s, Unattached, 3, 7, ReplicaKey{ID: 2})
 	require.Equal(t, rec, s.Record())
 	require.Equal(t, []Action{
 		Persist{Record: rec},
-		ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 1)},
+		ResetTimer{Timer: ElectionTimer, After: electionTimeoutAt(t, acts, 1)},
 	}, acts)
 
 	// Knowing a leader, it refuses a standard vote for a third replica
@@ -357,16 +222,16 @@ func TestRestartStoredLeaderNotVoterIsUnattachedWithLeader(t *testing.T) {
 func TestRestartEpochBehindLogIsUnattachedAtLogEpoch(t *testing.T) {
 	log := LogState{End: LogEnd{Offset: 10, Epoch: 4}, Epochs: []EpochStart{{Epoch: 2, StartOffset: 0}, {Epoch: 4, StartOffset: 5}}}
 	for _, rec := range []QuorumRecord{
-		rrRecord(2, 2, 2),           // follower of 2
-		rrRecord(2, 1, NoNode),      // former leader
-		rrRecord(3, NoNode, 1),      // self-vote
-		rrRecord(0, NoNode, NoNode), // nothing
+		quorumRecord(2, 2, 2),           // follower of 2
+		quorumRecord(2, 1, NoNode),      // former leader
+		quorumRecord(3, NoNode, 1),      // self-vote
+		quorumRecord(0, NoNode, NoNode), // nothing
 	} {
 		s, acts := restart(t, config(1, 1, 2, 3), rec, log)
-		rrExpect(t, s, Unattached, 4, NoNode, NoReplica)
+		requireState(t, s, Unattached, 4, NoNode, NoReplica)
 		require.Equal(t, []Action{
-			Persist{Record: rrRecord(4, NoNode, NoNode)},
-			ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 1)},
+			Persist{Record: quorumRecord(4, NoNode, NoNode)},
+			ResetTimer{Timer: ElectionTimer, After: electionTimeoutAt(t, acts, 1)},
 		}, acts, "record %+v", rec)
 	}
 }
@@ -391,11 +256,11 @@ func TestRestartOnlyVoterElectsItself(t *testing.T) {
 		// leader's record, so the written-back record, the self-vote and
 		// the leadership are one Persist, first (D1).
 		out := []Action{
-			Persist{Record: rrRecord(epoch+1, 1, NoNode)},
+			Persist{Record: quorumRecord(epoch+1, 1, NoNode)},
 			RoleChanged{From: from, To: Prospective, Epoch: epoch, LeaderID: leader, Reason: "only voter"},
-			ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 2)},
+			ResetTimer{Timer: ElectionTimer, After: electionTimeoutAt(t, acts, 2)},
 			RoleChanged{From: Prospective, To: Candidate, Epoch: epoch + 1, LeaderID: NoNode, Reason: "won pre-vote"},
-			ResetTimer{Timer: ElectionTimer, After: rrDraw(t, acts, 4)},
+			ResetTimer{Timer: ElectionTimer, After: electionTimeoutAt(t, acts, 4)},
 		}
 		return append(out, leaderTail(epoch+1)...)
 	}
@@ -403,35 +268,35 @@ func TestRestartOnlyVoterElectsItself(t *testing.T) {
 	t.Run("no record", func(t *testing.T) {
 		s, acts, err := NewState(config(1, 1), nil, LogState{})
 		require.NoError(t, err)
-		rrExpect(t, s, Leader, 1, 1, NoReplica)
+		requireState(t, s, Leader, 1, 1, NoReplica)
 		want := campaign(acts, Unattached, 0, NoNode)
 		require.Equal(t, want, acts)
 	})
 	t.Run("former leader", func(t *testing.T) {
-		rec := rrRecord(3, 1, NoNode)
+		rec := quorumRecord(3, 1, NoNode)
 		s, acts := restart(t, config(1, 1), rec, LogState{End: LogEnd{Offset: 4, Epoch: 3}})
-		rrExpect(t, s, Leader, 4, 1, NoReplica)
+		requireState(t, s, Leader, 4, 1, NoReplica)
 		want := campaign(acts, Resigned, 3, 1)
 		require.Equal(t, want, acts)
 	})
 	t.Run("self-vote", func(t *testing.T) {
-		rec := rrRecord(3, NoNode, 1)
+		rec := quorumRecord(3, NoNode, 1)
 		s, acts := restart(t, config(1, 1), rec, LogState{})
-		rrExpect(t, s, Leader, 3, 1, NoReplica)
-		want := append([]Action{Persist{Record: rrRecord(3, 1, NoNode)}}, leaderTail(3)...)
+		requireState(t, s, Leader, 3, 1, NoReplica)
+		want := append([]Action{Persist{Record: quorumRecord(3, 1, NoNode)}}, leaderTail(3)...)
 		require.Equal(t, want, acts)
 	})
 	t.Run("vote for another", func(t *testing.T) {
-		rec := rrRecord(3, NoNode, 2)
+		rec := quorumRecord(3, NoNode, 2)
 		s, acts := restart(t, config(1, 1), rec, LogState{})
-		rrExpect(t, s, Leader, 4, 1, NoReplica)
+		requireState(t, s, Leader, 4, 1, NoReplica)
 		want := campaign(acts, Unattached, 3, NoNode)
 		require.Equal(t, want, acts)
 	})
 	t.Run("unreachable leader", func(t *testing.T) {
-		rec := rrRecord(3, 2, NoNode)
+		rec := quorumRecord(3, 2, NoNode)
 		s, acts := restart(t, config(1, 1), rec, LogState{})
-		rrExpect(t, s, Leader, 4, 1, NoReplica)
+		requireState(t, s, Leader, 4, 1, NoReplica)
 		want := campaign(acts, Unattached, 3, 2)
 		require.Equal(t, want, acts)
 	})
@@ -477,7 +342,7 @@ func TestRestartObserver(t *testing.T) {
 			s, acts, err := NewState(tc.cfg, tc.rec, LogState{})
 			require.NoError(t, err)
 			require.False(t, s.IsVoter())
-			rrExpect(t, s, tc.role, tc.epoch, tc.leader, tc.voted)
+			requireState(t, s, tc.role, tc.epoch, tc.leader, tc.voted)
 			rec := s.Record()
 			if tc.rec != nil {
 				require.Equal(t, *tc.rec, rec)
@@ -494,7 +359,7 @@ func TestRestartObserver(t *testing.T) {
 
 			// An observer never starts an election.
 			next, acts := step(t, s, ElectionTimeout{})
-			rrUnchanged(t, s, next, acts)
+			requireUnchanged(t, s, next, acts)
 		})
 	}
 }
@@ -503,7 +368,7 @@ func TestRestartObserver(t *testing.T) {
 // have voted; Kafka refuses to start. Reference: QuorumState.initialize.
 func TestRestartStoredVoteWithoutLocalIDFails(t *testing.T) {
 	cfg := Config{Local: NoReplica, Observer: true, Voters: keys(1, 2, 3)}
-	rec := rrRecord(3, NoNode, 2)
+	rec := quorumRecord(3, NoNode, 2)
 	_, acts, err := NewState(cfg, &rec, LogState{})
 	require.Error(t, err)
 	require.Nil(t, acts)
@@ -609,7 +474,7 @@ func TestZeroDurationsMeanKafkaDefaults(t *testing.T) {
 	explicit.ElectionTimeout = DefaultElectionTimeout
 	explicit.FetchTimeout = DefaultFetchTimeout
 	explicit.ElectionBackoffMax = DefaultElectionBackoffMax
-	rec := rrRecord(3, 2, NoNode)
+	rec := quorumRecord(3, 2, NoNode)
 
 	zs, zacts := restart(t, config(1, 1, 2, 3), rec, LogState{})
 	es, eacts := restart(t, explicit, rec, LogState{})
@@ -622,7 +487,7 @@ func TestZeroDurationsMeanKafkaDefaults(t *testing.T) {
 	require.Equal(t, ResetTimer{Timer: FetchTimer, After: time.Second}, acts[0])
 
 	// The leader: check-quorum 1.5*T_f = 3 s, BeginQuorumEpoch T_f/2 = 1 s.
-	c, acts := step(t, rrCandidate(t), ReceiveVoteResponse{From: 2, Epoch: 1, VoteGranted: true, LeaderID: NoNode})
+	c, acts := step(t, node1Candidate(t), grantVote(2, 1))
 	require.Equal(t, Leader, c.Role())
 	require.Contains(t, acts, Action(ResetTimer{Timer: CheckQuorumTimer, After: 3 * time.Second}))
 	require.Contains(t, acts, Action(ResetTimer{Timer: BeginQuorumEpochTimer, After: time.Second}))
@@ -641,4 +506,66 @@ func TestZeroDurationsMeanKafkaDefaults(t *testing.T) {
 	require.Len(t, rt, 1)
 	require.GreaterOrEqual(t, rt[0].After, 10*time.Millisecond)
 	require.Less(t, rt[0].After, 20*time.Millisecond)
+}
+
+// TestRestartLogWithoutHistoryIsAllInItsEndEpoch: a LogState with records
+// and no epoch history is read as a log whose records all belong to its end
+// epoch. Elected leader of the next epoch, the replica answers a fetch in
+// an older epoch with the diverging point (that epoch, 0): the start of its
+// first epoch.
+// Reference: LogState doc; RaftLog.validateOffsetAndEpoch;
+// LeaderEpochFileCache.endOffsetFor.
+func TestRestartLogWithoutHistoryIsAllInItsEndEpoch(t *testing.T) {
+	s := restartedLeader(t, 2, LogState{End: LogEnd{Offset: 5, Epoch: 2}})
+	require.Equal(t, Epoch(3), s.Epoch())
+	require.Equal(t, LogEnd{Offset: 6, Epoch: 3}, s.LogEnd())
+	_, acts := step(t, s, fetchFrom(2, 3, 3, 1))
+	require.Equal(t, []Action{
+		SendFetchResponse{To: 2, Error: ErrNone, Epoch: 3, LeaderID: 1, HighWatermark: -1, Diverging: &LogOffsetMetadata{Epoch: 1, Offset: 0}},
+	}, acts)
+}
+
+// TestLogStateEpochBoundaries: an epoch history may start with epoch 0 (the
+// same log NewState builds from records of epoch 0 without a history), but
+// two epochs may not start at the same offset: each epoch in the history
+// holds at least one record.
+// Reference: LeaderEpochFileCache (epochs in a log ascend).
+func TestLogStateEpochBoundaries(t *testing.T) {
+	ok := LogState{End: LogEnd{Offset: 5, Epoch: 1}, Epochs: []EpochStart{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 2}}}
+	s, _, err := NewState(config(1, 1, 2, 3), nil, ok)
+	require.NoError(t, err)
+	require.Equal(t, LogEnd{Offset: 5, Epoch: 1}, s.LogEnd())
+
+	empty := LogState{End: LogEnd{Offset: 5, Epoch: 2}, Epochs: []EpochStart{{Epoch: 1, StartOffset: 0}, {Epoch: 2, StartOffset: 0}}}
+	_, _, err = NewState(config(1, 1, 2, 3), nil, empty)
+	require.Error(t, err)
+}
+
+// TestConfigAcceptsMaxVoters: a voter set of exactly MaxVoters voters is
+// valid and elects a leader; one more is an error.
+// Reference: Config doc (MaxVoters).
+func TestConfigAcceptsMaxVoters(t *testing.T) {
+	ids := make([]NodeID, MaxVoters+1)
+	for i := range ids {
+		ids[i] = NodeID(i)
+	}
+	cfg := config(MaxVoters-1, ids[:MaxVoters]...)
+	require.NoError(t, cfg.Validate())
+	s := start(t, cfg)
+	require.Equal(t, Leader, asLeader(t, s).Role())
+
+	require.Error(t, config(0, ids...).Validate())
+}
+
+// TestConfigRejectsObserverThatIsFirstVoter: Observer set on a replica
+// whose key is in the voter set is an error wherever the key stands in the
+// set, the first place included.
+// Reference: Config.Validate doc.
+func TestConfigRejectsObserverThatIsFirstVoter(t *testing.T) {
+	for _, local := range []NodeID{1, 2, 3} {
+		cfg := Config{Local: ReplicaKey{ID: local}, Observer: true, Voters: keys(1, 2, 3)}
+		require.Error(t, cfg.Validate(), "local %d", local)
+		_, _, err := NewState(cfg, nil, LogState{})
+		require.Error(t, err, "local %d", local)
+	}
 }

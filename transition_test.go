@@ -21,7 +21,7 @@ import (
 func TestCandidateAttachingThroughFetchResponseSendsOneFetch(t *testing.T) {
 	s := start(t, config(2, 1, 2, 3))
 	s, _ = step(t, s, ElectionTimeout{})
-	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 0, VoteGranted: true, LeaderID: NoNode})
+	s, _ = step(t, s, grantVote(3, 0))
 	require.Equal(t, Candidate, s.Role())
 	s, _ = durable(t, s, LogEnd{Offset: 2, Epoch: 0})
 
@@ -86,13 +86,13 @@ func TestUnattachedAttachingOnErrorAnswerStillFetches(t *testing.T) {
 // message naming it leader of a newer epoch is a Fault.
 // Reference: KafkaRaftClient.hasConsistentLeader, maybeHandleCommonResponse.
 func TestLeaderDropsStaleResponseNamingItself(t *testing.T) {
-	s := rpLeaderOf(t, 3)
+	s := leaderOf(t, 3)
 	s, _ = step(t, s, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 2, VoterID: NoNode})
 	s, _ = step(t, s, ReceiveVoteRequest{From: 2, VoterID: NoNode, CandidateEpoch: 3, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 1, Epoch: 1}})
 	require.Equal(t, Epoch(3), s.Epoch())
 	s, _ = step(t, s, ElectionTimeout{})
-	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 3, VoteGranted: true, LeaderID: NoNode})
-	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 4, VoteGranted: true, LeaderID: NoNode})
+	s, _ = step(t, s, grantVote(3, 3))
+	s, _ = step(t, s, grantVote(3, 4))
 	require.Equal(t, Leader, s.Role())
 	require.Equal(t, Epoch(4), s.Epoch())
 
@@ -113,27 +113,27 @@ func TestLeaderDropsStaleResponseNamingItself(t *testing.T) {
 // Reference: KafkaRaftClient.handleFetchResponse (Kafka appends only after
 // these checks); docs/design.md D23.
 func TestAcceptsRecords(t *testing.T) {
-	f := rpFollower(t)
-	require.True(t, f.AcceptsRecords(rpOK(1, 1, 0)))
-	require.False(t, f.AcceptsRecords(rpOK(1, 0, 0)), "stale epoch")
-	require.False(t, f.AcceptsRecords(rpOK(1, 2, 0)), "newer epoch")
-	bad := rpOK(1, 1, 0)
+	f := newFollower(t)
+	require.True(t, f.AcceptsRecords(fetchOK(1, 1, 0)))
+	require.False(t, f.AcceptsRecords(fetchOK(1, 0, 0)), "stale epoch")
+	require.False(t, f.AcceptsRecords(fetchOK(1, 2, 0)), "newer epoch")
+	bad := fetchOK(1, 1, 0)
 	bad.Error = ErrBrokerNotAvailable
 	require.False(t, f.AcceptsRecords(bad), "error")
-	div := rpOK(1, 1, 0)
+	div := fetchOK(1, 1, 0)
 	div.Diverging = &LogOffsetMetadata{Offset: 0, Epoch: 0}
 	require.False(t, f.AcceptsRecords(div), "diverging")
-	snap := rpOK(1, 1, 0)
+	snap := fetchOK(1, 1, 0)
 	snap.Snapshot = &LogEnd{Offset: 5, Epoch: 1}
 	require.False(t, f.AcceptsRecords(snap), "snapshot")
-	require.False(t, f.AcceptsRecords(rpOK(3, 1, 0)), "another leader")
+	require.False(t, f.AcceptsRecords(fetchOK(3, 1, 0)), "another leader")
 
 	u := start(t, observerConfig(4, 1, 2, 3))
-	require.True(t, u.AcceptsRecords(rpOK(1, 0, 0)), "attaching")
-	require.False(t, State{}.AcceptsRecords(rpOK(1, 0, 0)))
+	require.True(t, u.AcceptsRecords(fetchOK(1, 0, 0)), "attaching")
+	require.False(t, State{}.AcceptsRecords(fetchOK(1, 0, 0)))
 
-	l := rpLeaderOf(t, 3)
-	require.False(t, l.AcceptsRecords(rpOK(1, 1, 0)))
+	l := leaderOf(t, 3)
+	require.False(t, l.AcceptsRecords(fetchOK(1, 1, 0)))
 }
 
 // A replica that knew high watermark 5 as a follower and then led an epoch
@@ -147,8 +147,8 @@ func TestTruncationBelowCommittedFaultsAfterLeading(t *testing.T) {
 	s, acts := step(t, s, ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: 1, HighWatermark: 5})
 	require.Contains(t, acts, Action(HighWatermarkChanged{HighWatermark: 5}))
 	s, _ = step(t, s, FetchTimeout{})
-	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: true, LeaderID: NoNode})
-	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 2, VoteGranted: true, LeaderID: NoNode})
+	s, _ = step(t, s, grantVote(3, 1))
+	s, _ = step(t, s, grantVote(3, 2))
 	require.Equal(t, Leader, s.Role())
 	require.Equal(t, int64(-1), s.HighWatermark())
 	s, _ = step(t, s, ReceiveBeginQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 3, VoterID: NoNode})
@@ -176,11 +176,11 @@ func TestTruncationBelowCommittedFaultsAfterLeading(t *testing.T) {
 // Reference: the package doc (State is an immutable value; runs replay
 // exactly).
 func TestStepIsPureAndDeterministic(t *testing.T) {
-	s := rpLeaderOf(t, 3)
+	s := leaderOf(t, 3)
 	s, _ = durable(t, s, LogEnd{Offset: 4, Epoch: 1})
 	before := deepCopy(s)
 	for _, e := range []Event{
-		rpFetch(2, 1, 4, 1), rpFetch(3, 1, 2, 1),
+		fetchFrom(2, 1, 4, 1), fetchFrom(3, 1, 2, 1),
 		LogAppended{End: LogEnd{Offset: 6, Epoch: 1}},
 		CheckQuorumTimeout{},
 		BeginQuorumEpochTimeout{},
@@ -197,7 +197,7 @@ func TestStepIsPureAndDeterministic(t *testing.T) {
 	// disturbing what is already there, and two results never share it.
 	buf := make([]Action, 1, 16)
 	buf[0] = Fault{Reason: "sentinel"}
-	_, x := StepInto(buf, s, rpFetch(2, 1, 4, 1))
+	_, x := StepInto(buf, s, fetchFrom(2, 1, 4, 1))
 	require.Equal(t, Fault{Reason: "sentinel"}, x[0])
 	require.Greater(t, len(x), 1)
 }

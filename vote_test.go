@@ -9,69 +9,50 @@ import (
 
 // Vote scenario tests: handling Vote requests (Kafka's handleVoteRequest and
 // EpochState.canGrantVote) and Vote responses (handleVoteResponse,
-// maybeHandleCommonResponse). Helpers are in election_test.go.
+// maybeHandleCommonResponse). Helpers are in helpers_test.go.
 //
 // Most tests use replica 1 of voters {1, 2, 3} whose log ends at offset 10
-// in epoch 2 (vtLog), restarted in epoch 3.
+// in epoch 2 (voterLog), restarted in epoch 3.
 
-var vtLog = LogEnd{Offset: 10, Epoch: 2}
+var voterLog = LogEnd{Offset: 10, Epoch: 2}
 
-// Candidate logs compared with vtLog (OffsetAndEpoch order: by epoch, then offset).
+// Candidate logs compared with voterLog (OffsetAndEpoch order: by epoch, then
+// offset).
 var (
-	vtUpToDate = []LogEnd{{Offset: 10, Epoch: 2}, {Offset: 11, Epoch: 2}}
-	vtStale    = []LogEnd{{Offset: 9, Epoch: 2}, {Offset: 50, Epoch: 1}, {Offset: 0, Epoch: 0}}
+	upToDateLogs = []LogEnd{{Offset: 10, Epoch: 2}, {Offset: 11, Epoch: 2}}
+	staleLogs    = []LogEnd{{Offset: 9, Epoch: 2}, {Offset: 50, Epoch: 1}, {Offset: 0, Epoch: 0}}
 )
 
-func vtPre(cand NodeID, epoch Epoch, last LogEnd) ReceiveVoteRequest {
-	return ReceiveVoteRequest{From: cand, VoterID: NoNode, CandidateEpoch: epoch, Candidate: cand, CandidateLogEnd: last, PreVote: true}
-}
-
-func vtStd(cand NodeID, epoch Epoch, last LogEnd) ReceiveVoteRequest {
-	return ReceiveVoteRequest{From: cand, VoterID: NoNode, CandidateEpoch: epoch, Candidate: cand, CandidateLogEnd: last}
-}
-
-func vtAnswer(to NodeID, code ErrorCode, epoch Epoch, leader NodeID, granted bool) SendVoteResponse {
-	return SendVoteResponse{To: to, Error: code, Epoch: epoch, LeaderID: leader, VoteGranted: granted}
-}
-
-func vtGrant(from NodeID, epoch Epoch) ReceiveVoteResponse {
-	return ReceiveVoteResponse{From: from, Epoch: epoch, VoteGranted: true, LeaderID: NoNode}
-}
-
-func vtReject(from NodeID, epoch Epoch) ReceiveVoteResponse {
-	return ReceiveVoteResponse{From: from, Epoch: epoch, VoteGranted: false, LeaderID: NoNode}
-}
-
-// vtAnswersOnly asserts that s answers e with exactly one Vote response
+// answersOnly asserts that s answers e with exactly one Vote response
 // with the given verdict and changes nothing else.
-func vtAnswersOnly(t *testing.T, s State, e ReceiveVoteRequest, granted bool) {
+func answersOnly(t *testing.T, s State, e ReceiveVoteRequest, granted bool) {
 	t.Helper()
 	next, acts := step(t, s, e)
-	require.Equal(t, []Action{vtAnswer(e.From, ErrNone, s.Epoch(), s.Leader(), granted)}, acts, "request %+v", e)
+	require.Equal(t, []Action{voteAnswer(e.From, ErrNone, s.Epoch(), s.Leader(), granted)}, acts, "request %+v", e)
 	require.Equal(t, s, next, "request %+v", e)
 }
 
-// vtPreVotesIffUpToDate asserts that s, in its own epoch, grants pre-votes
+// preVotesIffUpToDate asserts that s, in its own epoch, grants pre-votes
 // exactly to candidates whose log is at least as up to date as its own
 // (when grants is true), or rejects them all (when it is false), and that a
 // pre-vote never changes the state.
-func vtPreVotesIffUpToDate(t *testing.T, s State, from NodeID, grants bool) {
+func preVotesIffUpToDate(t *testing.T, s State, from NodeID, grants bool) {
 	t.Helper()
-	upToDate := append(append([]LogEnd(nil), vtUpToDate...), LogEnd{Offset: 1, Epoch: s.Epoch()})
+	upToDate := append(append([]LogEnd(nil), upToDateLogs...), LogEnd{Offset: 1, Epoch: s.Epoch()})
 	for _, last := range upToDate {
-		vtAnswersOnly(t, s, vtPre(from, s.Epoch(), last), grants)
+		answersOnly(t, s, preVoteRequest(from, s.Epoch(), last), grants)
 	}
-	for _, last := range vtStale {
-		vtAnswersOnly(t, s, vtPre(from, s.Epoch(), last), false)
+	for _, last := range staleLogs {
+		answersOnly(t, s, preVoteRequest(from, s.Epoch(), last), false)
 	}
 }
 
-// vtRejectsStandardVotes asserts that s rejects every standard vote of its
+// rejectsStandardVotes asserts that s rejects every standard vote of its
 // epoch, however up to date the candidate, and changes nothing.
-func vtRejectsStandardVotes(t *testing.T, s State, from NodeID) {
+func rejectsStandardVotes(t *testing.T, s State, from NodeID) {
 	t.Helper()
-	for _, last := range append(append([]LogEnd(nil), vtUpToDate...), vtStale...) {
-		vtAnswersOnly(t, s, vtStd(from, s.Epoch(), last), false)
+	for _, last := range append(append([]LogEnd(nil), upToDateLogs...), staleLogs...) {
+		answersOnly(t, s, standardVoteRequest(from, s.Epoch(), last), false)
 	}
 }
 
@@ -85,21 +66,21 @@ func vtRejectsStandardVotes(t *testing.T, s State, from NodeID) {
 // Reference: KafkaRaftClient.handleVoteRequest, hasValidClusterId.
 func TestVoteRequestFromForeignClusterIsRejected(t *testing.T) {
 	cfg := config(1, 1, 2, 3)
-	cfg.ClusterID = vtCluster
-	s := vtWithLog(t, cfg, 3, vtLog)
+	cfg.ClusterID = testClusterID
+	s := unattachedWithLog(t, cfg, 3, voterLog)
 
-	foreign := vtStd(2, 5, vtLog)
+	foreign := standardVoteRequest(2, 5, voterLog)
 	foreign.ClusterID = uuid.NullUUID{UUID: dirA, Valid: true}
 	next, acts := step(t, s, foreign)
-	require.Equal(t, []Action{vtAnswer(2, ErrInconsistentClusterID, 3, NoNode, false)}, acts)
+	require.Equal(t, []Action{voteAnswer(2, ErrInconsistentClusterID, 3, NoNode, false)}, acts)
 	require.Equal(t, s, next)
 
-	for name, id := range map[string]uuid.NullUUID{"ours": vtCluster, "none": {}} {
-		req := vtPre(2, 5, vtLog)
+	for name, id := range map[string]uuid.NullUUID{"ours": testClusterID, "none": {}} {
+		req := preVoteRequest(2, 5, voterLog)
 		req.ClusterID = id
 		next, acts = step(t, s, req)
-		require.Equal(t, vtAnswer(2, ErrNone, 5, NoNode, true), acts[len(acts)-1], name)
-		vtIs(t, next, Unattached, 5, NoNode, NoReplica)
+		require.Equal(t, voteAnswer(2, ErrNone, 5, NoNode, true), acts[len(acts)-1], name)
+		requireState(t, next, Unattached, 5, NoNode, NoReplica)
 	}
 }
 
@@ -110,39 +91,39 @@ func TestVoteRequestFromForeignClusterIsRejected(t *testing.T) {
 // Reference: KafkaRaftClient.handleVoteRequest (last epoch < replica epoch
 // for a standard vote, <= for a pre-vote).
 func TestVoteRequestWithIllegalFieldsIsInvalid(t *testing.T) {
-	s := vtWithLog(t, config(1, 1, 2, 3), 3, vtLog)
+	s := unattachedWithLog(t, config(1, 1, 2, 3), 3, voterLog)
 	cases := []struct {
 		name string
 		req  ReceiveVoteRequest
 	}{
-		{"negative last offset", vtStd(2, 5, LogEnd{Offset: -1, Epoch: 2})},
-		{"negative last epoch", vtStd(2, 5, LogEnd{Offset: 10, Epoch: -1})},
-		{"standard vote with last epoch equal to its epoch", vtStd(2, 5, LogEnd{Offset: 10, Epoch: 5})},
-		{"standard vote with last epoch above its epoch", vtStd(2, 5, LogEnd{Offset: 10, Epoch: 6})},
-		{"standard vote in epoch 0", vtStd(2, 0, LogEnd{})},
-		{"pre-vote with last epoch above its epoch", vtPre(2, 5, LogEnd{Offset: 10, Epoch: 6})},
-		{"pre-vote with negative last offset", vtPre(2, 5, LogEnd{Offset: -1, Epoch: 0})},
-		{"pre-vote with negative last epoch", vtPre(2, 5, LogEnd{Offset: 0, Epoch: -1})},
-		{"checked before fencing", vtStd(2, 1, LogEnd{Offset: -1, Epoch: 0})},
+		{"negative last offset", standardVoteRequest(2, 5, LogEnd{Offset: -1, Epoch: 2})},
+		{"negative last epoch", standardVoteRequest(2, 5, LogEnd{Offset: 10, Epoch: -1})},
+		{"standard vote with last epoch equal to its epoch", standardVoteRequest(2, 5, LogEnd{Offset: 10, Epoch: 5})},
+		{"standard vote with last epoch above its epoch", standardVoteRequest(2, 5, LogEnd{Offset: 10, Epoch: 6})},
+		{"standard vote in epoch 0", standardVoteRequest(2, 0, LogEnd{})},
+		{"pre-vote with last epoch above its epoch", preVoteRequest(2, 5, LogEnd{Offset: 10, Epoch: 6})},
+		{"pre-vote with negative last offset", preVoteRequest(2, 5, LogEnd{Offset: -1, Epoch: 0})},
+		{"pre-vote with negative last epoch", preVoteRequest(2, 5, LogEnd{Offset: 0, Epoch: -1})},
+		{"checked before fencing", standardVoteRequest(2, 1, LogEnd{Offset: -1, Epoch: 0})},
 		{"checked before the candidate id", ReceiveVoteRequest{From: 2, VoterID: NoNode, CandidateEpoch: 5, Candidate: -1, CandidateLogEnd: LogEnd{Offset: 10, Epoch: 5}}},
 	}
 	for _, tc := range cases {
 		tc := tc
 		t.Run(tc.name, func(t *testing.T) {
 			next, acts := step(t, s, tc.req)
-			require.Equal(t, []Action{vtAnswer(2, ErrInvalidRequest, 3, NoNode, false)}, acts)
+			require.Equal(t, []Action{voteAnswer(2, ErrInvalidRequest, 3, NoNode, false)}, acts)
 			require.Equal(t, s, next)
 		})
 	}
 
 	// The boundaries are legal: a pre-vote from the epoch of its last
 	// record, a standard vote from the epoch after it.
-	next, acts := step(t, s, vtPre(2, 5, LogEnd{Offset: 10, Epoch: 5}))
-	require.Equal(t, vtAnswer(2, ErrNone, 5, NoNode, true), acts[len(acts)-1])
-	vtIs(t, next, Unattached, 5, NoNode, NoReplica)
-	next, acts = step(t, s, vtStd(2, 5, LogEnd{Offset: 10, Epoch: 4}))
-	require.Equal(t, vtAnswer(2, ErrNone, 5, NoNode, true), acts[len(acts)-1])
-	vtIs(t, next, Unattached, 5, NoNode, vtKey(2))
+	next, acts := step(t, s, preVoteRequest(2, 5, LogEnd{Offset: 10, Epoch: 5}))
+	require.Equal(t, voteAnswer(2, ErrNone, 5, NoNode, true), acts[len(acts)-1])
+	requireState(t, next, Unattached, 5, NoNode, NoReplica)
+	next, acts = step(t, s, standardVoteRequest(2, 5, LogEnd{Offset: 10, Epoch: 4}))
+	require.Equal(t, voteAnswer(2, ErrNone, 5, NoNode, true), acts[len(acts)-1])
+	requireState(t, next, Unattached, 5, NoNode, keyOf(2))
 }
 
 // A request from an older epoch is fenced: FENCED_LEADER_EPOCH with our
@@ -150,20 +131,20 @@ func TestVoteRequestWithIllegalFieldsIsInvalid(t *testing.T) {
 // candidate-id check.
 // Reference: KafkaRaftClient.handleVoteRequest, validateVoterOnlyRequest.
 func TestVoteRequestWithStaleEpochIsFenced(t *testing.T) {
-	unattached := vtWithLog(t, config(1, 1, 2, 3), 3, vtLog)
-	leader := vtLeader(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog))
-	vtIs(t, leader, Leader, 4, 1, NoReplica)
+	unattached := unattachedWithLog(t, config(1, 1, 2, 3), 3, voterLog)
+	leader := asLeader(t, unattachedWithLog(t, config(1, 1, 2, 3), 3, voterLog))
+	requireState(t, leader, Leader, 4, 1, NoReplica)
 
 	for name, s := range map[string]State{"unattached": unattached, "leader": leader} {
 		stale := s.Epoch() - 1
 		reqs := []ReceiveVoteRequest{
-			vtPre(2, stale, LogEnd{Offset: 100, Epoch: 1}),
-			vtStd(2, stale, LogEnd{Offset: 100, Epoch: 1}),
+			preVoteRequest(2, stale, LogEnd{Offset: 100, Epoch: 1}),
+			standardVoteRequest(2, stale, LogEnd{Offset: 100, Epoch: 1}),
 			{From: 2, VoterID: NoNode, CandidateEpoch: stale, Candidate: -1, CandidateLogEnd: LogEnd{Offset: 100, Epoch: 1}},
 		}
 		for _, req := range reqs {
 			next, acts := step(t, s, req)
-			require.Equal(t, []Action{vtAnswer(2, ErrFencedLeaderEpoch, s.Epoch(), s.Leader(), false)}, acts, "%s: %+v", name, req)
+			require.Equal(t, []Action{voteAnswer(2, ErrFencedLeaderEpoch, s.Epoch(), s.Leader(), false)}, acts, "%s: %+v", name, req)
 			require.Equal(t, s, next, name)
 		}
 	}
@@ -173,12 +154,12 @@ func TestVoteRequestWithStaleEpochIsFenced(t *testing.T) {
 // INVALID_REQUEST and does not move us to its epoch.
 // Reference: KafkaRaftClient.handleVoteRequest, validateVoterOnlyRequest.
 func TestVoteRequestWithNegativeCandidateIsInvalid(t *testing.T) {
-	s := vtWithLog(t, config(1, 1, 2, 3), 3, vtLog)
+	s := unattachedWithLog(t, config(1, 1, 2, 3), 3, voterLog)
 	for _, epoch := range []Epoch{3, 5} {
 		for _, pre := range []bool{false, true} {
-			req := ReceiveVoteRequest{From: 2, VoterID: NoNode, CandidateEpoch: epoch, Candidate: -1, CandidateLogEnd: vtLog, PreVote: pre}
+			req := ReceiveVoteRequest{From: 2, VoterID: NoNode, CandidateEpoch: epoch, Candidate: -1, CandidateLogEnd: voterLog, PreVote: pre}
 			next, acts := step(t, s, req)
-			require.Equal(t, []Action{vtAnswer(2, ErrInvalidRequest, 3, NoNode, false)}, acts, "%+v", req)
+			require.Equal(t, []Action{voteAnswer(2, ErrInvalidRequest, 3, NoNode, false)}, acts, "%+v", req)
 			require.Equal(t, s, next)
 		}
 	}
@@ -196,7 +177,7 @@ func TestVoteRequestWithNegativeCandidateIsInvalid(t *testing.T) {
 // (the record is written before the response).
 func TestVoteRequestWithNewerEpochMakesEveryRoleUnattached(t *testing.T) {
 	cfg := config(1, 1, 2, 3)
-	base := func() State { return vtWithLog(t, cfg, 3, vtLog) }
+	base := func() State { return unattachedWithLog(t, cfg, 3, voterLog) }
 	cases := []struct {
 		name string
 		s    State
@@ -205,53 +186,53 @@ func TestVoteRequestWithNewerEpochMakesEveryRoleUnattached(t *testing.T) {
 		leaving func(t *testing.T, acts []Action) []Action
 	}{
 		{"unattached", base(), func(*testing.T, []Action) []Action { return nil }},
-		{"prospective", vtProspective(t, base()), func(*testing.T, []Action) []Action { return nil }},
-		{"candidate", vtCandidate(t, base()), func(*testing.T, []Action) []Action { return nil }},
-		{"resigned", vtResigned(t, base()), func(*testing.T, []Action) []Action { return nil }},
-		{"follower that fetched", vtFetched(t, vtFollower(t, base(), 3, 2)), func(t *testing.T, acts []Action) []Action {
-			return []Action{StopTimer{Timer: FetchTimer}, vtElection(vtRand(t, acts, 3))}
+		{"prospective", asProspective(t, base()), func(*testing.T, []Action) []Action { return nil }},
+		{"candidate", asCandidate(t, base()), func(*testing.T, []Action) []Action { return nil }},
+		{"resigned", asResigned(t, base()), func(*testing.T, []Action) []Action { return nil }},
+		{"follower that fetched", asFetched(t, asFollower(t, base(), 3, 2)), func(t *testing.T, acts []Action) []Action {
+			return []Action{StopTimer{Timer: FetchTimer}, electionTimerReset(electionTimeoutAt(t, acts, 3))}
 		}},
-		{"leader", vtLeader(t, base()), func(t *testing.T, acts []Action) []Action {
-			return []Action{StopTimer{Timer: CheckQuorumTimer}, StopTimer{Timer: BeginQuorumEpochTimer}, vtElection(vtRand(t, acts, 4))}
+		{"leader", asLeader(t, base()), func(t *testing.T, acts []Action) []Action {
+			return []Action{StopTimer{Timer: CheckQuorumTimer}, StopTimer{Timer: BeginQuorumEpochTimer}, electionTimerReset(electionTimeoutAt(t, acts, 4))}
 		}},
 	}
 	for _, tc := range cases {
 		tc := tc
 		t.Run(tc.name+"/pre-vote", func(t *testing.T) {
-			next, acts := step(t, tc.s, vtPre(3, 7, vtLog))
+			next, acts := step(t, tc.s, preVoteRequest(3, 7, voterLog))
 
-			vtIs(t, next, Unattached, 7, NoNode, NoReplica)
-			vtActs(t, vtCat(
-				[]Action{Persist{Record: QuorumRecord{Epoch: 7, LeaderID: NoNode, VotedKey: NoReplica}}, vtRC(tc.s.Role(), Unattached, 7, NoNode)},
+			requireState(t, next, Unattached, 7, NoNode, NoReplica)
+			requireActions(t, concat(
+				[]Action{Persist{Record: QuorumRecord{Epoch: 7, LeaderID: NoNode, VotedKey: NoReplica}}, roleChanged(tc.s.Role(), Unattached, 7, NoNode)},
 				tc.leaving(t, acts),
-				[]Action{vtAnswer(3, ErrNone, 7, NoNode, true)},
+				[]Action{voteAnswer(3, ErrNone, 7, NoNode, true)},
 			), acts)
 		})
 		t.Run(tc.name+"/standard", func(t *testing.T) {
-			next, acts := step(t, tc.s, vtStd(3, 7, vtLog))
+			next, acts := step(t, tc.s, standardVoteRequest(3, 7, voterLog))
 
-			vtIs(t, next, Unattached, 7, NoNode, vtKey(3))
+			requireState(t, next, Unattached, 7, NoNode, keyOf(3))
 			leaving := tc.leaving(t, acts)
 			n := 2 + len(leaving)
 			// One Persist: the epoch's record is rewritten in place with
 			// the vote, as nothing was sent in between (D1).
-			vtActs(t, vtCat(
-				[]Action{Persist{Record: QuorumRecord{Epoch: 7, LeaderID: NoNode, VotedKey: vtKey(3)}}, vtRC(tc.s.Role(), Unattached, 7, NoNode)},
+			requireActions(t, concat(
+				[]Action{Persist{Record: QuorumRecord{Epoch: 7, LeaderID: NoNode, VotedKey: keyOf(3)}}, roleChanged(tc.s.Role(), Unattached, 7, NoNode)},
 				leaving,
 				[]Action{
-					vtElection(vtRand(t, acts, n)),
-					vtAnswer(3, ErrNone, 7, NoNode, true),
+					electionTimerReset(electionTimeoutAt(t, acts, n)),
+					voteAnswer(3, ErrNone, 7, NoNode, true),
 				},
 			), acts)
 		})
 		t.Run(tc.name+"/stale log", func(t *testing.T) {
-			next, acts := step(t, tc.s, vtStd(3, 7, LogEnd{Offset: 9, Epoch: 2}))
+			next, acts := step(t, tc.s, standardVoteRequest(3, 7, LogEnd{Offset: 9, Epoch: 2}))
 
-			vtIs(t, next, Unattached, 7, NoNode, NoReplica)
-			vtActs(t, vtCat(
-				[]Action{Persist{Record: QuorumRecord{Epoch: 7, LeaderID: NoNode, VotedKey: NoReplica}}, vtRC(tc.s.Role(), Unattached, 7, NoNode)},
+			requireState(t, next, Unattached, 7, NoNode, NoReplica)
+			requireActions(t, concat(
+				[]Action{Persist{Record: QuorumRecord{Epoch: 7, LeaderID: NoNode, VotedKey: NoReplica}}, roleChanged(tc.s.Role(), Unattached, 7, NoNode)},
 				tc.leaving(t, acts),
-				[]Action{vtAnswer(3, ErrNone, 7, NoNode, false)},
+				[]Action{voteAnswer(3, ErrNone, 7, NoNode, false)},
 			), acts)
 		})
 	}
@@ -263,41 +244,41 @@ func TestVoteRequestWithNewerEpochMakesEveryRoleUnattached(t *testing.T) {
 // directory id, or to our exact key, is ours.
 // Reference: KafkaRaftClient.handleVoteRequest, isValidVoterKey, KIP-853.
 func TestVoteRequestToAnotherVoterKeyIsInvalidButKeepsTheEpoch(t *testing.T) {
-	plain := vtWithLog(t, config(1, 1, 2, 3), 3, vtLog)
-	withDir := vtWithLog(t, Config{
+	plain := unattachedWithLog(t, config(1, 1, 2, 3), 3, voterLog)
+	withDir := unattachedWithLog(t, Config{
 		Local:  ReplicaKey{ID: 1, DirectoryID: dirA},
 		Voters: []ReplicaKey{{ID: 1, DirectoryID: dirA}, {ID: 2}, {ID: 3}},
 		Seed:   3,
-	}, 3, vtLog)
+	}, 3, voterLog)
 
 	wrong := []struct {
 		name string
 		s    State
 		to   ReplicaKey
 	}{
-		{"another id", plain, vtKey(3)},
+		{"another id", plain, keyOf(3)},
 		{"our id with a directory id we do not have", plain, ReplicaKey{ID: 1, DirectoryID: dirA}},
-		{"our id with another directory id", withDir, ReplicaKey{ID: 1, DirectoryID: vtDirB}},
+		{"our id with another directory id", withDir, ReplicaKey{ID: 1, DirectoryID: dirB}},
 	}
 	for _, tc := range wrong {
 		tc := tc
 		t.Run(tc.name, func(t *testing.T) {
-			req := vtStd(2, 5, vtLog)
+			req := standardVoteRequest(2, 5, voterLog)
 			req.VoterID, req.VoterDirectoryID = tc.to.ID, tc.to.DirectoryID
 			next, acts := step(t, tc.s, req)
 
-			vtIs(t, next, Unattached, 5, NoNode, NoReplica)
-			vtActs(t, []Action{
+			requireState(t, next, Unattached, 5, NoNode, NoReplica)
+			requireActions(t, []Action{
 				Persist{Record: QuorumRecord{Epoch: 5, LeaderID: NoNode, VotedKey: NoReplica}},
-				vtRC(Unattached, Unattached, 5, NoNode),
-				vtAnswer(2, ErrInvalidVoterKey, 5, NoNode, false),
+				roleChanged(Unattached, Unattached, 5, NoNode),
+				voteAnswer(2, ErrInvalidVoterKey, 5, NoNode, false),
 			}, acts)
 
 			// In the current epoch nothing changes at all.
-			pre := vtPre(2, 3, vtLog)
+			pre := preVoteRequest(2, 3, voterLog)
 			pre.VoterID, pre.VoterDirectoryID = tc.to.ID, tc.to.DirectoryID
 			next, acts = step(t, tc.s, pre)
-			require.Equal(t, []Action{vtAnswer(2, ErrInvalidVoterKey, 3, NoNode, false)}, acts)
+			require.Equal(t, []Action{voteAnswer(2, ErrInvalidVoterKey, 3, NoNode, false)}, acts)
 			require.Equal(t, tc.s, next)
 		})
 	}
@@ -308,18 +289,18 @@ func TestVoteRequestToAnotherVoterKeyIsInvalidButKeepsTheEpoch(t *testing.T) {
 		to   ReplicaKey
 	}{
 		{"no addressee", withDir, NoReplica},
-		{"our id", plain, vtKey(1)},
-		{"our id without directory id", withDir, vtKey(1)},
+		{"our id", plain, keyOf(1)},
+		{"our id without directory id", withDir, keyOf(1)},
 		{"our exact key", withDir, ReplicaKey{ID: 1, DirectoryID: dirA}},
 	}
 	for _, tc := range right {
 		tc := tc
 		t.Run(tc.name, func(t *testing.T) {
-			req := vtStd(2, 5, vtLog)
+			req := standardVoteRequest(2, 5, voterLog)
 			req.VoterID, req.VoterDirectoryID = tc.to.ID, tc.to.DirectoryID
 			next, acts := step(t, tc.s, req)
-			require.Equal(t, vtAnswer(2, ErrNone, 5, NoNode, true), acts[len(acts)-1])
-			vtIs(t, next, Unattached, 5, NoNode, vtKey(2))
+			require.Equal(t, voteAnswer(2, ErrNone, 5, NoNode, true), acts[len(acts)-1])
+			requireState(t, next, Unattached, 5, NoNode, keyOf(2))
 		})
 	}
 }
@@ -331,7 +312,7 @@ func TestVoteRequestToAnotherVoterKeyIsInvalidButKeepsTheEpoch(t *testing.T) {
 // least as up to date as its own; nothing is recorded.
 // Reference: UnattachedState.canGrantVote; OffsetAndEpoch.compareTo.
 func TestUnattachedGrantsPreVoteIffUpToDate(t *testing.T) {
-	vtPreVotesIffUpToDate(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog), 2, true)
+	preVotesIffUpToDate(t, unattachedWithLog(t, config(1, 1, 2, 3), 3, voterLog), 2, true)
 }
 
 // An Unattached replica without vote or leader grants a standard vote iff
@@ -340,23 +321,23 @@ func TestUnattachedGrantsPreVoteIffUpToDate(t *testing.T) {
 // reset to a fresh random value.
 // Reference: KafkaRaftClient.handleVoteRequest; QuorumState.unattachedAddVotedState.
 func TestUnattachedGrantsStandardVoteIffUpToDateAndPersistsIt(t *testing.T) {
-	s := vtWithLog(t, config(1, 1, 2, 3), 3, vtLog)
-	for _, last := range vtUpToDate {
-		req := vtStd(2, 3, last)
+	s := unattachedWithLog(t, config(1, 1, 2, 3), 3, voterLog)
+	for _, last := range upToDateLogs {
+		req := standardVoteRequest(2, 3, last)
 		req.CandidateDirectoryID = dirA
 		next, acts := step(t, s, req)
 
 		voted := ReplicaKey{ID: 2, DirectoryID: dirA}
-		vtIs(t, next, Unattached, 3, NoNode, voted)
-		vtActs(t, []Action{
+		requireState(t, next, Unattached, 3, NoNode, voted)
+		requireActions(t, []Action{
 			Persist{Record: QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: voted}},
-			vtElection(vtRand(t, acts, 1)),
-			vtAnswer(2, ErrNone, 3, NoNode, true),
+			electionTimerReset(electionTimeoutAt(t, acts, 1)),
+			voteAnswer(2, ErrNone, 3, NoNode, true),
 		}, acts)
 	}
-	for _, last := range vtStale {
+	for _, last := range staleLogs {
 		if last.Epoch < 3 {
-			vtAnswersOnly(t, s, vtStd(2, 3, last), false)
+			answersOnly(t, s, standardVoteRequest(2, 3, last), false)
 		}
 	}
 }
@@ -367,17 +348,17 @@ func TestUnattachedGrantsStandardVoteIffUpToDateAndPersistsIt(t *testing.T) {
 // Reference: QuorumState.unattachedOrProspectiveCanGrantVote (at most one
 // standard vote per epoch).
 func TestUnattachedWithVoteReGrantsOnlyTheSameCandidate(t *testing.T) {
-	s, _ := step(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog), vtStd(2, 3, vtLog))
-	vtIs(t, s, Unattached, 3, NoNode, vtKey(2))
+	s, _ := step(t, unattachedWithLog(t, config(1, 1, 2, 3), 3, voterLog), standardVoteRequest(2, 3, voterLog))
+	requireState(t, s, Unattached, 3, NoNode, keyOf(2))
 
-	for _, last := range append(append([]LogEnd(nil), vtUpToDate...), LogEnd{}) {
-		vtAnswersOnly(t, s, vtStd(2, 3, last), true)
+	for _, last := range append(append([]LogEnd(nil), upToDateLogs...), LogEnd{}) {
+		answersOnly(t, s, standardVoteRequest(2, 3, last), true)
 	}
-	for _, last := range vtUpToDate {
-		vtAnswersOnly(t, s, vtStd(3, 3, LogEnd{Offset: last.Offset + 5, Epoch: last.Epoch}), false)
+	for _, last := range upToDateLogs {
+		answersOnly(t, s, standardVoteRequest(3, 3, LogEnd{Offset: last.Offset + 5, Epoch: last.Epoch}), false)
 	}
 	// Pre-votes ignore the vote: granted iff up to date, to anyone.
-	vtPreVotesIffUpToDate(t, s, 3, true)
+	preVotesIffUpToDate(t, s, 3, true)
 }
 
 // KIP-853 matching of the vote: a vote stored without a directory id
@@ -386,7 +367,7 @@ func TestUnattachedWithVoteReGrantsOnlyTheSameCandidate(t *testing.T) {
 // Reference: ReplicaKey matching (VoterSet.VoterNode.isVoter), KIP-853;
 // QuorumState.unattachedOrProspectiveCanGrantVote.
 func TestUnattachedVoteReGrantFollowsDirectoryIDMatching(t *testing.T) {
-	base := vtWithLog(t, config(1, 1, 2, 3), 3, vtLog)
+	base := unattachedWithLog(t, config(1, 1, 2, 3), 3, voterLog)
 	cases := []struct {
 		name    string
 		stored  uuid.UUID
@@ -396,19 +377,19 @@ func TestUnattachedVoteReGrantFollowsDirectoryIDMatching(t *testing.T) {
 		{"stored without directory, asked with one", uuid.Nil, dirA, true},
 		{"same directory", dirA, dirA, true},
 		{"stored with directory, asked without", dirA, uuid.Nil, false},
-		{"another directory", dirA, vtDirB, false},
+		{"another directory", dirA, dirB, false},
 	}
 	for _, tc := range cases {
 		tc := tc
 		t.Run(tc.name, func(t *testing.T) {
-			first := vtStd(2, 3, vtLog)
+			first := standardVoteRequest(2, 3, voterLog)
 			first.CandidateDirectoryID = tc.stored
 			s, _ := step(t, base, first)
-			vtIs(t, s, Unattached, 3, NoNode, ReplicaKey{ID: 2, DirectoryID: tc.stored})
+			requireState(t, s, Unattached, 3, NoNode, ReplicaKey{ID: 2, DirectoryID: tc.stored})
 
-			again := vtStd(2, 3, vtLog)
+			again := standardVoteRequest(2, 3, voterLog)
 			again.CandidateDirectoryID = tc.asking
-			vtAnswersOnly(t, s, again, tc.granted)
+			answersOnly(t, s, again, tc.granted)
 		})
 	}
 }
@@ -419,34 +400,34 @@ func TestUnattachedVoteReGrantFollowsDirectoryIDMatching(t *testing.T) {
 // UnattachedState.
 func TestUnattachedWithLeaderRejectsStandardVotesButGrantsPreVotes(t *testing.T) {
 	// Node 9 led epoch 3 but is not in our voter set: Unattached(3, leader 9).
-	s, _ := restart(t, config(1, 1, 2, 3), QuorumRecord{Epoch: 3, LeaderID: 9, VotedKey: NoReplica}, LogState{End: vtLog})
-	vtIs(t, s, Unattached, 3, 9, NoReplica)
+	s, _ := restart(t, config(1, 1, 2, 3), QuorumRecord{Epoch: 3, LeaderID: 9, VotedKey: NoReplica}, LogState{End: voterLog})
+	requireState(t, s, Unattached, 3, 9, NoReplica)
 
-	vtRejectsStandardVotes(t, s, 2)
-	vtPreVotesIffUpToDate(t, s, 2, true)
+	rejectsStandardVotes(t, s, 2)
+	preVotesIffUpToDate(t, s, 2, true)
 }
 
 // A Prospective answers like an Unattached replica: pre-votes iff up to
 // date, standard votes iff up to date and not voted yet.
 // Reference: ProspectiveState.canGrantVote (same rule as UnattachedState).
 func TestProspectiveGrantsVotesLikeUnattached(t *testing.T) {
-	s := vtProspective(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog))
-	vtPreVotesIffUpToDate(t, s, 2, true)
-	for _, last := range vtStale {
-		vtAnswersOnly(t, s, vtStd(2, 3, last), false)
+	s := asProspective(t, unattachedWithLog(t, config(1, 1, 2, 3), 3, voterLog))
+	preVotesIffUpToDate(t, s, 2, true)
+	for _, last := range staleLogs {
+		answersOnly(t, s, standardVoteRequest(2, 3, last), false)
 	}
 
-	next, acts := step(t, s, vtStd(2, 3, vtLog))
-	vtIs(t, next, Prospective, 3, NoNode, vtKey(2))
-	vtActs(t, []Action{
-		Persist{Record: QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: vtKey(2)}},
-		vtElection(vtRand(t, acts, 1)),
-		vtAnswer(2, ErrNone, 3, NoNode, true),
+	next, acts := step(t, s, standardVoteRequest(2, 3, voterLog))
+	requireState(t, next, Prospective, 3, NoNode, keyOf(2))
+	requireActions(t, []Action{
+		Persist{Record: QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: keyOf(2)}},
+		electionTimerReset(electionTimeoutAt(t, acts, 1)),
+		voteAnswer(2, ErrNone, 3, NoNode, true),
 	}, acts)
 
 	// Having voted, it re-grants the same candidate and rejects others.
-	vtAnswersOnly(t, next, vtStd(2, 3, LogEnd{}), true)
-	vtAnswersOnly(t, next, vtStd(3, 3, LogEnd{Offset: 20, Epoch: 2}), false)
+	answersOnly(t, next, standardVoteRequest(2, 3, LogEnd{}), true)
+	answersOnly(t, next, standardVoteRequest(3, 3, LogEnd{Offset: 20, Epoch: 2}), false)
 }
 
 // A Prospective that grants a standard vote persists it and starts over as
@@ -455,43 +436,43 @@ func TestProspectiveGrantsVotesLikeUnattached(t *testing.T) {
 // earlier grants no longer count.
 // Reference: KafkaRaftClient.handleVoteRequest; QuorumState.prospectiveAddVotedState.
 func TestProspectiveGrantingStandardVoteStartsAFreshTally(t *testing.T) {
-	s := vtProspective(t, vtWithLog(t, config(1, 1, 2, 3, 4, 5), 3, vtLog))
-	s, acts := step(t, s, vtGrant(2, 3))
+	s := asProspective(t, unattachedWithLog(t, config(1, 1, 2, 3, 4, 5), 3, voterLog))
+	s, acts := step(t, s, grantVote(2, 3))
 	require.Empty(t, acts)
-	s, acts = step(t, s, vtReject(5, 3))
+	s, acts = step(t, s, rejectVote(5, 3))
 	require.Empty(t, acts)
 	require.Equal(t, Prospective, s.Role())
 
-	next, acts := step(t, s, vtStd(3, 3, vtLog))
+	next, acts := step(t, s, standardVoteRequest(3, 3, voterLog))
 
-	vtIs(t, next, Prospective, 3, NoNode, vtKey(3))
-	vtActs(t, vtCat(
+	requireState(t, next, Prospective, 3, NoNode, keyOf(3))
+	requireActions(t, concat(
 		[]Action{
-			Persist{Record: QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: vtKey(3)}},
-			vtElection(vtRand(t, acts, 1)),
+			Persist{Record: QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: keyOf(3)}},
+			electionTimerReset(electionTimeoutAt(t, acts, 1)),
 		},
-		vtVoteRequests(s, true, vtKey(2), vtKey(5)),
-		[]Action{vtAnswer(3, ErrNone, 3, NoNode, true)},
+		sentVoteRequests(s, true, keyOf(2), keyOf(5)),
+		[]Action{voteAnswer(3, ErrNone, 3, NoNode, true)},
 	), acts)
 
 	// Self and 4 are only 2 of 5: node 2's earlier grant was forgotten.
-	next, acts = step(t, next, vtGrant(4, 3))
+	next, acts = step(t, next, grantVote(4, 3))
 	require.Empty(t, acts)
 	require.Equal(t, Prospective, next.Role())
-	next, _ = step(t, next, vtGrant(2, 3))
-	vtIs(t, next, Candidate, 4, NoNode, vtKey(1))
+	next, _ = step(t, next, grantVote(2, 3))
+	requireState(t, next, Candidate, 4, NoNode, keyOf(1))
 }
 
 // A Candidate grants pre-votes iff up to date and rejects every standard
 // vote, even one from itself: it has already voted for itself.
 // Reference: CandidateState.canGrantVote.
 func TestCandidateGrantsPreVotesIffUpToDateAndRejectsStandardVotes(t *testing.T) {
-	s := vtCandidate(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog))
-	vtIs(t, s, Candidate, 4, NoNode, vtKey(1))
+	s := asCandidate(t, unattachedWithLog(t, config(1, 1, 2, 3), 3, voterLog))
+	requireState(t, s, Candidate, 4, NoNode, keyOf(1))
 
-	vtPreVotesIffUpToDate(t, s, 2, true)
-	vtRejectsStandardVotes(t, s, 2)
-	vtRejectsStandardVotes(t, s, 1)
+	preVotesIffUpToDate(t, s, 2, true)
+	rejectsStandardVotes(t, s, 2)
+	rejectsStandardVotes(t, s, 1)
 }
 
 // A Follower grants an up-to-date pre-vote until its first successful fetch
@@ -499,20 +480,20 @@ func TestCandidateGrantsPreVotesIffUpToDateAndRejectsStandardVotes(t *testing.T)
 // standard vote.
 // Reference: KIP-996; FollowerState.canGrantVote, hasFetchedFromLeader.
 func TestFollowerGrantsPreVoteOnlyBeforeItsFirstFetch(t *testing.T) {
-	s := vtFollower(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog), 3, 2)
-	vtIs(t, s, Follower, 3, 2, NoReplica)
+	s := asFollower(t, unattachedWithLog(t, config(1, 1, 2, 3), 3, voterLog), 3, 2)
+	requireState(t, s, Follower, 3, 2, NoReplica)
 
-	vtPreVotesIffUpToDate(t, s, 3, true)
-	vtRejectsStandardVotes(t, s, 3)
+	preVotesIffUpToDate(t, s, 3, true)
+	rejectsStandardVotes(t, s, 3)
 }
 
 // Reference: FollowerState.canGrantVote (rejects pre-votes once
 // hasFetchedFromLeader).
 func TestFollowerRejectsPreVoteAfterFetch(t *testing.T) {
-	s := vtFetched(t, vtFollower(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog), 3, 2))
+	s := asFetched(t, asFollower(t, unattachedWithLog(t, config(1, 1, 2, 3), 3, voterLog), 3, 2))
 
-	vtPreVotesIffUpToDate(t, s, 3, false)
-	vtRejectsStandardVotes(t, s, 3)
+	preVotesIffUpToDate(t, s, 3, false)
+	rejectsStandardVotes(t, s, 3)
 }
 
 // kraft's change (the fix proposed in KAFKA-20895): once its leader has
@@ -521,33 +502,33 @@ func TestFollowerRejectsPreVoteAfterFetch(t *testing.T) {
 // still rejects standard votes.
 // Reference: docs/design.md, contract decision 3; KAFKA-20895.
 func TestFollowerGrantsPreVoteAgainAfterItsLeaderResigns(t *testing.T) {
-	s := vtFetched(t, vtFollower(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog), 3, 2))
+	s := asFetched(t, asFollower(t, unattachedWithLog(t, config(1, 1, 2, 3), 3, voterLog), 3, 2))
 	s, _ = step(t, s, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 3, SuccessorRank: SuccessorRank{Position: 1, Of: 2}})
-	vtIs(t, s, Follower, 3, 2, NoReplica)
+	requireState(t, s, Follower, 3, 2, NoReplica)
 
-	vtPreVotesIffUpToDate(t, s, 3, true)
-	vtRejectsStandardVotes(t, s, 3)
+	preVotesIffUpToDate(t, s, 3, true)
+	rejectsStandardVotes(t, s, 3)
 }
 
 // A Leader rejects every vote of its epoch, pre-vote or standard.
 // Reference: LeaderState.canGrantVote.
 func TestLeaderRejectsEveryVote(t *testing.T) {
-	s := vtLeader(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog))
-	vtIs(t, s, Leader, 4, 1, NoReplica)
+	s := asLeader(t, unattachedWithLog(t, config(1, 1, 2, 3), 3, voterLog))
+	requireState(t, s, Leader, 4, 1, NoReplica)
 
-	vtPreVotesIffUpToDate(t, s, 2, false)
-	vtRejectsStandardVotes(t, s, 2)
+	preVotesIffUpToDate(t, s, 2, false)
+	rejectsStandardVotes(t, s, 2)
 }
 
 // A Resigned leader helps its successor: it grants up-to-date pre-votes; it
 // never grants a standard vote in the epoch it led.
 // Reference: ResignedState; ResignedStateTest.testGrantVote.
 func TestResignedGrantsPreVotesIffUpToDateAndRejectsStandardVotes(t *testing.T) {
-	s := vtResigned(t, vtWithLog(t, config(1, 1, 2, 3), 3, vtLog))
-	vtIs(t, s, Resigned, 4, 1, NoReplica)
+	s := asResigned(t, unattachedWithLog(t, config(1, 1, 2, 3), 3, voterLog))
+	requireState(t, s, Resigned, 4, 1, NoReplica)
 
-	vtPreVotesIffUpToDate(t, s, 2, true)
-	vtRejectsStandardVotes(t, s, 2)
+	preVotesIffUpToDate(t, s, 2, true)
+	rejectsStandardVotes(t, s, 2)
 }
 
 // Observers answer Vote requests by the same rules as voters: an Unattached
@@ -558,22 +539,22 @@ func TestResignedGrantsPreVotesIffUpToDateAndRejectsStandardVotes(t *testing.T) 
 // docs/design.md D29.
 func TestObserverAnswersVotesLikeAVoter(t *testing.T) {
 	cfg := observerConfig(7, 1, 2, 3)
-	s, _ := restart(t, cfg, QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: NoReplica}, LogState{End: vtLog})
-	vtIs(t, s, Unattached, 3, NoNode, NoReplica)
+	s, _ := restart(t, cfg, QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: NoReplica}, LogState{End: voterLog})
+	requireState(t, s, Unattached, 3, NoNode, NoReplica)
 	require.False(t, s.IsVoter())
 
-	vtPreVotesIffUpToDate(t, s, 2, true)
-	next, acts := step(t, s, vtStd(2, 3, vtLog))
-	vtIs(t, next, Unattached, 3, NoNode, vtKey(2))
+	preVotesIffUpToDate(t, s, 2, true)
+	next, acts := step(t, s, standardVoteRequest(2, 3, voterLog))
+	requireState(t, next, Unattached, 3, NoNode, keyOf(2))
 	require.Equal(t, []Action{
-		Persist{Record: QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: vtKey(2)}},
-		vtAnswer(2, ErrNone, 3, NoNode, true),
+		Persist{Record: QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: keyOf(2)}},
+		voteAnswer(2, ErrNone, 3, NoNode, true),
 	}, acts)
 
-	f := vtFollower(t, s, 3, 2)
-	vtPreVotesIffUpToDate(t, f, 3, true)
-	vtRejectsStandardVotes(t, f, 3)
-	vtPreVotesIffUpToDate(t, vtFetched(t, f), 3, false)
+	f := asFollower(t, s, 3, 2)
+	preVotesIffUpToDate(t, f, 3, true)
+	rejectsStandardVotes(t, f, 3)
+	preVotesIffUpToDate(t, asFetched(t, f), 3, false)
 }
 
 // A replica without a node id answers pre-votes but can never grant a
@@ -583,24 +564,24 @@ func TestObserverAnswersVotesLikeAVoter(t *testing.T) {
 // (needs a local id); docs/design.md D8, D29.
 func TestObserverWithoutIDNeverGrantsStandardVote(t *testing.T) {
 	s := start(t, Config{Local: NoReplica, Observer: true, Voters: keys(1, 2, 3), Seed: 9})
-	vtIs(t, s, Unattached, 0, NoNode, NoReplica)
+	requireState(t, s, Unattached, 0, NoNode, NoReplica)
 
-	vtAnswersOnly(t, s, vtPre(2, 0, LogEnd{}), true)
+	answersOnly(t, s, preVoteRequest(2, 0, LogEnd{}), true)
 
-	next, acts := step(t, s, vtStd(2, 1, LogEnd{}))
-	vtIs(t, next, Unattached, 1, NoNode, NoReplica)
-	vtActs(t, []Action{
+	next, acts := step(t, s, standardVoteRequest(2, 1, LogEnd{}))
+	requireState(t, next, Unattached, 1, NoNode, NoReplica)
+	requireActions(t, []Action{
 		Persist{Record: QuorumRecord{Epoch: 1, LeaderID: NoNode, VotedKey: NoReplica}},
-		vtRC(Unattached, Unattached, 1, NoNode),
-		vtFetchTimer,
+		roleChanged(Unattached, Unattached, 1, NoNode),
+		fetchTimerReset,
 		SendFetch{To: NoNode, CurrentLeaderEpoch: 1, HighWatermark: -1},
-		vtAnswer(2, ErrNone, 1, NoNode, false),
+		voteAnswer(2, ErrNone, 1, NoNode, false),
 	}, acts)
 
-	addressed := vtPre(2, 0, LogEnd{})
+	addressed := preVoteRequest(2, 0, LogEnd{})
 	addressed.VoterID = 7
 	next, acts = step(t, s, addressed)
-	require.Equal(t, []Action{vtAnswer(2, ErrInvalidVoterKey, 0, NoNode, false)}, acts)
+	require.Equal(t, []Action{voteAnswer(2, ErrInvalidVoterKey, 0, NoNode, false)}, acts)
 	require.Equal(t, s, next)
 }
 
@@ -610,12 +591,12 @@ func TestObserverWithoutIDNeverGrantsStandardVote(t *testing.T) {
 // A response from an older epoch is stale and ignored, whatever it says.
 // Reference: KafkaRaftClient.maybeHandleCommonResponse (an older epoch is stale).
 func TestVoteResponseFromOlderEpochIsIgnored(t *testing.T) {
-	s := vtCandidate(t, start(t, config(1, 1, 2, 3)))
-	vtIs(t, s, Candidate, 1, NoNode, vtKey(1))
+	s := asCandidate(t, start(t, config(1, 1, 2, 3)))
+	requireState(t, s, Candidate, 1, NoNode, keyOf(1))
 
 	for _, e := range []ReceiveVoteResponse{
-		vtGrant(3, 0),
-		vtReject(3, 0),
+		grantVote(3, 0),
+		rejectVote(3, 0),
 		{From: 3, Epoch: 0, VoteGranted: true, LeaderID: 2},
 		{From: 3, Epoch: 0, LeaderID: 1},
 		{From: 3, Epoch: 0, Error: ErrUnknownLeaderEpoch},
@@ -631,16 +612,16 @@ func TestVoteResponseFromOlderEpochIsIgnored(t *testing.T) {
 // Reference: KafkaRaftClient.handleVoteResponse, maybeHandleCommonResponse,
 // maybeTransition.
 func TestVoteResponseFromNewerEpochWithLeaderMakesFollower(t *testing.T) {
-	s := vtProspective(t, start(t, config(1, 1, 2, 3)))
+	s := asProspective(t, start(t, config(1, 1, 2, 3)))
 
 	next, acts := step(t, s, ReceiveVoteResponse{From: 2, Error: ErrFencedLeaderEpoch, Epoch: 2, LeaderID: 3})
 
-	vtIs(t, next, Follower, 2, 3, NoReplica)
-	vtActs(t, []Action{
+	requireState(t, next, Follower, 2, 3, NoReplica)
+	requireActions(t, []Action{
 		Persist{Record: QuorumRecord{Epoch: 2, LeaderID: 3, VotedKey: NoReplica}},
-		vtRC(Prospective, Follower, 2, 3),
+		roleChanged(Prospective, Follower, 2, 3),
 		StopTimer{Timer: ElectionTimer},
-		vtFetchTimer,
+		fetchTimerReset,
 		SendFetch{To: 3, CurrentLeaderEpoch: 2, HighWatermark: -1},
 	}, acts)
 }
@@ -651,16 +632,16 @@ func TestVoteResponseFromNewerEpochWithLeaderMakesFollower(t *testing.T) {
 // QuorumState.transitionToUnattached (remaining election time); D2.
 func TestVoteResponseFromNewerEpochWithoutLeaderMakesUnattached(t *testing.T) {
 	for name, s := range map[string]State{
-		"prospective": vtProspective(t, start(t, config(1, 1, 2, 3))),
-		"candidate":   vtCandidate(t, start(t, config(1, 1, 2, 3))),
+		"prospective": asProspective(t, start(t, config(1, 1, 2, 3))),
+		"candidate":   asCandidate(t, start(t, config(1, 1, 2, 3))),
 	} {
 		next, acts := step(t, s, ReceiveVoteResponse{From: 2, Epoch: 3, LeaderID: NoNode})
 
 		require.Equal(t, Unattached, next.Role(), name)
-		vtIs(t, next, Unattached, 3, NoNode, NoReplica)
-		vtActs(t, []Action{
+		requireState(t, next, Unattached, 3, NoNode, NoReplica)
+		requireActions(t, []Action{
 			Persist{Record: QuorumRecord{Epoch: 3, LeaderID: NoNode, VotedKey: NoReplica}},
-			vtRC(s.Role(), Unattached, 3, NoNode),
+			roleChanged(s.Role(), Unattached, 3, NoNode),
 		}, acts)
 	}
 }
@@ -671,26 +652,26 @@ func TestVoteResponseFromNewerEpochWithoutLeaderMakesUnattached(t *testing.T) {
 // Reference: KafkaRaftClient.maybeHandleCommonResponse;
 // KafkaRaftClientPreVoteTest.testProspectiveWithoutLeaderTransitionsToFollower.
 func TestVoteResponseNamingUnknownLeaderOfOurEpochMakesFollower(t *testing.T) {
-	p := vtProspective(t, vtUnattachedAt(t, config(1, 1, 2, 3), 2))
+	p := asProspective(t, unattachedAt(t, config(1, 1, 2, 3), 2))
 	next, acts := step(t, p, ReceiveVoteResponse{From: 2, Epoch: 2, VoteGranted: true, LeaderID: 3})
-	vtIs(t, next, Follower, 2, 3, NoReplica)
-	vtActs(t, []Action{
+	requireState(t, next, Follower, 2, 3, NoReplica)
+	requireActions(t, []Action{
 		Persist{Record: QuorumRecord{Epoch: 2, LeaderID: 3, VotedKey: NoReplica}},
-		vtRC(Prospective, Follower, 2, 3),
+		roleChanged(Prospective, Follower, 2, 3),
 		StopTimer{Timer: ElectionTimer},
-		vtFetchTimer,
+		fetchTimerReset,
 		SendFetch{To: 3, CurrentLeaderEpoch: 2, HighWatermark: -1},
 	}, acts)
 
-	c := vtCandidate(t, vtUnattachedAt(t, config(1, 1, 2, 3), 1))
-	vtIs(t, c, Candidate, 2, NoNode, vtKey(1))
+	c := asCandidate(t, unattachedAt(t, config(1, 1, 2, 3), 1))
+	requireState(t, c, Candidate, 2, NoNode, keyOf(1))
 	next, acts = step(t, c, ReceiveVoteResponse{From: 2, Epoch: 2, VoteGranted: true, LeaderID: 3})
-	vtIs(t, next, Follower, 2, 3, vtKey(1))
-	vtActs(t, []Action{
-		Persist{Record: QuorumRecord{Epoch: 2, LeaderID: 3, VotedKey: vtKey(1)}},
-		vtRC(Candidate, Follower, 2, 3),
+	requireState(t, next, Follower, 2, 3, keyOf(1))
+	requireActions(t, []Action{
+		Persist{Record: QuorumRecord{Epoch: 2, LeaderID: 3, VotedKey: keyOf(1)}},
+		roleChanged(Candidate, Follower, 2, 3),
 		StopTimer{Timer: ElectionTimer},
-		vtFetchTimer,
+		fetchTimerReset,
 		SendFetch{To: 3, CurrentLeaderEpoch: 2, HighWatermark: -1},
 	}, acts)
 }
@@ -702,41 +683,41 @@ func TestVoteResponseNamingUnknownLeaderOfOurEpochMakesFollower(t *testing.T) {
 // EpochElection.majoritySize.
 func TestProspectiveWinsPreVoteWithMajorityOfThree(t *testing.T) {
 	cfg := config(1, 1, 2, 3)
-	cfg.ClusterID = vtCluster
-	s := vtProspective(t, vtWithLog(t, cfg, 3, vtLog))
+	cfg.ClusterID = testClusterID
+	s := asProspective(t, unattachedWithLog(t, cfg, 3, voterLog))
 
-	next, acts := step(t, s, vtGrant(3, 3))
+	next, acts := step(t, s, grantVote(3, 3))
 
-	vtIs(t, next, Candidate, 4, NoNode, vtKey(1))
-	vtActs(t, []Action{
-		Persist{Record: QuorumRecord{Epoch: 4, LeaderID: NoNode, VotedKey: vtKey(1)}},
-		vtRC(Prospective, Candidate, 4, NoNode),
-		vtElection(vtRand(t, acts, 2)),
-		SendVoteRequest{To: vtKey(2), ClusterID: vtCluster, CandidateEpoch: 4, Candidate: vtKey(1), CandidateLogEnd: vtLog},
-		SendVoteRequest{To: vtKey(3), ClusterID: vtCluster, CandidateEpoch: 4, Candidate: vtKey(1), CandidateLogEnd: vtLog},
+	requireState(t, next, Candidate, 4, NoNode, keyOf(1))
+	requireActions(t, []Action{
+		Persist{Record: QuorumRecord{Epoch: 4, LeaderID: NoNode, VotedKey: keyOf(1)}},
+		roleChanged(Prospective, Candidate, 4, NoNode),
+		electionTimerReset(electionTimeoutAt(t, acts, 2)),
+		SendVoteRequest{To: keyOf(2), ClusterID: testClusterID, CandidateEpoch: 4, Candidate: keyOf(1), CandidateLogEnd: voterLog},
+		SendVoteRequest{To: keyOf(3), ClusterID: testClusterID, CandidateEpoch: 4, Candidate: keyOf(1), CandidateLogEnd: voterLog},
 	}, acts)
 }
 
 // With five voters the Prospective needs two grants besides its own.
 // Reference: KafkaRaftClient.handleVoteResponse; EpochElection.majoritySize.
 func TestProspectiveWinsPreVoteWithMajorityOfFive(t *testing.T) {
-	s := vtProspective(t, start(t, config(1, 1, 2, 3, 4, 5)))
+	s := asProspective(t, start(t, config(1, 1, 2, 3, 4, 5)))
 
-	s, acts := step(t, s, vtGrant(2, 0))
+	s, acts := step(t, s, grantVote(2, 0))
 	require.Empty(t, acts)
 	require.Equal(t, Prospective, s.Role())
-	s, acts = step(t, s, vtReject(3, 0))
+	s, acts = step(t, s, rejectVote(3, 0))
 	require.Empty(t, acts)
 	require.Equal(t, Prospective, s.Role())
 
-	next, acts := step(t, s, vtGrant(4, 0))
+	next, acts := step(t, s, grantVote(4, 0))
 
-	vtIs(t, next, Candidate, 1, NoNode, vtKey(1))
-	vtActs(t, vtCat([]Action{
-		Persist{Record: QuorumRecord{Epoch: 1, LeaderID: NoNode, VotedKey: vtKey(1)}},
-		vtRC(Prospective, Candidate, 1, NoNode),
-		vtElection(vtRand(t, acts, 2)),
-	}, vtVoteRequests(next, false, vtKey(2), vtKey(3), vtKey(4), vtKey(5))), acts)
+	requireState(t, next, Candidate, 1, NoNode, keyOf(1))
+	requireActions(t, concat([]Action{
+		Persist{Record: QuorumRecord{Epoch: 1, LeaderID: NoNode, VotedKey: keyOf(1)}},
+		roleChanged(Prospective, Candidate, 1, NoNode),
+		electionTimerReset(electionTimeoutAt(t, acts, 2)),
+	}, sentVoteRequests(next, false, keyOf(2), keyOf(3), keyOf(4), keyOf(5))), acts)
 }
 
 // A Candidate with a majority becomes Leader: it persists (E, self, no
@@ -747,50 +728,50 @@ func TestProspectiveWinsPreVoteWithMajorityOfFive(t *testing.T) {
 // Reference: KafkaRaftClient.onBecomeLeader, QuorumState.transitionToLeader.
 func TestCandidateWinsElectionWithMajorityOfThree(t *testing.T) {
 	cfg := config(1, 1, 2, 3)
-	cfg.ClusterID = vtCluster
-	s := vtCandidate(t, start(t, cfg))
+	cfg.ClusterID = testClusterID
+	s := asCandidate(t, start(t, cfg))
 
-	next, acts := step(t, s, vtGrant(3, 1))
+	next, acts := step(t, s, grantVote(3, 1))
 
-	vtIs(t, next, Leader, 1, 1, NoReplica)
-	vtActs(t, []Action{
+	requireState(t, next, Leader, 1, 1, NoReplica)
+	requireActions(t, []Action{
 		Persist{Record: QuorumRecord{Epoch: 1, LeaderID: 1, VotedKey: NoReplica}},
-		vtRC(Candidate, Leader, 1, 1),
+		roleChanged(Candidate, Leader, 1, 1),
 		StopTimer{Timer: ElectionTimer},
-		vtCheckTimer,
-		vtBeginTimer,
+		checkQuorumTimerReset,
+		beginQuorumTimerReset,
 		AppendLeaderChange{Epoch: 1, LeaderID: 1, Voters: keys(1, 2, 3), GrantingVoters: keys(1, 3)},
-		SendBeginQuorumEpoch{To: vtKey(2), ClusterID: vtCluster, Epoch: 1, LeaderID: 1},
-		SendBeginQuorumEpoch{To: vtKey(3), ClusterID: vtCluster, Epoch: 1, LeaderID: 1},
+		SendBeginQuorumEpoch{To: keyOf(2), ClusterID: testClusterID, Epoch: 1, LeaderID: 1},
+		SendBeginQuorumEpoch{To: keyOf(3), ClusterID: testClusterID, Epoch: 1, LeaderID: 1},
 	}, acts)
 }
 
 // Reference: KafkaRaftClient.handleVoteResponse, onBecomeLeader;
 // EpochElection.majoritySize (3 of 5).
 func TestCandidateWinsElectionWithMajorityOfFive(t *testing.T) {
-	s := vtCandidate(t, vtWithLog(t, config(3, 1, 2, 3, 4, 5), 3, vtLog))
-	vtIs(t, s, Candidate, 4, NoNode, vtKey(3))
+	s := asCandidate(t, unattachedWithLog(t, config(3, 1, 2, 3, 4, 5), 3, voterLog))
+	requireState(t, s, Candidate, 4, NoNode, keyOf(3))
 
-	for _, e := range []ReceiveVoteResponse{vtReject(1, 4), vtGrant(5, 4)} {
+	for _, e := range []ReceiveVoteResponse{rejectVote(1, 4), grantVote(5, 4)} {
 		var acts []Action
 		s, acts = step(t, s, e)
 		require.Empty(t, acts)
 		require.Equal(t, Candidate, s.Role())
 	}
-	next, acts := step(t, s, vtGrant(2, 4))
+	next, acts := step(t, s, grantVote(2, 4))
 
-	vtIs(t, next, Leader, 4, 3, NoReplica)
-	vtActs(t, []Action{
+	requireState(t, next, Leader, 4, 3, NoReplica)
+	requireActions(t, []Action{
 		Persist{Record: QuorumRecord{Epoch: 4, LeaderID: 3, VotedKey: NoReplica}},
-		vtRC(Candidate, Leader, 4, 3),
+		roleChanged(Candidate, Leader, 4, 3),
 		StopTimer{Timer: ElectionTimer},
-		vtCheckTimer,
-		vtBeginTimer,
+		checkQuorumTimerReset,
+		beginQuorumTimerReset,
 		AppendLeaderChange{Epoch: 4, LeaderID: 3, Voters: keys(1, 2, 3, 4, 5), GrantingVoters: keys(2, 3, 5)},
-		SendBeginQuorumEpoch{To: vtKey(1), Epoch: 4, LeaderID: 3},
-		SendBeginQuorumEpoch{To: vtKey(2), Epoch: 4, LeaderID: 3},
-		SendBeginQuorumEpoch{To: vtKey(4), Epoch: 4, LeaderID: 3},
-		SendBeginQuorumEpoch{To: vtKey(5), Epoch: 4, LeaderID: 3},
+		SendBeginQuorumEpoch{To: keyOf(1), Epoch: 4, LeaderID: 3},
+		SendBeginQuorumEpoch{To: keyOf(2), Epoch: 4, LeaderID: 3},
+		SendBeginQuorumEpoch{To: keyOf(4), Epoch: 4, LeaderID: 3},
+		SendBeginQuorumEpoch{To: keyOf(5), Epoch: 4, LeaderID: 3},
 	}, acts)
 }
 
@@ -799,14 +780,13 @@ func TestCandidateWinsElectionWithMajorityOfFive(t *testing.T) {
 // keys the tally by id).
 // Reference: KafkaRaftClient.handleVoteResponse; EpochElection.recordVote.
 func TestVoteResponsesCountForVotersWithDirectoryIDs(t *testing.T) {
-	dirC := uuid.MustParse("00000000-0000-0000-0000-00000000000c")
-	voters := []ReplicaKey{{ID: 1, DirectoryID: dirA}, {ID: 2, DirectoryID: vtDirB}, {ID: 3, DirectoryID: dirC}}
-	s := vtProspective(t, start(t, Config{Local: voters[0], Voters: voters, Seed: 5}))
+	voters := []ReplicaKey{{ID: 1, DirectoryID: dirA}, {ID: 2, DirectoryID: dirB}, {ID: 3, DirectoryID: dirC}}
+	s := asProspective(t, start(t, Config{Local: voters[0], Voters: voters, Seed: 5}))
 
-	s, _ = step(t, s, vtGrant(2, 0))
-	vtIs(t, s, Candidate, 1, NoNode, voters[0])
-	next, acts := step(t, s, vtGrant(3, 1))
-	vtIs(t, next, Leader, 1, 1, NoReplica)
+	s, _ = step(t, s, grantVote(2, 0))
+	requireState(t, s, Candidate, 1, NoNode, voters[0])
+	next, acts := step(t, s, grantVote(3, 1))
+	requireState(t, next, Leader, 1, 1, NoReplica)
 	require.Equal(t, []AppendLeaderChange{{Epoch: 1, LeaderID: 1, Voters: voters, GrantingVoters: []ReplicaKey{voters[0], voters[2]}}},
 		ofType[AppendLeaderChange](acts))
 	require.Equal(t, []SendBeginQuorumEpoch{{To: voters[1], Epoch: 1, LeaderID: 1}, {To: voters[2], Epoch: 1, LeaderID: 1}},
@@ -822,32 +802,32 @@ func TestVoteResponsesCountForVotersWithDirectoryIDs(t *testing.T) {
 // prospectiveTransitionAfterElectionLoss.
 func TestProspectiveLosingPreVoteBecomesUnattachedWithFreshTimer(t *testing.T) {
 	// Three voters: the second rejection loses.
-	s := vtProspective(t, start(t, config(1, 1, 2, 3)))
-	s, acts := step(t, s, vtReject(2, 0))
+	s := asProspective(t, start(t, config(1, 1, 2, 3)))
+	s, acts := step(t, s, rejectVote(2, 0))
 	require.Empty(t, acts)
 	require.Equal(t, Prospective, s.Role())
-	next, acts := step(t, s, vtReject(3, 0))
-	vtIs(t, next, Unattached, 0, NoNode, NoReplica)
-	vtActs(t, []Action{vtRC(Prospective, Unattached, 0, NoNode), vtElection(vtRand(t, acts, 1))}, acts)
+	next, acts := step(t, s, rejectVote(3, 0))
+	requireState(t, next, Unattached, 0, NoNode, NoReplica)
+	requireActions(t, []Action{roleChanged(Prospective, Unattached, 0, NoNode), electionTimerReset(electionTimeoutAt(t, acts, 1))}, acts)
 
 	// Five voters: the third rejection loses.
-	s = vtProspective(t, start(t, config(1, 1, 2, 3, 4, 5)))
-	for _, e := range []ReceiveVoteResponse{vtReject(2, 0), vtGrant(3, 0), vtReject(4, 0)} {
+	s = asProspective(t, start(t, config(1, 1, 2, 3, 4, 5)))
+	for _, e := range []ReceiveVoteResponse{rejectVote(2, 0), grantVote(3, 0), rejectVote(4, 0)} {
 		s, acts = step(t, s, e)
 		require.Empty(t, acts)
 		require.Equal(t, Prospective, s.Role())
 	}
-	next, acts = step(t, s, vtReject(5, 0))
-	vtIs(t, next, Unattached, 0, NoNode, NoReplica)
-	vtActs(t, []Action{vtRC(Prospective, Unattached, 0, NoNode), vtElection(vtRand(t, acts, 1))}, acts)
+	next, acts = step(t, s, rejectVote(5, 0))
+	requireState(t, next, Unattached, 0, NoNode, NoReplica)
+	requireActions(t, []Action{roleChanged(Prospective, Unattached, 0, NoNode), electionTimerReset(electionTimeoutAt(t, acts, 1))}, acts)
 
 	// A known but unreachable leader id is kept.
-	u, _ := restart(t, config(1, 1, 2, 3), QuorumRecord{Epoch: 3, LeaderID: 9, VotedKey: NoReplica}, LogState{End: vtLog})
-	s = vtProspective(t, u)
-	s, _ = step(t, s, vtReject(2, 3))
-	next, acts = step(t, s, vtReject(3, 3))
-	vtIs(t, next, Unattached, 3, 9, NoReplica)
-	vtActs(t, []Action{vtRC(Prospective, Unattached, 3, 9), vtElection(vtRand(t, acts, 1))}, acts)
+	u, _ := restart(t, config(1, 1, 2, 3), QuorumRecord{Epoch: 3, LeaderID: 9, VotedKey: NoReplica}, LogState{End: voterLog})
+	s = asProspective(t, u)
+	s, _ = step(t, s, rejectVote(2, 3))
+	next, acts = step(t, s, rejectVote(3, 3))
+	requireState(t, next, Unattached, 3, 9, NoReplica)
+	requireActions(t, []Action{roleChanged(Prospective, Unattached, 3, 9), electionTimerReset(electionTimeoutAt(t, acts, 1))}, acts)
 }
 
 // A Prospective that came from following a reachable leader and loses its
@@ -855,21 +835,21 @@ func TestProspectiveLosingPreVoteBecomesUnattachedWithFreshTimer(t *testing.T) {
 // Reference: KafkaRaftClient.maybeHandleElectionLoss,
 // prospectiveTransitionAfterElectionLoss.
 func TestProspectiveLosingPreVoteFollowsReachableLeaderAgain(t *testing.T) {
-	s := vtFetched(t, vtFollower(t, start(t, config(1, 1, 2, 3)), 1, 2))
+	s := asFetched(t, asFollower(t, start(t, config(1, 1, 2, 3)), 1, 2))
 	s, _ = step(t, s, FetchTimeout{})
-	vtIs(t, s, Prospective, 1, 2, NoReplica)
+	requireState(t, s, Prospective, 1, 2, NoReplica)
 
 	s, acts := step(t, s, ReceiveVoteResponse{From: 3, Epoch: 1, LeaderID: 2})
 	require.Empty(t, acts)
 	require.Equal(t, Prospective, s.Role())
 	next, acts := step(t, s, ReceiveVoteResponse{From: 2, Epoch: 1, LeaderID: 2})
 
-	vtIs(t, next, Follower, 1, 2, NoReplica)
-	vtActs(t, []Action{
-		vtRC(Prospective, Follower, 1, 2),
+	requireState(t, next, Follower, 1, 2, NoReplica)
+	requireActions(t, []Action{
+		roleChanged(Prospective, Follower, 1, 2),
 		StopTimer{Timer: ElectionTimer},
-		vtFetchTimer,
-		vtFetch(s, 2),
+		fetchTimerReset,
+		sentFetch(s, 2),
 	}, acts)
 }
 
@@ -880,22 +860,22 @@ func TestProspectiveLosingPreVoteFollowsReachableLeaderAgain(t *testing.T) {
 // Reference: KafkaRaftClient.maybeHandleElectionLoss, KAFKA-18345;
 // CandidateState.recordGrantedVote (Kafka throws on a flip; kraft ignores it).
 func TestCandidateLosingWaitsAndNeverFlipsAVerdict(t *testing.T) {
-	s := vtCandidate(t, start(t, config(1, 1, 2, 3)))
-	for _, e := range []ReceiveVoteResponse{vtReject(2, 1), vtReject(3, 1), vtGrant(2, 1), vtGrant(3, 1)} {
+	s := asCandidate(t, start(t, config(1, 1, 2, 3)))
+	for _, e := range []ReceiveVoteResponse{rejectVote(2, 1), rejectVote(3, 1), grantVote(2, 1), grantVote(3, 1)} {
 		var acts []Action
 		s, acts = step(t, s, e)
 		require.Empty(t, acts, "%+v", e)
-		vtIs(t, s, Candidate, 1, NoNode, vtKey(1))
+		requireState(t, s, Candidate, 1, NoNode, keyOf(1))
 	}
 
 	// Not lost yet: a flip from rejected to granted is ignored too.
-	s = vtCandidate(t, start(t, config(1, 1, 2, 3, 4, 5)))
-	s, _ = step(t, s, vtReject(2, 1))
-	s, _ = step(t, s, vtGrant(3, 1))
-	next, acts := step(t, s, vtGrant(2, 1))
+	s = asCandidate(t, start(t, config(1, 1, 2, 3, 4, 5)))
+	s, _ = step(t, s, rejectVote(2, 1))
+	s, _ = step(t, s, grantVote(3, 1))
+	next, acts := step(t, s, grantVote(2, 1))
 	require.Empty(t, acts)
 	require.Equal(t, s, next)
-	next, _ = step(t, next, vtGrant(4, 1))
+	next, _ = step(t, next, grantVote(4, 1))
 	require.Equal(t, Leader, next.Role())
 }
 
@@ -904,31 +884,31 @@ func TestCandidateLosingWaitsAndNeverFlipsAVerdict(t *testing.T) {
 // Reference: ProspectiveState (records over an earlier verdict); docs/design.md,
 // contract decision 2.
 func TestProspectiveOverwritesAVerdict(t *testing.T) {
-	s := vtProspective(t, start(t, config(1, 1, 2, 3)))
-	s, acts := step(t, s, vtReject(2, 0))
+	s := asProspective(t, start(t, config(1, 1, 2, 3)))
+	s, acts := step(t, s, rejectVote(2, 0))
 	require.Empty(t, acts)
-	next, _ := step(t, s, vtGrant(2, 0))
-	vtIs(t, next, Candidate, 1, NoNode, vtKey(1))
+	next, _ := step(t, s, grantVote(2, 0))
+	requireState(t, next, Candidate, 1, NoNode, keyOf(1))
 }
 
 // A repeated response is counted once, for a Prospective and a Candidate:
 // the second grant from the same voter changes nothing.
 // Reference: EpochElection.recordVote (returns false for a repeat).
 func TestDuplicateVoteResponseIsCountedOnce(t *testing.T) {
-	p := vtProspective(t, start(t, config(1, 1, 2, 3, 4, 5)))
-	p, _ = step(t, p, vtGrant(2, 0))
-	next, acts := step(t, p, vtGrant(2, 0))
+	p := asProspective(t, start(t, config(1, 1, 2, 3, 4, 5)))
+	p, _ = step(t, p, grantVote(2, 0))
+	next, acts := step(t, p, grantVote(2, 0))
 	require.Empty(t, acts)
 	require.Equal(t, p, next)
-	next, _ = step(t, next, vtGrant(3, 0))
+	next, _ = step(t, next, grantVote(3, 0))
 	require.Equal(t, Candidate, next.Role())
 
-	c := vtCandidate(t, start(t, config(1, 1, 2, 3, 4, 5)))
-	c, _ = step(t, c, vtGrant(2, 1))
-	next, acts = step(t, c, vtGrant(2, 1))
+	c := asCandidate(t, start(t, config(1, 1, 2, 3, 4, 5)))
+	c, _ = step(t, c, grantVote(2, 1))
+	next, acts = step(t, c, grantVote(2, 1))
 	require.Empty(t, acts)
 	require.Equal(t, c, next)
-	next, _ = step(t, next, vtGrant(3, 1))
+	next, _ = step(t, next, grantVote(3, 1))
 	require.Equal(t, Leader, next.Role())
 }
 
@@ -937,14 +917,14 @@ func TestDuplicateVoteResponseIsCountedOnce(t *testing.T) {
 // Reference: EpochElection.getVoterStateOrThrow (Kafka throws; kraft ignores).
 func TestVoteResponseFromNonVoterIsIgnored(t *testing.T) {
 	for name, s := range map[string]State{
-		"prospective": vtProspective(t, start(t, config(1, 1, 2, 3))),
-		"candidate":   vtCandidate(t, start(t, config(1, 1, 2, 3))),
+		"prospective": asProspective(t, start(t, config(1, 1, 2, 3))),
+		"candidate":   asCandidate(t, start(t, config(1, 1, 2, 3))),
 	} {
 		for _, from := range []NodeID{9, 1, -1, 0} {
-			next, acts := step(t, s, vtGrant(from, s.Epoch()))
+			next, acts := step(t, s, grantVote(from, s.Epoch()))
 			require.Empty(t, acts, "%s from %d", name, from)
 			require.Equal(t, s, next, "%s from %d", name, from)
-			next, acts = step(t, s, vtReject(from, s.Epoch()))
+			next, acts = step(t, s, rejectVote(from, s.Epoch()))
 			require.Empty(t, acts, "%s from %d", name, from)
 			require.Equal(t, s, next, "%s from %d", name, from)
 		}
@@ -957,16 +937,16 @@ func TestVoteResponseFromNonVoterIsIgnored(t *testing.T) {
 // Reference: KafkaRaftClient.handleVoteResponse (UNSUPPORTED_VERSION while
 // Prospective); docs/design.md D7.
 func TestProspectiveBecomesCandidateOnUnsupportedVersion(t *testing.T) {
-	s := vtProspective(t, start(t, config(1, 1, 2, 3, 4, 5)))
+	s := asProspective(t, start(t, config(1, 1, 2, 3, 4, 5)))
 
 	next, acts := step(t, s, ReceiveVoteResponse{From: 2, Error: ErrUnsupportedVersion, LeaderID: NoNode})
 
-	vtIs(t, next, Candidate, 1, NoNode, vtKey(1))
-	vtActs(t, vtCat([]Action{
-		Persist{Record: QuorumRecord{Epoch: 1, LeaderID: NoNode, VotedKey: vtKey(1)}},
-		vtRC(Prospective, Candidate, 1, NoNode),
-		vtElection(vtRand(t, acts, 2)),
-	}, vtVoteRequests(next, false, vtKey(2), vtKey(3), vtKey(4), vtKey(5))), acts)
+	requireState(t, next, Candidate, 1, NoNode, keyOf(1))
+	requireActions(t, concat([]Action{
+		Persist{Record: QuorumRecord{Epoch: 1, LeaderID: NoNode, VotedKey: keyOf(1)}},
+		roleChanged(Prospective, Candidate, 1, NoNode),
+		electionTimerReset(electionTimeoutAt(t, acts, 2)),
+	}, sentVoteRequests(next, false, keyOf(2), keyOf(3), keyOf(4), keyOf(5))), acts)
 
 	for _, epoch := range []Epoch{0, 1} {
 		after, acts := step(t, next, ReceiveVoteResponse{From: 3, Error: ErrUnsupportedVersion, Epoch: epoch, LeaderID: NoNode})
@@ -979,7 +959,7 @@ func TestProspectiveBecomesCandidateOnUnsupportedVersion(t *testing.T) {
 // leader of its epoch (no Fault, and the vote is not counted).
 // Reference: KAFKA-16281; KafkaRaftClient.handleVoteResponse.
 func TestProspectiveIgnoresVoteResponseNamingItselfLeader(t *testing.T) {
-	s := vtProspective(t, vtUnattachedAt(t, config(1, 1, 2, 3), 2))
+	s := asProspective(t, unattachedAt(t, config(1, 1, 2, 3), 2))
 	for _, granted := range []bool{true, false} {
 		next, acts := step(t, s, ReceiveVoteResponse{From: 2, Epoch: 2, VoteGranted: granted, LeaderID: 1})
 		require.Empty(t, acts)
@@ -993,10 +973,10 @@ func TestProspectiveIgnoresVoteResponseNamingItselfLeader(t *testing.T) {
 // Reference: KafkaRaftClient.hasConsistentLeader; docs/design.md, contract
 // decision 1, and D13.
 func TestVoteResponseNamingSecondLeaderIsAFault(t *testing.T) {
-	follower := vtFollower(t, start(t, config(1, 1, 2, 3)), 1, 2)
+	follower := asFollower(t, start(t, config(1, 1, 2, 3)), 1, 2)
 	prospective, _ := step(t, follower, FetchTimeout{})
-	vtIs(t, prospective, Prospective, 1, 2, NoReplica)
-	candidate := vtCandidate(t, start(t, config(1, 1, 2, 3)))
+	requireState(t, prospective, Prospective, 1, 2, NoReplica)
+	candidate := asCandidate(t, start(t, config(1, 1, 2, 3)))
 
 	cases := []struct {
 		name string
@@ -1013,7 +993,7 @@ func TestVoteResponseNamingSecondLeaderIsAFault(t *testing.T) {
 		tc := tc
 		t.Run(tc.name, func(t *testing.T) {
 			next, acts := step(t, tc.s, tc.e)
-			vtFault(t, tc.s, next, acts)
+			requireFault(t, tc.s, next, acts)
 		})
 	}
 }
@@ -1028,11 +1008,11 @@ func TestNonNomineesIgnoreVoteResponses(t *testing.T) {
 		s    State
 		e    ReceiveVoteResponse
 	}{
-		{"leader", vtLeader(t, start(t, cfg)), vtGrant(2, 1)},
-		{"leader named", vtLeader(t, start(t, cfg)), ReceiveVoteResponse{From: 2, Epoch: 1, VoteGranted: true, LeaderID: 1}},
-		{"follower", vtFollower(t, start(t, cfg), 1, 2), ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: true, LeaderID: 2}},
-		{"unattached", vtUnattachedAt(t, cfg, 1), vtGrant(2, 1)},
-		{"resigned", vtResigned(t, start(t, cfg)), vtGrant(2, 1)},
+		{"leader", asLeader(t, start(t, cfg)), grantVote(2, 1)},
+		{"leader named", asLeader(t, start(t, cfg)), ReceiveVoteResponse{From: 2, Epoch: 1, VoteGranted: true, LeaderID: 1}},
+		{"follower", asFollower(t, start(t, cfg), 1, 2), ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: true, LeaderID: 2}},
+		{"unattached", unattachedAt(t, cfg, 1), grantVote(2, 1)},
+		{"resigned", asResigned(t, start(t, cfg)), grantVote(2, 1)},
 	}
 	for _, tc := range cases {
 		tc := tc
@@ -1061,4 +1041,21 @@ func TestInvalidRequestNamingNewLeaderIsFollowedNotFatal(t *testing.T) {
 	require.Len(t, ofType[SendFetch](acts), 1)
 	_, acts = step(t, s, ReceiveVoteResponse{From: 2, Error: ErrInvalidRequest, Epoch: 0, LeaderID: NoNode})
 	require.Equal(t, []Action{Fault{Reason: "a response says our request of the current epoch was invalid"}}, acts)
+}
+
+// TestResponseNamingNodeZeroLeaderIsFollowed: node 0 is a valid leader id
+// (only negative ids mean "no leader"): a Prospective whose pre-vote is
+// answered with leader 0 of its epoch follows node 0.
+// Reference: KafkaRaftClient.maybeHandleCommonResponse; NodeID doc.
+func TestResponseNamingNodeZeroLeaderIsFollowed(t *testing.T) {
+	s := asProspective(t, start(t, config(1, 0, 1, 2)))
+	next, acts := step(t, s, ReceiveVoteResponse{From: 2, Epoch: 0, VoteGranted: false, LeaderID: 0})
+	requireActions(t, []Action{
+		Persist{Record: QuorumRecord{Epoch: 0, LeaderID: 0, VotedKey: NoReplica}},
+		roleChanged(Prospective, Follower, 0, 0),
+		StopTimer{Timer: ElectionTimer},
+		fetchTimerReset,
+		sentFetch(next, 0),
+	}, acts)
+	requireState(t, next, Follower, 0, 0, NoReplica)
 }
