@@ -110,7 +110,6 @@ var (
 	otherClusterID = uuid.NullUUID{UUID: uuid.MustParse("99999999-2222-3333-4444-555555555555"), Valid: true}
 )
 
-
 // The timer resets of the fixed timeouts: the fetch timeout T_f, the
 // check-quorum timeout 1.5*T_f and the BeginQuorumEpoch re-send interval
 // T_f/2.
