@@ -51,6 +51,8 @@ type config struct {
 	trace, replay     string
 	svg               string
 	quiet, wall       bool
+	failovers         int
+	kafkaFailover     bool
 	set               map[string]bool
 }
 
@@ -146,6 +148,8 @@ func command(args []string, stdout, stderr *printer, terminal bool) int {
 	fs.StringVar(&cfg.replay, "replay", "", "replay the trace in `FILE` with sim.Replay and say whether it reproduces exactly")
 	fs.StringVar(&cfg.svg, "svg", "", "draw each replica's role over virtual time as SVG to `FILE`")
 	fs.BoolVar(&cfg.quiet, "q", false, "print only the summary, not the timeline")
+	fs.IntVar(&cfg.failovers, "failovers", 0, "measure `N` leader crashes (seeds -seed to -seed+N-1): failover times and split votes")
+	fs.BoolVar(&cfg.kafkaFailover, "kafka-failover", false, "run failovers with Kafka's exact rules (kraft.Config.KafkaFailover)")
 	fs.BoolVar(&cfg.wall, "wall", true, "include wall-clock figures (wall time, events per second) in the summary")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -173,6 +177,9 @@ func command(args []string, stdout, stderr *printer, terminal bool) int {
 			}
 		}
 		return replay(cfg.replay, stdout, stderr)
+	}
+	if cfg.set["failovers"] {
+		return failovers(cfg, stdout, stderr)
 	}
 	sc, ok := findScenario(cfg.scenario)
 	if !ok {
