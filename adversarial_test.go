@@ -387,8 +387,10 @@ func TestAcceptsRecordsIsPure(t *testing.T) {
 func TestDirectoryIDVoteMatching(t *testing.T) {
 	dirA := uuid.MustParse("00000000-0000-0000-0000-00000000000a")
 	dirB := uuid.MustParse("00000000-0000-0000-0000-00000000000b")
-	cfg := kraft.Config{Local: kraft.ReplicaKey{ID: 1, DirectoryID: dirA},
-		Voters: []kraft.ReplicaKey{{ID: 1, DirectoryID: dirA}, {ID: 2, DirectoryID: dirA}, {ID: 3, DirectoryID: dirA}}, Seed: 1}
+	cfg := kraft.Config{
+		Local:  kraft.ReplicaKey{ID: 1, DirectoryID: dirA},
+		Voters: []kraft.ReplicaKey{{ID: 1, DirectoryID: dirA}, {ID: 2, DirectoryID: dirA}, {ID: 3, DirectoryID: dirA}}, Seed: 1,
+	}
 	s, _ := mustNew(t, cfg, nil, kraft.LogState{})
 	req := std(2, 5, kraft.LogEnd{})
 	req.CandidateDirectoryID = dirA
@@ -421,8 +423,10 @@ func TestDirectoryIDVoteMatching(t *testing.T) {
 func TestObserverWithReplacedDiskIgnoresItsOldLeadership(t *testing.T) {
 	dirOld := uuid.MustParse("00000000-0000-0000-0000-0000000000a1")
 	dirNew := uuid.MustParse("00000000-0000-0000-0000-0000000000a2")
-	cfg := kraft.Config{Local: kraft.ReplicaKey{ID: 3, DirectoryID: dirNew}, Observer: true,
-		Voters: []kraft.ReplicaKey{{ID: 1}, {ID: 2}, {ID: 3, DirectoryID: dirOld}}, Seed: 1}
+	cfg := kraft.Config{
+		Local: kraft.ReplicaKey{ID: 3, DirectoryID: dirNew}, Observer: true,
+		Voters: []kraft.ReplicaKey{{ID: 1}, {ID: 2}, {ID: 3, DirectoryID: dirOld}}, Seed: 1,
+	}
 	s, acts := mustNew(t, cfg, nil, kraft.LogState{})
 	var f kraft.SendFetch
 	for _, a := range acts {

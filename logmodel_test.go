@@ -301,8 +301,10 @@ func TestTruncateLowersFlushedOffset(t *testing.T) {
 	// all flushed.
 	s := restartedFollower(t)
 	require.Equal(t, int64(8), s.FlushedOffset())
-	s, acts := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 4, HighWatermark: -1,
-		Diverging: &LogOffsetMetadata{Offset: 5, Epoch: 2}})
+	s, acts := step(t, s, ReceiveFetchResponse{
+		From: 1, LeaderID: 1, LeaderEpoch: 4, HighWatermark: -1,
+		Diverging: &LogOffsetMetadata{Offset: 5, Epoch: 2},
+	})
 	require.Equal(t, []Action{
 		TruncateLog{To: 5},
 		fetchTimerReset,
@@ -328,13 +330,17 @@ func TestTruncateLowersFlushedOffset(t *testing.T) {
 	o := observerFollower(t)
 	o, _ = step(t, o, LogAppended{End: LogEnd{Offset: 10, Epoch: 1}})
 	o, _ = step(t, o, LogFlushed{Offset: 6})
-	o, acts = step(t, o, ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: 1, HighWatermark: -1,
-		Diverging: &LogOffsetMetadata{Offset: 8, Epoch: 1}})
+	o, acts = step(t, o, ReceiveFetchResponse{
+		From: 2, LeaderID: 2, LeaderEpoch: 1, HighWatermark: -1,
+		Diverging: &LogOffsetMetadata{Offset: 8, Epoch: 1},
+	})
 	require.Equal(t, []TruncateLog{{To: 8}}, ofType[TruncateLog](acts))
 	require.Equal(t, LogEnd{Offset: 8, Epoch: 1}, o.LogEnd())
 	require.Equal(t, int64(6), o.FlushedOffset())
-	o, acts = step(t, o, ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: 1, HighWatermark: -1,
-		Diverging: &LogOffsetMetadata{Offset: 4, Epoch: 1}})
+	o, acts = step(t, o, ReceiveFetchResponse{
+		From: 2, LeaderID: 2, LeaderEpoch: 1, HighWatermark: -1,
+		Diverging: &LogOffsetMetadata{Offset: 4, Epoch: 1},
+	})
 	require.Equal(t, []TruncateLog{{To: 4}}, ofType[TruncateLog](acts))
 	require.Equal(t, LogEnd{Offset: 4, Epoch: 1}, o.LogEnd())
 	require.Equal(t, int64(4), o.FlushedOffset())
@@ -504,7 +510,7 @@ func TestObserverIgnoresLeadershipOfItsOldKey(t *testing.T) {
 	require.Empty(t, ofType[Fault](acts), "%v", acts)
 	require.Equal(t, Unattached, s.Role())
 	require.Equal(t, Epoch(3), s.Epoch())
-	require.Equal(t, NodeID(NoNode), s.Leader())
+	require.Equal(t, NoNode, s.Leader())
 	require.Equal(t, []SendFetch{{To: NoNode, CurrentLeaderEpoch: 3, HighWatermark: -1}}, ofType[SendFetch](acts))
 
 	// It attaches to the leader the voters elect next.

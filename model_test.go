@@ -189,7 +189,7 @@ func (h *mHost) apply(t *rapid.T, e kraft.Event, acts []kraft.Action) {
 			}
 			if req, ok := e.(kraft.ReceiveVoteRequest); ok && x.VoteGranted {
 				if req.CandidateLogEnd.Compare(h.s.LogEnd()) < 0 {
-					if v, had := h.votes[x.Epoch]; !(had && !req.PreVote && v.Matches(kraft.ReplicaKey{ID: req.Candidate, DirectoryID: req.CandidateDirectoryID})) {
+					if v, had := h.votes[x.Epoch]; !had || req.PreVote || !v.Matches(kraft.ReplicaKey{ID: req.Candidate, DirectoryID: req.CandidateDirectoryID}) {
 						h.fail(t, "granted (pre=%v) to a stale log %+v < %+v", req.PreVote, req.CandidateLogEnd, h.s.LogEnd())
 					}
 				}
@@ -334,25 +334,33 @@ func (h *mHost) drawEvent(t *rapid.T) kraft.Event {
 			last.Epoch = ce - 1
 		}
 		c := node.Draw(t, "cand")
-		return kraft.ReceiveVoteRequest{From: c, VoterID: kraft.NodeID(rapid.SampledFrom([]int{-1, int(h.cfg.Local.ID)}).Draw(t, "voter")),
+		return kraft.ReceiveVoteRequest{
+			From: c, VoterID: kraft.NodeID(rapid.SampledFrom([]int{-1, int(h.cfg.Local.ID)}).Draw(t, "voter")),
 			VoterDirectoryID: dir.Draw(t, "vdir"), CandidateEpoch: ce, Candidate: c, CandidateDirectoryID: dir.Draw(t, "cdir"),
-			CandidateLogEnd: last, PreVote: isPre}
+			CandidateLogEnd: last, PreVote: isPre,
+		}
 	case 6, 7:
 		errc := rapid.SampledFrom([]kraft.ErrorCode{kraft.ErrNone, kraft.ErrNone, kraft.ErrNone, kraft.ErrFencedLeaderEpoch, kraft.ErrNotLeaderOrFollower, kraft.ErrInvalidVoterKey, kraft.ErrBrokerNotAvailable, kraft.ErrUnknownLeaderEpoch}).Draw(t, "err")
-		return kraft.ReceiveVoteResponse{From: node.Draw(t, "from"), Error: errc, Epoch: epoch.Draw(t, "repoch"),
-			VoteGranted: rapid.Bool().Draw(t, "granted"), LeaderID: kraft.NodeID(rapid.IntRange(-1, nv).Draw(t, "rleader"))}
+		return kraft.ReceiveVoteResponse{
+			From: node.Draw(t, "from"), Error: errc, Epoch: epoch.Draw(t, "repoch"),
+			VoteGranted: rapid.Bool().Draw(t, "granted"), LeaderID: kraft.NodeID(rapid.IntRange(-1, nv).Draw(t, "rleader")),
+		}
 	case 8:
 		l := node.Draw(t, "leader")
 		return kraft.ReceiveBeginQuorumEpoch{From: l, LeaderID: l, LeaderEpoch: epoch.Draw(t, "bepoch"), VoterID: kraft.NoNode}
 	case 9:
 		l := node.Draw(t, "leader")
 		n := rapid.IntRange(0, nv).Draw(t, "of")
-		return kraft.ReceiveEndQuorumEpoch{From: l, LeaderID: l, LeaderEpoch: epoch.Draw(t, "eepoch"),
-			SuccessorRank: kraft.SuccessorRank{Position: rapid.IntRange(0, n).Draw(t, "pos"), Of: n}}
+		return kraft.ReceiveEndQuorumEpoch{
+			From: l, LeaderID: l, LeaderEpoch: epoch.Draw(t, "eepoch"),
+			SuccessorRank: kraft.SuccessorRank{Position: rapid.IntRange(0, n).Draw(t, "pos"), Of: n},
+		}
 	case 10, 11:
 		p := pos.Draw(t, "fpos")
-		return kraft.ReceiveFetch{From: node.Draw(t, "ffrom"), FromDirectoryID: dir.Draw(t, "fdir"),
-			CurrentLeaderEpoch: epoch.Draw(t, "fepoch"), FetchEpoch: p.Epoch, FetchOffset: p.Offset}
+		return kraft.ReceiveFetch{
+			From: node.Draw(t, "ffrom"), FromDirectoryID: dir.Draw(t, "fdir"),
+			CurrentLeaderEpoch: epoch.Draw(t, "fepoch"), FetchEpoch: p.Epoch, FetchOffset: p.Offset,
+		}
 	case 12, 13:
 		l := kraft.NodeID(rapid.IntRange(-1, nv).Draw(t, "rleader"))
 		if s.Role() == kraft.Follower && rapid.IntRange(0, 2).Draw(t, "own leader") > 0 {
@@ -362,8 +370,10 @@ func (h *mHost) drawEvent(t *rapid.T) kraft.Event {
 		if s.Role() == kraft.Follower && l == s.Leader() && rapid.IntRange(0, 3).Draw(t, "same epoch") > 0 {
 			re = E
 		}
-		r := kraft.ReceiveFetchResponse{From: l, LeaderID: l, LeaderEpoch: re,
-			HighWatermark: int64(rapid.IntRange(-1, len(h.log)+4).Draw(t, "rhwm"))}
+		r := kraft.ReceiveFetchResponse{
+			From: l, LeaderID: l, LeaderEpoch: re,
+			HighWatermark: int64(rapid.IntRange(-1, len(h.log)+4).Draw(t, "rhwm")),
+		}
 		if rapid.IntRange(0, 3).Draw(t, "err?") == 0 {
 			r.Error = rapid.SampledFrom([]kraft.ErrorCode{kraft.ErrNotLeaderOrFollower, kraft.ErrFencedLeaderEpoch, kraft.ErrBrokerNotAvailable, kraft.ErrUnknownLeaderEpoch}).Draw(t, "rerr")
 		}
@@ -423,9 +433,11 @@ func modelBody(t *rapid.T) {
 					h.log = append(h.log, ep)
 				}
 			}
-			r := kraft.QuorumRecord{Epoch: ep + kraft.Epoch(rapid.IntRange(0, 2).Draw(t, "rec ep")),
+			r := kraft.QuorumRecord{
+				Epoch:    ep + kraft.Epoch(rapid.IntRange(0, 2).Draw(t, "rec ep")),
 				LeaderID: kraft.NodeID(rapid.IntRange(-1, nv-1).Draw(t, "rec leader")),
-				VotedKey: kraft.ReplicaKey{ID: kraft.NodeID(rapid.IntRange(-1, nv-1).Draw(t, "rec vote"))}}
+				VotedKey: kraft.ReplicaKey{ID: kraft.NodeID(rapid.IntRange(-1, nv-1).Draw(t, "rec vote"))},
+			}
 			if cfg.Observer && r.VotedKey.ID == cfg.Local.ID {
 				r.VotedKey = kraft.NoReplica
 			}

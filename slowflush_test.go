@@ -167,8 +167,10 @@ func (n *f8Net) carry(nd *f8Node, acts []kraft.Action, m *f8Msg) {
 			r := x.Record
 			nd.rec = &r
 		case kraft.SendVoteRequest:
-			n.q = append(n.q, f8Msg{from: nd.id, to: x.To.ID, ev: kraft.ReceiveVoteRequest{From: nd.id, VoterID: x.To.ID,
-				CandidateEpoch: x.CandidateEpoch, Candidate: x.Candidate.ID, CandidateLogEnd: x.CandidateLogEnd, PreVote: x.PreVote}})
+			n.q = append(n.q, f8Msg{from: nd.id, to: x.To.ID, ev: kraft.ReceiveVoteRequest{
+				From: nd.id, VoterID: x.To.ID,
+				CandidateEpoch: x.CandidateEpoch, Candidate: x.Candidate.ID, CandidateLogEnd: x.CandidateLogEnd, PreVote: x.PreVote,
+			}})
 		case kraft.SendVoteResponse:
 			n.q = append(n.q, f8Msg{from: nd.id, to: x.To, ev: kraft.ReceiveVoteResponse{From: nd.id, Error: x.Error, Epoch: x.Epoch, VoteGranted: x.VoteGranted, LeaderID: x.LeaderID}})
 		case kraft.SendBeginQuorumEpoch:
@@ -183,12 +185,16 @@ func (n *f8Net) carry(nd *f8Node, acts []kraft.Action, m *f8Msg) {
 			}
 			n.q = append(n.q, f8Msg{from: nd.id, to: x.To.ID, ev: kraft.ReceiveEndQuorumEpoch{From: nd.id, LeaderID: x.LeaderID, LeaderEpoch: x.Epoch, SuccessorRank: rank}})
 		case kraft.SendFetch:
-			n.q = append(n.q, f8Msg{from: nd.id, to: x.To, fetchOff: x.FetchOffset, ev: kraft.ReceiveFetch{From: nd.id,
-				CurrentLeaderEpoch: x.CurrentLeaderEpoch, FetchEpoch: x.FetchEpoch, FetchOffset: x.FetchOffset}})
+			n.q = append(n.q, f8Msg{from: nd.id, to: x.To, fetchOff: x.FetchOffset, ev: kraft.ReceiveFetch{
+				From:               nd.id,
+				CurrentLeaderEpoch: x.CurrentLeaderEpoch, FetchEpoch: x.FetchEpoch, FetchOffset: x.FetchOffset,
+			}})
 		case kraft.SendFetchResponse:
 			f := m.ev.(kraft.ReceiveFetch)
-			r := f8Msg{from: nd.id, to: x.To, fetchOff: f.FetchOffset, ev: kraft.ReceiveFetchResponse{From: nd.id, Error: x.Error,
-				LeaderID: x.LeaderID, LeaderEpoch: x.Epoch, HighWatermark: x.HighWatermark, Diverging: x.Diverging}}
+			r := f8Msg{from: nd.id, to: x.To, fetchOff: f.FetchOffset, ev: kraft.ReceiveFetchResponse{
+				From: nd.id, Error: x.Error,
+				LeaderID: x.LeaderID, LeaderEpoch: x.Epoch, HighWatermark: x.HighWatermark, Diverging: x.Diverging,
+			}}
 			if x.Error == kraft.ErrNone && x.Diverging == nil {
 				// records from the written log at the fetch offset, up to
 				// the state's log end (the README's contract)
@@ -302,7 +308,7 @@ func among(ids ...kraft.NodeID) func(m f8Msg) bool {
 func TestSlowLeaderFlushKeepsCommittedRecords(t *testing.T) {
 	n := newF8(t)
 	n0, n1, n2 := n.nodes[0], n.nodes[1], n.nodes[2]
-	all := func(m f8Msg) bool { return true }
+	all := func(f8Msg) bool { return true }
 	defer func() {
 		if t.Failed() {
 			t.Log("trace:\n  " + strings.Join(n.trace, "\n  "))
@@ -384,7 +390,7 @@ func TestSlowLeaderFlushKeepsCommittedRecords(t *testing.T) {
 				n.step(nd, kraft.FetchTimeout{}, nil)
 			case kraft.Leader:
 				n.step(nd, kraft.CheckQuorumTimeout{}, nil)
-			default:
+			case kraft.Unattached, kraft.Prospective, kraft.Candidate, kraft.Resigned:
 				n.step(nd, kraft.ElectionTimeout{}, nil)
 			}
 		}

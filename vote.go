@@ -234,7 +234,7 @@ func (t *stepper) commonResponse(epoch Epoch, leader NodeID, code ErrorCode) boo
 		t.reconcile(epoch, leader, "response with a newer epoch")
 		return false
 	}
-	if leader != NoNode && !(t.s.role == Resigned && leader == t.s.c.local.ID) {
+	if leader != NoNode && (t.s.role != Resigned || leader != t.s.c.local.ID) {
 		// (A Resigned replica led this epoch: the voters it told of its
 		// resignation answer naming it, which is consistent; Kafka checks
 		// nothing here.)

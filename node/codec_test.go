@@ -3,7 +3,6 @@ package node
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"io"
 	"math/rand"
 	"reflect"
@@ -71,8 +70,8 @@ func codecFullMessage(e kraft.Event) Message {
 func requireNoZeroField(t *testing.T, v reflect.Value, path string) {
 	t.Helper()
 	require.False(t, v.IsZero(), "%s is zero", path)
-	switch v.Kind() {
-	case reflect.Interface, reflect.Ptr:
+	switch v.Kind() { //nolint:exhaustive // only composite kinds hold fields to check
+	case reflect.Interface, reflect.Pointer:
 		requireNoZeroField(t, v.Elem(), path)
 	case reflect.Struct:
 		for i := 0; i < v.NumField(); i++ {
@@ -148,9 +147,14 @@ func TestCodecRoundTrip(t *testing.T) {
 
 func TestCodecRejectsNonMessageEvents(t *testing.T) {
 	for _, e := range []kraft.Event{
-		kraft.ElectionTimeout{}, kraft.FetchTimeout{}, kraft.CheckQuorumTimeout{},
-		kraft.BeginQuorumEpochTimeout{}, kraft.LogAppended{}, kraft.LogFlushed{Offset: 1},
-		kraft.Resign{}, &kraft.ReceiveFetch{From: 1},
+		kraft.ElectionTimeout{},
+		kraft.FetchTimeout{},
+		kraft.CheckQuorumTimeout{},
+		kraft.BeginQuorumEpochTimeout{},
+		kraft.LogAppended{},
+		kraft.LogFlushed{Offset: 1},
+		kraft.Resign{},
+		&kraft.ReceiveFetch{From: 1},
 	} {
 		_, err := EncodeMessage(Message{Event: e})
 		require.Error(t, err, "%T", e)
@@ -282,24 +286,24 @@ func TestFrames(t *testing.T) {
 	hdr := make([]byte, 4)
 	binary.BigEndian.PutUint32(hdr, MaxFrameSize+1)
 	_, err = ReadFrame(bytes.NewReader(hdr))
-	require.True(t, errors.Is(err, ErrFrameTooLarge), "%v", err)
+	require.ErrorIs(t, err, ErrFrameTooLarge)
 	binary.BigEndian.PutUint32(hdr, 0xffffffff)
 	_, err = ReadFrame(bytes.NewReader(hdr))
-	require.True(t, errors.Is(err, ErrFrameTooLarge), "%v", err)
+	require.ErrorIs(t, err, ErrFrameTooLarge)
 	binary.BigEndian.PutUint32(hdr, MaxFrameSize)
 	_, err = ReadFrame(bytes.NewReader(hdr))
 	require.Equal(t, io.ErrUnexpectedEOF, err, "a frame of exactly the limit is allowed")
 	_, err = readFrameLimit(bytes.NewReader([]byte{0, 0, 0, 9}), 8)
-	require.True(t, errors.Is(err, ErrFrameTooLarge), "%v", err)
+	require.ErrorIs(t, err, ErrFrameTooLarge)
 
 	buf.Reset()
-	require.True(t, errors.Is(WriteFrame(&buf, make([]byte, MaxFrameSize+1)), ErrFrameTooLarge))
+	require.ErrorIs(t, WriteFrame(&buf, make([]byte, MaxFrameSize+1)), ErrFrameTooLarge)
 	require.Zero(t, buf.Len())
 	m := Message{Records: []storage.Entry{{Data: make([]byte, 100)}}}
 	b, err := EncodeMessage(m)
 	require.NoError(t, err)
 	_, err = appendFrameLimit(nil, m, len(b)-1)
-	require.True(t, errors.Is(err, ErrFrameTooLarge), "%v", err)
+	require.ErrorIs(t, err, ErrFrameTooLarge)
 	f, err := appendFrameLimit(nil, m, len(b))
 	require.NoError(t, err)
 	require.Equal(t, b, f[4:])

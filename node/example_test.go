@@ -21,7 +21,7 @@ import (
 // the same.
 func Example() {
 	base, _ := os.MkdirTemp("", "kraft-example")
-	defer os.RemoveAll(base)
+	defer func() { _ = os.RemoveAll(base) }()
 
 	addrs := map[kraft.NodeID]string{1: "127.0.0.1:0", 2: "127.0.0.1:0", 3: "127.0.0.1:0"}
 	voters := []kraft.ReplicaKey{{ID: 1}, {ID: 2}, {ID: 3}}
@@ -64,7 +64,7 @@ func Example() {
 		if err != nil {
 			panic(err)
 		}
-		defer n.Close()
+		defer func() { _ = n.Close() }()
 		nodes = append(nodes, n)
 	}
 

@@ -174,7 +174,8 @@ func (n *Node) call(f func()) error {
 
 func (n *Node) stoppedErr() error {
 	if err := n.Err(); err != nil {
-		return fmt.Errorf("%w: %v", ErrStopped, err)
+		return fmt.Errorf("%w: %v", ErrStopped, err) //nolint:errorlint // Go 1.18 takes one %w; callers test ErrStopped
+
 	}
 	return ErrStopped
 }
@@ -359,7 +360,9 @@ func (n *Node) carry(acts []kraft.Action) {
 			}
 		case kraft.AppendLeaderChange:
 			data, _ := json.Marshal(a)
-			n.write(a.Epoch, append([]byte{recordLeaderChange}, data...))
+			if _, err := n.write(a.Epoch, append([]byte{recordLeaderChange}, data...)); err != nil {
+				return // write stopped the node
+			}
 		case kraft.HighWatermarkChanged:
 			n.hwm = a.HighWatermark
 			n.completeWaiters()

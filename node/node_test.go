@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -182,7 +181,7 @@ func TestNodeAppendOnFollowerNamesTheLeader(t *testing.T) {
 		_, err := nd.Append(context.Background(), []byte("y"))
 		require.ErrorIs(t, err, ErrNotLeader, "node %d", id)
 		var nl *NotLeaderError
-		require.True(t, errors.As(err, &nl))
+		require.ErrorAs(t, err, &nl)
 		require.Equal(t, l.local.ID, nl.Leader)
 	}
 }
@@ -245,8 +244,10 @@ func TestNodeDropsStaleTimersAndResponses(t *testing.T) {
 		before := follower.st
 		follower.fire(kraft.FetchTimer, follower.timerGen[kraft.FetchTimer]-1)
 		require.Equal(t, before, follower.st, "a stale fetch timeout was delivered")
-		follower.onResponse(Message{From: l.local.ID, To: follower.local.ID, Corr: 1 << 40, Response: true,
-			Event: kraft.ReceiveFetchResponse{From: l.local.ID, LeaderID: kraft.NoNode, LeaderEpoch: before.Epoch() + 5, HighWatermark: -1}})
+		follower.onResponse(Message{
+			From: l.local.ID, To: follower.local.ID, Corr: 1 << 40, Response: true,
+			Event: kraft.ReceiveFetchResponse{From: l.local.ID, LeaderID: kraft.NoNode, LeaderEpoch: before.Epoch() + 5, HighWatermark: -1},
+		})
 		require.Equal(t, before, follower.st, "a response to no request in flight was stepped")
 		follower.fire(kraft.FetchTimer, follower.timerGen[kraft.FetchTimer])
 		require.Equal(t, kraft.Prospective, follower.st.Role(), "the latest arming must fire")

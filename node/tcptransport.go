@@ -164,7 +164,7 @@ func newTCPConn(c net.Conn, queue int) *tcpConn {
 func (c *tcpConn) shut() {
 	c.close.Do(func() {
 		close(c.done)
-		c.c.Close()
+		_ = c.c.Close()
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"net"
 	"runtime"
 	"testing"
@@ -196,7 +197,7 @@ func TestTCPResponseOnRequestConnection(t *testing.T) {
 	// A client of our own, that reads what comes back on its connection.
 	conn, err := net.Dial("tcp", b.Addr().String())
 	require.NoError(t, err)
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	req := tcpRequest(9, 2, 77)
 	frame, err := appendFrame(rawHello(9), req)
 	require.NoError(t, err)
@@ -215,7 +216,7 @@ func TestTCPResponseOnRequestConnection(t *testing.T) {
 	require.Equal(t, resp, got)
 
 	// Once the connection is gone, a response to 9 is dropped.
-	conn.Close()
+	_ = conn.Close()
 	require.Eventually(t, func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -331,7 +332,7 @@ func TestTCPSendNeverBlocks(t *testing.T) {
 	t.Run("peer does not read", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
-		defer ln.Close()
+		defer func() { _ = ln.Close() }()
 		accepted := make(chan net.Conn, 1)
 		go func() {
 			c, err := ln.Accept()
@@ -346,7 +347,7 @@ func TestTCPSendNeverBlocks(t *testing.T) {
 		require.Eventually(t, func() bool { return a.Dropped() > 0 }, tcpWait, time.Millisecond)
 		select {
 		case c := <-accepted:
-			defer c.Close()
+			defer func() { _ = c.Close() }()
 		case <-time.After(tcpWait):
 			require.FailNow(t, "never dialed")
 		}
@@ -376,7 +377,7 @@ func TestTCPBadConnections(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			conn, err := net.Dial("tcp", b.Addr().String())
 			require.NoError(t, err)
-			defer conn.Close()
+			defer func() { _ = conn.Close() }()
 			_, err = conn.Write(data)
 			require.NoError(t, err)
 			// The transport hangs up.
@@ -390,7 +391,7 @@ func TestTCPBadConnections(t *testing.T) {
 	start := time.Now()
 	conn, err := net.Dial("tcp", b.Addr().String())
 	require.NoError(t, err)
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(tcpWait)))
 	_, err = conn.Read(make([]byte, 1))
 	require.False(t, isTimeout(err), "the transport did not close the connection")
@@ -403,8 +404,8 @@ func TestTCPBadConnections(t *testing.T) {
 }
 
 func isTimeout(err error) bool {
-	ne, ok := err.(net.Error)
-	return ok && ne.Timeout()
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // closeWithin closes tr and drains its Inbox, failing if either takes
@@ -444,7 +445,7 @@ func TestTCPCloseNoLeak(t *testing.T) {
 	// A peer that accepts a connection and holds it open without a word.
 	mute, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer mute.Close()
+	defer func() { _ = mute.Close() }()
 	muted := make(chan net.Conn, 1)
 	go func() {
 		c, err := mute.Accept()
@@ -473,7 +474,7 @@ func TestTCPCloseNoLeak(t *testing.T) {
 	// connection open.
 	client, err := net.Dial("tcp", a.Addr().String())
 	require.NoError(t, err)
-	defer client.Close()
+	defer func() { _ = client.Close() }()
 	frame, err := appendFrame(rawHello(6), tcpRequest(6, 1, 1))
 	require.NoError(t, err)
 	_, err = client.Write(frame)
@@ -488,7 +489,7 @@ func TestTCPCloseNoLeak(t *testing.T) {
 	b.Send(tcpRequest(2, 1, 4))
 	conn, ok := <-muted
 	require.True(t, ok, "a dialed the mute peer")
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	require.Greater(t, runtime.NumGoroutine(), start)
 
 	for _, tr := range trs {

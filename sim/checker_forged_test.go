@@ -70,7 +70,7 @@ func TestForgedCheckerCatchesPersistedEpochGoingDown(t *testing.T) {
 func TestForgedCheckerCatchesHighWatermarkGoingDown(t *testing.T) {
 	c := committedCluster(t)
 	f := follower(c)
-	require.Greater(t, f.st.HighWatermark(), int64(0))
+	require.Positive(t, f.st.HighWatermark())
 	// Same record and log, but a state that forgot its high watermark,
 	// handed to afterStep (not a restart).
 	s, _, err := kraft.NewState(f.cfg, f.record, logState(f.log[:f.flushed]))

@@ -151,6 +151,7 @@ func command(args []string, stdout, stderr *printer, terminal bool) int {
 	fs.IntVar(&cfg.failovers, "failovers", 0, "measure `N` leader crashes (seeds -seed to -seed+N-1): failover times and split votes")
 	fs.BoolVar(&cfg.kafkaFailover, "kafka-failover", false, "run failovers with Kafka's exact rules (kraft.Config.KafkaFailover)")
 	fs.BoolVar(&cfg.wall, "wall", true, "include wall-clock figures (wall time, events per second) in the summary")
+	xcfg := exploreFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(stdout, fs)
@@ -169,6 +170,9 @@ func command(args []string, stdout, stderr *printer, terminal bool) int {
 	if cfg.scenario == "list" {
 		stdout.printf("%s", listScenarios())
 		return exitOK
+	}
+	if cfg.set["explore"] && xcfg.on {
+		return exploreRun(cfg, xcfg, stdout, stderr)
 	}
 	if cfg.set["replay"] {
 		for _, name := range set {
