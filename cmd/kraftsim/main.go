@@ -12,6 +12,10 @@
 //	kraftsim -scenario list
 //	kraftsim -scenario leader-partitioned -seed 7 -trace run.jsonl -svg run.svg
 //	kraftsim -replay run.jsonl
+//	kraftsim -explore -voters 3 -max-epoch 1 -max-messages 2
+//
+// With -explore it runs package sim/explore instead: every reachable state
+// of a small cluster within the bounds its flags set, checked.
 //
 // The output depends only on the flags, apart from the wall-clock figures
 // of the summary (left out with -wall=false).
@@ -173,6 +177,9 @@ func command(args []string, stdout, stderr *printer, terminal bool) int {
 	}
 	if cfg.set["explore"] && xcfg.on {
 		return exploreRun(cfg, xcfg, stdout, stderr)
+	}
+	if name := exploreOnly(cfg.set); name != "" {
+		return badUsage(stderr, "-%s needs -explore", name)
 	}
 	if cfg.set["replay"] {
 		for _, name := range set {

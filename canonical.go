@@ -1,0 +1,87 @@
+package kraft
+
+import "encoding/binary"
+
+// canonUvarint and canonVarint append x as a varint (binary.AppendUvarint
+// needs Go 1.19).
+func canonUvarint(dst []byte, x uint64) []byte {
+	var b [binary.MaxVarintLen64]byte
+	return append(dst, b[:binary.PutUvarint(b[:], x)]...)
+}
+
+func canonVarint(dst []byte, x int64) []byte {
+	var b [binary.MaxVarintLen64]byte
+	return append(dst, b[:binary.PutVarint(b[:], x)]...)
+}
+
+// AppendCanonical appends to dst a canonical binary encoding of s and
+// returns the extended slice: every field that affects how s answers
+// future events (role, epoch, leader, vote, endpoints, high watermarks,
+// the log view with its epoch history and flushed offset, the PRNG state,
+// the Follower flags and fetch-timeout jitter, the election tally and the
+// pre-vote yield (D39), the Leader's bookkeeping),
+// and not the immutable per-replica settings, which a host keeps fixed
+// for a replica's life. States that are equal encode equal; states that
+// differ in any of these fields encode differently. The encoding is for
+// comparing and hashing states (a model checker's visited set), not for
+// storage: it may change between versions.
+func (s State) AppendCanonical(dst []byte) []byte {
+	dst = s.appendCanonical(dst)
+	dst = append(dst, s.fetchJitter)
+	return canonUvarint(dst, s.rng)
+}
+
+// AppendCanonicalUntimed is AppendCanonical without what feeds only timer
+// durations: the PRNG state (election timeouts, D39's fetch jitter) and
+// the Follower's fetch-timeout jitter drawn from it. Two states that differ
+// only there take every event alike apart from the durations of their
+// ResetTimer actions, so a model that lets any armed timer fire at any
+// time (an untimed model) may identify them.
+func (s State) AppendCanonicalUntimed(dst []byte) []byte {
+	return s.appendCanonical(dst)
+}
+
+func (s State) appendCanonical(dst []byte) []byte {
+	var flags byte
+	if s.endpoints {
+		flags |= 1
+	}
+	if s.fetched {
+		flags |= 2
+	}
+	if s.leaderResigned {
+		flags |= 4
+	}
+	if s.fetchPending {
+		flags |= 8
+	}
+	if s.yielding {
+		flags |= 16
+	}
+	dst = append(dst, byte(s.role), flags)
+	dst = canonVarint(dst, int64(s.epoch))
+	dst = canonVarint(dst, int64(s.leader))
+	dst = canonVarint(dst, int64(s.voted.ID))
+	dst = append(dst, s.voted.DirectoryID[:]...)
+	dst = canonVarint(dst, s.hwm)
+	dst = canonVarint(dst, s.committed)
+	dst = canonVarint(dst, s.log.end.Offset)
+	dst = canonVarint(dst, int64(s.log.end.Epoch))
+	dst = canonVarint(dst, s.log.flushed)
+	dst = canonUvarint(dst, uint64(len(s.log.epochs)))
+	for _, e := range s.log.epochs {
+		dst = canonVarint(dst, int64(e.Epoch))
+		dst = canonVarint(dst, e.StartOffset)
+	}
+	dst = canonUvarint(dst, uint64(s.granted))
+	dst = canonUvarint(dst, uint64(s.rejected))
+	dst = canonVarint(dst, int64(s.lastYield))
+	dst = canonVarint(dst, s.epochStart)
+	dst = canonUvarint(dst, uint64(len(s.ends)))
+	for _, e := range s.ends {
+		dst = canonVarint(dst, e)
+	}
+	dst = canonUvarint(dst, uint64(s.fetchedCheck))
+	dst = canonUvarint(dst, uint64(s.fetchedBegin))
+	return dst
+}

@@ -1,0 +1,515 @@
+package explore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
+	"runtime"
+	"time"
+
+	"github.com/kraftquorum/kraft"
+)
+
+// Bounds limit the explored worlds. A transition whose result breaks a
+// bound is not taken (it is counted in Stats.Pruned).
+type Bounds struct {
+	// Voters (1 to 8) get ids 0..Voters-1, Observers the ids after them.
+	Voters, Observers int
+	// MaxEpoch: no replica's epoch goes past it.
+	MaxEpoch kraft.Epoch
+	// MaxMessages: at most this many messages in flight.
+	MaxMessages int
+	// MaxCrashes, MaxAppends, MaxDuplicates: at most this many crashes,
+	// client appends and message duplications along any path.
+	MaxCrashes, MaxAppends, MaxDuplicates int
+	// MaxDepth: at most this many transitions from the initial world; 0
+	// for no limit.
+	MaxDepth int
+}
+
+// Options configure a Model.
+type Options struct {
+	Bounds
+	// Step replaces kraft.Step and Start kraft.NewState when set (tests
+	// plant bugs through them).
+	Step  StepFunc
+	Start StartFunc
+	// Liveness keeps the graph of fair transitions (every move but drops,
+	// duplications and crashes) and checks, once the exploration is done,
+	// that a world with a leader is reachable from every explored world
+	// (see Stats.Leaderless).
+	Liveness bool
+	// MaxStates stops the exploration, incomplete, after this many
+	// distinct worlds; 0 for no limit. Timeout does the same after a wall
+	// time.
+	MaxStates int
+	Timeout   time.Duration
+	// Progress, when set, is called after every completed BFS level.
+	Progress func(Stats)
+}
+
+// Stats say what an exploration did.
+type Stats struct {
+	// Transitions is the number of moves taken (successors computed),
+	// Distinct the number of distinct worlds found (the initial one
+	// included), Pruned the moves a bound cut off.
+	Transitions int64
+	Distinct    int
+	Pruned      int64
+	// Depth is the length of the longest shortest path to an explored
+	// world.
+	Depth int
+	// Complete: every world reachable within the bounds was explored (no
+	// violation, MaxStates or Timeout stopped the search).
+	Complete bool
+	// Elapsed is the wall time, StatesPerSec Distinct per second of it.
+	Elapsed      time.Duration
+	StatesPerSec float64
+	// PeakHeap is the largest HeapInuse seen at the end of a level, Sys
+	// the memory obtained from the OS at the end (runtime.MemStats).
+	PeakHeap, Sys uint64
+	// With Options.Liveness: LivenessChecked, and Leaderless is the number
+	// of explored worlds from which no world with a leader is reachable by
+	// fair moves within the explored graph, and from which no cut-off
+	// (pruned or unexpanded) world is reachable either: those are stuck
+	// for good within the model.
+	LivenessChecked bool
+	Leaderless      int
+}
+
+// Result is what Run found.
+type Result struct {
+	Stats
+	// Violation is the first broken invariant, nil if none; Path is the
+	// shortest sequence of moves from the initial world that breaks it
+	// (for "liveness": that reaches a stuck world).
+	Violation *Violation
+	Path      []Move
+}
+
+// Model is a small cluster to explore.
+type Model struct {
+	opts Options
+	cfgs []kraft.Config
+}
+
+// MaxVoters is the largest voter set the explorer takes.
+const MaxVoters = 8
+
+// New checks the options and builds the model.
+func New(opts Options) (*Model, error) {
+	b := opts.Bounds
+	switch {
+	case b.Voters < 1 || b.Voters > MaxVoters:
+		return nil, fmt.Errorf("explore: %d voters, want 1 to %d", b.Voters, MaxVoters)
+	case b.Observers < 0 || b.Observers > 4:
+		return nil, fmt.Errorf("explore: %d observers, want 0 to 4", b.Observers)
+	case b.MaxEpoch < 0 || b.MaxEpoch > 100:
+		return nil, fmt.Errorf("explore: max epoch %d, want 0 to 100", b.MaxEpoch)
+	case b.MaxMessages < 0 || b.MaxCrashes < 0 || b.MaxAppends < 0 || b.MaxDuplicates < 0 || b.MaxDepth < 0:
+		return nil, errors.New("explore: negative bound")
+	}
+	if opts.Step == nil {
+		opts.Step = kraft.Step
+	}
+	if opts.Start == nil {
+		opts.Start = kraft.NewState
+	}
+	m := &Model{opts: opts}
+	voters := make([]kraft.ReplicaKey, b.Voters)
+	for i := range voters {
+		voters[i] = kraft.ReplicaKey{ID: kraft.NodeID(i)}
+	}
+	for i := 0; i < b.Voters+b.Observers; i++ {
+		m.cfgs = append(m.cfgs, kraft.Config{
+			Local:    kraft.ReplicaKey{ID: kraft.NodeID(i)},
+			Observer: i >= b.Voters,
+			Voters:   voters,
+			Seed:     uint64(i) + 1,
+		})
+	}
+	return m, nil
+}
+
+// Configs returns each replica's kraft.Config.
+func (m *Model) Configs() []kraft.Config { return append([]kraft.Config(nil), m.cfgs...) }
+
+func (m *Model) engine(r recorder) *engine {
+	return &engine{b: m.opts.Bounds, cfgs: m.cfgs, step: m.opts.Step, start: m.opts.Start, rec: r}
+}
+
+// moves lists the moves available in w, in a fixed order.
+func (g *engine) moves(w *world, out []Move) []Move {
+	out = out[:0]
+	for i := range w.net {
+		if i > 0 && w.net[i].enc == w.net[i-1].enc {
+			continue // the same message: the same successors
+		}
+		m := &w.net[i]
+		if m.to == kraft.NoNode {
+			for v := 0; v < g.b.Voters; v++ {
+				if w.reps[v].up {
+					out = append(out, Move{Kind: Deliver, Msg: int32(i), Target: kraft.NodeID(v), Node: m.from})
+				}
+			}
+		} else if w.reps[m.to].up {
+			out = append(out, Move{Kind: Deliver, Msg: int32(i), Target: m.to, Node: m.from})
+		}
+		out = append(out, Move{Kind: Drop, Msg: int32(i), Node: m.from, Target: m.to})
+		if w.dups < g.b.MaxDuplicates {
+			out = append(out, Move{Kind: Duplicate, Msg: int32(i), Node: m.from, Target: m.to})
+		}
+	}
+	for i := range w.reps {
+		r := &w.reps[i]
+		id := kraft.NodeID(i)
+		if !r.up {
+			out = append(out, Move{Kind: Restart, Node: id})
+			continue
+		}
+		for t := kraft.ElectionTimer; t <= kraft.BeginQuorumEpochTimer; t++ {
+			if r.timers&(1<<t) != 0 {
+				out = append(out, Move{Kind: Fire, Node: id, Timer: t})
+			}
+		}
+		if r.flushed < len(r.log) {
+			out = append(out, Move{Kind: Flush, Node: id})
+		}
+		if w.crashes < g.b.MaxCrashes {
+			out = append(out, Move{Kind: Crash, Node: id})
+		}
+		if r.st.Role() == kraft.Leader {
+			out = append(out, Move{Kind: ResignLeader, Node: id})
+			if w.appends < g.b.MaxAppends {
+				out = append(out, Move{Kind: Append, Node: id})
+			}
+		}
+	}
+	return out
+}
+
+// fair: the moves a liveness path may use (no loss, no duplicate, no
+// crash).
+func fair(k MoveKind) bool { return k != Drop && k != Duplicate && k != Crash }
+
+func hasLeader(w *world) bool {
+	for i := range w.reps {
+		if w.reps[i].up && w.reps[i].st.Role() == kraft.Leader {
+			return true
+		}
+	}
+	return false
+}
+
+// fingerprint is a 128-bit hash of a world's canonical encoding: the
+// visited set keeps fingerprints, not encodings (as TLC does); two
+// distinct worlds collide with probability about n^2/2^129 for n worlds.
+type fingerprint [2]uint64
+
+func hash128(b []byte) fingerprint {
+	const k1, k2 = 0x9e3779b97f4a7c15, 0xc2b2ae3d27d4eb4f
+	h1, h2 := uint64(len(b))^0x243f6a8885a308d3, uint64(len(b))^0x13198a2e03707344
+	mix := func(a, k uint64) uint64 {
+		hi, lo := bits.Mul64(a, k)
+		return hi ^ lo
+	}
+	for len(b) >= 8 {
+		x := binary.LittleEndian.Uint64(b)
+		h1 = mix(h1^x, k1) + 0x27d4eb2f165667c5
+		h2 = mix(h2^bits.RotateLeft64(x, 29), k2) ^ h1
+		b = b[8:]
+	}
+	var tail [8]byte
+	copy(tail[:], b)
+	x := binary.LittleEndian.Uint64(tail[:]) ^ uint64(len(b))<<56
+	h1 = mix(h1^x, k1)
+	h2 = mix(h2^bits.RotateLeft64(x, 29), k2) ^ h1
+	h1 = mix(h1^h2, k2)
+	h2 = mix(h2^h1, k1)
+	return fingerprint{h1, h2}
+}
+
+// Run explores every world reachable from the initial one within the
+// bounds, breadth first, and stops at the first violation, whose path is
+// then a shortest one.
+func (m *Model) Run() Result {
+	began := time.Now()
+	var res Result
+	g := m.engine(nil)
+	var peak uint64
+	finish := func() Result {
+		res.Elapsed = time.Since(began)
+		if s := res.Elapsed.Seconds(); s > 0 {
+			res.StatesPerSec = float64(res.Distinct) / s
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		if ms.HeapInuse > peak {
+			peak = ms.HeapInuse
+		}
+		res.PeakHeap, res.Sys = peak, ms.Sys
+		return res
+	}
+	w0, v := g.initial()
+	res.Distinct = 1
+	if v != nil {
+		res.Violation = v
+		return finish()
+	}
+	seen := map[fingerprint]int32{}
+	var buf []byte
+	buf = w0.encode(buf[:0])
+	seen[hash128(buf)] = 0
+	parents := []int32{-1}
+	via := []Move{{}}
+	pathTo := func(idx int32, last *Move) []Move {
+		var p []Move
+		if last != nil {
+			p = append(p, *last)
+		}
+		for i := idx; i > 0; i = parents[i] {
+			p = append(p, via[i])
+		}
+		for i, j := 0, len(p)-1; i < j; i, j = i+1, j-1 {
+			p[i], p[j] = p[j], p[i]
+		}
+		return p
+	}
+	// Liveness: fair edges, worlds with a leader, worlds cut off.
+	var (
+		edgeFrom, edgeTo []int32
+		leader, cut      []bool
+	)
+	live := m.opts.Liveness
+	if live {
+		leader = append(leader, hasLeader(w0))
+		cut = append(cut, false)
+	}
+	level, ids := []*world{w0}, []int32{0}
+	var moves []Move
+	stopped := false
+	for depth := 0; len(level) > 0 && !stopped; depth++ {
+		if m.opts.MaxDepth > 0 && depth >= m.opts.MaxDepth {
+			for _, id := range ids {
+				if live {
+					cut[id] = true
+				}
+			}
+			break
+		}
+		var next []*world
+		var nextIDs []int32
+		for li, w := range level {
+			id := ids[li]
+			if stopped {
+				if live {
+					cut[id] = true
+				}
+				continue
+			}
+			level[li] = nil // let the expanded world go
+			moves = g.moves(w, moves)
+			for _, mv := range moves {
+				nw, viol, pruned := g.apply(w, mv)
+				res.Transitions++
+				if viol != nil {
+					res.Violation = viol
+					res.Path = pathTo(id, &mv)
+					if len(res.Path) > res.Depth {
+						res.Depth = len(res.Path)
+					}
+					return finish()
+				}
+				if pruned {
+					res.Pruned++
+					if live {
+						cut[id] = true
+					}
+					continue
+				}
+				buf = nw.encode(buf[:0])
+				fp := hash128(buf)
+				to, ok := seen[fp]
+				if !ok {
+					to = int32(len(parents))
+					seen[fp] = to
+					parents = append(parents, id)
+					via = append(via, mv)
+					next = append(next, nw)
+					nextIDs = append(nextIDs, to)
+					res.Depth = depth + 1
+					if live {
+						leader = append(leader, hasLeader(nw))
+						cut = append(cut, false)
+					}
+				}
+				if live && fair(mv.Kind) {
+					edgeFrom = append(edgeFrom, id)
+					edgeTo = append(edgeTo, to)
+				}
+			}
+			if (m.opts.MaxStates > 0 && len(parents) >= m.opts.MaxStates) || (m.opts.Timeout > 0 && time.Since(began) > m.opts.Timeout) {
+				stopped = true
+			}
+		}
+		level, ids = next, nextIDs
+		res.Distinct = len(parents)
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		if ms.HeapInuse > peak {
+			peak = ms.HeapInuse
+		}
+		if m.opts.Progress != nil {
+			st := res.Stats
+			st.Elapsed = time.Since(began)
+			st.PeakHeap = peak
+			m.opts.Progress(st)
+		}
+		if stopped {
+			for _, id := range ids {
+				if live {
+					cut[id] = true
+				}
+			}
+		}
+	}
+	res.Distinct = len(parents)
+	res.Complete = !stopped && (m.opts.MaxDepth == 0 || len(level) == 0)
+	if live {
+		res.LivenessChecked = true
+		stuck := leaderless(len(parents), edgeFrom, edgeTo, leader, cut)
+		res.Leaderless = len(stuck)
+		if len(stuck) > 0 {
+			res.Violation = &Violation{Rule: "liveness", Node: kraft.NoNode, Detail: fmt.Sprintf(
+				"%d explored worlds reach no world with a leader by fair moves (and no cut-off world); the path leads to the first one found", len(stuck))}
+			res.Path = pathTo(stuck[0], nil)
+		}
+	}
+	return finish()
+}
+
+// leaderless returns the worlds from which no world with a leader and no
+// cut-off world is reachable along the edges, in index order (so the
+// first is one of the shallowest).
+func leaderless(n int, from, to []int32, leader, cut []bool) []int32 {
+	// Reverse adjacency in CSR form.
+	start := make([]int32, n+1)
+	for _, t := range to {
+		start[t+1]++
+	}
+	for i := 0; i < n; i++ {
+		start[i+1] += start[i]
+	}
+	adj := make([]int32, len(from))
+	fill := append([]int32(nil), start[:n]...)
+	for i, t := range to {
+		adj[fill[t]] = from[i]
+		fill[t]++
+	}
+	good := make([]bool, n)
+	var queue []int32
+	for i := 0; i < n; i++ {
+		if leader[i] || cut[i] {
+			good[i] = true
+			queue = append(queue, int32(i))
+		}
+	}
+	for len(queue) > 0 {
+		x := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		for _, p := range adj[start[x]:start[x+1]] {
+			if !good[p] {
+				good[p] = true
+				queue = append(queue, p)
+			}
+		}
+	}
+	var out []int32
+	for i := 0; i < n; i++ {
+		if !good[i] {
+			out = append(out, int32(i))
+		}
+	}
+	return out
+}
+
+// View is a read-only look at an explored world.
+type View struct{ w *world }
+
+// State returns replica id's state and whether it is up (a down replica's
+// state is the zero State).
+func (v View) State(id kraft.NodeID) (kraft.State, bool) {
+	r := &v.w.reps[id]
+	return r.st, r.up
+}
+
+// AllUp reports whether every replica is up.
+func (v View) AllUp() bool {
+	for i := range v.w.reps {
+		if !v.w.reps[i].up {
+			return false
+		}
+	}
+	return true
+}
+
+// Committed is the length of the committed log.
+func (v View) Committed() int { return len(v.w.committed) }
+
+// Crashes counts the crashes so far.
+func (v View) Crashes() int { return v.w.crashes }
+
+// Appends counts the client appends so far.
+func (v View) Appends() int { return v.w.appends }
+
+// InFlight is the number of messages in flight.
+func (v View) InFlight() int { return len(v.w.net) }
+
+// ShortestPath searches breadth first, within the bounds (MaxStates
+// included), for a world that satisfies goal and returns a shortest path to
+// it, or false. Worlds that break an invariant are not entered.
+func (m *Model) ShortestPath(goal func(View) bool) ([]Move, bool) {
+	g := m.engine(nil)
+	w0, v := g.initial()
+	if v != nil {
+		return nil, false
+	}
+	if goal(View{w0}) {
+		return nil, true
+	}
+	type node struct {
+		w    *world
+		path []Move
+	}
+	seen := map[fingerprint]bool{hash128(w0.encode(nil)): true}
+	level := []node{{w: w0}}
+	var moves []Move
+	for depth := 0; len(level) > 0 && (m.opts.MaxDepth == 0 || depth < m.opts.MaxDepth); depth++ {
+		var next []node
+		for _, n := range level {
+			moves = g.moves(n.w, moves)
+			for _, mv := range moves {
+				nw, viol, pruned := g.apply(n.w, mv)
+				if viol != nil || pruned {
+					continue
+				}
+				fp := hash128(nw.encode(nil))
+				if seen[fp] {
+					continue
+				}
+				seen[fp] = true
+				p := append(append([]Move(nil), n.path...), mv)
+				if goal(View{nw}) {
+					return p, true
+				}
+				if m.opts.MaxStates > 0 && len(seen) >= m.opts.MaxStates {
+					return nil, false
+				}
+				next = append(next, node{nw, p})
+			}
+		}
+		level = next
+	}
+	return nil, false
+}

@@ -1,0 +1,207 @@
+package explore
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/sim"
+	"github.com/stretchr/testify/require"
+)
+
+// ciBounds is the bound the tests explore completely: 2 voters, epochs up
+// to 1, 2 messages in flight, one crash (which may lose an unflushed
+// LeaderChange record).
+var ciBounds = Bounds{Voters: 2, MaxEpoch: 1, MaxMessages: 2, MaxCrashes: 1}
+
+func run(t *testing.T, o Options) (*Model, Result) {
+	t.Helper()
+	m, err := New(o)
+	require.NoError(t, err)
+	r := m.Run()
+	t.Logf("%+v: %d distinct worlds, %d transitions, %d pruned, depth %d, complete %v, %v (%.0f worlds/s), leaderless %d",
+		o.Bounds, r.Distinct, r.Transitions, r.Pruned, r.Depth, r.Complete, r.Elapsed.Round(time.Millisecond), r.StatesPerSec, r.Leaderless)
+	return m, r
+}
+
+func describe(t *testing.T, m *Model, r Result) string {
+	d, err := m.Describe(r.Path)
+	require.NoError(t, err)
+	return d
+}
+
+func TestNoViolationAtCIBound(t *testing.T) {
+	m, r := run(t, Options{Bounds: ciBounds, Liveness: true})
+	if r.Violation != nil {
+		t.Fatalf("%v\n%s", r.Violation, describe(t, m, r))
+	}
+	require.True(t, r.Complete)
+	require.True(t, r.LivenessChecked)
+	require.Zero(t, r.Leaderless)
+	require.Greater(t, r.Distinct, 1000)
+}
+
+func TestNoViolationThreeVotersShallow(t *testing.T) {
+	b := Bounds{Voters: 3, MaxEpoch: 1, MaxMessages: 3, MaxCrashes: 1, MaxAppends: 1, MaxDepth: 9}
+	m, r := run(t, Options{Bounds: b})
+	if r.Violation != nil {
+		t.Fatalf("%v\n%s", r.Violation, describe(t, m, r))
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	b := ciBounds
+	b.MaxCrashes = 0
+	_, r1 := run(t, Options{Bounds: b})
+	_, r2 := run(t, Options{Bounds: b})
+	require.Equal(t, r1.Distinct, r2.Distinct)
+	require.Equal(t, r1.Transitions, r2.Transitions)
+	require.Equal(t, r1.Depth, r2.Depth)
+}
+
+// TestTraceReplays writes the shortest path to a world with a committed
+// client record as a trace and plays it back with sim.Replay.
+func TestTraceReplays(t *testing.T) {
+	m, err := New(Options{Bounds: Bounds{Voters: 2, MaxEpoch: 1, MaxMessages: 2, MaxAppends: 1, MaxCrashes: 1}})
+	require.NoError(t, err)
+	path, ok := m.ShortestPath(func(v View) bool { return v.Committed() >= 2 && v.Crashes() == 1 && v.AllUp() })
+	require.True(t, ok)
+	var buf bytes.Buffer
+	require.NoError(t, m.WriteTrace(&buf, path))
+	st, err := sim.Replay(bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+	require.Greater(t, st.Steps, len(path)/2)
+	require.Equal(t, 3, st.Starts) // two starts and a restart
+	d, err := m.Describe(path)
+	require.NoError(t, err)
+	require.Contains(t, d, "crash")
+}
+
+// Planted bugs: each must be found, with a shortest counterexample.
+
+func planted(t *testing.T, name string, o Options, rules ...string) {
+	t.Helper()
+	m, r := run(t, o)
+	require.NotNil(t, r.Violation, "%s: the planted bug was not found", name)
+	t.Logf("%s: found %s in %v, counterexample of %d moves: %s", name, r.Violation.Rule, r.Elapsed.Round(time.Millisecond), len(r.Path), r.Violation.Detail)
+	require.Contains(t, rules, r.Violation.Rule, "%s\n%s", r.Violation, describe(t, m, r))
+	d := describe(t, m, r)
+	require.Contains(t, d, "violation: ")
+	var buf bytes.Buffer
+	require.NoError(t, m.WriteTrace(&buf, r.Path))
+	require.Greater(t, strings.Count(buf.String(), "\n"), len(r.Path))
+}
+
+// voteBeforePersist moves a granted vote response before the Persist of
+// the step.
+func voteBeforePersist(s kraft.State, e kraft.Event) (kraft.State, []kraft.Action) {
+	next, acts := kraft.Step(s, e)
+	p := -1
+	for i, a := range acts {
+		switch a := a.(type) {
+		case kraft.Persist:
+			if p < 0 {
+				p = i
+			}
+		case kraft.SendVoteResponse:
+			if a.VoteGranted && p >= 0 {
+				out := append([]kraft.Action(nil), acts[:p]...)
+				out = append(out, a)
+				out = append(out, acts[p:i]...)
+				return next, append(out, acts[i+1:]...)
+			}
+		}
+	}
+	return next, acts
+}
+
+func TestPlantedVoteBeforePersist(t *testing.T) {
+	planted(t, "vote sent before Persist", Options{Bounds: Bounds{Voters: 2, MaxEpoch: 1, MaxMessages: 2}, Step: voteBeforePersist}, "persist-before-send")
+}
+
+// forgetVote restarts a replica without the vote of its record.
+func forgetVote(cfg kraft.Config, rec *kraft.QuorumRecord, log kraft.LogState) (kraft.State, []kraft.Action, error) {
+	if rec != nil {
+		r := *rec
+		r.VotedKey = kraft.NoReplica
+		rec = &r
+	}
+	return kraft.NewState(cfg, rec, log)
+}
+
+func TestPlantedVoteForgottenOnRestart(t *testing.T) {
+	planted(t, "vote forgotten on restart", Options{Bounds: Bounds{Voters: 2, MaxEpoch: 1, MaxMessages: 2, MaxCrashes: 1}, Start: forgetVote},
+		"vote-durable", "one-vote-per-epoch")
+}
+
+// bindingPreVote counts the pre-vote grant that made a Prospective a
+// Candidate as a standard vote of the new epoch.
+func bindingPreVote(s kraft.State, e kraft.Event) (kraft.State, []kraft.Action) {
+	next, acts := kraft.Step(s, e)
+	r, ok := e.(kraft.ReceiveVoteResponse)
+	if !ok || !r.VoteGranted || s.Role() != kraft.Prospective || next.Role() != kraft.Candidate {
+		return next, acts
+	}
+	more, acts2 := kraft.Step(next, kraft.ReceiveVoteResponse{From: r.From, Epoch: next.Epoch(), VoteGranted: true, LeaderID: kraft.NoNode})
+	return more, append(acts, acts2...)
+}
+
+func TestPlantedBindingPreVote(t *testing.T) {
+	b := Bounds{Voters: 3, MaxEpoch: 1, MaxMessages: 4, MaxDepth: 12}
+	planted(t, "pre-vote counted as a vote", Options{Bounds: b, Step: bindingPreVote}, "one-leader-per-epoch")
+}
+
+// inflatedFetch makes a leader take every Fetch as coming from a replica
+// that holds its whole written log: the high watermark moves early.
+func inflatedFetch(s kraft.State, e kraft.Event) (kraft.State, []kraft.Action) {
+	if f, ok := e.(kraft.ReceiveFetch); ok && s.Role() == kraft.Leader && f.CurrentLeaderEpoch == s.Epoch() {
+		f.FetchOffset, f.FetchEpoch = s.LogEnd().Offset, s.LogEnd().Epoch
+		e = f
+	}
+	return kraft.Step(s, e)
+}
+
+func TestPlantedEarlyHighWatermark(t *testing.T) {
+	planted(t, "high watermark counted early", Options{Bounds: Bounds{Voters: 2, MaxEpoch: 1, MaxMessages: 2}, Step: inflatedFetch},
+		"hwm-majority", "committed-lost", "log-matching")
+}
+
+func TestNewRejectsBadBounds(t *testing.T) {
+	for _, b := range []Bounds{{Voters: 0}, {Voters: 9}, {Voters: 3, Observers: -1}, {Voters: 3, MaxEpoch: -1}, {Voters: 3, MaxMessages: -1}} {
+		_, err := New(Options{Bounds: b})
+		require.Error(t, err, "%+v", b)
+	}
+}
+
+// deafToElectionTimeouts never starts an election.
+func deafToElectionTimeouts(s kraft.State, e kraft.Event) (kraft.State, []kraft.Action) {
+	if _, ok := e.(kraft.ElectionTimeout); ok {
+		return s, nil
+	}
+	return kraft.Step(s, e)
+}
+
+func TestLivenessFindsAStuckCluster(t *testing.T) {
+	m, r := run(t, Options{Bounds: Bounds{Voters: 3, MaxEpoch: 2, MaxMessages: 3, MaxCrashes: 1}, Step: deafToElectionTimeouts, Liveness: true})
+	require.NotNil(t, r.Violation)
+	require.Equal(t, "liveness", r.Violation.Rule)
+	require.Equal(t, r.Distinct, r.Leaderless)
+	require.Empty(t, r.Path, "the initial world is already stuck")
+	_, err := m.Describe(r.Path)
+	require.NoError(t, err)
+}
+
+func TestSingleVoterAndObserver(t *testing.T) {
+	for _, b := range []Bounds{
+		{Voters: 1, MaxEpoch: 2, MaxMessages: 2, MaxCrashes: 1, MaxAppends: 2},
+		{Voters: 1, Observers: 1, MaxEpoch: 1, MaxMessages: 2, MaxCrashes: 1, MaxAppends: 1},
+		{Voters: 2, Observers: 1, MaxEpoch: 1, MaxMessages: 2, MaxDepth: 12},
+	} {
+		m, r := run(t, Options{Bounds: b, Liveness: true})
+		if r.Violation != nil {
+			t.Fatalf("%+v: %v\n%s", b, r.Violation, describe(t, m, r))
+		}
+	}
+}

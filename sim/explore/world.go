@@ -1,0 +1,267 @@
+package explore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/kraftquorum/kraft"
+)
+
+// rec is one log record: its epoch and an identity. A LeaderChange record
+// has ID 0 (one per epoch while one-leader-per-epoch holds); client records
+// are numbered from 1 in the order they were appended.
+type rec struct {
+	Epoch kraft.Epoch
+	ID    int32
+}
+
+// replica is one replica and its host.
+type replica struct {
+	st        kraft.State // meaningless while down
+	up        bool
+	hasRecord bool
+	record    kraft.QuorumRecord // the durable quorum-state record
+	// log is the written log, never changed in place (appends copy);
+	// log[:flushed] is durable.
+	log     []rec
+	flushed int
+	timers  uint8 // bit t: timer t is armed
+	// fetching: a Fetch of the current role is in flight; its response is
+	// taken once, later ones are dropped (the host contract, rule 6/8).
+	fetching bool
+	// held is the checker's: the longest prefix of the committed log this
+	// replica has held durably.
+	held int
+}
+
+func (r *replica) durable() kraft.QuorumRecord {
+	if !r.hasRecord {
+		return kraft.EmptyRecord()
+	}
+	return r.record
+}
+
+// msg is a message in flight.
+type msg struct {
+	from kraft.NodeID
+	to   kraft.NodeID // NoNode: an observer's Fetch to any voter
+	ev   kraft.Event
+	// stale: a request whose response the requester's host will drop
+	// (it changed role, or sent a newer Fetch, or crashed since).
+	stale bool
+	// Fetch responses: the request's fetch offset and the records carried.
+	offset  int64
+	records []rec
+	enc     string // canonical encoding, the sort key of the network
+}
+
+func isResponse(e kraft.Event) bool {
+	switch e.(type) {
+	case kraft.ReceiveVoteResponse, kraft.ReceiveFetchResponse, kraft.ReceiveLeaderlessEpoch, kraft.ReceiveQuorumResponse:
+		return true
+	}
+	return false
+}
+
+// world is the whole cluster: replicas, network and the checker's history.
+type world struct {
+	reps             []replica
+	net              []msg // sorted by enc
+	crashes, appends int
+	dups             int
+	leaders          []kraft.NodeID // checker: leader of each epoch, NoNode
+	committed        []rec          // checker: the committed log
+}
+
+func (w *world) clone() *world {
+	c := *w
+	c.reps = append([]replica(nil), w.reps...)
+	c.net = append([]msg(nil), w.net...)
+	return &c
+}
+
+func (w *world) sortNet() {
+	sort.SliceStable(w.net, func(i, j int) bool { return w.net[i].enc < w.net[j].enc })
+}
+
+func putV(dst []byte, x int64) []byte {
+	var b [binary.MaxVarintLen64]byte
+	return append(dst, b[:binary.PutVarint(b[:], x)]...)
+}
+
+func putRecs(dst []byte, rs []rec) []byte {
+	dst = putV(dst, int64(len(rs)))
+	for _, r := range rs {
+		dst = putV(dst, int64(r.Epoch))
+		dst = putV(dst, int64(r.ID))
+	}
+	return dst
+}
+
+func putKey(dst []byte, k kraft.ReplicaKey) []byte {
+	dst = putV(dst, int64(k.ID))
+	return append(dst, k.DirectoryID[:]...)
+}
+
+func putBool(dst []byte, b bool) []byte {
+	if b {
+		return append(dst, 1)
+	}
+	return append(dst, 0)
+}
+
+// encodeMsg is a message's canonical encoding.
+func encodeMsg(m *msg) string {
+	b := make([]byte, 0, 48)
+	b = putV(b, int64(m.from))
+	b = putV(b, int64(m.to))
+	b = putBool(b, m.stale)
+	b = putV(b, m.offset)
+	b = putRecs(b, m.records)
+	switch e := m.ev.(type) {
+	case kraft.ReceiveVoteRequest:
+		b = append(b, 1)
+		b = putV(b, int64(e.From))
+		b = putBool(b, e.ClusterID.Valid)
+		b = append(b, e.ClusterID.UUID[:]...)
+		b = putKey(b, kraft.ReplicaKey{ID: e.VoterID, DirectoryID: e.VoterDirectoryID})
+		b = putV(b, int64(e.CandidateEpoch))
+		b = putKey(b, kraft.ReplicaKey{ID: e.Candidate, DirectoryID: e.CandidateDirectoryID})
+		b = putV(b, e.CandidateLogEnd.Offset)
+		b = putV(b, int64(e.CandidateLogEnd.Epoch))
+		b = putBool(b, e.PreVote)
+	case kraft.ReceiveVoteResponse:
+		b = append(b, 2)
+		b = putV(b, int64(e.From))
+		b = putV(b, int64(e.Error))
+		b = putV(b, int64(e.Epoch))
+		b = putBool(b, e.VoteGranted)
+		b = putV(b, int64(e.LeaderID))
+	case kraft.ReceiveBeginQuorumEpoch:
+		b = append(b, 3)
+		b = putV(b, int64(e.From))
+		b = putBool(b, e.ClusterID.Valid)
+		b = append(b, e.ClusterID.UUID[:]...)
+		b = putV(b, int64(e.LeaderID))
+		b = putV(b, int64(e.LeaderEpoch))
+		b = putKey(b, kraft.ReplicaKey{ID: e.VoterID, DirectoryID: e.VoterDirectoryID})
+	case kraft.ReceiveEndQuorumEpoch:
+		b = append(b, 4)
+		b = putV(b, int64(e.From))
+		b = putBool(b, e.ClusterID.Valid)
+		b = append(b, e.ClusterID.UUID[:]...)
+		b = putV(b, int64(e.LeaderID))
+		b = putV(b, int64(e.LeaderEpoch))
+		b = putV(b, int64(e.SuccessorRank.Position))
+		b = putV(b, int64(e.SuccessorRank.Of))
+	case kraft.ReceiveFetch:
+		b = append(b, 5)
+		b = putKey(b, kraft.ReplicaKey{ID: e.From, DirectoryID: e.FromDirectoryID})
+		b = putBool(b, e.ClusterID.Valid)
+		b = append(b, e.ClusterID.UUID[:]...)
+		b = putV(b, int64(e.CurrentLeaderEpoch))
+		b = putV(b, int64(e.FetchEpoch))
+		b = putV(b, e.FetchOffset)
+	case kraft.ReceiveFetchResponse:
+		b = append(b, 6)
+		b = putV(b, int64(e.From))
+		b = putV(b, int64(e.Error))
+		b = putV(b, int64(e.LeaderID))
+		b = putV(b, int64(e.LeaderEpoch))
+		b = putV(b, e.HighWatermark)
+		b = putBool(b, e.Diverging != nil)
+		if e.Diverging != nil {
+			b = putV(b, e.Diverging.Offset)
+			b = putV(b, int64(e.Diverging.Epoch))
+		}
+		b = putBool(b, e.Snapshot != nil)
+		if e.Snapshot != nil {
+			b = putV(b, e.Snapshot.Offset)
+			b = putV(b, int64(e.Snapshot.Epoch))
+		}
+	case kraft.ReceiveLeaderlessEpoch:
+		b = append(b, 7)
+		b = putV(b, int64(e.From))
+		b = putV(b, int64(e.Epoch))
+	case kraft.ReceiveQuorumResponse:
+		b = append(b, 8)
+		b = putV(b, int64(e.From))
+		b = putV(b, int64(e.Error))
+		b = putV(b, int64(e.Epoch))
+		b = putV(b, int64(e.LeaderID))
+	default:
+		b = append(b, 0)
+		b = append(b, fmt.Sprintf("%T%+v", e, e)...)
+	}
+	return string(b)
+}
+
+// encode appends the world's canonical encoding to dst. A replica's State
+// is encoded without its PRNG and fetch jitter (AppendCanonicalUntimed):
+// the model is untimed, and they feed only timer durations. A down replica's State is left
+// out: a restart rebuilds it from the record and the flushed log.
+func (w *world) encode(dst []byte) []byte {
+	for i := range w.reps {
+		r := &w.reps[i]
+		dst = putBool(dst, r.up)
+		dst = putBool(dst, r.hasRecord)
+		dst = putV(dst, int64(r.record.Epoch))
+		dst = putV(dst, int64(r.record.LeaderID))
+		dst = putKey(dst, r.record.VotedKey)
+		dst = putRecs(dst, r.log)
+		dst = putV(dst, int64(r.flushed))
+		dst = append(dst, r.timers)
+		dst = putBool(dst, r.fetching)
+		dst = putV(dst, int64(r.held))
+		if r.up {
+			dst = r.st.AppendCanonicalUntimed(dst)
+		}
+	}
+	dst = putV(dst, int64(len(w.net)))
+	for i := range w.net {
+		dst = putV(dst, int64(len(w.net[i].enc)))
+		dst = append(dst, w.net[i].enc...)
+	}
+	dst = putV(dst, int64(w.crashes))
+	dst = putV(dst, int64(w.appends))
+	dst = putV(dst, int64(w.dups))
+	for _, l := range w.leaders {
+		dst = putV(dst, int64(l))
+	}
+	dst = putRecs(dst, w.committed)
+	return dst
+}
+
+func sameRecs(a, b []rec) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// logState describes a log for kraft.NewState.
+func logState(log []rec) kraft.LogState {
+	var ls kraft.LogState
+	for i, r := range log {
+		if i == 0 || r.Epoch != log[i-1].Epoch {
+			ls.Epochs = append(ls.Epochs, kraft.EpochStart{Epoch: r.Epoch, StartOffset: int64(i)})
+		}
+	}
+	if len(log) > 0 {
+		ls.End = kraft.LogEnd{Offset: int64(len(log)), Epoch: log[len(log)-1].Epoch}
+	}
+	return ls
+}
+
+func logEnd(log []rec) kraft.LogEnd {
+	if len(log) == 0 {
+		return kraft.LogEnd{}
+	}
+	return kraft.LogEnd{Offset: int64(len(log)), Epoch: log[len(log)-1].Epoch}
+}
