@@ -549,9 +549,7 @@ func (c *Cluster) carryOut(n *node, acts []kraft.Action, e kraft.Event) {
 			_, ev, _ := kraft.Deliver(n.cfg.Local, a)
 			c.send(&message{from: n.id, to: a.To, corr: ctx.corr, response: true, event: ev})
 		case kraft.SendBeginQuorumEpochResponse, kraft.SendEndQuorumEpochResponse:
-			// A response without an event of its own: kraft.Deliver makes
-			// a leaderless one ReceiveLeaderlessEpoch and drops the rest
-			// (D28).
+			// kraft.Deliver makes these ReceiveQuorumResponse (D28).
 			to, ev, ok := kraft.Deliver(n.cfg.Local, a)
 			if ok && ctx != nil && ctx.from == to {
 				c.send(&message{from: n.id, to: to, corr: ctx.corr, response: true, event: ev})
