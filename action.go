@@ -33,6 +33,22 @@ const (
 	BeginQuorumEpochTimer
 )
 
+// Timeout is the event a host steps when the timer fires (nil for a value
+// that is not a timer).
+func (t Timer) Timeout() Event {
+	switch t {
+	case ElectionTimer:
+		return ElectionTimeout{}
+	case FetchTimer:
+		return FetchTimeout{}
+	case CheckQuorumTimer:
+		return CheckQuorumTimeout{}
+	case BeginQuorumEpochTimer:
+		return BeginQuorumEpochTimeout{}
+	}
+	return nil
+}
+
 // String names the timer.
 func (t Timer) String() string {
 	switch t {

@@ -103,3 +103,14 @@ func TestRankOfMatchesDirectoryIDs(t *testing.T) {
 	require.Equal(t, SuccessorRank{Position: 3, Of: 3}, RankOf(ReplicaKey{ID: 5}, list))
 	require.Equal(t, SuccessorRank{Position: 0, Of: 0}, RankOf(ReplicaKey{ID: 5}, nil))
 }
+
+// TestTimerTimeoutIsItsEvent: each timer's Timeout is the event its
+// firing is stepped as; a value that is no timer has none.
+func TestTimerTimeoutIsItsEvent(t *testing.T) {
+	require.Equal(t, ElectionTimeout{}, ElectionTimer.Timeout())
+	require.Equal(t, FetchTimeout{}, FetchTimer.Timeout())
+	require.Equal(t, CheckQuorumTimeout{}, CheckQuorumTimer.Timeout())
+	require.Equal(t, BeginQuorumEpochTimeout{}, BeginQuorumEpochTimer.Timeout())
+	require.Nil(t, Timer(0).Timeout())
+	require.Nil(t, Timer(9).Timeout())
+}

@@ -388,19 +388,11 @@ func (n *Node) fire(t kraft.Timer, gen uint64) {
 	if n.timerGen[t] != gen {
 		return
 	}
-	switch t {
-	case kraft.ElectionTimer:
-		if !n.resigned {
-			n.step(kraft.ElectionTimeout{})
-		}
-	case kraft.FetchTimer:
-		if !n.resigned {
-			n.step(kraft.FetchTimeout{})
-		}
-	case kraft.CheckQuorumTimer:
-		n.step(kraft.CheckQuorumTimeout{})
-	case kraft.BeginQuorumEpochTimer:
-		n.step(kraft.BeginQuorumEpochTimeout{})
+	if n.resigned && (t == kraft.ElectionTimer || t == kraft.FetchTimer) {
+		return // Shutdown: a resigned leader waits for its successor (D27)
+	}
+	if e := t.Timeout(); e != nil {
+		n.step(e)
 	}
 }
 

@@ -343,20 +343,9 @@ func (c *Cluster) handle(it *item) {
 		if !n.up || n.inc != it.inc || n.timerGen[it.timer] != it.gen {
 			return
 		}
-		var e kraft.Event
-		switch it.timer {
-		case kraft.ElectionTimer:
-			e = kraft.ElectionTimeout{}
-		case kraft.FetchTimer:
-			e = kraft.FetchTimeout{}
-		case kraft.CheckQuorumTimer:
-			e = kraft.CheckQuorumTimeout{}
-		case kraft.BeginQuorumEpochTimer:
-			e = kraft.BeginQuorumEpochTimeout{}
-		default:
-			return
+		if e := it.timer.Timeout(); e != nil {
+			c.step(n, e)
 		}
-		c.step(n, e)
 	case itemFlush:
 		n := c.node(it.node)
 		if n.up && n.inc == it.inc {

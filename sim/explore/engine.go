@@ -131,18 +131,7 @@ func (g *engine) apply(w *world, m Move) (*world, *Violation, bool) {
 	case Fire:
 		r := &w.reps[m.Node]
 		r.timers &^= 1 << m.Timer
-		var e kraft.Event
-		switch m.Timer {
-		case kraft.ElectionTimer:
-			e = kraft.ElectionTimeout{}
-		case kraft.FetchTimer:
-			e = kraft.FetchTimeout{}
-		case kraft.CheckQuorumTimer:
-			e = kraft.CheckQuorumTimeout{}
-		case kraft.BeginQuorumEpochTimer:
-			e = kraft.BeginQuorumEpochTimeout{}
-		}
-		g.stepNode(m.Node, e, nil)
+		g.stepNode(m.Node, m.Timer.Timeout(), nil)
 	case Flush:
 		r := &w.reps[m.Node]
 		r.flushed = len(r.log)
