@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/bits"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -78,8 +80,36 @@ type settings struct {
 
 // fetchJitterSteps is how many jitter values a Follower's fetch timer can
 // take in [0, T_e): enough that two followers rarely draw values closer than
-// a network round trip, few enough to box each arming once per replica.
+// a network round trip, few enough to box each arming once.
 const fetchJitterSteps = 64
+
+// fetchResetTables caches the boxed fetch timer armings by (T_f, T_e):
+// replicas with the same timeouts share one immutable table, so NewState
+// does not box 64 actions each time. It holds at most maxFetchResetTables
+// tables (a fuzzer draws many timeouts); beyond that, tables are built and
+// not kept.
+var (
+	fetchResetTables     sync.Map // [2]time.Duration -> []Action
+	fetchResetTableCount int32
+)
+
+const maxFetchResetTables = 64
+
+func fetchResetTable(tf, te time.Duration) []Action {
+	key := [2]time.Duration{tf, te}
+	if t, ok := fetchResetTables.Load(key); ok {
+		return t.([]Action)
+	}
+	table := make([]Action, fetchJitterSteps)
+	for i := range table {
+		jitter := time.Duration(int64(te) * int64(i) / fetchJitterSteps)
+		table[i] = ResetTimer{Timer: FetchTimer, After: tf + jitter}
+	}
+	if atomic.AddInt32(&fetchResetTableCount, 1) <= maxFetchResetTables {
+		fetchResetTables.Store(key, table)
+	}
+	return table
+}
 
 func newSettings(c Config) *settings {
 	s := &settings{
@@ -97,11 +127,7 @@ func newSettings(c Config) *settings {
 	s.resetBegin = ResetTimer{Timer: BeginQuorumEpochTimer, After: s.beginPeriod}
 	s.kafkaFailover = c.KafkaFailover
 	if !c.KafkaFailover && s.isVoter() && s.electionTimeout > 0 {
-		s.fetchResets = make([]Action, fetchJitterSteps)
-		for i := range s.fetchResets {
-			jitter := time.Duration(int64(s.electionTimeout) * int64(i) / fetchJitterSteps)
-			s.fetchResets[i] = ResetTimer{Timer: FetchTimer, After: s.fetchTimeout + jitter}
-		}
+		s.fetchResets = fetchResetTable(s.fetchTimeout, s.electionTimeout)
 	}
 	return s
 }
