@@ -170,16 +170,75 @@ func durable(n *node) kraft.QuorumRecord {
 	return *n.record
 }
 
+// PersistBeforeSend checks that message action a of replica self, made by
+// a step on event e, relies only on what the durable record d holds (the
+// README's host contract, rule 1): a granted standard vote and a standard
+// vote request need the vote persisted, BeginQuorumEpoch and
+// EndQuorumEpoch the record naming self leader of their epoch, a Fetch to
+// a leader the record naming that leader and epoch, and no message may
+// carry an epoch the record has not reached. It returns what is wrong, or
+// "" (also for actions that are not messages). The explorer checks with it
+// too.
+func PersistBeforeSend(self kraft.ReplicaKey, d kraft.QuorumRecord, a kraft.Action, e kraft.Event) string {
+	epochSent := func(what string, epoch kraft.Epoch) string {
+		if epoch > d.Epoch {
+			return fmt.Sprintf("%s carries epoch %d but the durable record is %+v", what, epoch, d)
+		}
+		return ""
+	}
+	switch a := a.(type) {
+	case kraft.SendVoteRequest:
+		if a.PreVote {
+			return epochSent("pre-vote request", a.CandidateEpoch)
+		}
+		if d.Epoch != a.CandidateEpoch || !d.VotedKey.Matches(self) {
+			return fmt.Sprintf("vote request for epoch %d sent with durable record %+v", a.CandidateEpoch, d)
+		}
+	case kraft.SendVoteResponse:
+		if msg := epochSent("vote response", a.Epoch); msg != "" {
+			return msg
+		}
+		req, ok := e.(kraft.ReceiveVoteRequest)
+		if a.VoteGranted && ok && !req.PreVote {
+			cand := kraft.ReplicaKey{ID: req.Candidate, DirectoryID: req.CandidateDirectoryID}
+			if d.Epoch != a.Epoch || !d.VotedKey.Matches(cand) {
+				return fmt.Sprintf("vote for %v in epoch %d sent with durable record %+v", cand, a.Epoch, d)
+			}
+		}
+	case kraft.SendBeginQuorumEpoch:
+		if d.Epoch != a.Epoch || d.LeaderID != self.ID {
+			return fmt.Sprintf("BeginQuorumEpoch for epoch %d sent with durable record %+v", a.Epoch, d)
+		}
+	case kraft.SendEndQuorumEpoch:
+		if d.Epoch != a.Epoch || d.LeaderID != self.ID {
+			return fmt.Sprintf("EndQuorumEpoch for epoch %d sent with durable record %+v", a.Epoch, d)
+		}
+	case kraft.SendFetch:
+		if msg := epochSent("fetch", a.CurrentLeaderEpoch); msg != "" {
+			return msg
+		}
+		if a.To != kraft.NoNode && (d.LeaderID != a.To || d.Epoch != a.CurrentLeaderEpoch) {
+			return fmt.Sprintf("fetch to %d in epoch %d sent with durable record %+v", a.To, a.CurrentLeaderEpoch, d)
+		}
+	case kraft.SendFetchResponse:
+		return epochSent("fetch response", a.Epoch)
+	case kraft.SendBeginQuorumEpochResponse:
+		return epochSent("BeginQuorumEpoch response", a.Epoch)
+	case kraft.SendEndQuorumEpochResponse:
+		return epochSent("EndQuorumEpoch response", a.Epoch)
+	case kraft.SendFetchSnapshotResponse:
+		return epochSent("FetchSnapshot response", a.Epoch)
+	case kraft.Persist, kraft.TruncateLog, kraft.AppendLeaderChange, kraft.HighWatermarkChanged,
+		kraft.ResetTimer, kraft.StopTimer, kraft.RoleChanged, kraft.Fault:
+	}
+	return ""
+}
+
 // beforeAction checks an action of n's step before the host carries it
 // out; e is the event of the step (nil at start).
 func (k *Checker) beforeAction(n *node, a kraft.Action, e kraft.Event) {
 	d := durable(n)
 	p := k.of(n)
-	epochSent := func(what string, epoch kraft.Epoch) {
-		if epoch > d.Epoch {
-			k.fail(n, "persist-before-send", "%s carries epoch %d but the durable record is %+v", what, epoch, d)
-		}
-	}
 	switch a := a.(type) {
 	case kraft.Persist:
 		r := a.Record
@@ -197,44 +256,18 @@ func (k *Checker) beforeAction(n *node, a kraft.Action, e kraft.Event) {
 			// transitionToFollower).
 			k.fail(n, "vote-durable", "persisted %+v, forgetting its vote for %v in epoch %d", r, v, r.Epoch)
 		}
-	case kraft.SendVoteRequest:
-		if a.PreVote {
-			epochSent("pre-vote request", a.CandidateEpoch)
-		} else if d.Epoch != a.CandidateEpoch || !d.VotedKey.Matches(n.cfg.Local) {
-			k.fail(n, "persist-before-send", "vote request for epoch %d sent with durable record %+v", a.CandidateEpoch, d)
+	case kraft.SendVoteRequest, kraft.SendVoteResponse, kraft.SendBeginQuorumEpoch, kraft.SendEndQuorumEpoch,
+		kraft.SendFetch, kraft.SendFetchResponse, kraft.SendBeginQuorumEpochResponse,
+		kraft.SendEndQuorumEpochResponse, kraft.SendFetchSnapshotResponse:
+		if detail := PersistBeforeSend(n.cfg.Local, d, a, e); detail != "" {
+			k.fail(n, "persist-before-send", "%s", detail)
+			return
 		}
-	case kraft.SendVoteResponse:
-		epochSent("vote response", a.Epoch)
-		req, ok := e.(kraft.ReceiveVoteRequest)
-		if a.VoteGranted && ok && !req.PreVote {
-			cand := kraft.ReplicaKey{ID: req.Candidate, DirectoryID: req.CandidateDirectoryID}
-			if d.Epoch != a.Epoch || !d.VotedKey.Matches(cand) {
-				k.fail(n, "persist-before-send", "vote for %v in epoch %d sent with durable record %+v", cand, a.Epoch, d)
-				return
+		if v, ok := a.(kraft.SendVoteResponse); ok && v.VoteGranted {
+			if req, isReq := e.(kraft.ReceiveVoteRequest); isReq && !req.PreVote {
+				k.vote(n, v.Epoch, kraft.ReplicaKey{ID: req.Candidate, DirectoryID: req.CandidateDirectoryID})
 			}
-			k.vote(n, a.Epoch, cand)
 		}
-	case kraft.SendBeginQuorumEpoch:
-		if d.Epoch != a.Epoch || d.LeaderID != n.id {
-			k.fail(n, "persist-before-send", "BeginQuorumEpoch for epoch %d sent with durable record %+v", a.Epoch, d)
-		}
-	case kraft.SendEndQuorumEpoch:
-		if d.Epoch != a.Epoch || d.LeaderID != n.id {
-			k.fail(n, "persist-before-send", "EndQuorumEpoch for epoch %d sent with durable record %+v", a.Epoch, d)
-		}
-	case kraft.SendFetch:
-		epochSent("fetch", a.CurrentLeaderEpoch)
-		if a.To != kraft.NoNode && (d.LeaderID != a.To || d.Epoch != a.CurrentLeaderEpoch) {
-			k.fail(n, "persist-before-send", "fetch to %d in epoch %d sent with durable record %+v", a.To, a.CurrentLeaderEpoch, d)
-		}
-	case kraft.SendFetchResponse:
-		epochSent("fetch response", a.Epoch)
-	case kraft.SendBeginQuorumEpochResponse:
-		epochSent("BeginQuorumEpoch response", a.Epoch)
-	case kraft.SendEndQuorumEpochResponse:
-		epochSent("EndQuorumEpoch response", a.Epoch)
-	case kraft.SendFetchSnapshotResponse:
-		epochSent("FetchSnapshot response", a.Epoch)
 	case kraft.HighWatermarkChanged:
 		if n.st.Role() == kraft.Leader {
 			k.leaderHighWatermark(n, a.HighWatermark)

@@ -1,6 +1,9 @@
 package explore
 
-import "github.com/kraftquorum/kraft"
+import (
+	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/sim"
+)
 
 // The checks follow package sim's Checker (sim/check.go), rule for rule,
 // on the explored worlds: beforeAction before each action is carried out,
@@ -12,11 +15,6 @@ func (g *engine) beforeAction(id kraft.NodeID, a kraft.Action, e kraft.Event) {
 	r := &g.w.reps[id]
 	d := r.durable()
 	self := g.cfgs[id].Local
-	epochSent := func(what string, epoch kraft.Epoch) {
-		if epoch > d.Epoch {
-			g.fail(id, "persist-before-send", "%s carries epoch %d but the durable record is %+v", what, epoch, d)
-		}
-	}
 	switch a := a.(type) {
 	case kraft.Persist:
 		n := a.Record
@@ -32,42 +30,12 @@ func (g *engine) beforeAction(id kraft.NodeID, a kraft.Action, e kraft.Event) {
 		case !d.HasVote() && d.LeaderID == id && n.HasVote() && !n.VotedKey.Matches(self):
 			g.fail(id, "one-vote-per-epoch", "led epoch %d (its vote for itself) and then voted for %v", n.Epoch, n.VotedKey)
 		}
-	case kraft.SendVoteRequest:
-		if a.PreVote {
-			epochSent("pre-vote request", a.CandidateEpoch)
-		} else if d.Epoch != a.CandidateEpoch || !d.VotedKey.Matches(self) {
-			g.fail(id, "persist-before-send", "vote request for epoch %d sent with durable record %+v", a.CandidateEpoch, d)
+	case kraft.SendVoteRequest, kraft.SendVoteResponse, kraft.SendBeginQuorumEpoch, kraft.SendEndQuorumEpoch,
+		kraft.SendFetch, kraft.SendFetchResponse, kraft.SendBeginQuorumEpochResponse,
+		kraft.SendEndQuorumEpochResponse, kraft.SendFetchSnapshotResponse:
+		if detail := sim.PersistBeforeSend(self, d, a, e); detail != "" {
+			g.fail(id, "persist-before-send", "%s", detail)
 		}
-	case kraft.SendVoteResponse:
-		epochSent("vote response", a.Epoch)
-		req, ok := e.(kraft.ReceiveVoteRequest)
-		if a.VoteGranted && ok && !req.PreVote {
-			cand := kraft.ReplicaKey{ID: req.Candidate, DirectoryID: req.CandidateDirectoryID}
-			if d.Epoch != a.Epoch || !d.VotedKey.Matches(cand) {
-				g.fail(id, "persist-before-send", "vote for %v in epoch %d sent with durable record %+v", cand, a.Epoch, d)
-			}
-		}
-	case kraft.SendBeginQuorumEpoch:
-		if d.Epoch != a.Epoch || d.LeaderID != id {
-			g.fail(id, "persist-before-send", "BeginQuorumEpoch for epoch %d sent with durable record %+v", a.Epoch, d)
-		}
-	case kraft.SendEndQuorumEpoch:
-		if d.Epoch != a.Epoch || d.LeaderID != id {
-			g.fail(id, "persist-before-send", "EndQuorumEpoch for epoch %d sent with durable record %+v", a.Epoch, d)
-		}
-	case kraft.SendFetch:
-		epochSent("fetch", a.CurrentLeaderEpoch)
-		if a.To != kraft.NoNode && (d.LeaderID != a.To || d.Epoch != a.CurrentLeaderEpoch) {
-			g.fail(id, "persist-before-send", "fetch to %d in epoch %d sent with durable record %+v", a.To, a.CurrentLeaderEpoch, d)
-		}
-	case kraft.SendFetchResponse:
-		epochSent("fetch response", a.Epoch)
-	case kraft.SendBeginQuorumEpochResponse:
-		epochSent("BeginQuorumEpoch response", a.Epoch)
-	case kraft.SendEndQuorumEpochResponse:
-		epochSent("EndQuorumEpoch response", a.Epoch)
-	case kraft.SendFetchSnapshotResponse:
-		epochSent("FetchSnapshot response", a.Epoch)
 	case kraft.HighWatermarkChanged:
 		if r.st.Role() == kraft.Leader {
 			g.leaderHighWatermark(id, a.HighWatermark)
