@@ -354,9 +354,10 @@ func TestFaultLeavesWholeStateUnchanged(t *testing.T) {
 		if len(a) != 1 || !reflect.DeepEqual(n, before) {
 			t.Fatalf("Fault changed the state or came with other actions on %T%+v: %v -> %v %v", e, e, s, n, a)
 		}
-		dst := []kraft.Action{kraft.StopTimer{Timer: kraft.FetchTimer}}
-		n2, a2 := kraft.StepInto(dst, s, e)
-		if len(a2) != 2 || a2[0] != dst[0] || !reflect.DeepEqual(n2, before) {
+		var buf kraft.Buffer
+		kraft.StepInto(&buf, s, kraft.ElectionTimeout{})
+		n2, a2 := kraft.StepInto(&buf, s, e)
+		if len(a2) != 1 || !reflect.DeepEqual(a2, a) || !reflect.DeepEqual(n2, before) {
 			t.Fatalf("StepInto fault: %v", a2)
 		}
 	}

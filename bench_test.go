@@ -52,7 +52,7 @@ type bnCluster struct {
 	logs   [][]Epoch // by id-1
 	queue  []bnMsg
 	head   int
-	buf    []Action
+	buf    Buffer
 	self   []LogEnd // LogAppended events a node owes itself (AppendLeaderChange)
 	faults int
 	// alloc: step with Step (a new action slice every step) instead of
@@ -74,7 +74,6 @@ func bnNewCluster(tb testing.TB, n int) *bnCluster {
 		states: make([]State, n),
 		logs:   make([][]Epoch, n),
 		queue:  make([]bnMsg, 0, 4*n*n),
-		buf:    make([]Action, 0, 16),
 	}
 	for i := 0; i < n; i++ {
 		s, acts, err := NewState(bnConfig(NodeID(i+1), n), nil, LogState{})
@@ -97,8 +96,8 @@ func (c *bnCluster) step(id NodeID, e Event) {
 	if c.alloc {
 		s, acts = Step(c.states[id-1], e)
 	} else {
-		s, acts = StepInto(c.buf[:0], c.states[id-1], e)
-		c.buf = acts[:0]
+		// apply is done with acts before the next step reuses c.buf.
+		s, acts = StepInto(&c.buf, c.states[id-1], e)
 	}
 	c.states[id-1] = s
 	c.apply(id, acts)
@@ -304,12 +303,11 @@ func bnRun(b *testing.B, api string, s State, e Event, check func(State, []Actio
 			bnSinkState, bnSinkActs = Step(s, e)
 		}
 	case "StepInto":
-		buf := make([]Action, 0, 16)
+		var buf Buffer
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			bnSinkState, buf = StepInto(buf[:0], s, e)
+			bnSinkState, bnSinkActs = StepInto(&buf, s, e)
 		}
-		bnSinkActs = buf
 	default:
 		b.Fatalf("unknown api %q", api)
 	}
@@ -363,14 +361,13 @@ func BenchmarkRoundTrip(b *testing.B) {
 				leader, follower := c.state(1), c.state(2)
 				fetch := bnFetchAt(2, 1)
 				into := api == "StepInto"
-				buf := make([]Action, 0, 16)
+				var buf Buffer
 				var acts []Action
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					if into {
-						leader, buf = StepInto(buf[:0], leader, fetch)
-						acts = buf
+						leader, acts = StepInto(&buf, leader, fetch)
 					} else {
 						leader, acts = Step(leader, fetch)
 					}
@@ -381,8 +378,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 						}
 					}
 					if into {
-						follower, buf = StepInto(buf[:0], follower, resp)
-						acts = buf
+						follower, acts = StepInto(&buf, follower, resp)
 					} else {
 						follower, acts = Step(follower, resp)
 					}
@@ -415,7 +411,7 @@ func BenchmarkObserverFetch(b *testing.B) {
 			b.Run(fmt.Sprintf("observers=%d/api=%s", k, api), func(b *testing.B) {
 				bnMust(b, leader, bnFetchAt(1000, 1), func(_ State, acts []Action) bool { return bnCount[SendFetchResponse](acts) == 1 })
 				into := api == "StepInto"
-				buf := make([]Action, 0, 16)
+				var buf Buffer
 				mod := k
 				if mod == 0 {
 					mod = 1
@@ -425,7 +421,7 @@ func BenchmarkObserverFetch(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					e := bnFetchAt(NodeID(1000+i%mod), 1)
 					if into {
-						bnSinkState, buf = StepInto(buf[:0], leader, e)
+						bnSinkState, bnSinkActs = StepInto(&buf, leader, e)
 					} else {
 						bnSinkState, bnSinkActs = Step(leader, e)
 					}

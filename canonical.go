@@ -77,8 +77,9 @@ func (s State) appendCanonical(dst []byte) []byte {
 	dst = canonUvarint(dst, uint64(s.rejected))
 	dst = canonVarint(dst, int64(s.lastYield))
 	dst = canonVarint(dst, s.epochStart)
-	dst = canonUvarint(dst, uint64(len(s.ends)))
-	for _, e := range s.ends {
+	dst = canonUvarint(dst, uint64(s.ends.len()))
+	for i := 0; i < s.ends.len(); i++ {
+		e := s.ends.get(i)
 		dst = canonVarint(dst, e)
 	}
 	dst = canonUvarint(dst, uint64(s.fetchedCheck))

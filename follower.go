@@ -39,7 +39,7 @@ func (t *stepper) onEndQuorumEpoch(e ReceiveEndQuorumEpoch) {
 		// (the fix proposed in KAFKA-20895; docs/design.md, contract
 		// decision 3) so that the preferred successor can win.
 		t.s.leaderResigned = true
-		t.emit(ResetTimer{Timer: FetchTimer, After: t.endQuorumBackoff(e.SuccessorRank)})
+		t.emitResetTimer(ResetTimer{Timer: FetchTimer, After: t.endQuorumBackoff(e.SuccessorRank)})
 	}
 	t.emit(SendEndQuorumEpochResponse{To: e.From, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader})
 }

@@ -72,7 +72,7 @@ func step(t *testing.T, s State, e Event) (State, []Action) {
 // and an empty one empty (reflect.DeepEqual tells them apart).
 func deepCopy(s State) State {
 	c := s
-	c.ends = cloneSlice(s.ends)
+	c.ends.large = cloneSlice(s.ends.large)
 	c.log.epochs = cloneSlice(s.log.epochs)
 	if s.c != nil {
 		cc := *s.c

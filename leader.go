@@ -24,10 +24,7 @@ func (t *stepper) toLeader() {
 	// A new leader's high watermark starts unknown, so that the one it
 	// exposes never goes backwards (Kafka's transitionToLeader).
 	t.s.hwm = -1
-	t.s.ends = make([]int64, n)
-	for i := range t.s.ends {
-		t.s.ends[i] = -1
-	}
+	t.s.ends = newVoterEnds(n)
 	if n > 1 {
 		t.emit(t.s.c.resetCheckQuorum)
 		t.emit(t.s.c.resetBegin)
@@ -40,7 +37,7 @@ func (t *stepper) toLeader() {
 	})
 	for i, v := range t.s.c.voters {
 		if i != t.s.c.localIndex {
-			t.emit(t.beginQuorumEpoch(v))
+			t.emitBeginEpoch(t.beginQuorumEpoch(v))
 		}
 	}
 }
@@ -53,19 +50,17 @@ func (t *stepper) beginQuorumEpoch(to ReplicaKey) SendBeginQuorumEpoch {
 // only the Leader answers with data. No role changes on an incoming Fetch,
 // whatever its epoch.
 func (t *stepper) onFetch(e ReceiveFetch) {
-	respond := func(code ErrorCode, hwm int64, diverging *LogOffsetMetadata) {
-		t.emit(SendFetchResponse{To: e.From, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader, HighWatermark: hwm, Diverging: diverging})
+	code := ErrNone
+	switch {
+	case !t.clusterOK(e.ClusterID):
+		code = ErrInconsistentClusterID
+	case e.FetchOffset < 0 || e.FetchEpoch < 0 || e.FetchEpoch > e.CurrentLeaderEpoch:
+		code = ErrInvalidRequest
+	default:
+		code = t.validateLeaderOnly(e.CurrentLeaderEpoch)
 	}
-	if !t.clusterOK(e.ClusterID) {
-		respond(ErrInconsistentClusterID, -1, nil)
-		return
-	}
-	if e.FetchOffset < 0 || e.FetchEpoch < 0 || e.FetchEpoch > e.CurrentLeaderEpoch {
-		respond(ErrInvalidRequest, -1, nil)
-		return
-	}
-	if code := t.validateLeaderOnly(e.CurrentLeaderEpoch); code != ErrNone {
-		respond(code, -1, nil)
+	if code != ErrNone {
+		t.fetchResponse(e.From, code, -1, nil)
 		return
 	}
 	// RaftLog.validateOffsetAndEpoch, without snapshots: the log starts at
@@ -77,19 +72,23 @@ func (t *stepper) onFetch(e ReceiveFetch) {
 			diverging = &LogOffsetMetadata{Offset: end, Epoch: epoch}
 		}
 	}
-	if diverging == nil && e.From >= 0 && e.From == t.s.c.local.ID {
-		// Kafka's updateReplicaState throws for a fetch carrying the
-		// leader's own id and the request gets UNKNOWN_SERVER_ERROR.
-		respond(ErrUnknownServerError, -1, nil)
-		return
-	}
 	if diverging == nil && e.From >= 0 {
+		if e.From == t.s.c.local.ID {
+			// Kafka's updateReplicaState throws for a fetch carrying the
+			// leader's own id and the request gets UNKNOWN_SERVER_ERROR.
+			t.fetchResponse(e.From, ErrUnknownServerError, -1, nil)
+			return
+		}
 		// Only a valid fetch moves the voter's position and counts for
 		// check-quorum: Kafka's tryCompleteFetchRequest calls updateReplicaState
 		// only for a VALID one, not for a diverging or snapshot answer.
 		t.fetchedBy(ReplicaKey{ID: e.From, DirectoryID: e.FromDirectoryID}, e.FetchOffset, true)
 	}
-	respond(ErrNone, t.s.hwm, diverging)
+	t.fetchResponse(e.From, ErrNone, t.s.hwm, diverging)
+}
+
+func (t *stepper) fetchResponse(to NodeID, code ErrorCode, hwm int64, diverging *LogOffsetMetadata) {
+	t.emitFetchResponse(SendFetchResponse{To: to, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader, HighWatermark: hwm, Diverging: diverging})
 }
 
 // onFetchSnapshot is Kafka's handleFetchSnapshotRequest as far as the state
@@ -112,20 +111,20 @@ func (t *stepper) onFetchSnapshot(e ReceiveFetchSnapshot) {
 // them as observers, kraft keeps no observers (docs/design.md, contract
 // decision 5).
 func (t *stepper) fetchedBy(key ReplicaKey, offset int64, position bool) {
-	i := voterIndex(t.s.c.voters, key)
+	i := t.s.c.voterIndex(key)
 	if i < 0 || i == t.s.c.localIndex {
 		return
 	}
 	t.s.fetchedCheck = t.s.fetchedCheck.with(i)
 	if position {
 		t.s.fetchedBegin = t.s.fetchedBegin.with(i)
-		if t.s.ends[i] != offset {
-			ends := make([]int64, len(t.s.ends))
-			copy(ends, t.s.ends)
-			ends[i] = offset
-			t.s.ends = ends
+		// The high watermark depends on the ends, the leader's flushed
+		// offset and the epoch start; it was last computed when one of
+		// them changed, so an unchanged end cannot move it.
+		if t.s.ends.get(i) != offset {
+			t.s.ends = t.s.ends.with(i, offset)
+			t.maybeAdvanceHighWatermark()
 		}
-		t.maybeAdvanceHighWatermark()
 	}
 	t.checkQuorum()
 }
@@ -146,26 +145,49 @@ func (t *stepper) checkQuorum() {
 // never commits older epochs' records by counting replicas, Raft's figure
 // 8) and never downwards.
 func (t *stepper) maybeAdvanceHighWatermark() {
-	majority := t.s.c.majority()
-	candidate := int64(-1)
-	for i := range t.s.ends {
-		v := t.endOf(i)
-		if v <= candidate {
-			continue
-		}
-		reached := 0
-		for j := range t.s.ends {
-			if t.endOf(j) >= v {
-				reached++
-			}
-		}
-		if reached >= majority {
-			candidate = v
-		}
+	var buf [MaxVoters]int64
+	ends := buf[:t.s.ends.len()]
+	for i := range ends {
+		ends[i] = t.endOf(i)
 	}
-	if candidate > t.s.epochStart {
+	// The majority-th largest end: the largest offset that a majority has
+	// reached (Kafka sorts; a selection is linear in the voters).
+	if candidate := nthLargest(ends, t.s.c.majority()); candidate > t.s.epochStart {
 		t.raiseHighWatermark(candidate)
 	}
+}
+
+// nthLargest returns the n-th largest of xs (1 <= n <= len(xs)),
+// reordering xs: Hoare's selection with the middle element as pivot.
+func nthLargest(xs []int64, n int) int64 {
+	k := n - 1 // index in descending order
+	lo, hi := 0, len(xs)-1
+	for lo < hi {
+		pivot := xs[(lo+hi)/2]
+		i, j := lo, hi
+		for i <= j {
+			for xs[i] > pivot {
+				i++
+			}
+			for xs[j] < pivot {
+				j--
+			}
+			if i <= j {
+				xs[i], xs[j] = xs[j], xs[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return xs[k]
+		}
+	}
+	return xs[k]
 }
 
 // raiseHighWatermark moves the high watermark up to hwm (never down). The
@@ -178,7 +200,7 @@ func (t *stepper) raiseHighWatermark(hwm int64) {
 	}
 	if hwm > t.s.committed {
 		t.s.committed = hwm
-		t.emit(HighWatermarkChanged{HighWatermark: hwm})
+		t.emitHighWatermark(HighWatermarkChanged{HighWatermark: hwm})
 	}
 }
 
@@ -188,7 +210,7 @@ func (t *stepper) endOf(i int) int64 {
 		// (Kafka's flushLeaderLog; docs/design.md D30).
 		return t.s.log.flushed
 	}
-	return t.s.ends[i]
+	return t.s.ends.get(i)
 }
 
 // onCheckQuorumTimeout: a leader that has not heard from a majority within
@@ -207,7 +229,7 @@ func (t *stepper) onBeginQuorumEpochTimeout() {
 	}
 	for i, v := range t.s.c.voters {
 		if i != t.s.c.localIndex && !t.s.fetchedBegin.has(i) {
-			t.emit(t.beginQuorumEpoch(v))
+			t.emitBeginEpoch(t.beginQuorumEpoch(v))
 		}
 	}
 	t.s.fetchedBegin = 0
@@ -248,7 +270,7 @@ func (t *stepper) preferredSuccessors() []ReplicaKey {
 	entries := make([]entry, 0, len(t.s.c.voters))
 	for i, v := range t.s.c.voters {
 		if i != t.s.c.localIndex {
-			entries = append(entries, entry{key: v, end: t.s.ends[i]})
+			entries = append(entries, entry{key: v, end: t.s.ends.get(i)})
 		}
 	}
 	sort.SliceStable(entries, func(a, b int) bool {

@@ -60,6 +60,7 @@ type settings struct {
 	localIndex int // index in voters, -1 for an observer
 	clusterID  uuid.NullUUID
 	voters     []ReplicaKey
+	voterIDs   []NodeID // the voters' ids, for the hot lookups
 
 	electionTimeout time.Duration
 	fetchTimeout    time.Duration
@@ -117,9 +118,13 @@ func newSettings(c Config) *settings {
 		localIndex:      voterIndex(c.Voters, c.Local),
 		clusterID:       c.ClusterID,
 		voters:          append([]ReplicaKey(nil), c.Voters...),
+		voterIDs:        make([]NodeID, len(c.Voters)),
 		electionTimeout: orDefault(c.ElectionTimeout, DefaultElectionTimeout),
 		fetchTimeout:    orDefault(c.FetchTimeout, DefaultFetchTimeout),
 		backoffMax:      orDefault(c.ElectionBackoffMax, DefaultElectionBackoffMax),
+	}
+	for i, v := range c.Voters {
+		s.voterIDs[i] = v.ID
 	}
 	s.checkQuorum, s.beginPeriod = leaderPeriods(s.fetchTimeout)
 	s.resetFetch = ResetTimer{Timer: FetchTimer, After: s.fetchTimeout}
@@ -154,6 +159,23 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 func (c *settings) isVoter() bool { return c.localIndex >= 0 }
+
+// voterIndex is voterIndex(c.voters, key): voter ids are unique
+// (Config.Validate), so the first id that matches decides.
+func (c *settings) voterIndex(key ReplicaKey) int {
+	if key.ID < 0 {
+		return -1
+	}
+	for i, id := range c.voterIDs {
+		if id == key.ID {
+			if c.voters[i].Matches(key) {
+				return i
+			}
+			return -1
+		}
+	}
+	return -1
+}
 
 // majority is floor(n/2)+1 for the voter set (Kafka's
 // EpochElection.majoritySize).
@@ -207,11 +229,11 @@ type State struct {
 
 	// Leader: where its epoch starts; each voter's end offset by voter
 	// index (the fetch offset of its last valid Fetch, -1 if unknown;
-	// shared between states and copied when one moves); the voters that
+	// voterEnds keeps old states' values); the voters that
 	// fetched in the current check-quorum window and since the last
 	// BeginQuorumEpoch round (D4 in docs/design.md).
 	epochStart   int64
-	ends         []int64
+	ends         voterEnds
 	fetchedCheck voterSet
 	fetchedBegin voterSet
 }
@@ -287,7 +309,7 @@ func NewState(cfg Config, record *QuorumRecord, log LogState) (State, []Action, 
 	}
 
 	t := stepper{s: s}
-	t.emit(Persist{Record: t.s.Record()})
+	t.emitPersist(Persist{Record: t.s.Record()})
 	if c.isVoter() && len(c.voters) == 1 {
 		// Kafka's initialize: the only voter elects itself at once.
 		switch t.s.role {
@@ -298,7 +320,7 @@ func NewState(cfg Config, record *QuorumRecord, log LogState) (State, []Action, 
 			t.maybeWin()
 		case Prospective, Leader:
 		}
-		return t.s, t.acts, nil
+		return t.s, t.actions(), nil
 	}
 	switch t.s.role {
 	case Unattached:
@@ -315,7 +337,7 @@ func NewState(cfg Config, record *QuorumRecord, log LogState) (State, []Action, 
 	case Prospective, Leader:
 		// Never restored (Kafka: a replica never starts as Leader).
 	}
-	return t.s, t.acts, nil
+	return t.s, t.actions(), nil
 }
 
 // Role is the replica's current role.
@@ -357,9 +379,9 @@ func (s State) VoterEndOffsets() []int64 {
 	if s.role != Leader || s.c == nil {
 		return nil
 	}
-	out := make([]int64, len(s.ends))
+	out := make([]int64, s.ends.len())
 	for i := range out {
-		out[i] = s.ends[i]
+		out[i] = s.ends.get(i)
 	}
 	if i := s.c.localIndex; i >= 0 && i < len(out) {
 		out[i] = s.log.flushed

@@ -14,17 +14,26 @@ import (
 // every event, including zero values and nonsense, gets Kafka's answer or is
 // dropped, and an event that proves the cluster inconsistent yields a single
 // Fault action and s unchanged.
+//
+// The actions are the caller's: Step allocates them (at most once per step)
+// and never touches them again.
 func Step(s State, e Event) (State, []Action) {
 	return StepInto(nil, s, e)
 }
 
-// StepInto is Step appending the actions to dst, so a host can reuse one
-// buffer across steps. It returns the extended slice.
-func StepInto(dst []Action, s State, e Event) (State, []Action) {
-	if s.c == nil || e == nil {
-		return s, dst
+// StepInto is Step with the actions stored in b, which a host reuses from
+// step to step: once b has grown to fit the largest step, a step allocates
+// nothing. The returned slice and the actions in it stay valid until the
+// next StepInto with b (see Buffer). A nil b is Step.
+func StepInto(b *Buffer, s State, e Event) (State, []Action) {
+	if b != nil {
+		b.acts = b.acts[:0]
+		b.arena.reset()
 	}
-	t := stepper{s: s, acts: dst, base: len(dst)}
+	if s.c == nil || e == nil {
+		return s, nil
+	}
+	t := stepper{s: s, buf: b}
 	switch e := e.(type) {
 	case ElectionTimeout:
 		t.onElectionTimeout()
@@ -60,17 +69,20 @@ func StepInto(dst []Action, s State, e Event) (State, []Action) {
 		t.onResign()
 	}
 	if t.fault != "" {
-		return s, append(dst, Fault{Reason: t.fault})
+		b := t.buffer()
+		b.acts = append(b.acts[:0], Fault{Reason: t.fault})
+		return s, b.acts
 	}
-	return t.s, t.acts
+	return t.s, t.actions()
 }
 
 // stepper carries one step: the state being built and the actions so far.
 // A fault discards both (Step returns the input state and the Fault alone).
 type stepper struct {
-	s     State
-	acts  []Action
-	base  int // where this step's actions start in acts
+	s State
+	// buf holds the step's actions: the caller's Buffer (StepInto), or
+	// Step's own, allocated on the first action (nil until then).
+	buf   *Buffer
 	fault string
 	probe bool // AcceptsRecords: decide, emit nothing
 
@@ -83,16 +95,22 @@ type stepper struct {
 	accepted      bool
 }
 
+// emit appends an action that is boxed already (the ones settings keeps)
+// or rare; the frequent ones go through the typed emitters of arena.go.
 func (t *stepper) emit(a Action) {
 	if t.probe {
 		return
 	}
-	if t.acts == nil {
-		// Most steps emit a handful of actions: one allocation instead of
-		// growing 1, 2, 4.
-		t.acts = make([]Action, 0, 4)
+	b := t.buffer()
+	b.acts = append(b.acts, a)
+}
+
+// actions is the step's action list.
+func (t *stepper) actions() []Action {
+	if t.buf == nil {
+		return nil
 	}
-	t.acts = append(t.acts, a)
+	return t.buf.acts
 }
 
 // persist emits a Persist of the current record. When a Persist of this
@@ -101,19 +119,20 @@ func (t *stepper) emit(a Action) {
 // that moves to a newer epoch and grants a vote in it; D1).
 func (t *stepper) persist() {
 	p := Persist{Record: t.s.Record()}
-	for i := len(t.acts) - 1; i >= t.base; i-- {
-		switch t.acts[i].(type) {
+	acts := t.actions()
+	for i := len(acts) - 1; i >= 0; i-- {
+		switch acts[i].(type) {
 		case Persist:
-			t.acts[i] = p
+			acts[i] = t.pooledPersist(p)
 			return
 		case SendVoteRequest, SendVoteResponse, SendBeginQuorumEpoch, SendBeginQuorumEpochResponse,
 			SendEndQuorumEpoch, SendEndQuorumEpochResponse, SendFetch, SendFetchResponse,
 			SendFetchSnapshotResponse, AppendLeaderChange, TruncateLog:
-			t.emit(p)
+			t.emitPersist(p)
 			return
 		}
 	}
-	t.emit(p)
+	t.emitPersist(p)
 }
 
 // failf records that the input proved the cluster inconsistent.
@@ -177,12 +196,12 @@ func (t *stepper) become(role Role, epoch Epoch, leader NodeID, voted ReplicaKey
 	n.endpoints = false
 	n.fetched, n.leaderResigned, n.fetchPending, n.fetchJitter = false, false, false, 0
 	n.granted, n.rejected, n.yielding = 0, 0, false
-	n.epochStart, n.ends, n.fetchedCheck, n.fetchedBegin = 0, nil, 0, 0
+	n.epochStart, n.ends, n.fetchedCheck, n.fetchedBegin = 0, voterEnds{}, 0, 0
 	t.s = n
 	if durable && n.Record() != old.Record() {
 		t.persist()
 	}
-	t.emit(RoleChanged{From: old.role, To: role, Epoch: epoch, LeaderID: leader, Reason: reason})
+	t.emitRoleChanged(RoleChanged{From: old.role, To: role, Epoch: epoch, LeaderID: leader, Reason: reason})
 	voter := n.c.isVoter()
 	was, now := timersOf(old.role, voter), timersOf(role, voter)
 	for _, tm := range was {
@@ -214,7 +233,7 @@ func (t *stepper) toUnattached(epoch Epoch, leader NodeID, timer electionTimer, 
 func (t *stepper) enterUnattached(timer electionTimer) {
 	if !t.s.c.isVoter() {
 		t.emit(t.s.c.resetFetch)
-		t.emit(t.fetchRequest(NoNode))
+		t.emitFetch(t.fetchRequest(NoNode))
 		return
 	}
 	t.armElection(timer)
@@ -240,9 +259,9 @@ func (t *stepper) leaveUnattachedTimer() electionTimer {
 func (t *stepper) armElection(timer electionTimer) {
 	switch timer {
 	case timerRandom:
-		t.emit(ResetTimer{Timer: ElectionTimer, After: t.randomElectionTimeout()})
+		t.emitResetTimer(ResetTimer{Timer: ElectionTimer, After: t.randomElectionTimeout()})
 	case timerZero:
-		t.emit(ResetTimer{Timer: ElectionTimer, After: 0})
+		t.emitResetTimer(ResetTimer{Timer: ElectionTimer, After: 0})
 	case timerKeep:
 		// Only roles that own a running election timer hand it over
 		// (leaveUnattachedTimer), so there is nothing to arm.
@@ -295,7 +314,7 @@ func (t *stepper) sendFetch() {
 		return
 	}
 	t.s.fetchPending = false
-	t.emit(t.fetchRequest(t.s.leader))
+	t.emitFetch(t.fetchRequest(t.s.leader))
 }
 
 // toProspective starts a pre-vote in the current epoch (Kafka's
@@ -373,7 +392,7 @@ func (t *stepper) requestVotes(preVote bool) {
 		if i == t.s.c.localIndex {
 			continue
 		}
-		t.emit(t.voteRequest(v, preVote))
+		t.emitVoteRequest(t.voteRequest(v, preVote))
 	}
 }
 

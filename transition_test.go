@@ -193,13 +193,22 @@ func TestStepIsPureAndDeterministic(t *testing.T) {
 		require.Equal(t, actsA, actsB, "%T", e)
 		require.Equal(t, before, s, "Step(%T) changed its input", e)
 	}
-	// StepInto with a buffer that has room appends into it without
-	// disturbing what is already there, and two results never share it.
-	buf := make([]Action, 1, 16)
-	buf[0] = Fault{Reason: "sentinel"}
-	_, x := StepInto(buf, s, fetchFrom(2, 1, 4, 1))
-	require.Equal(t, Fault{Reason: "sentinel"}, x[0])
-	require.Greater(t, len(x), 1)
+	// StepInto through a reused Buffer gives each step exactly Step's
+	// actions, and the actions Step returned stay as they were.
+	var buf Buffer
+	kept, fromStep := Step(s, fetchFrom(2, 1, 4, 1))
+	want := append([]Action(nil), fromStep...)
+	for _, e := range []Event{fetchFrom(2, 1, 4, 1), ElectionTimeout{}, Resign{}, fetchFrom(3, 1, 4, 1)} {
+		wantNext, wantActs := Step(s, e)
+		next, acts := StepInto(&buf, s, e)
+		require.Equal(t, wantNext, next, "%T", e)
+		require.Equal(t, len(wantActs), len(acts), "%T", e)
+		if len(acts) > 0 {
+			require.Equal(t, wantActs, acts, "%T", e)
+		}
+	}
+	require.Equal(t, want, fromStep)
+	require.Equal(t, kept, CloneState(kept))
 }
 
 // A Persist is rewritten in place only while nothing has been sent after
@@ -219,10 +228,14 @@ func TestPersistIsRewrittenOnlyBeforeAnySend(t *testing.T) {
 		SendVoteResponse{To: 2, Epoch: 4, LeaderID: NoNode, VoteGranted: true},
 	}, acts)
 
-	// StepInto never rewrites actions that were in the caller's buffer.
-	buf := []Action{Persist{Record: EmptyRecord()}}
-	_, acts = StepInto(buf, start(t, config(1, 1, 2, 3)),
+	// Through a Buffer that held an earlier step's Persist, the rewrite
+	// still only looks at this step's actions.
+	var buf Buffer
+	_, _ = StepInto(&buf, start(t, config(1, 1, 2, 3)), ElectionTimeout{})
+	_, acts = StepInto(&buf, start(t, config(1, 1, 2, 3)),
 		ReceiveVoteRequest{From: 2, VoterID: NoNode, CandidateEpoch: 4, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 1, Epoch: 1}})
-	require.Equal(t, Persist{Record: EmptyRecord()}, acts[0])
-	require.Equal(t, Persist{Record: QuorumRecord{Epoch: 4, LeaderID: NoNode, VotedKey: ReplicaKey{ID: 2}}}, acts[1])
+	_, fresh := Step(start(t, config(1, 1, 2, 3)),
+		ReceiveVoteRequest{From: 2, VoterID: NoNode, CandidateEpoch: 4, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 1, Epoch: 1}})
+	require.Equal(t, fresh, acts)
+	require.Equal(t, Persist{Record: QuorumRecord{Epoch: 4, LeaderID: NoNode, VotedKey: ReplicaKey{ID: 2}}}, acts[0])
 }

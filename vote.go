@@ -45,7 +45,7 @@ func (t *stepper) afterElectionLoss(timer electionTimer, reason string) {
 // onVoteRequest is Kafka's KafkaRaftClient.handleVoteRequest, step by step.
 func (t *stepper) onVoteRequest(e ReceiveVoteRequest) {
 	respond := func(code ErrorCode, granted bool) {
-		t.emit(SendVoteResponse{To: e.From, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader, VoteGranted: granted})
+		t.emitVoteResponse(SendVoteResponse{To: e.From, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader, VoteGranted: granted})
 	}
 	if !t.clusterOK(e.ClusterID) {
 		respond(ErrInconsistentClusterID, false)
@@ -104,12 +104,12 @@ func (t *stepper) onVoteRequest(e ReceiveVoteRequest) {
 // whose log is behind, cannot win (docs/design.md D39). The request is an
 // ordinary pre-vote, so nothing changes on the wire.
 func (t *stepper) askAgain(candidate ReplicaKey) {
-	i := voterIndex(t.s.c.voters, candidate)
+	i := t.s.c.voterIndex(candidate)
 	if i < 0 || i == t.s.c.localIndex || !t.s.rejected.has(i) {
 		return
 	}
 	t.s.rejected = t.s.rejected.without(i)
-	t.emit(t.voteRequest(t.s.c.voters[i], true))
+	t.emitVoteRequest(t.voteRequest(t.s.c.voters[i], true))
 }
 
 // canGrantVote is each role's answer to a vote request (Kafka's
@@ -164,7 +164,7 @@ func (t *stepper) recordVote(candidate ReplicaKey) {
 	t.newTally()
 	for i, v := range t.s.c.voters {
 		if i != t.s.c.localIndex && answered.has(i) {
-			t.emit(t.voteRequest(v, true))
+			t.emitVoteRequest(t.voteRequest(v, true))
 		}
 	}
 }

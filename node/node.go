@@ -30,7 +30,7 @@ type Node struct {
 
 	// Loop-owned.
 	st        kraft.State
-	buf       []kraft.Action
+	buf       kraft.Buffer // the actions of the step being carried out
 	queue     []inbound // host events owed to the state, stepped before any input
 	cur       *Message  // the request being stepped, for its response
 	noPark    bool      // the request being stepped was parked: answer now
@@ -205,8 +205,9 @@ func (n *Node) step(e kraft.Event) {
 		return
 	}
 	before := n.st
-	next, acts := kraft.StepInto(n.buf[:0], n.st, e)
-	n.buf = acts[:0]
+	// carry never steps: it queues what it owes the state, so the
+	// actions in n.buf stay valid while it runs.
+	next, acts := kraft.StepInto(&n.buf, n.st, e)
 	for _, a := range acts {
 		if f, ok := a.(kraft.Fault); ok {
 			n.fail(fmt.Errorf("node: fault on %T: %s", e, f.Reason))

@@ -1,0 +1,221 @@
+package kraft
+
+import "unsafe"
+
+// Action values without a heap allocation each (docs/design.md D42).
+//
+// Putting a struct into an interface copies it to the heap: one allocation
+// per SendFetchResponse, SendFetch, HighWatermarkChanged... on every step of
+// a running quorum. Instead, the values of the frequent actions are written
+// into typed pools (an arena) owned by the step's Buffer, and the Action
+// handed to the host refers to the pooled value. The interface value is
+// built from the type word Go uses for that action type and a pointer to
+// the pooled value: exactly what the compiler builds when it boxes, minus
+// the copy. A type switch, an assertion, reflect and fmt read it as any
+// other Action. This file is the only one that uses package unsafe.
+//
+// The arena is safe because nothing writes a pooled value once its Action
+// is returned, until the Buffer's next step reuses the pool (Buffer's
+// documentation tells the host so); Step never reuses its pools. If the
+// layout check below ever fails (a Go release that lays interfaces out
+// differently), every action is boxed the ordinary way.
+
+// ifaceWords is the layout of a non-empty interface value: the type word
+// and the data word, which points at the value for every action type (none
+// is pointer-shaped).
+type ifaceWords struct {
+	tab  unsafe.Pointer
+	data unsafe.Pointer
+}
+
+func typeWord(a Action) unsafe.Pointer { return (*ifaceWords)(unsafe.Pointer(&a)).tab }
+
+// refer returns the Action whose type word is tab and whose value is *p.
+func refer(tab, p unsafe.Pointer) Action {
+	var a Action
+	w := (*ifaceWords)(unsafe.Pointer(&a))
+	w.tab, w.data = tab, p
+	return a
+}
+
+// The type words of the pooled action types.
+var (
+	tabPersist       = typeWord(Persist{})
+	tabVoteRequest   = typeWord(SendVoteRequest{})
+	tabVoteResponse  = typeWord(SendVoteResponse{})
+	tabBeginEpoch    = typeWord(SendBeginQuorumEpoch{})
+	tabFetch         = typeWord(SendFetch{})
+	tabFetchResponse = typeWord(SendFetchResponse{})
+	tabHighWatermark = typeWord(HighWatermarkChanged{})
+	tabResetTimer    = typeWord(ResetTimer{})
+	tabRoleChanged   = typeWord(RoleChanged{})
+)
+
+// referOK: refer builds Actions that read back as the values they refer to.
+var referOK = checkRefer()
+
+func checkRefer() bool {
+	v := SendFetchResponse{To: 3, Error: ErrNone, Epoch: 7, LeaderID: 1, HighWatermark: 1 << 40}
+	a := refer(tabFetchResponse, unsafe.Pointer(&v))
+	got, ok := a.(SendFetchResponse)
+	if !ok || got != v {
+		return false
+	}
+	_, isFetch := a.(SendFetch)
+	return !isFetch
+}
+
+// pool holds values of one action type. Its storage grows by whole new
+// chunks, never by moving: earlier values stay where the Actions that refer
+// to them point.
+type pool[T any] struct {
+	items []T
+}
+
+func (p *pool[T]) put(v T) unsafe.Pointer {
+	if len(p.items) == cap(p.items) {
+		n := 2 * cap(p.items)
+		if n < 4 {
+			n = 4
+		}
+		p.items = make([]T, 0, n)
+	}
+	p.items = append(p.items, v)
+	return unsafe.Pointer(&p.items[len(p.items)-1])
+}
+
+func (p *pool[T]) reset() { p.items = p.items[:0] }
+
+// arena holds the values of one step's frequent actions.
+type arena struct {
+	persist       pool[Persist]
+	voteRequest   pool[SendVoteRequest]
+	voteResponse  pool[SendVoteResponse]
+	beginEpoch    pool[SendBeginQuorumEpoch]
+	fetch         pool[SendFetch]
+	fetchResponse pool[SendFetchResponse]
+	highWatermark pool[HighWatermarkChanged]
+	resetTimer    pool[ResetTimer]
+	roleChanged   pool[RoleChanged]
+}
+
+func (a *arena) reset() {
+	a.persist.reset()
+	a.voteRequest.reset()
+	a.voteResponse.reset()
+	a.beginEpoch.reset()
+	a.fetch.reset()
+	a.fetchResponse.reset()
+	a.highWatermark.reset()
+	a.resetTimer.reset()
+	a.roleChanged.reset()
+}
+
+// Buffer is reusable storage for StepInto: the list of actions and the
+// values of the frequent ones. Once a Buffer has grown to the size of the
+// largest step it serves, stepping through it allocates nothing.
+//
+// The actions StepInto returns live in the Buffer: they stay valid until
+// the next StepInto with the same Buffer, which reuses its storage. A host
+// that keeps an action longer copies its value out (a type switch or an
+// assertion copies) or steps with Step, whose actions are its own. The
+// zero Buffer is ready to use; one Buffer serves one goroutine at a time.
+type Buffer struct {
+	acts  []Action
+	arena arena
+}
+
+// stepBlock is the storage of one Step: a Buffer with room for a
+// steady-state step's actions and their values, in one allocation. A
+// larger step grows the pools it fills.
+type stepBlock struct {
+	buf      Buffer
+	acts     [4]Action
+	fetch    [1]SendFetch
+	response [1]SendFetchResponse
+	hwm      [1]HighWatermarkChanged
+	timer    [1]ResetTimer
+}
+
+// buffer is the step's Buffer; Step's is allocated on its first action.
+func (t *stepper) buffer() *Buffer {
+	if t.buf == nil {
+		k := new(stepBlock)
+		k.buf.acts = k.acts[:0]
+		k.buf.arena.fetch.items = k.fetch[:0]
+		k.buf.arena.fetchResponse.items = k.response[:0]
+		k.buf.arena.highWatermark.items = k.hwm[:0]
+		k.buf.arena.resetTimer.items = k.timer[:0]
+		t.buf = &k.buf
+	}
+	return t.buf
+}
+
+// pooled returns an Action that refers to v, written into pool p of the
+// step's Buffer (or, if referOK is false, v boxed the ordinary way).
+func pooled[T Action](tab unsafe.Pointer, p *pool[T], v T) Action {
+	if !referOK {
+		return v
+	}
+	return refer(tab, p.put(v))
+}
+
+// The emitters of the pooled action types.
+
+func (t *stepper) emitPersist(v Persist) {
+	if !t.probe {
+		t.emit(t.pooledPersist(v))
+	}
+}
+
+func (t *stepper) pooledPersist(v Persist) Action {
+	return pooled(tabPersist, &t.buffer().arena.persist, v)
+}
+
+func (t *stepper) emitVoteRequest(v SendVoteRequest) {
+	if !t.probe {
+		t.emit(pooled(tabVoteRequest, &t.buffer().arena.voteRequest, v))
+	}
+}
+
+func (t *stepper) emitVoteResponse(v SendVoteResponse) {
+	if !t.probe {
+		t.emit(pooled(tabVoteResponse, &t.buffer().arena.voteResponse, v))
+	}
+}
+
+func (t *stepper) emitBeginEpoch(v SendBeginQuorumEpoch) {
+	if !t.probe {
+		t.emit(pooled(tabBeginEpoch, &t.buffer().arena.beginEpoch, v))
+	}
+}
+
+func (t *stepper) emitFetch(v SendFetch) {
+	if !t.probe {
+		t.emit(pooled(tabFetch, &t.buffer().arena.fetch, v))
+	}
+}
+
+func (t *stepper) emitFetchResponse(v SendFetchResponse) {
+	if !t.probe {
+		t.emit(pooled(tabFetchResponse, &t.buffer().arena.fetchResponse, v))
+	}
+}
+
+func (t *stepper) emitHighWatermark(v HighWatermarkChanged) {
+	if !t.probe {
+		t.emit(pooled(tabHighWatermark, &t.buffer().arena.highWatermark, v))
+	}
+}
+
+func (t *stepper) emitResetTimer(v ResetTimer) {
+	if !t.probe {
+		t.emit(pooled(tabResetTimer, &t.buffer().arena.resetTimer, v))
+	}
+}
+
+func (t *stepper) emitRoleChanged(v RoleChanged) {
+	if !t.probe {
+		t.emit(pooled(tabRoleChanged, &t.buffer().arena.roleChanged, v))
+	}
+}

@@ -1,0 +1,59 @@
+package kraft
+
+// inlineEnds is how many voters' end offsets a State holds inline: enough
+// for the usual quorums of 3 or 5 voters, whose leaders then record a
+// voter's progress without allocating.
+const inlineEnds = 5
+
+// voterEnds is a leader's end offset for each voter, by voter index (-1
+// before the voter's first valid Fetch). Up to inlineEnds voters it is an
+// array copied with the State; a larger voter set keeps a slice that
+// states share and that set copies before writing, so older states keep
+// their values.
+type voterEnds struct {
+	n     int
+	small [inlineEnds]int64
+	large []int64
+}
+
+func newVoterEnds(n int) voterEnds {
+	v := voterEnds{n: n}
+	if n > inlineEnds {
+		v.large = make([]int64, n)
+	}
+	for i := 0; i < n; i++ {
+		v.set(i, -1)
+	}
+	return v
+}
+
+func (v voterEnds) len() int { return v.n }
+
+func (v voterEnds) get(i int) int64 {
+	if v.large != nil {
+		return v.large[i]
+	}
+	return v.small[i]
+}
+
+// set records voter i's end. It writes a large slice only after copying
+// it unless the slice is new (newVoterEnds).
+func (v *voterEnds) set(i int, end int64) {
+	if v.large == nil {
+		v.small[i] = end
+		return
+	}
+	v.large[i] = end
+}
+
+// with returns v with voter i's end changed, leaving v (and every State
+// that shares its slice) as it was.
+func (v voterEnds) with(i int, end int64) voterEnds {
+	if v.large != nil {
+		large := make([]int64, len(v.large))
+		copy(large, v.large)
+		v.large = large
+	}
+	v.set(i, end)
+	return v
+}
