@@ -31,9 +31,9 @@ type Node struct {
 	// Loop-owned.
 	st        kraft.State
 	buf       kraft.Buffer // the actions of the step being carried out
-	queue     []inbound // host events owed to the state, stepped before any input
-	cur       *Message  // the request being stepped, for its response
-	noPark    bool      // the request being stepped was parked: answer now
+	queue     []inbound    // host events owed to the state, stepped before any input
+	cur       *Message     // the request being stepped, for its response
+	noPark    bool         // the request being stepped was parked: answer now
 	corr      uint64
 	timerGen  [5]uint64
 	inflight  map[reqKey]*request
