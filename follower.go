@@ -203,7 +203,7 @@ func (s State) AcceptsRecords(r ReceiveFetchResponse) bool {
 	if s.c == nil {
 		return false
 	}
-	t := stepper{s: s, probe: true}
+	t := stepper{s: &s, probe: true}
 	t.onFetchResponse(r)
 	return t.accepted && t.fault == ""
 }

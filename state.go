@@ -308,7 +308,7 @@ func NewState(cfg Config, record *QuorumRecord, log LogState) (State, []Action, 
 		s.role, s.epoch, s.leader, s.voted = Unattached, rec.Epoch, rec.LeaderID, rec.VotedKey
 	}
 
-	t := stepper{s: s}
+	t := stepper{s: &s}
 	t.emitPersist(Persist{Record: t.s.Record()})
 	if c.isVoter() && len(c.voters) == 1 {
 		// Kafka's initialize: the only voter elects itself at once.
@@ -320,7 +320,7 @@ func NewState(cfg Config, record *QuorumRecord, log LogState) (State, []Action, 
 			t.maybeWin()
 		case Prospective, Leader:
 		}
-		return t.s, t.actions(), nil
+		return *t.s, t.actions(), nil
 	}
 	switch t.s.role {
 	case Unattached:
@@ -337,7 +337,7 @@ func NewState(cfg Config, record *QuorumRecord, log LogState) (State, []Action, 
 	case Prospective, Leader:
 		// Never restored (Kafka: a replica never starts as Leader).
 	}
-	return t.s, t.actions(), nil
+	return *t.s, t.actions(), nil
 }
 
 // Role is the replica's current role.

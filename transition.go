@@ -25,7 +25,7 @@ func Step(s State, e Event) (State, []Action) {
 // step to step: once b has grown to fit the largest step, a step allocates
 // nothing. The returned slice and the actions in it stay valid until the
 // next StepInto with b (see Buffer). A nil b is Step.
-func StepInto(b *Buffer, s State, e Event) (State, []Action) {
+func StepInto(b *Buffer, s State, e Event) (next State, acts []Action) {
 	if b != nil {
 		b.acts = b.acts[:0]
 		b.arena.reset()
@@ -33,7 +33,9 @@ func StepInto(b *Buffer, s State, e Event) (State, []Action) {
 	if s.c == nil || e == nil {
 		return s, nil
 	}
-	t := stepper{s: s, buf: b}
+	// The step builds the next state in place, in the result.
+	next = s
+	t := stepper{s: &next, buf: b}
 	switch e := e.(type) {
 	case ElectionTimeout:
 		t.onElectionTimeout()
@@ -70,16 +72,18 @@ func StepInto(b *Buffer, s State, e Event) (State, []Action) {
 	}
 	if t.fault != "" {
 		b := t.buffer()
-		b.acts = append(b.acts[:0], Fault{Reason: t.fault})
+		// A copy of the reason: nothing of the stepper, which points at
+		// next, may reach the heap, or next would have to live there.
+		b.acts = append(b.acts[:0], Fault{Reason: string([]byte(t.fault))})
 		return s, b.acts
 	}
-	return t.s, t.actions()
+	return next, t.actions()
 }
 
 // stepper carries one step: the state being built and the actions so far.
 // A fault discards both (Step returns the input state and the Fault alone).
 type stepper struct {
-	s State
+	s *State // the state being built
 	// buf holds the step's actions: the caller's Buffer (StepInto), or
 	// Step's own, allocated on the first action (nil until then).
 	buf   *Buffer
@@ -190,14 +194,14 @@ const (
 // Role-specific data is reset. The caller arms the new role's timers and
 // sends its messages.
 func (t *stepper) become(role Role, epoch Epoch, leader NodeID, voted ReplicaKey, durable bool, reason string) {
-	old := t.s
+	old := *t.s
 	n := old
 	n.role, n.epoch, n.leader, n.voted = role, epoch, leader, voted
 	n.endpoints = false
 	n.fetched, n.leaderResigned, n.fetchPending, n.fetchJitter = false, false, false, 0
 	n.granted, n.rejected, n.yielding = 0, 0, false
 	n.epochStart, n.ends, n.fetchedCheck, n.fetchedBegin = 0, voterEnds{}, 0, 0
-	t.s = n
+	*t.s = n
 	if durable && n.Record() != old.Record() {
 		t.persist()
 	}
@@ -486,7 +490,7 @@ func (t *stepper) namedLeader(id NodeID) NodeID {
 }
 
 func (t *stepper) inconsistentLeader(epoch Epoch, leader NodeID) {
-	t.failf(fmt.Sprintf("inconsistent leader: a message names %d leader of epoch %d, but this replica is %v", leader, epoch, t.s))
+	t.failf(fmt.Sprintf("inconsistent leader: a message names %d leader of epoch %d, but this replica is %v", leader, epoch, *t.s))
 }
 
 // reconcile is Kafka's maybeTransition: check the named leader for

@@ -115,7 +115,7 @@ func (t *stepper) askAgain(candidate ReplicaKey) {
 // canGrantVote is each role's answer to a vote request (Kafka's
 // EpochState.canGrantVote).
 func (t *stepper) canGrantVote(candidate ReplicaKey, upToDate, preVote bool) bool {
-	s := &t.s
+	s := t.s
 	switch s.role {
 	case Unattached, Prospective:
 		switch {
