@@ -1,6 +1,10 @@
 package kraft
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/google/uuid"
+)
 
 // The leader: becoming leader, answering fetches, the high watermark,
 // check-quorum, BeginQuorumEpoch re-sends and resignation (Kafka's
@@ -49,7 +53,7 @@ func (t *stepper) beginQuorumEpoch(to ReplicaKey) SendBeginQuorumEpoch {
 // onFetch is Kafka's KafkaRaftClient.handleFetchRequest. Every role answers;
 // only the Leader answers with data. No role changes on an incoming Fetch,
 // whatever its epoch.
-func (t *stepper) onFetch(e ReceiveFetch) {
+func (t *stepper) onFetch(e *ReceiveFetch) {
 	code := ErrNone
 	switch {
 	case !t.clusterOK(e.ClusterID):
@@ -82,7 +86,7 @@ func (t *stepper) onFetch(e ReceiveFetch) {
 		// Only a valid fetch moves the voter's position and counts for
 		// check-quorum: Kafka's tryCompleteFetchRequest calls updateReplicaState
 		// only for a VALID one, not for a diverging or snapshot answer.
-		t.fetchedBy(ReplicaKey{ID: e.From, DirectoryID: e.FromDirectoryID}, e.FetchOffset, true)
+		t.fetchedBy(e.From, &e.FromDirectoryID, e.FetchOffset, true)
 	}
 	t.fetchResponse(e.From, ErrNone, t.s.hwm, diverging)
 }
@@ -100,7 +104,7 @@ func (t *stepper) onFetchSnapshot(e ReceiveFetchSnapshot) {
 		code = t.validateLeaderOnly(e.CurrentLeaderEpoch)
 	}
 	if code == ErrNone && e.From >= 0 {
-		t.fetchedBy(ReplicaKey{ID: e.From, DirectoryID: e.FromDirectoryID}, -1, false)
+		t.fetchedBy(e.From, &e.FromDirectoryID, -1, false)
 	}
 	t.emit(SendFetchSnapshotResponse{To: e.From, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader})
 }
@@ -110,8 +114,8 @@ func (t *stepper) onFetchSnapshot(e ReceiveFetchSnapshot) {
 // voter's key (KIP-853) are not tracked: Kafka's updateReplicaState keeps
 // them as observers, kraft keeps no observers (docs/design.md, contract
 // decision 5).
-func (t *stepper) fetchedBy(key ReplicaKey, offset int64, position bool) {
-	i := t.s.c.voterIndex(key)
+func (t *stepper) fetchedBy(id NodeID, dir *uuid.UUID, offset int64, position bool) {
+	i := t.s.c.voterIndexOf(id, dir)
 	if i < 0 || i == t.s.c.localIndex {
 		return
 	}

@@ -160,15 +160,21 @@ func orDefault(d, def time.Duration) time.Duration {
 
 func (c *settings) isVoter() bool { return c.localIndex >= 0 }
 
-// voterIndex is voterIndex(c.voters, key): voter ids are unique
-// (Config.Validate), so the first id that matches decides.
+// voterIndex is voterIndex(c.voters, key).
 func (c *settings) voterIndex(key ReplicaKey) int {
-	if key.ID < 0 {
+	return c.voterIndexOf(key.ID, &key.DirectoryID)
+}
+
+// voterIndexOf is the index of the voter that key (id, *dir) matches, or
+// -1: voter ids are unique (Config.Validate), so the first id that matches
+// decides.
+func (c *settings) voterIndexOf(id NodeID, dir *uuid.UUID) int {
+	if id < 0 {
 		return -1
 	}
-	for i, id := range c.voterIDs {
-		if id == key.ID {
-			if c.voters[i].Matches(key) {
+	for i, v := range c.voterIDs {
+		if v == id {
+			if d := &c.voters[i].DirectoryID; *d == uuid.Nil || *d == *dir {
 				return i
 			}
 			return -1

@@ -54,7 +54,7 @@ func StepInto(b *Buffer, s State, e Event) (next State, acts []Action) {
 	case ReceiveEndQuorumEpoch:
 		t.onEndQuorumEpoch(e)
 	case ReceiveFetch:
-		t.onFetch(e)
+		t.onFetch(&e)
 	case ReceiveFetchSnapshot:
 		t.onFetchSnapshot(e)
 	case ReceiveFetchResponse:
