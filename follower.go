@@ -49,7 +49,7 @@ func (t *stepper) onEndQuorumEpoch(e ReceiveEndQuorumEpoch) {
 // validateVoterOnlyRequest and maybeTransition). It returns the error code
 // to answer with.
 func (t *stepper) leaderAnnouncement(cluster uuid.NullUUID, leader NodeID, epoch Epoch, what string) ErrorCode {
-	if !t.clusterOK(cluster) {
+	if !t.clusterOK(&cluster) {
 		return ErrInconsistentClusterID
 	}
 	if code := t.validateVoterOnly(leader, epoch); code != ErrNone {

@@ -56,7 +56,7 @@ func (t *stepper) beginQuorumEpoch(to ReplicaKey) SendBeginQuorumEpoch {
 func (t *stepper) onFetch(e *ReceiveFetch) {
 	code := ErrNone
 	switch {
-	case !t.clusterOK(e.ClusterID):
+	case !t.clusterOK(&e.ClusterID):
 		code = ErrInconsistentClusterID
 	case e.FetchOffset < 0 || e.FetchEpoch < 0 || e.FetchEpoch > e.CurrentLeaderEpoch:
 		code = ErrInvalidRequest
@@ -100,7 +100,7 @@ func (t *stepper) fetchResponse(to NodeID, code ErrorCode, hwm int64, diverging 
 // and bytes are the host's (docs/design.md, contract decision 8).
 func (t *stepper) onFetchSnapshot(e ReceiveFetchSnapshot) {
 	code := ErrInconsistentClusterID
-	if t.clusterOK(e.ClusterID) {
+	if t.clusterOK(&e.ClusterID) {
 		code = t.validateLeaderOnly(e.CurrentLeaderEpoch)
 	}
 	if code == ErrNone && e.From >= 0 {

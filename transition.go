@@ -425,7 +425,10 @@ func (t *stepper) fetchRequest(to NodeID) SendFetch {
 // clusterOK is Kafka's hasValidClusterId: a request without a cluster id is
 // accepted, otherwise it must be ours. A replica configured without one
 // accepts any.
-func (t *stepper) clusterOK(id uuid.NullUUID) bool {
+//
+// It takes a pointer: copying a NullUUID (17 bytes) costs more than the
+// comparison on the leader's Fetch path.
+func (t *stepper) clusterOK(id *uuid.NullUUID) bool {
 	return !id.Valid || !t.s.c.clusterID.Valid || id.UUID == t.s.c.clusterID.UUID
 }
 

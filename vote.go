@@ -47,7 +47,7 @@ func (t *stepper) onVoteRequest(e ReceiveVoteRequest) {
 	respond := func(code ErrorCode, granted bool) {
 		t.emitVoteResponse(SendVoteResponse{To: e.From, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader, VoteGranted: granted})
 	}
-	if !t.clusterOK(e.ClusterID) {
+	if !t.clusterOK(&e.ClusterID) {
 		respond(ErrInconsistentClusterID, false)
 		return
 	}
