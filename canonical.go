@@ -77,9 +77,11 @@ func (s State) appendCanonical(dst []byte) []byte {
 	dst = canonUvarint(dst, uint64(s.rejected))
 	dst = canonVarint(dst, int64(s.lastYield))
 	dst = canonVarint(dst, s.epochStart)
-	dst = canonUvarint(dst, uint64(s.ends.len()))
-	for i := 0; i < s.ends.len(); i++ {
-		e := s.ends.get(i)
+	for _, e := range s.ends.small {
+		dst = canonVarint(dst, e)
+	}
+	dst = canonUvarint(dst, uint64(len(s.ends.large)))
+	for _, e := range s.ends.large {
 		dst = canonVarint(dst, e)
 	}
 	dst = canonUvarint(dst, uint64(s.fetchedCheck))

@@ -136,7 +136,7 @@ func TestCanonicalEveryField(t *testing.T) {
 		"yielding":       func(s *State) { s.yielding = !s.yielding },
 		"lastYield":      func(s *State) { s.lastYield++ },
 		"epochStart":     func(s *State) { s.epochStart++ },
-		"ends":           func(s *State) { s.ends = newVoterEnds(s.ends.len() + 1) },
+		"ends":           func(s *State) { s.ends.small[0]++ },
 		"fetchedCheck":   func(s *State) { s.fetchedCheck ^= 1 },
 		"fetchedBegin":   func(s *State) { s.fetchedBegin ^= 1 },
 	}

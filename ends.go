@@ -9,15 +9,14 @@ const inlineEnds = 5
 // before the voter's first valid Fetch). Up to inlineEnds voters it is an
 // array copied with the State; a larger voter set keeps a slice that
 // states share and that set copies before writing, so older states keep
-// their values.
+// their values. Its length is the voter set's, which the State knows.
 type voterEnds struct {
-	n     int
 	small [inlineEnds]int64
 	large []int64
 }
 
 func newVoterEnds(n int) voterEnds {
-	v := voterEnds{n: n}
+	var v voterEnds
 	if n > inlineEnds {
 		v.large = make([]int64, n)
 	}
@@ -26,8 +25,6 @@ func newVoterEnds(n int) voterEnds {
 	}
 	return v
 }
-
-func (v voterEnds) len() int { return v.n }
 
 func (v voterEnds) get(i int) int64 {
 	if v.large != nil {

@@ -150,7 +150,7 @@ func (t *stepper) checkQuorum() {
 // 8) and never downwards.
 func (t *stepper) maybeAdvanceHighWatermark() {
 	var buf [MaxVoters]int64
-	ends := buf[:t.s.ends.len()]
+	ends := buf[:len(t.s.c.voters)]
 	for i := range ends {
 		ends[i] = t.endOf(i)
 	}

@@ -194,23 +194,14 @@ func (c *settings) majority() int { return len(c.voters)/2 + 1 }
 type State struct {
 	c *settings
 
-	role   Role
-	epoch  Epoch
-	leader NodeID
-	voted  ReplicaKey // NoReplica when there is no vote
+	// The fields are grouped so that the struct has little padding: a
+	// State is copied on every step.
+
+	role Role
 	// endpoints: this replica can reach the known leader (Kafka's non-empty
 	// leader endpoints). True in Follower, Leader and Resigned, carried into
 	// Prospective, false in Unattached and Candidate.
 	endpoints bool
-
-	// hwm is the quorum's high watermark as Kafka's QuorumState keeps it
-	// (a new leader's starts unknown), committed the log's: the highest
-	// high watermark this replica has known, never reset. -1 if unknown.
-	hwm       int64
-	committed int64
-	log       logView
-	rng       uint64
-
 	// Follower: a fetch from the leader succeeded since this Follower role
 	// began (Kafka's hasFetchedFromLeader), and the leader has resigned
 	// (an EndQuorumEpoch arrived; then pre-votes are granted again, the fix
@@ -223,15 +214,26 @@ type State struct {
 	// Follower (voter): which jittered fetch timeout this Follower role
 	// arms (an index into settings.fetchResets, D39).
 	fetchJitter uint8
-
-	// Prospective, Candidate: the election tally, as sets of voter
-	// indexes (bit i is voter i) that granted and rejected.
-	granted, rejected voterSet
 	// Prospective: this round yields to a peer's pre-vote (D39): grants
 	// are counted but do not make it Candidate. lastYield is the last epoch
 	// in which a round yielded (-1 if none): at most one per epoch.
 	yielding  bool
+	epoch     Epoch
+	leader    NodeID
 	lastYield Epoch
+	voted     ReplicaKey // NoReplica when there is no vote
+
+	// hwm is the quorum's high watermark as Kafka's QuorumState keeps it
+	// (a new leader's starts unknown), committed the log's: the highest
+	// high watermark this replica has known, never reset. -1 if unknown.
+	hwm       int64
+	committed int64
+	log       logView
+	rng       uint64
+
+	// Prospective, Candidate: the election tally, as sets of voter
+	// indexes (bit i is voter i) that granted and rejected.
+	granted, rejected voterSet
 
 	// Leader: where its epoch starts; each voter's end offset by voter
 	// index (the fetch offset of its last valid Fetch, -1 if unknown;
@@ -385,7 +387,7 @@ func (s State) VoterEndOffsets() []int64 {
 	if s.role != Leader || s.c == nil {
 		return nil
 	}
-	out := make([]int64, s.ends.len())
+	out := make([]int64, len(s.c.voters))
 	for i := range out {
 		out[i] = s.ends.get(i)
 	}
