@@ -73,6 +73,15 @@ type pool[T any] struct {
 }
 
 func (p *pool[T]) put(v T) unsafe.Pointer {
+	q := p.slot()
+	*q = v
+	return unsafe.Pointer(q)
+}
+
+func (p *pool[T]) reset() { p.items = p.items[:0] }
+
+// slot returns a fresh zero value in the pool, to be filled in place.
+func (p *pool[T]) slot() *T {
 	if len(p.items) == cap(p.items) {
 		n := 2 * cap(p.items)
 		if n < 4 {
@@ -80,11 +89,12 @@ func (p *pool[T]) put(v T) unsafe.Pointer {
 		}
 		p.items = make([]T, 0, n)
 	}
-	p.items = append(p.items, v)
-	return unsafe.Pointer(&p.items[len(p.items)-1])
+	p.items = p.items[:len(p.items)+1]
+	q := &p.items[len(p.items)-1]
+	var zero T
+	*q = zero
+	return q
 }
-
-func (p *pool[T]) reset() { p.items = p.items[:0] }
 
 // arena holds the values of one step's frequent actions.
 type arena struct {
@@ -196,9 +206,19 @@ func (t *stepper) emitFetch(v SendFetch) {
 	}
 }
 
-func (t *stepper) emitFetchResponse(v SendFetchResponse) {
-	if !t.probe {
-		t.emit(pooled(tabFetchResponse, &t.buffer().arena.fetchResponse, v))
+// fetchResponse emits a SendFetchResponse written in place: the leader's
+// Fetch path, the hottest in a running quorum.
+func (t *stepper) fetchResponse(to NodeID, code ErrorCode, hwm int64, diverging *LogOffsetMetadata) {
+	if t.probe {
+		return
+	}
+	b := t.buffer()
+	p := b.arena.fetchResponse.slot()
+	p.To, p.Error, p.Epoch, p.LeaderID, p.HighWatermark, p.Diverging = to, code, t.s.epoch, t.s.leader, hwm, diverging
+	if referOK {
+		b.acts = append(b.acts, refer(tabFetchResponse, unsafe.Pointer(p)))
+	} else {
+		b.acts = append(b.acts, *p)
 	}
 }
 

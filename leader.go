@@ -91,10 +91,6 @@ func (t *stepper) onFetch(e *ReceiveFetch) {
 	t.fetchResponse(e.From, ErrNone, t.s.hwm, diverging)
 }
 
-func (t *stepper) fetchResponse(to NodeID, code ErrorCode, hwm int64, diverging *LogOffsetMetadata) {
-	t.emitFetchResponse(SendFetchResponse{To: to, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader, HighWatermark: hwm, Diverging: diverging})
-}
-
 // onFetchSnapshot is Kafka's handleFetchSnapshotRequest as far as the state
 // goes: fencing, and on the leader, contact for check-quorum. Snapshot ids
 // and bytes are the host's (docs/design.md, contract decision 8).
