@@ -200,9 +200,20 @@ func (t *stepper) emitBeginEpoch(v SendBeginQuorumEpoch) {
 	}
 }
 
-func (t *stepper) emitFetch(v SendFetch) {
-	if !t.probe {
-		t.emit(pooled(tabFetch, &t.buffer().arena.fetch, v))
+// fetch emits a Fetch to the leader (or to NoNode: any bootstrap voter)
+// from the local log end, written in place: a follower's Fetch path.
+func (t *stepper) fetch(to NodeID) {
+	if t.probe {
+		return
+	}
+	b := t.buffer()
+	p := b.arena.fetch.slot()
+	p.To, p.ClusterID, p.CurrentLeaderEpoch = to, t.s.c.clusterID, t.s.epoch
+	p.FetchOffset, p.FetchEpoch, p.HighWatermark = t.s.log.end.Offset, t.s.log.end.Epoch, t.s.hwm
+	if referOK {
+		b.acts = append(b.acts, refer(tabFetch, unsafe.Pointer(p)))
+	} else {
+		b.acts = append(b.acts, *p)
 	}
 }
 

@@ -237,7 +237,7 @@ func (t *stepper) toUnattached(epoch Epoch, leader NodeID, timer electionTimer, 
 func (t *stepper) enterUnattached(timer electionTimer) {
 	if !t.s.c.isVoter() {
 		t.emit(t.s.c.resetFetch)
-		t.emitFetch(t.fetchRequest(NoNode))
+		t.fetch(NoNode)
 		return
 	}
 	t.armElection(timer)
@@ -318,7 +318,7 @@ func (t *stepper) sendFetch() {
 		return
 	}
 	t.s.fetchPending = false
-	t.emitFetch(t.fetchRequest(t.s.leader))
+	t.fetch(t.s.leader)
 }
 
 // toProspective starts a pre-vote in the current epoch (Kafka's
@@ -408,17 +408,6 @@ func (t *stepper) voteRequest(to ReplicaKey, preVote bool) SendVoteRequest {
 		Candidate:       t.s.c.local,
 		CandidateLogEnd: t.s.log.end,
 		PreVote:         preVote,
-	}
-}
-
-func (t *stepper) fetchRequest(to NodeID) SendFetch {
-	return SendFetch{
-		To:                 to,
-		ClusterID:          t.s.c.clusterID,
-		CurrentLeaderEpoch: t.s.epoch,
-		FetchOffset:        t.s.log.end.Offset,
-		FetchEpoch:         t.s.log.end.Epoch,
-		HighWatermark:      t.s.hwm,
 	}
 }
 
