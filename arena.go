@@ -133,13 +133,15 @@ func (a *arena) reset() {
 type Buffer struct {
 	acts  []Action
 	arena arena
+	// oneShot: Step's Buffer, on Step's stack. Its storage is a stepBlock,
+	// allocated on the step's first action and never reused.
+	oneShot bool
 }
 
-// stepBlock is the storage of one Step: a Buffer with room for a
-// steady-state step's actions and their values, in one allocation. A
-// larger step grows the pools it fills.
+// stepBlock is the storage of one Step: room for a steady-state step's
+// actions and their values, in one small allocation. A larger step grows
+// the pools it fills.
 type stepBlock struct {
-	buf      Buffer
 	acts     [4]Action
 	fetch    [1]SendFetch
 	response [1]SendFetchResponse
@@ -147,18 +149,18 @@ type stepBlock struct {
 	timer    [1]ResetTimer
 }
 
-// buffer is the step's Buffer; Step's is allocated on its first action.
+// buffer is the step's Buffer, with storage for a one-shot Buffer.
 func (t *stepper) buffer() *Buffer {
-	if t.buf == nil {
+	b := t.buf
+	if b.oneShot && b.acts == nil {
 		k := new(stepBlock)
-		k.buf.acts = k.acts[:0]
-		k.buf.arena.fetch.items = k.fetch[:0]
-		k.buf.arena.fetchResponse.items = k.response[:0]
-		k.buf.arena.highWatermark.items = k.hwm[:0]
-		k.buf.arena.resetTimer.items = k.timer[:0]
-		t.buf = &k.buf
+		b.acts = k.acts[:0]
+		b.arena.fetch.items = k.fetch[:0]
+		b.arena.fetchResponse.items = k.response[:0]
+		b.arena.highWatermark.items = k.hwm[:0]
+		b.arena.resetTimer.items = k.timer[:0]
 	}
-	return t.buf
+	return b
 }
 
 // pooled returns an Action that refers to v, written into pool p of the

@@ -18,7 +18,8 @@ import (
 // The actions are the caller's: Step allocates them (at most once per step)
 // and never touches them again.
 func Step(s State, e Event) (State, []Action) {
-	return StepInto(nil, s, e)
+	b := Buffer{oneShot: true}
+	return StepInto(&b, s, e)
 }
 
 // StepInto is Step with the actions stored in b, which a host reuses from
@@ -26,7 +27,10 @@ func Step(s State, e Event) (State, []Action) {
 // nothing. The returned slice and the actions in it stay valid until the
 // next StepInto with b (see Buffer). A nil b is Step.
 func StepInto(b *Buffer, s State, e Event) (next State, acts []Action) {
-	if b != nil {
+	if b == nil {
+		return Step(s, e)
+	}
+	if !b.oneShot {
 		b.acts = b.acts[:0]
 		b.arena.reset()
 	}
@@ -84,8 +88,9 @@ func StepInto(b *Buffer, s State, e Event) (next State, acts []Action) {
 // A fault discards both (Step returns the input state and the Fault alone).
 type stepper struct {
 	s *State // the state being built
-	// buf holds the step's actions: the caller's Buffer (StepInto), or
-	// Step's own, allocated on the first action (nil until then).
+	// buf holds the step's actions: the caller's Buffer (StepInto) or
+	// Step's one-shot Buffer; nil only for AcceptsRecords, which emits
+	// nothing.
 	buf   *Buffer
 	fault string
 	probe bool // AcceptsRecords: decide, emit nothing

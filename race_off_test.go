@@ -1,0 +1,5 @@
+//go:build !race
+
+package kraft
+
+const raceEnabled = false
