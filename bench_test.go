@@ -326,18 +326,20 @@ var (
 
 // BenchmarkLeaderAck: a leader handles a voter's Fetch in steady state.
 // hwm=same: the voter fetches at the offset it already had (nothing new to
-// acknowledge, etcd's no-op MsgAppResp); hwm=advance: the leader appended 10
-// records and this Fetch is the one that gives them a majority.
+// acknowledge, etcd's no-op MsgAppResp); hwm=advance: the leader appended
+// 1000 records and this Fetch is the one that gives them a majority. With
+// 3, 5, 7 and 64 voters: the cost curve in voters (docs/design.md D42).
 func BenchmarkLeaderAck(b *testing.B) {
-	for _, n := range []int{3, 5, 7} {
+	for _, n := range []int{3, 5, 7, 64} {
 		c := bnSteady(b, n)
 		same := c.state(1)
-		// The leader appends 10 records; voters 3..majority already fetched
-		// them, so voter 2's Fetch completes the majority.
-		adv := bnMust(b, same, LogAppended{End: LogEnd{Offset: 11, Epoch: 1}}, func(s State, _ []Action) bool { return s.LogEnd().Offset == 11 })
-		adv = bnMust(b, adv, LogFlushed{Offset: 11}, func(s State, _ []Action) bool { return s.FlushedOffset() == 11 })
+		// The leader appends 1000 records; voters 3..majority already
+		// fetched them, so voter 2's Fetch completes the majority.
+		const end = 1001
+		adv := bnMust(b, same, LogAppended{End: LogEnd{Offset: end, Epoch: 1}}, func(s State, _ []Action) bool { return s.LogEnd().Offset == end })
+		adv = bnMust(b, adv, LogFlushed{Offset: end}, func(s State, _ []Action) bool { return s.FlushedOffset() == end })
 		for id := 3; id <= n/2+1; id++ {
-			adv = bnMust(b, adv, bnFetchAt(NodeID(id), 11), func(s State, _ []Action) bool { return s.HighWatermark() == 1 })
+			adv = bnMust(b, adv, bnFetchAt(NodeID(id), end), func(s State, _ []Action) bool { return s.HighWatermark() == 1 })
 		}
 		for _, api := range bnAPIs {
 			b.Run(fmt.Sprintf("voters=%d/hwm=same/api=%s", n, api), func(b *testing.B) {
@@ -346,8 +348,8 @@ func BenchmarkLeaderAck(b *testing.B) {
 				})
 			})
 			b.Run(fmt.Sprintf("voters=%d/hwm=advance/api=%s", n, api), func(b *testing.B) {
-				bnRun(b, api, adv, bnFetchAt(2, 11), func(s State, acts []Action) bool {
-					return s.HighWatermark() == 11 && bnCount[SendFetchResponse](acts) == 1 && bnCount[HighWatermarkChanged](acts) == 1
+				bnRun(b, api, adv, bnFetchAt(2, end), func(s State, acts []Action) bool {
+					return s.HighWatermark() == end && bnCount[SendFetchResponse](acts) == 1 && bnCount[HighWatermarkChanged](acts) == 1
 				})
 			})
 		}
@@ -359,7 +361,7 @@ func BenchmarkLeaderAck(b *testing.B) {
 // FetchResponse and emits its next Fetch, which the next iteration sends.
 // The host work is only turning actions into events.
 func BenchmarkRoundTrip(b *testing.B) {
-	for _, n := range []int{3, 5} {
+	for _, n := range []int{3, 5, 7, 64} {
 		for _, api := range bnAPIs {
 			b.Run(fmt.Sprintf("voters=%d/api=%s", n, api), func(b *testing.B) {
 				c := bnSteady(b, n)
