@@ -145,8 +145,14 @@ func (t *stepper) checkQuorum() {
 // never commits older epochs' records by counting replicas, Raft's figure
 // 8) and never downwards.
 func (t *stepper) maybeAdvanceHighWatermark() {
-	var buf [MaxVoters]int64
-	ends := buf[:len(t.s.c.voters)]
+	var small [8]int64
+	var ends []int64
+	if n := len(t.s.c.voters); n <= len(small) {
+		ends = small[:n]
+	} else {
+		var large [MaxVoters]int64
+		ends = large[:n]
+	}
 	for i := range ends {
 		ends[i] = t.endOf(i)
 	}
