@@ -93,9 +93,10 @@
 //		}
 //	}
 //
-// StepInto is Step appending into a caller's slice, so a host can reuse one
-// action buffer across steps. The package examples contain a complete
-// in-memory host.
+// StepInto is Step with the actions stored in a Buffer the host reuses
+// from step to step, so that a running quorum's steps allocate nothing;
+// the actions stay valid until the next StepInto with that Buffer. The
+// package examples contain a complete in-memory host.
 //
 // Events a host reports about its own log are events too. The state keeps
 // the log as Kafka does, the written log apart from the flushed offset
