@@ -210,7 +210,8 @@ func (t *stepper) fetch(to NodeID) {
 	}
 	b := t.buffer()
 	p := b.arena.fetch.slot()
-	p.To, p.ClusterID, p.CurrentLeaderEpoch = to, t.s.c.clusterID, t.s.epoch
+	// The cluster id field by field: a 17-byte struct copy stalls.
+	p.To, p.ClusterID.UUID, p.ClusterID.Valid, p.CurrentLeaderEpoch = to, t.s.c.clusterID.UUID, t.s.c.clusterID.Valid, t.s.epoch
 	p.FetchOffset, p.FetchEpoch, p.HighWatermark = t.s.log.end.Offset, t.s.log.end.Epoch, t.s.hwm
 	if referOK {
 		b.acts = append(b.acts, refer(tabFetch, unsafe.Pointer(p)))

@@ -125,7 +125,7 @@ func (t *stepper) onFetchTimeout() {
 // position: a transition to Follower on the way (an Unattached replica
 // attaching to the leader the response names) does not send its own, so at
 // most one Fetch is in flight (as Kafka's RequestManager keeps it).
-func (t *stepper) onFetchResponse(e ReceiveFetchResponse) {
+func (t *stepper) onFetchResponse(e *ReceiveFetchResponse) {
 	t.deferFetch = true
 	t.processFetchResponse(e)
 	if t.fault == "" && t.s.role == Follower {
@@ -138,7 +138,7 @@ func (t *stepper) onFetchResponse(e ReceiveFetchResponse) {
 	}
 }
 
-func (t *stepper) processFetchResponse(e ReceiveFetchResponse) {
+func (t *stepper) processFetchResponse(e *ReceiveFetchResponse) {
 	leader := t.namedLeader(e.LeaderID)
 	// maybeSwitchObserverFetchToLeader: an Unattached replica that learns
 	// (or already knew) the leader of its epoch attaches to it.
@@ -204,6 +204,6 @@ func (s State) AcceptsRecords(r ReceiveFetchResponse) bool {
 		return false
 	}
 	t := stepper{s: &s, probe: true}
-	t.onFetchResponse(r)
+	t.onFetchResponse(&r)
 	return t.accepted && t.fault == ""
 }

@@ -62,7 +62,7 @@ func StepInto(b *Buffer, s State, e Event) (next State, acts []Action) {
 	case ReceiveFetchSnapshot:
 		t.onFetchSnapshot(e)
 	case ReceiveFetchResponse:
-		t.onFetchResponse(e)
+		t.onFetchResponse(&e)
 	case ReceiveLeaderlessEpoch:
 		t.onLeaderlessEpoch(e)
 	case ReceiveQuorumResponse:
