@@ -33,6 +33,9 @@ var zeroEvents = []Event{
 	LogAppended{},
 	LogFlushed{},
 	Resign{},
+	ReceiveFetchSnapshotResponse{},
+	SnapshotCreated{},
+	LogStartMoved{},
 }
 
 // ownsTimer reports whether a role of s acts on the timeout event e.
@@ -84,7 +87,16 @@ func TestZeroValueEventsOnEveryRole(t *testing.T) {
 				want = []Action{SendFetchResponse{To: 0, Error: ErrFencedLeaderEpoch, Epoch: e, LeaderID: l, HighWatermark: -1}}
 			case ReceiveFetchSnapshot:
 				want = []Action{fetchSnapshotError(0, ErrFencedLeaderEpoch, e, l)}
-			case ReceiveVoteResponse, ReceiveFetchResponse, ReceiveLeaderlessEpoch, ReceiveQuorumResponse, LogAppended, LogFlushed:
+			case SnapshotCreated:
+				// The bootstrap snapshot (0, 0): an empty prefix, always
+				// committed (D45).
+				require.Empty(t, acts, "%s %T", name, ev)
+				id, ok := next.LatestSnapshot()
+				require.True(t, ok, name)
+				require.Equal(t, LogEnd{}, id, name)
+				continue
+			case ReceiveVoteResponse, ReceiveFetchResponse, ReceiveLeaderlessEpoch, ReceiveQuorumResponse, LogAppended, LogFlushed,
+				ReceiveFetchSnapshotResponse, LogStartMoved:
 			}
 			require.Equal(t, want, acts, "%s %T", name, ev)
 			require.Equal(t, s, next, "%s %T", name, ev)
@@ -439,7 +451,7 @@ func genEvent(rt *rapid.T, cur Epoch) Event {
 			ErrUnknownLeaderEpoch, ErrInvalidRequest, ErrBrokerNotAvailable, ErrInvalidVoterKey, ErrUnsupportedVersion, 999,
 		}).Draw(rt, "code")
 	}
-	switch rapid.IntRange(0, 15).Draw(rt, "kind") {
+	switch rapid.IntRange(0, 18).Draw(rt, "kind") {
 	case 0:
 		return ElectionTimeout{}
 	case 1:
@@ -497,6 +509,20 @@ func genEvent(rt *rapid.T, cur Epoch) Event {
 		return LogFlushed{Offset: off("flushed")}
 	case 14:
 		return ReceiveQuorumResponse{From: id("from"), Error: code(), Epoch: ep("epoch"), LeaderID: id("leader")}
+	case 15:
+		c := code()
+		if rapid.IntRange(0, 3).Draw(rt, "snapshotError") == 0 {
+			c = rapid.SampledFrom([]ErrorCode{ErrSnapshotNotFound, ErrPositionOutOfRange}).Draw(rt, "snapCode")
+		}
+		return ReceiveFetchSnapshotResponse{
+			From: id("from"), Error: c, LeaderID: id("leader"), LeaderEpoch: ep("epoch"),
+			Snapshot: LogEnd{Offset: off("snapOffset"), Epoch: ep("snapEpoch")},
+			Size:     off("size"), Position: off("position"), Bytes: off("bytes"),
+		}
+	case 16:
+		return SnapshotCreated{Snapshot: LogEnd{Offset: off("snapOffset"), Epoch: ep("snapEpoch")}}
+	case 17:
+		return LogStartMoved{Snapshot: LogEnd{Offset: off("snapOffset"), Epoch: ep("snapEpoch")}}
 	}
 	return Resign{}
 }

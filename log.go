@@ -106,9 +106,6 @@ func newLogView(l LogState) (logView, error) {
 	case l.Start > 0 && v.earliest.Offset != l.Start:
 		return logView{}, fmt.Errorf("kraft: log start %d is not the earliest snapshot %+v", l.Start, v.earliest)
 	}
-	if l.Start > 0 && l.Start == l.End.Offset && l.End.Epoch != v.earliest.Epoch {
-		return logView{}, fmt.Errorf("kraft: empty log at %d with epoch %d, but its snapshot %+v has another", l.Start, l.End.Epoch, v.earliest)
-	}
 	for _, id := range []LogEnd{v.earliest, v.latest} {
 		if !v.snapshotFits(id) {
 			return logView{}, fmt.Errorf("kraft: snapshot %+v does not match the log's epochs", id)

@@ -584,19 +584,25 @@ func (t *stepper) afterFlush() {
 // onSnapshotCreated takes the report of a snapshot the host wrote, with
 // Kafka's checks (KafkaRaftClient.createSnapshot and
 // KafkaMetadataLog.createNewSnapshot): at or below the log's high
-// watermark, in an epoch not above the current one, valid for the log
-// (validateOffsetAndEpoch), so its epoch is that of the record before its
-// end. Anything else is a Fault (docs/design.md D45).
+// watermark, valid for the log (validateOffsetAndEpoch), and in the epoch
+// of the record before its end (so not above the current epoch). Anything
+// else is a Fault (docs/design.md D45).
 func (t *stepper) onSnapshotCreated(e SnapshotCreated) {
 	id, log := e.Snapshot, t.s.log
+	// The log's high watermark is never below the log start (Kafka's
+	// UnifiedLog), so an empty prefix (the bootstrap snapshot) always fits.
+	hwm := t.s.committed
+	if hwm < log.start {
+		hwm = log.start
+	}
 	switch {
 	case id.Offset < 0 || id.Epoch < 0:
 		t.failf(fmt.Sprintf("the host reports a snapshot %+v with negative fields", id))
-	case id.Offset > t.s.committed:
-		t.failf(fmt.Sprintf("the host reports a snapshot %+v past the high watermark %d", id, t.s.committed))
-	case id.Epoch > t.s.epoch:
-		t.failf(fmt.Sprintf("the host reports a snapshot %+v of an epoch after the current epoch %d", id, t.s.epoch))
+	case id.Offset > hwm:
+		t.failf(fmt.Sprintf("the host reports a snapshot %+v past the high watermark %d", id, hwm))
 	case !log.snapshotFits(id):
+		// Also Kafka's "the quorum epoch must be at least the snapshot's":
+		// the log holds no record of an epoch after the current one.
 		t.failf(fmt.Sprintf("the host reports a snapshot %+v that does not match the log", id))
 	default:
 		if check, _ := log.validateOffsetAndEpoch(id.Offset, id.Epoch); check != fetchValid {
