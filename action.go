@@ -161,16 +161,56 @@ type SendFetchResponse struct {
 	HighWatermark int64
 	// Diverging is set when the follower's log diverges from the leader's.
 	Diverging *LogOffsetMetadata
+	// Snapshot is set when the follower must fetch this snapshot instead
+	// (snapshot_id): the leader's log no longer holds what it lacks (D44).
+	// The host attaches no records then.
+	Snapshot *LogEnd
 }
 
-// SendFetchSnapshotResponse asks the host to answer a FetchSnapshot request. On NONE the
-// host sends the snapshot chunk asked for; snapshot ids and bytes are the
-// host's (docs/design.md, contract decision 8).
+// SendFetchSnapshot asks the host to send a FetchSnapshot request to the
+// leader for the bytes of Snapshot from Position on (a Follower that
+// downloads a snapshot sends it instead of a Fetch; D43).
+type SendFetchSnapshot struct {
+	To                 NodeID
+	ClusterID          uuid.NullUUID
+	CurrentLeaderEpoch Epoch
+	Snapshot           LogEnd
+	Position           int64
+}
+
+// SendFetchSnapshotResponse asks the host to answer a FetchSnapshot request.
+// On NONE the host attaches the bytes of Snapshot from Position on, at most
+// its configured maximum, and sends Size and Position as the response's
+// size and position. On an error, Snapshot is (-1, -1) and Size and
+// Position are -1 (D44).
 type SendFetchSnapshotResponse struct {
 	To       NodeID
 	Error    ErrorCode
 	Epoch    Epoch
 	LeaderID NodeID
+	Snapshot LogEnd
+	Size     int64
+	Position int64
+}
+
+// WriteSnapshotChunk asks the host to write the bytes of the FetchSnapshot
+// response being stepped at Position of the partial snapshot Snapshot it
+// is downloading (Position 0 starts a new partial file, replacing any
+// earlier partial download). The state already counts them as written.
+type WriteSnapshotChunk struct {
+	Snapshot LogEnd
+	Position int64
+}
+
+// InstallSnapshot asks the host to finish a downloaded snapshot (Kafka's
+// freeze, then truncateToLatestSnapshot): make the snapshot Snapshot
+// durable and immutable, delete every record of the log and every older
+// snapshot, restart the log empty at Snapshot.Offset (log start = log end =
+// Snapshot.Offset, last epoch Snapshot.Epoch), and load the snapshot into
+// the replicated state machine. The state already assumes it is done: its
+// next Fetch starts at the snapshot end.
+type InstallSnapshot struct {
+	Snapshot LogEnd
 }
 
 // TruncateLog asks the host to remove every record at or after offset To
@@ -237,7 +277,10 @@ func (SendEndQuorumEpoch) isAction()           {}
 func (SendEndQuorumEpochResponse) isAction()   {}
 func (SendFetch) isAction()                    {}
 func (SendFetchResponse) isAction()            {}
+func (SendFetchSnapshot) isAction()            {}
 func (SendFetchSnapshotResponse) isAction()    {}
+func (WriteSnapshotChunk) isAction()           {}
+func (InstallSnapshot) isAction()              {}
 func (TruncateLog) isAction()                  {}
 func (AppendLeaderChange) isAction()           {}
 func (HighWatermarkChanged) isAction()         {}

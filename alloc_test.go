@@ -10,7 +10,7 @@ import (
 )
 
 // The steady-state steps allocate nothing through a warm Buffer, and Step
-// allocates at most once (docs/design.md D42). Allocation counts are
+// allocates at most once (docs/design.md D47). Allocation counts are
 // deterministic, unlike timings, so they are checked here; the times are
 // the benchmarks' (bench_test.go).
 

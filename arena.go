@@ -2,7 +2,7 @@ package kraft
 
 import "unsafe"
 
-// Action values without a heap allocation each (docs/design.md D42).
+// Action values without a heap allocation each (docs/design.md D47).
 //
 // Putting a struct into an interface copies it to the heap: one allocation
 // per SendFetchResponse, SendFetch, HighWatermarkChanged... on every step of

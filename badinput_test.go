@@ -33,6 +33,9 @@ var zeroEvents = []Event{
 	LogAppended{},
 	LogFlushed{},
 	Resign{},
+	ReceiveFetchSnapshotResponse{},
+	SnapshotCreated{},
+	LogStartMoved{},
 }
 
 // ownsTimer reports whether a role of s acts on the timeout event e.
@@ -83,8 +86,17 @@ func TestZeroValueEventsOnEveryRole(t *testing.T) {
 			case ReceiveFetch:
 				want = []Action{SendFetchResponse{To: 0, Error: ErrFencedLeaderEpoch, Epoch: e, LeaderID: l, HighWatermark: -1}}
 			case ReceiveFetchSnapshot:
-				want = []Action{SendFetchSnapshotResponse{To: 0, Error: ErrFencedLeaderEpoch, Epoch: e, LeaderID: l}}
-			case ReceiveVoteResponse, ReceiveFetchResponse, ReceiveLeaderlessEpoch, ReceiveQuorumResponse, LogAppended, LogFlushed:
+				want = []Action{fetchSnapshotError(0, ErrFencedLeaderEpoch, e, l)}
+			case SnapshotCreated:
+				// The bootstrap snapshot (0, 0): an empty prefix, always
+				// committed (D45).
+				require.Empty(t, acts, "%s %T", name, ev)
+				id, ok := next.LatestSnapshot()
+				require.True(t, ok, name)
+				require.Equal(t, LogEnd{}, id, name)
+				continue
+			case ReceiveVoteResponse, ReceiveFetchResponse, ReceiveLeaderlessEpoch, ReceiveQuorumResponse, LogAppended, LogFlushed,
+				ReceiveFetchSnapshotResponse, LogStartMoved:
 			}
 			require.Equal(t, want, acts, "%s %T", name, ev)
 			require.Equal(t, s, next, "%s %T", name, ev)
@@ -208,7 +220,7 @@ func TestNegativeFieldsGetKafkaAnswers(t *testing.T) {
 		{
 			"fetch snapshot: negative epoch", f,
 			ReceiveFetchSnapshot{From: 3, CurrentLeaderEpoch: -1},
-			[]Action{SendFetchSnapshotResponse{To: 3, Error: ErrFencedLeaderEpoch, Epoch: 2, LeaderID: 2}},
+			[]Action{fetchSnapshotError(3, ErrFencedLeaderEpoch, 2, 2)},
 		},
 		{"fetch response: negative epoch", f, ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: -1, HighWatermark: 5}, nil},
 		{"fetch response: negative leader", f, ReceiveFetchResponse{From: 2, LeaderID: -4, LeaderEpoch: 2, HighWatermark: 5}, nil},
@@ -230,8 +242,8 @@ func TestNegativeFieldsGetKafkaAnswers(t *testing.T) {
 		},
 		{
 			"leader: fetch snapshot from a non-replica", l,
-			ReceiveFetchSnapshot{From: -1, CurrentLeaderEpoch: 3},
-			[]Action{SendFetchSnapshotResponse{To: -1, Error: ErrNone, Epoch: 3, LeaderID: 1}},
+			ReceiveFetchSnapshot{From: -1, CurrentLeaderEpoch: 3, Snapshot: LogEnd{Offset: 1, Epoch: 3}, Size: 10},
+			[]Action{SendFetchSnapshotResponse{To: -1, Error: ErrNone, Epoch: 3, LeaderID: 1, Snapshot: LogEnd{Offset: 1, Epoch: 3}, Size: 10}},
 		},
 		{
 			"leader: fetch of a newer epoch", l,
@@ -303,9 +315,9 @@ func TestUnknownSenders(t *testing.T) {
 	next, acts = step(t, l, ReceiveFetch{From: 9, CurrentLeaderEpoch: 3, FetchEpoch: 3, FetchOffset: 1})
 	require.Equal(t, l, next, "an observer's fetch is not tracked")
 	require.Equal(t, []Action{SendFetchResponse{To: 9, Epoch: 3, LeaderID: 1, HighWatermark: -1}}, acts)
-	next, acts = step(t, l, ReceiveFetchSnapshot{From: 9, CurrentLeaderEpoch: 3})
+	next, acts = step(t, l, ReceiveFetchSnapshot{From: 9, CurrentLeaderEpoch: 3, Snapshot: LogEnd{Offset: 1, Epoch: 3}, Size: 10, Position: 4})
 	require.Equal(t, l, next)
-	require.Equal(t, []Action{SendFetchSnapshotResponse{To: 9, Epoch: 3, LeaderID: 1}}, acts)
+	require.Equal(t, []Action{SendFetchSnapshotResponse{To: 9, Epoch: 3, LeaderID: 1, Snapshot: LogEnd{Offset: 1, Epoch: 3}, Size: 10, Position: 4}}, acts)
 
 	// Leader 9 of a newer epoch is followed; leader 9 of our epoch, while
 	// we follow 2, is a Fault.
@@ -390,7 +402,7 @@ func TestForeignClusterIDOnEveryRequestType(t *testing.T) {
 			},
 			{
 				ReceiveFetchSnapshot{From: 2, ClusterID: otherClusterID, CurrentLeaderEpoch: e},
-				SendFetchSnapshotResponse{To: 2, Error: ErrInconsistentClusterID, Epoch: e, LeaderID: l},
+				fetchSnapshotError(2, ErrInconsistentClusterID, e, l),
 			},
 		} {
 			next, acts := step(t, s, tc.ev)
@@ -439,7 +451,7 @@ func genEvent(rt *rapid.T, cur Epoch) Event {
 			ErrUnknownLeaderEpoch, ErrInvalidRequest, ErrBrokerNotAvailable, ErrInvalidVoterKey, ErrUnsupportedVersion, 999,
 		}).Draw(rt, "code")
 	}
-	switch rapid.IntRange(0, 15).Draw(rt, "kind") {
+	switch rapid.IntRange(0, 18).Draw(rt, "kind") {
 	case 0:
 		return ElectionTimeout{}
 	case 1:
@@ -476,7 +488,10 @@ func genEvent(rt *rapid.T, cur Epoch) Event {
 			FetchEpoch: ep("fetchEpoch"), FetchOffset: off("fetchOffset"),
 		}
 	case 9:
-		return ReceiveFetchSnapshot{From: id("from"), FromDirectoryID: dir("fromDir"), ClusterID: cluster(), CurrentLeaderEpoch: ep("epoch")}
+		return ReceiveFetchSnapshot{
+			From: id("from"), FromDirectoryID: dir("fromDir"), ClusterID: cluster(), CurrentLeaderEpoch: ep("epoch"),
+			Snapshot: LogEnd{Offset: off("snapOffset"), Epoch: ep("snapEpoch")}, Position: off("position"), Size: off("size"),
+		}
 	case 10:
 		r := ReceiveFetchResponse{From: id("from"), Error: code(), LeaderID: id("leader"), LeaderEpoch: ep("epoch"), HighWatermark: off("hwm")}
 		switch rapid.IntRange(0, 3).Draw(rt, "payload") {
@@ -494,6 +509,20 @@ func genEvent(rt *rapid.T, cur Epoch) Event {
 		return LogFlushed{Offset: off("flushed")}
 	case 14:
 		return ReceiveQuorumResponse{From: id("from"), Error: code(), Epoch: ep("epoch"), LeaderID: id("leader")}
+	case 15:
+		c := code()
+		if rapid.IntRange(0, 3).Draw(rt, "snapshotError") == 0 {
+			c = rapid.SampledFrom([]ErrorCode{ErrSnapshotNotFound, ErrPositionOutOfRange}).Draw(rt, "snapCode")
+		}
+		return ReceiveFetchSnapshotResponse{
+			From: id("from"), Error: c, LeaderID: id("leader"), LeaderEpoch: ep("epoch"),
+			Snapshot: LogEnd{Offset: off("snapOffset"), Epoch: ep("snapEpoch")},
+			Size:     off("size"), Position: off("position"), Bytes: off("bytes"),
+		}
+	case 16:
+		return SnapshotCreated{Snapshot: LogEnd{Offset: off("snapOffset"), Epoch: ep("snapEpoch")}}
+	case 17:
+		return LogStartMoved{Snapshot: LogEnd{Offset: off("snapOffset"), Epoch: ep("snapEpoch")}}
 	}
 	return Resign{}
 }

@@ -328,7 +328,7 @@ var (
 // hwm=same: the voter fetches at the offset it already had (nothing new to
 // acknowledge, etcd's no-op MsgAppResp); hwm=advance: the leader appended
 // 1000 records and this Fetch is the one that gives them a majority. With
-// 3, 5, 7 and 64 voters: the cost curve in voters (docs/design.md D42).
+// 3, 5, 7 and 64 voters: the cost curve in voters (docs/design.md D47).
 func BenchmarkLeaderAck(b *testing.B) {
 	for _, n := range []int{3, 5, 7, 64} {
 		c := bnSteady(b, n)

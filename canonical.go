@@ -17,8 +17,9 @@ func canonVarint(dst []byte, x int64) []byte {
 // AppendCanonical appends to dst a canonical binary encoding of s and
 // returns the extended slice: every field that affects how s answers
 // future events (role, epoch, leader, vote, endpoints, high watermarks,
-// the log view with its epoch history and flushed offset, the PRNG state,
-// the Follower flags and fetch-timeout jitter, the election tally and the
+// the log view with its epoch history, flushed offset, log start and
+// snapshot ids, the PRNG state, the Follower flags, fetch-timeout jitter and
+// snapshot download, the election tally and the
 // pre-vote yield (D39), the Leader's bookkeeping),
 // and not the immutable per-replica settings, which a host keeps fixed
 // for a replica's life. States that are equal encode equal; states that
@@ -58,6 +59,12 @@ func (s State) appendCanonical(dst []byte) []byte {
 	if s.yielding {
 		flags |= 16
 	}
+	if s.downloading {
+		flags |= 32
+	}
+	if s.log.snapshots {
+		flags |= 64
+	}
 	dst = append(dst, byte(s.role), flags)
 	dst = canonVarint(dst, int64(s.epoch))
 	dst = canonVarint(dst, int64(s.leader))
@@ -73,6 +80,14 @@ func (s State) appendCanonical(dst []byte) []byte {
 		dst = canonVarint(dst, int64(e.Epoch))
 		dst = canonVarint(dst, e.StartOffset)
 	}
+	dst = canonVarint(dst, s.log.start)
+	dst = canonVarint(dst, s.log.latest.Offset)
+	dst = canonVarint(dst, int64(s.log.latest.Epoch))
+	dst = canonVarint(dst, s.log.earliest.Offset)
+	dst = canonVarint(dst, int64(s.log.earliest.Epoch))
+	dst = canonVarint(dst, s.download.Offset)
+	dst = canonVarint(dst, int64(s.download.Epoch))
+	dst = canonVarint(dst, s.downloaded)
 	dst = canonUvarint(dst, uint64(s.granted))
 	dst = canonUvarint(dst, uint64(s.rejected))
 	dst = canonVarint(dst, int64(s.lastYield))

@@ -131,6 +131,9 @@ func TestCanonicalEveryField(t *testing.T) {
 		"leaderResigned": func(s *State) { s.leaderResigned = !s.leaderResigned },
 		"fetchPending":   func(s *State) { s.fetchPending = !s.fetchPending },
 		"fetchJitter":    func(s *State) { s.fetchJitter++ },
+		"downloading":    func(s *State) { s.downloading = !s.downloading },
+		"download":       func(s *State) { s.download.Epoch++ },
+		"downloaded":     func(s *State) { s.downloaded++ },
 		"granted":        func(s *State) { s.granted ^= 2 },
 		"rejected":       func(s *State) { s.rejected ^= 4 },
 		"yielding":       func(s *State) { s.yielding = !s.yielding },
@@ -144,6 +147,13 @@ func TestCanonicalEveryField(t *testing.T) {
 		func(s *State) { s.log.end.Offset++ },
 		func(s *State) { s.log.end.Epoch++ },
 		func(s *State) { s.log.flushed++ },
+		func(s *State) { s.log.start++ },
+		func(s *State) { s.log.snapshots = !s.log.snapshots },
+		func(s *State) { s.log.latest.Offset++ },
+		func(s *State) { s.log.latest.Epoch++ },
+		func(s *State) { s.log.earliest.Offset++ },
+		func(s *State) { s.log.earliest.Epoch++ },
+		func(s *State) { s.download.Offset++ },
 		func(s *State) {
 			s.log.epochs = append(append([]EpochStart(nil), s.log.epochs...), EpochStart{Epoch: 9, StartOffset: 9})
 		},
@@ -158,6 +168,12 @@ func TestCanonicalEveryField(t *testing.T) {
 		require.True(t, ok, "State field %s has no mutation here: does the canonical encoding cover it?", name)
 	}
 	require.Len(t, mutations, typ.NumField()-1)
+	// The log view's fields, each changed by a log mutation below.
+	logFields := map[string]bool{"end": true, "epochs": true, "flushed": true, "start": true, "snapshots": true, "latest": true, "earliest": true}
+	lt := reflect.TypeOf(logView{})
+	for i := 0; i < lt.NumField(); i++ {
+		require.True(t, logFields[lt.Field(i).Name], "logView field %s has no log mutation here: does the canonical encoding cover it?", lt.Field(i).Name)
+	}
 
 	roles := map[Role]State{}
 	for _, states := range canonicalStates(t, 3, 600) {

@@ -11,14 +11,20 @@ package kraft
 // to is the addressee's id; NoNode for a SendFetch of an observer searching
 // for the leader (To: NoNode), which the host sends to any bootstrap voter.
 // ok is false for actions that are not messages (Persist, timers, log
-// actions, RoleChanged, HighWatermarkChanged, Fault). BeginQuorumEpoch,
-// EndQuorumEpoch and FetchSnapshot responses become ReceiveQuorumResponse,
-// through which the requester learns a newer epoch and its leader, as
-// Kafka's maybeHandleCommonResponse does (docs/design.md D28).
+// actions, snapshot actions, RoleChanged, HighWatermarkChanged, Fault).
+// BeginQuorumEpoch and EndQuorumEpoch responses become
+// ReceiveQuorumResponse, through which the requester learns a newer epoch
+// and its leader, as Kafka's maybeHandleCommonResponse does (docs/design.md
+// D28).
 //
 // A Fetch response's records are not part of the event: the host attaches
 // them to the response and the addressee's host appends them (when
-// State.AcceptsRecords says so) before it steps the event.
+// State.AcceptsRecords says so) before it steps the event. Snapshot bytes
+// are not either (D44): a FetchSnapshot request's Size is the addressee
+// host's to look up (Deliver sets -1, "no such snapshot"), and a
+// FetchSnapshot response's Bytes is set to the whole rest of the snapshot
+// (Size - Position) on NONE and 0 otherwise; a host that sends smaller
+// chunks sets the length it attached.
 func Deliver(from ReplicaKey, a Action) (to NodeID, e Event, ok bool) {
 	switch a := a.(type) {
 	case SendVoteRequest:
@@ -47,15 +53,28 @@ func Deliver(from ReplicaKey, a Action) (to NodeID, e Event, ok bool) {
 	case SendFetchResponse:
 		return a.To, ReceiveFetchResponse{
 			From: from.ID, Error: a.Error, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
-			HighWatermark: a.HighWatermark, Diverging: a.Diverging,
+			HighWatermark: a.HighWatermark, Diverging: a.Diverging, Snapshot: a.Snapshot,
+		}, true
+	case SendFetchSnapshot:
+		return a.To, ReceiveFetchSnapshot{
+			From: from.ID, FromDirectoryID: from.DirectoryID, ClusterID: a.ClusterID,
+			CurrentLeaderEpoch: a.CurrentLeaderEpoch, Snapshot: a.Snapshot, Position: a.Position, Size: -1,
 		}, true
 	case SendBeginQuorumEpochResponse:
 		return a.To, ReceiveQuorumResponse{From: from.ID, Error: a.Error, Epoch: a.Epoch, LeaderID: a.LeaderID}, true
 	case SendEndQuorumEpochResponse:
 		return a.To, ReceiveQuorumResponse{From: from.ID, Error: a.Error, Epoch: a.Epoch, LeaderID: a.LeaderID}, true
 	case SendFetchSnapshotResponse:
-		return a.To, ReceiveQuorumResponse{From: from.ID, Error: a.Error, Epoch: a.Epoch, LeaderID: a.LeaderID}, true
-	case Persist, TruncateLog, AppendLeaderChange, HighWatermarkChanged, ResetTimer, StopTimer, RoleChanged, Fault:
+		var n int64
+		if a.Error == ErrNone && a.Position >= 0 && a.Size >= a.Position {
+			n = a.Size - a.Position
+		}
+		return a.To, ReceiveFetchSnapshotResponse{
+			From: from.ID, Error: a.Error, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
+			Snapshot: a.Snapshot, Size: a.Size, Position: a.Position, Bytes: n,
+		}, true
+	case Persist, TruncateLog, AppendLeaderChange, HighWatermarkChanged, ResetTimer, StopTimer, RoleChanged, Fault,
+		WriteSnapshotChunk, InstallSnapshot:
 	}
 	return NoNode, nil, false
 }

@@ -117,15 +117,26 @@ type ReceiveFetch struct {
 	FetchOffset int64
 }
 
-// ReceiveFetchSnapshot is a FetchSnapshot request that arrived. The snapshot id and
-// position are the host's business (docs/design.md, contract decision 8); the
-// state fences the epoch and, on a leader, counts the request as contact for
-// check-quorum.
+// ReceiveFetchSnapshot is a FetchSnapshot request that arrived: a follower
+// downloads a snapshot from the leader (KIP-630). The leader answers with
+// Kafka's checks in Kafka's order (handleFetchSnapshotRequest): cluster id,
+// epoch fencing, SNAPSHOT_NOT_FOUND, POSITION_OUT_OF_RANGE; a successful one
+// counts as contact for check-quorum (D44).
 type ReceiveFetchSnapshot struct {
 	From               NodeID
 	FromDirectoryID    uuid.UUID
 	ClusterID          uuid.NullUUID
 	CurrentLeaderEpoch Epoch
+	// Snapshot is snapshot_id (end_offset, epoch) and Position is position:
+	// the byte the follower wants next.
+	Snapshot LogEnd
+	Position int64
+	// Size is the size in bytes of the snapshot Snapshot on the
+	// receiving host's disk, looked up by that host before it steps the
+	// event; -1 when it has no such snapshot (the state knows only the
+	// snapshot ids, not what is on disk between them, nor their sizes).
+	// kraft.Deliver sets -1: the addressee's host fills it in.
+	Size int64
 }
 
 // ReceiveFetchResponse is a response to a Fetch this replica sent. When
@@ -150,14 +161,14 @@ type ReceiveFetchResponse struct {
 	Snapshot *LogEnd
 }
 
-// ReceiveQuorumResponse is a response to a BeginQuorumEpoch,
-// EndQuorumEpoch or FetchSnapshot request this replica sent: the responses
-// that carry no decision of their own beyond their epoch and leader. A
+// ReceiveQuorumResponse is a response to a BeginQuorumEpoch or
+// EndQuorumEpoch request this replica sent: the responses that carry no
+// decision of their own beyond their epoch and leader. A
 // replica moves as Kafka's maybeHandleCommonResponse says: a newer epoch
 // with a leader makes it that leader's Follower, a newer epoch without one
 // Unattached, and a leader of its own epoch that it did not know is
 // followed; an INVALID_REQUEST answer in its epoch that names no new leader
-// is a Fault (D13). kraft.Deliver maps the three responses to this event.
+// is a Fault (D13). kraft.Deliver maps the two responses to this event.
 type ReceiveQuorumResponse struct {
 	From NodeID
 	// Error is the partition error_code.
@@ -166,6 +177,52 @@ type ReceiveQuorumResponse struct {
 	// (NoNode if the responder knows no leader).
 	Epoch    Epoch
 	LeaderID NodeID
+}
+
+// ReceiveFetchSnapshotResponse is a response to a FetchSnapshot request
+// this replica sent (Kafka's handleFetchSnapshotResponse, D43). The host
+// steps it before it writes the response's bytes anywhere: the state
+// checks the response and, when it takes the chunk, asks for the write with
+// WriteSnapshotChunk (and, once the snapshot is complete, InstallSnapshot).
+type ReceiveFetchSnapshotResponse struct {
+	From NodeID
+	// Error is the partition error_code. A response with a top-level error
+	// is not stepped (the host backs off and retries).
+	Error ErrorCode
+	// LeaderID and LeaderEpoch are current_leader.
+	LeaderID    NodeID
+	LeaderEpoch Epoch
+	// Snapshot is snapshot_id; Size the snapshot's total size and Position
+	// where the response's bytes start in it (size, position).
+	Snapshot LogEnd
+	Size     int64
+	Position int64
+	// Bytes is how many bytes of the snapshot the response carries (the
+	// length of its unaligned_records).
+	Bytes int64
+}
+
+// SnapshotCreated reports that the host wrote and froze a snapshot of the
+// replicated state up to Snapshot.Offset (exclusive), whose last record is
+// of epoch Snapshot.Epoch (Kafka's createSnapshot and onSnapshotFrozen).
+// Kafka's rules (KafkaMetadataLog.createNewSnapshot): the snapshot ends at
+// or below the log's high watermark, in an epoch not above the current one,
+// and agrees with the log (validateOffsetAndEpoch finds it valid); anything
+// else is a Fault with the state unchanged. A report of a snapshot already
+// known changes nothing (D45).
+type SnapshotCreated struct {
+	Snapshot LogEnd
+}
+
+// LogStartMoved reports that the host deleted every record of the log
+// before Snapshot.Offset and every snapshot older than Snapshot (Kafka's
+// deleteBeforeSnapshot): the log now starts at the end of the snapshot
+// Snapshot, a snapshot the state knows or one that agrees with the log, at
+// most the latest. A start at or below the current one is stale and
+// changes nothing; a start past the latest snapshot, or a snapshot that
+// does not agree with the log, is a Fault (D45).
+type LogStartMoved struct {
+	Snapshot LogEnd
 }
 
 // ReceiveLeaderlessEpoch reports a response that named a higher epoch than
@@ -211,19 +268,22 @@ type LogFlushed struct {
 // roles ignore it.
 type Resign struct{}
 
-func (ElectionTimeout) isEvent()         {}
-func (FetchTimeout) isEvent()            {}
-func (CheckQuorumTimeout) isEvent()      {}
-func (BeginQuorumEpochTimeout) isEvent() {}
-func (ReceiveVoteRequest) isEvent()      {}
-func (ReceiveVoteResponse) isEvent()     {}
-func (ReceiveBeginQuorumEpoch) isEvent() {}
-func (ReceiveEndQuorumEpoch) isEvent()   {}
-func (ReceiveFetch) isEvent()            {}
-func (ReceiveFetchSnapshot) isEvent()    {}
-func (ReceiveFetchResponse) isEvent()    {}
-func (ReceiveLeaderlessEpoch) isEvent()  {}
-func (ReceiveQuorumResponse) isEvent()   {}
-func (LogAppended) isEvent()             {}
-func (LogFlushed) isEvent()              {}
-func (Resign) isEvent()                  {}
+func (ElectionTimeout) isEvent()              {}
+func (FetchTimeout) isEvent()                 {}
+func (CheckQuorumTimeout) isEvent()           {}
+func (BeginQuorumEpochTimeout) isEvent()      {}
+func (ReceiveVoteRequest) isEvent()           {}
+func (ReceiveVoteResponse) isEvent()          {}
+func (ReceiveBeginQuorumEpoch) isEvent()      {}
+func (ReceiveEndQuorumEpoch) isEvent()        {}
+func (ReceiveFetch) isEvent()                 {}
+func (ReceiveFetchSnapshot) isEvent()         {}
+func (ReceiveFetchResponse) isEvent()         {}
+func (ReceiveLeaderlessEpoch) isEvent()       {}
+func (ReceiveFetchSnapshotResponse) isEvent() {}
+func (SnapshotCreated) isEvent()              {}
+func (LogStartMoved) isEvent()                {}
+func (ReceiveQuorumResponse) isEvent()        {}
+func (LogAppended) isEvent()                  {}
+func (LogFlushed) isEvent()                   {}
+func (Resign) isEvent()                       {}

@@ -1,6 +1,7 @@
 package kraft
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -174,15 +175,19 @@ func (t *stepper) processFetchResponse(e *ReceiveFetchResponse) {
 			t.s.log = t.s.log.truncated(to)
 			t.emit(TruncateLog{To: to})
 		}
-	case e.Snapshot != nil:
-		if e.Snapshot.Offset < 0 || e.Snapshot.Epoch < 0 {
+	case e.Snapshot != nil && (e.Snapshot.Offset >= 0 || e.Snapshot.Epoch >= 0):
+		id := *e.Snapshot
+		if id.Offset < 0 || id.Epoch < 0 {
+			// Kafka's handleFetchResponse: a failure, no timer reset.
 			return
 		}
-		// The host downloads the snapshot with FetchSnapshot (docs/design.md,
-		// contract decision 8): no next Fetch.
-		t.s.fetched = true
-		t.fetchTimerDue, t.fetchDue = true, false
-		return
+		// Start downloading the snapshot (Kafka: setFetchingSnapshot with
+		// createNewSnapshotUnchecked, not checked against the local log);
+		// the next request is a FetchSnapshot. A snapshot already on disk
+		// is not downloaded again, and fetching goes on (D43).
+		if !t.s.log.snapshots || (id != t.s.log.latest && id != t.s.log.earliest) {
+			t.s.downloading, t.s.download, t.s.downloaded = true, id, 0
+		}
 	default:
 		t.accepted = true
 		if e.HighWatermark >= 0 {
@@ -191,6 +196,96 @@ func (t *stepper) processFetchResponse(e *ReceiveFetchResponse) {
 	}
 	t.s.fetched = true
 	t.fetchTimerDue, t.fetchDue = true, true
+}
+
+// onFetchSnapshotResponse is Kafka's handleFetchSnapshotResponse (D43).
+// Like a Fetch response, it sends the next request once, at the end of the
+// step.
+func (t *stepper) onFetchSnapshotResponse(e ReceiveFetchSnapshotResponse) {
+	t.deferFetch = true
+	t.processFetchSnapshotResponse(e)
+	if t.fault == "" && t.s.role == Follower {
+		if t.fetchTimerDue {
+			t.emit(t.followerFetchReset())
+		}
+		if t.fetchDue {
+			t.sendFetch()
+		}
+	}
+}
+
+func (t *stepper) processFetchSnapshotResponse(e ReceiveFetchSnapshotResponse) {
+	// Kafka's maybeHandleCommonResponse handles fencing, newer epochs and
+	// new leaders; the snapshot errors (and any other partition error it
+	// does not know) reach the snapshot handling, unless the response made
+	// this replica a Follower of a leader it had not known (then only NONE
+	// goes on). INCONSISTENT_CLUSTER_ID is a top-level error: dropped.
+	code := e.Error
+	switch code {
+	case ErrNone, ErrFencedLeaderEpoch, ErrNotLeaderOrFollower, ErrUnknownLeaderEpoch, ErrInvalidRequest,
+		ErrBrokerNotAvailable, ErrInconsistentClusterID:
+	default:
+		leader := t.namedLeader(e.LeaderID)
+		if e.LeaderEpoch == t.s.epoch && leader != NoNode && t.s.leader == NoNode {
+			break
+		}
+		code = ErrNone
+	}
+	if !t.commonResponse(e.LeaderEpoch, e.LeaderID, code) {
+		return
+	}
+	if t.s.role != Follower || t.namedLeader(e.LeaderID) != t.s.leader {
+		return
+	}
+	if e.Error == ErrSnapshotNotFound || e.Snapshot.Offset < 0 || e.Snapshot.Epoch < 0 {
+		// "The leader deleted the snapshot before the follower could
+		// download it": start over with a Fetch.
+		t.s.downloading, t.s.download, t.s.downloaded = false, LogEnd{}, 0
+		t.s.fetched = true
+		t.fetchTimerDue, t.fetchDue = true, true
+		return
+	}
+	switch {
+	case !t.s.downloading:
+		t.failf(fmt.Sprintf("a FetchSnapshot response for %+v, but no snapshot is being fetched", e.Snapshot))
+		return
+	case e.Snapshot != t.s.download:
+		t.failf(fmt.Sprintf("a FetchSnapshot response for %+v while fetching %+v", e.Snapshot, t.s.download))
+		return
+	case e.Position != t.s.downloaded:
+		t.failf(fmt.Sprintf("a FetchSnapshot response at position %d of %+v, but %d bytes are written", e.Position, e.Snapshot, t.s.downloaded))
+		return
+	case e.Bytes < 0 || e.Size < 0 || e.Bytes > e.Size-e.Position:
+		// A chunk that does not fit the snapshot's size: dropped, the
+		// host retries the request (D43).
+		return
+	}
+	id := e.Snapshot
+	t.emit(WriteSnapshotChunk{Snapshot: id, Position: e.Position})
+	t.s.downloaded = e.Position + e.Bytes
+	t.s.fetched = true
+	t.fetchTimerDue, t.fetchDue = true, true
+	if t.s.downloaded < e.Size {
+		return
+	}
+	// Complete: Kafka freezes the snapshot and fully truncates the log to
+	// it (truncateToLatestSnapshot), which must happen: the snapshot is
+	// past the log end (by epoch, then offset) and removes no committed
+	// record.
+	if id.Compare(t.s.log.end) <= 0 {
+		t.failf(fmt.Sprintf("the downloaded snapshot %+v is not past the log end %+v", id, t.s.log.end))
+		return
+	}
+	if id.Offset < t.s.committed {
+		t.failf(fmt.Sprintf("the downloaded snapshot %+v ends below the high watermark %d", id, t.s.committed))
+		return
+	}
+	t.s.downloading, t.s.download, t.s.downloaded = false, LogEnd{}, 0
+	t.s.log = t.s.log.resetTo(id)
+	t.emit(InstallSnapshot{Snapshot: id})
+	// Kafka's updateFollowerHighWatermark with the log's high watermark,
+	// which the truncation moved to the snapshot end.
+	t.raiseHighWatermark(id.Offset)
 }
 
 // AcceptsRecords reports whether stepping r would take the records it

@@ -338,18 +338,23 @@ func TestSuccessfulFetchResponseEndsPreVoteGranting(t *testing.T) {
 	require.False(t, grantsPreVote(t, snap))
 }
 
-// TestFollowerSnapshotAnswerResetsTimerWithoutFetch: a response that points
-// to a snapshot resets the fetch timer and sends no Fetch (the host
-// downloads the snapshot); a snapshot id with negative fields is dropped.
-// Reference: KafkaRaftClient.handleFetchResponse; docs/design.md, contract
-// decision 8, and D10.
-func TestFollowerSnapshotAnswerResetsTimerWithoutFetch(t *testing.T) {
+// TestFollowerSnapshotAnswerStartsDownload: a response that points to a
+// snapshot resets the fetch timer and sends a FetchSnapshot for it from
+// position 0 instead of a Fetch; a snapshot id with negative fields is
+// dropped (no timer reset).
+// Reference: KafkaRaftClient.handleFetchResponse;
+// KafkaRaftClientSnapshotTest.testFetchResponseWithInvalidSnapshotId and
+// testFetchResponseWithSnapshotId; docs/design.md D43.
+func TestFollowerSnapshotAnswerStartsDownload(t *testing.T) {
 	s := newFollower(t)
 	next, acts := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 10, Snapshot: &LogEnd{Offset: 10, Epoch: 1}})
 	require.Equal(t, Follower, next.Role())
 	require.Equal(t, int64(-1), next.HighWatermark())
 	require.Equal(t, s.LogEnd(), next.LogEnd())
-	require.Equal(t, []Action{ResetTimer{Timer: FetchTimer, After: testTf}}, acts)
+	require.Equal(t, []Action{
+		ResetTimer{Timer: FetchTimer, After: testTf},
+		SendFetchSnapshot{To: 1, CurrentLeaderEpoch: 1, Snapshot: LogEnd{Offset: 10, Epoch: 1}},
+	}, acts)
 
 	for _, bad := range []LogEnd{{Offset: -1, Epoch: 1}, {Offset: 10, Epoch: -1}} {
 		bad := bad
@@ -688,18 +693,18 @@ func TestFollowerTruncatesWholeLogOnDivergingOffsetZero(t *testing.T) {
 
 // TestFollowerTakesBootstrapSnapshotID: a snapshot id whose offset and
 // epoch are 0 (Kafka's bootstrap checkpoint 0-0) is a valid answer: only
-// negative fields are dropped. The follower resets its fetch timer, sends
-// no Fetch (the host fetches the snapshot), and counts the answer as a
+// negative fields are dropped. The follower resets its fetch timer, asks
+// for the snapshot with FetchSnapshot, and counts the answer as a
 // successful fetch (it stops granting pre-votes).
-// Reference: KafkaRaftClient.handleFetchResponse; docs/design.md, contract
-// decision 8, and D10; KIP-996.
+// Reference: KafkaRaftClient.handleFetchResponse; docs/design.md D43;
+// KIP-996.
 func TestFollowerTakesBootstrapSnapshotID(t *testing.T) {
 	s := newFollower(t)
 	require.True(t, grantsPreVote(t, s))
 	for _, id := range []LogEnd{{Offset: 0, Epoch: 0}, {Offset: 7, Epoch: 0}, {Offset: 0, Epoch: 1}} {
 		id := id
 		next, acts := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: -1, Snapshot: &id})
-		require.Equal(t, []Action{ResetTimer{Timer: FetchTimer, After: testTf}}, acts, "snapshot %+v", id)
+		require.Equal(t, []Action{ResetTimer{Timer: FetchTimer, After: testTf}, SendFetchSnapshot{To: 1, CurrentLeaderEpoch: 1, Snapshot: id}}, acts, "snapshot %+v", id)
 		require.False(t, grantsPreVote(t, next), "snapshot %+v", id)
 	}
 }

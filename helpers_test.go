@@ -174,6 +174,12 @@ func fetchFrom(from NodeID, leaderEpoch Epoch, offset int64, lastEpoch Epoch) Re
 	return ReceiveFetch{From: from, CurrentLeaderEpoch: leaderEpoch, FetchOffset: offset, FetchEpoch: lastEpoch}
 }
 
+// fetchSnapshotError is a FetchSnapshot error answer: no snapshot id, size
+// or position (D44).
+func fetchSnapshotError(to NodeID, code ErrorCode, epoch Epoch, leader NodeID) SendFetchSnapshotResponse {
+	return SendFetchSnapshotResponse{To: to, Error: code, Epoch: epoch, LeaderID: leader, Snapshot: LogEnd{Offset: -1, Epoch: -1}, Size: -1, Position: -1}
+}
+
 // fetchOK is a successful Fetch response from leader in epoch with hwm.
 func fetchOK(leader NodeID, epoch Epoch, hwm int64) ReceiveFetchResponse {
 	return ReceiveFetchResponse{From: leader, Error: ErrNone, LeaderID: leader, LeaderEpoch: epoch, HighWatermark: hwm}

@@ -67,14 +67,24 @@ func (t *stepper) onFetch(e *ReceiveFetch) {
 		t.fetchResponse(e.From, code, -1, nil)
 		return
 	}
-	// RaftLog.validateOffsetAndEpoch, without snapshots: the log starts at
-	// offset 0, so a fetch from 0 is always valid.
+	// Kafka's tryCompleteFetchRequest: a follower with an empty log gets
+	// the latest snapshot (unless it is the bootstrap one), every other
+	// position is checked by validateOffsetAndEpoch (D44).
+	check, id := t.s.log.validateOffsetAndEpoch(e.FetchOffset, e.FetchEpoch)
+	if e.FetchOffset == 0 && t.s.log.snapshots && t.s.log.latest != bootstrapSnapshot {
+		check, id = fetchSnapshot, t.s.log.latest
+	}
 	var diverging *LogOffsetMetadata
-	if e.FetchOffset > 0 {
-		epoch, end := t.s.log.endOffsetForEpoch(e.FetchEpoch)
-		if epoch != e.FetchEpoch || end < e.FetchOffset {
-			diverging = &LogOffsetMetadata{Offset: end, Epoch: epoch}
-		}
+	switch check {
+	case fetchDiverging:
+		diverging = &LogOffsetMetadata{Offset: id.Offset, Epoch: id.Epoch}
+	case fetchSnapshot:
+		// No replica-state or check-quorum update for a snapshot answer.
+		// (A copy of id: only this answer pays for its snapshot id.)
+		snapshot := id
+		t.emit(SendFetchResponse{To: e.From, Error: ErrNone, Epoch: t.s.epoch, LeaderID: t.s.leader, HighWatermark: t.s.hwm, Snapshot: &snapshot})
+		return
+	case fetchValid:
 	}
 	if diverging == nil && e.From >= 0 {
 		if e.From == t.s.c.local.ID {
@@ -91,18 +101,32 @@ func (t *stepper) onFetch(e *ReceiveFetch) {
 	t.fetchResponse(e.From, ErrNone, t.s.hwm, diverging)
 }
 
-// onFetchSnapshot is Kafka's handleFetchSnapshotRequest as far as the state
-// goes: fencing, and on the leader, contact for check-quorum. Snapshot ids
-// and bytes are the host's (docs/design.md, contract decision 8).
+// onFetchSnapshot is Kafka's handleFetchSnapshotRequest: cluster id, epoch
+// fencing (validateLeaderOnlyRequest), SNAPSHOT_NOT_FOUND for a snapshot the
+// host does not have or the bootstrap snapshot, POSITION_OUT_OF_RANGE for a
+// position outside the snapshot; a successful request counts for
+// check-quorum (voters only) and moves no end offset. The host looked up
+// the snapshot's size (docs/design.md D44).
 func (t *stepper) onFetchSnapshot(e ReceiveFetchSnapshot) {
 	code := ErrInconsistentClusterID
 	if t.clusterOK(&e.ClusterID) {
 		code = t.validateLeaderOnly(e.CurrentLeaderEpoch)
 	}
-	if code == ErrNone && e.From >= 0 {
+	switch {
+	case code != ErrNone:
+	case e.Size < 0 || e.Snapshot == bootstrapSnapshot:
+		code = ErrSnapshotNotFound
+	case e.Position < 0 || e.Position >= e.Size:
+		code = ErrPositionOutOfRange
+	}
+	if code != ErrNone {
+		t.emit(SendFetchSnapshotResponse{To: e.From, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader, Snapshot: LogEnd{Offset: -1, Epoch: -1}, Size: -1, Position: -1})
+		return
+	}
+	if e.From >= 0 {
 		t.fetchedBy(e.From, &e.FromDirectoryID, -1, false)
 	}
-	t.emit(SendFetchSnapshotResponse{To: e.From, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader})
+	t.emit(SendFetchSnapshotResponse{To: e.From, Error: ErrNone, Epoch: t.s.epoch, LeaderID: t.s.leader, Snapshot: e.Snapshot, Size: e.Size, Position: e.Position})
 }
 
 // fetchedBy records a voter's valid Fetch at offset (position true) or its

@@ -535,11 +535,18 @@ func TestCheckQuorumTimeoutResignsLeader(t *testing.T) {
 // Reference: KafkaRaftClient.handleFetchSnapshotRequest
 // (updateCheckQuorumForFollowingVoter only); docs/design.md, contract decision 8.
 func TestFetchSnapshotCountsForCheckQuorumOnly(t *testing.T) {
+	id := LogEnd{Offset: 1, Epoch: 1}
+	snapFetch := func(from NodeID, epoch Epoch) ReceiveFetchSnapshot {
+		return ReceiveFetchSnapshot{From: from, CurrentLeaderEpoch: epoch, Snapshot: id, Size: 8}
+	}
+	snapChunk := func(to NodeID) SendFetchSnapshotResponse {
+		return SendFetchSnapshotResponse{To: to, Error: ErrNone, Epoch: 1, LeaderID: 1, Snapshot: id, Size: 8}
+	}
 	s := leaderOf(t, 3)
-	s, acts := step(t, s, ReceiveFetchSnapshot{From: 2, CurrentLeaderEpoch: 1})
+	s, acts := step(t, s, snapFetch(2, 1))
 	require.Equal(t, []Action{
 		ResetTimer{Timer: CheckQuorumTimer, After: 3 * time.Second},
-		SendFetchSnapshotResponse{To: 2, Error: ErrNone, Epoch: 1, LeaderID: 1},
+		snapChunk(2),
 	}, acts)
 	require.Equal(t, int64(-1), s.HighWatermark())
 
@@ -556,18 +563,18 @@ func TestFetchSnapshotCountsForCheckQuorumOnly(t *testing.T) {
 
 	// Five voters: a snapshot fetcher and a fetcher make two.
 	s5 := leaderOf(t, 5)
-	s5, acts = step(t, s5, ReceiveFetchSnapshot{From: 4, CurrentLeaderEpoch: 1})
-	require.Equal(t, []Action{SendFetchSnapshotResponse{To: 4, Error: ErrNone, Epoch: 1, LeaderID: 1}}, acts)
+	s5, acts = step(t, s5, snapFetch(4, 1))
+	require.Equal(t, []Action{snapChunk(4)}, acts)
 	_, acts = step(t, s5, fetchFrom(2, 1, 0, 0))
 	require.Equal(t, ResetTimer{Timer: CheckQuorumTimer, After: 3 * time.Second}, acts[0])
 
 	// Observers' snapshot fetches are not stored; fencing as for Fetch.
-	next, acts := step(t, s, ReceiveFetchSnapshot{From: 9, CurrentLeaderEpoch: 1})
+	next, acts := step(t, s, snapFetch(9, 1))
 	require.Equal(t, s, next)
-	require.Equal(t, []Action{SendFetchSnapshotResponse{To: 9, Error: ErrNone, Epoch: 1, LeaderID: 1}}, acts)
-	next, acts = step(t, s, ReceiveFetchSnapshot{From: 2, CurrentLeaderEpoch: 2})
+	require.Equal(t, []Action{snapChunk(9)}, acts)
+	next, acts = step(t, s, snapFetch(2, 2))
 	require.Equal(t, s, next)
-	require.Equal(t, []Action{SendFetchSnapshotResponse{To: 2, Error: ErrUnknownLeaderEpoch, Epoch: 1, LeaderID: 1}}, acts)
+	require.Equal(t, []Action{fetchSnapshotError(2, ErrUnknownLeaderEpoch, 1, 1)}, acts)
 }
 
 // TestBeginQuorumEpochTimeoutResendsOnlyToVotersThatHaveNotFetched: the
@@ -720,10 +727,10 @@ func TestLeaderCountsFetchesOfVoterZero(t *testing.T) {
 	}, acts)
 	require.Equal(t, int64(1), next.HighWatermark())
 
-	_, acts = step(t, s, ReceiveFetchSnapshot{From: 0, CurrentLeaderEpoch: 1})
+	_, acts = step(t, s, ReceiveFetchSnapshot{From: 0, CurrentLeaderEpoch: 1, Snapshot: LogEnd{Offset: 1, Epoch: 1}, Size: 5})
 	require.Equal(t, []Action{
 		checkQuorumTimerReset,
-		SendFetchSnapshotResponse{To: 0, Error: ErrNone, Epoch: 1, LeaderID: 1},
+		SendFetchSnapshotResponse{To: 0, Error: ErrNone, Epoch: 1, LeaderID: 1, Snapshot: LogEnd{Offset: 1, Epoch: 1}, Size: 5},
 	}, acts)
 }
 

@@ -4,13 +4,30 @@ import "fmt"
 
 // LogState describes the local log at start: its end and its epoch history
 // (Kafka's leader-epoch cache), the first offset of each epoch in ascending
-// order. An empty Epochs with End.Offset > 0 is read as a log whose records
-// all belong to End.Epoch. The host passes the log it recovered from disk
-// and made durable (a sync on open), so every record of it counts as
-// flushed.
+// order, and, once the host takes snapshots, the log start offset and the
+// snapshots on disk. An empty Epochs with End.Offset > Start is read as a
+// log whose records all belong to End.Epoch. The host passes the log it
+// recovered from disk and made durable (a sync on open), so every record of
+// it counts as flushed.
+//
+// Snapshots (docs/design.md D42): Start is the offset of the first record
+// the log holds (Kafka's log start offset; 0 for a log that was never
+// cleaned). LatestSnapshot and EarliestSnapshot are the newest and oldest
+// snapshot ids on disk (end offset and epoch, Kafka's latestSnapshotId and
+// earliestSnapshotId), nil when there is none; with one snapshot both name
+// it. A log whose start is past 0 has a snapshot at its start: the earliest.
+// Before NewState the host completes what a crash may have interrupted, as
+// Kafka's KafkaMetadataLog does on open: a snapshot whose end is past the
+// log end (a follower that crashed after a download, before it reset its
+// log) makes the host reset the log to start and end at that snapshot; a
+// partial snapshot is deleted.
 type LogState struct {
 	End    LogEnd
 	Epochs []EpochStart
+
+	Start            int64
+	LatestSnapshot   *LogEnd
+	EarliestSnapshot *LogEnd
 }
 
 // logView is the state's picture of the local log: what it needs to decide
@@ -21,36 +38,110 @@ type LogState struct {
 // record is durable (flushed <= end.Offset). Epochs is shared between
 // states and never written in place: appends go through a slice whose
 // capacity is clipped, so they copy.
+//
+// start is the log start offset and, when snapshots is set, latest and
+// earliest are the newest and oldest snapshot ids on disk (D42). Every
+// epoch entry starts at or after start; an empty log that starts at a
+// snapshot has no entries and ends at the snapshot id.
 type logView struct {
 	end     LogEnd
 	epochs  []EpochStart
 	flushed int64
+
+	start            int64
+	snapshots        bool
+	latest, earliest LogEnd
 }
+
+// bootstrapSnapshot is Kafka's bootstrap checkpoint id (0, 0): never
+// replicated (KafkaRaftClient.BOOTSTRAP_SNAPSHOT_ID).
+var bootstrapSnapshot = LogEnd{}
 
 func newLogView(l LogState) (logView, error) {
 	if l.End.Offset < 0 || l.End.Epoch < 0 {
 		return logView{}, fmt.Errorf("kraft: log end %+v is negative", l.End)
 	}
-	if len(l.Epochs) == 0 {
-		if l.End.Offset == 0 {
-			return logView{end: l.End}, nil
-		}
-		return logView{end: l.End, epochs: []EpochStart{{Epoch: l.End.Epoch, StartOffset: 0}}, flushed: l.End.Offset}, nil
+	if l.Start < 0 || l.Start > l.End.Offset {
+		return logView{}, fmt.Errorf("kraft: log start %d outside the log [0, %d]", l.Start, l.End.Offset)
 	}
-	for i, e := range l.Epochs {
-		if e.Epoch < 0 || e.StartOffset < 0 || e.StartOffset >= l.End.Offset {
-			return logView{}, fmt.Errorf("kraft: epoch entry %+v outside the log [0, %d)", e, l.End.Offset)
+	v := logView{end: l.End, flushed: l.End.Offset, start: l.Start}
+	switch {
+	case len(l.Epochs) > 0:
+		for i, e := range l.Epochs {
+			if e.Epoch < 0 || e.StartOffset < l.Start || e.StartOffset >= l.End.Offset {
+				return logView{}, fmt.Errorf("kraft: epoch entry %+v outside the log [%d, %d)", e, l.Start, l.End.Offset)
+			}
+			if i > 0 && (e.Epoch <= l.Epochs[i-1].Epoch || e.StartOffset <= l.Epochs[i-1].StartOffset) {
+				return logView{}, fmt.Errorf("kraft: epoch entries %+v and %+v out of order", l.Epochs[i-1], e)
+			}
 		}
-		if i > 0 && (e.Epoch <= l.Epochs[i-1].Epoch || e.StartOffset <= l.Epochs[i-1].StartOffset) {
-			return logView{}, fmt.Errorf("kraft: epoch entries %+v and %+v out of order", l.Epochs[i-1], e)
+		if l.Epochs[0].StartOffset != l.Start {
+			return logView{}, fmt.Errorf("kraft: the first epoch entry %+v does not start at the log start %d", l.Epochs[0], l.Start)
+		}
+		if last := l.Epochs[len(l.Epochs)-1]; last.Epoch != l.End.Epoch {
+			return logView{}, fmt.Errorf("kraft: log end epoch %d is not the last epoch %d", l.End.Epoch, last.Epoch)
+		}
+		v.epochs = make([]EpochStart, len(l.Epochs))
+		copy(v.epochs, l.Epochs)
+	case l.End.Offset > l.Start:
+		v.epochs = []EpochStart{{Epoch: l.End.Epoch, StartOffset: l.Start}}
+	}
+	if (l.LatestSnapshot == nil) != (l.EarliestSnapshot == nil) {
+		return logView{}, fmt.Errorf("kraft: a latest snapshot without an earliest one or the reverse (%v, %v)", l.LatestSnapshot, l.EarliestSnapshot)
+	}
+	if l.LatestSnapshot == nil {
+		if l.Start > 0 {
+			return logView{}, fmt.Errorf("kraft: log start %d without a snapshot at it", l.Start)
+		}
+		return v, nil
+	}
+	v.snapshots, v.latest, v.earliest = true, *l.LatestSnapshot, *l.EarliestSnapshot
+	switch {
+	case v.earliest.Compare(v.latest) > 0 || v.earliest.Offset > v.latest.Offset:
+		return logView{}, fmt.Errorf("kraft: earliest snapshot %+v after the latest %+v", v.earliest, v.latest)
+	case v.latest.Offset > l.End.Offset:
+		return logView{}, fmt.Errorf("kraft: latest snapshot %+v past the log end %+v (reset the log to it first)", v.latest, l.End)
+	case v.earliest.Offset < l.Start:
+		return logView{}, fmt.Errorf("kraft: earliest snapshot %+v before the log start %d", v.earliest, l.Start)
+	case l.Start > 0 && v.earliest.Offset != l.Start:
+		return logView{}, fmt.Errorf("kraft: log start %d is not the earliest snapshot %+v", l.Start, v.earliest)
+	}
+	for _, id := range []LogEnd{v.earliest, v.latest} {
+		if !v.snapshotFits(id) {
+			return logView{}, fmt.Errorf("kraft: snapshot %+v does not match the log's epochs", id)
 		}
 	}
-	if last := l.Epochs[len(l.Epochs)-1]; last.Epoch != l.End.Epoch {
-		return logView{}, fmt.Errorf("kraft: log end epoch %d is not the last epoch %d", l.End.Epoch, last.Epoch)
+	return v, nil
+}
+
+// snapshotFits reports whether a snapshot id agrees with the log: offset 0
+// goes with epoch 0 (the bootstrap snapshot), a snapshot inside the log
+// ends in the epoch of the record before its end, and one at the log start
+// has an epoch not above the log's first.
+func (v logView) snapshotFits(id LogEnd) bool {
+	switch {
+	case id.Offset < 0 || id.Epoch < 0 || id.Offset > v.end.Offset || id.Offset < v.start:
+		return false
+	case id.Offset == 0:
+		return id.Epoch == 0
+	case id.Offset > v.start:
+		return v.epochAt(id.Offset-1) == id.Epoch
+	case len(v.epochs) == 0:
+		return id.Epoch == v.end.Epoch
 	}
-	epochs := make([]EpochStart, len(l.Epochs))
-	copy(epochs, l.Epochs)
-	return logView{end: l.End, epochs: epochs, flushed: l.End.Offset}, nil
+	return id.Epoch <= v.epochs[0].Epoch
+}
+
+// epochAt is the epoch of the record at offset, which the log holds.
+func (v logView) epochAt(offset int64) Epoch {
+	epoch := v.end.Epoch
+	for i := len(v.epochs) - 1; i >= 0; i-- {
+		epoch = v.epochs[i].Epoch
+		if v.epochs[i].StartOffset <= offset {
+			break
+		}
+	}
+	return epoch
 }
 
 // appended returns the view after the host wrote records up to end. The
@@ -70,12 +161,17 @@ func (v logView) appended(end LogEnd) logView {
 // and the offset where it ends (the start of the next epoch, or the log end).
 // With no such epoch it returns the requested epoch itself and the start of
 // the first epoch, as Kafka's LeaderEpochFileCache.endOffsetFor does ("the
-// requested epoch is smaller than any known epoch").
-// Kafka's ReplicatedLog.endOffsetForEpoch (without snapshots).
+// requested epoch is smaller than any known epoch"); when that start is the
+// earliest snapshot's end, it returns the snapshot id instead (Kafka's
+// KafkaMetadataLog.endOffsetForEpoch: "the epoch is smaller than the
+// smallest epoch on the log").
 func (v logView) endOffsetForEpoch(epoch Epoch) (Epoch, int64) {
 	lower := epoch
 	for _, e := range v.epochs {
 		if e.Epoch > epoch {
+			if v.snapshots && lower == epoch && e.StartOffset == v.earliest.Offset {
+				return v.earliest.Epoch, v.earliest.Offset
+			}
 			return lower, e.StartOffset
 		}
 		lower = e.Epoch
@@ -83,8 +179,35 @@ func (v logView) endOffsetForEpoch(epoch Epoch) (Epoch, int64) {
 	return v.end.Epoch, v.end.Offset
 }
 
+// fetchCheck is what a leader makes of a follower's fetch position.
+type fetchCheck uint8
+
+const (
+	fetchValid fetchCheck = iota
+	fetchDiverging
+	fetchSnapshot
+)
+
+// validateOffsetAndEpoch is Kafka's ReplicatedLog.validateOffsetAndEpoch:
+// a fetch at (offset, epoch) is valid, diverges (answered with the
+// returned end offset and epoch), or needs the latest snapshot (answered
+// with it) because the log no longer holds what the follower lacks.
+func (v logView) validateOffsetAndEpoch(offset int64, epoch Epoch) (fetchCheck, LogEnd) {
+	if v.start == 0 && offset == 0 {
+		return fetchValid, LogEnd{}
+	}
+	if v.snapshots && (offset < v.start || (offset == v.start && epoch != v.earliest.Epoch) || epoch < v.earliest.Epoch) {
+		return fetchSnapshot, v.latest
+	}
+	e, o := v.endOffsetForEpoch(epoch)
+	if e != epoch || o < offset {
+		return fetchDiverging, LogEnd{Offset: o, Epoch: e}
+	}
+	return fetchValid, LogEnd{}
+}
+
 // truncated returns the view after every record at or after offset was
-// removed.
+// removed. The caller keeps offset at or above the log start.
 func (v logView) truncated(offset int64) logView {
 	if offset >= v.end.Offset {
 		return v
@@ -99,13 +222,70 @@ func (v logView) truncated(offset int64) logView {
 		v.epochs = v.epochs[:n:n]
 	}
 	v.end = LogEnd{Offset: offset}
-	if n > 0 {
+	switch {
+	case n > 0:
 		v.end.Epoch = v.epochs[n-1].Epoch
+	case v.snapshots && offset == v.earliest.Offset:
+		// An empty log ends at its snapshot (Kafka's lastFetchedEpoch).
+		v.end.Epoch = v.earliest.Epoch
 	}
 	if v.flushed > offset {
 		v.flushed = offset
 	}
 	return v
+}
+
+// withSnapshot returns the view after the host wrote the snapshot id
+// (Kafka's snapshots map: the latest is the largest id, the earliest the
+// smallest).
+func (v logView) withSnapshot(id LogEnd) logView {
+	if !v.snapshots {
+		v.snapshots, v.latest, v.earliest = true, id, id
+		return v
+	}
+	if id.Compare(v.latest) > 0 {
+		v.latest = id
+	}
+	if id.Compare(v.earliest) < 0 {
+		v.earliest = id
+	}
+	return v
+}
+
+// startingAt returns the view after the host deleted every record before
+// the snapshot id and every older snapshot (Kafka's deleteBeforeSnapshot):
+// the log starts at id.Offset, which is now the earliest snapshot; the
+// epoch entry that spans the new start is moved to it (Kafka's
+// LeaderEpochFileCache.truncateFromStart). Records below the start are in
+// a durable snapshot, so the flushed offset is at least the start.
+func (v logView) startingAt(id LogEnd) logView {
+	n := 0
+	for n < len(v.epochs) && v.epochs[n].StartOffset <= id.Offset {
+		n++
+	}
+	var epochs []EpochStart
+	if n > 0 && id.Offset < v.end.Offset {
+		epochs = append(epochs, EpochStart{Epoch: v.epochs[n-1].Epoch, StartOffset: id.Offset})
+	}
+	epochs = append(epochs, v.epochs[n:]...)
+	if len(epochs) == 0 {
+		epochs = nil
+	} else {
+		epochs = epochs[:len(epochs):len(epochs)]
+	}
+	v.epochs = epochs
+	v.start, v.earliest = id.Offset, id
+	if v.flushed < id.Offset {
+		v.flushed = id.Offset
+	}
+	return v
+}
+
+// resetTo returns the view of a log reset to the downloaded snapshot id
+// (Kafka's truncateToLatestSnapshot): empty, starting and ending at
+// id.Offset, with id the only snapshot.
+func (v logView) resetTo(id LogEnd) logView {
+	return logView{end: id, flushed: id.Offset, start: id.Offset, snapshots: true, latest: id, earliest: id}
 }
 
 // truncationPoint is where a follower truncates its log after the leader

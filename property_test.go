@@ -442,7 +442,7 @@ var (
 	genError  = rapid.SampledFrom([]kraft.ErrorCode{
 		kraft.ErrNone, kraft.ErrNone, kraft.ErrNone, kraft.ErrNotLeaderOrFollower, kraft.ErrBrokerNotAvailable,
 		kraft.ErrInvalidRequest, kraft.ErrFencedLeaderEpoch, kraft.ErrUnknownLeaderEpoch, kraft.ErrInconsistentClusterID,
-		kraft.ErrInvalidVoterKey, kraft.ErrUnsupportedVersion, kraft.ErrPositionOutOfRange, 12345, -1,
+		kraft.ErrInvalidVoterKey, kraft.ErrUnsupportedVersion, kraft.ErrPositionOutOfRange, kraft.ErrSnapshotNotFound, 12345, -1,
 	})
 	genUUID = rapid.SampledFrom([]uuid.UUID{uuid.Nil, uuid.Nil, uuid.MustParse("00000000-0000-0000-0000-00000000000a"), uuid.MustParse("ffffffff-ffff-ffff-ffff-ffffffffffff")})
 	genNull = rapid.Custom(func(t *rapid.T) uuid.NullUUID {
@@ -455,7 +455,7 @@ var (
 
 // genEvent draws any kraft.Event.
 var genEvent = rapid.Custom(func(t *rapid.T) kraft.Event {
-	switch rapid.IntRange(0, 15).Draw(t, "event kind") {
+	switch rapid.IntRange(0, 18).Draw(t, "event kind") {
 	case 0:
 		return kraft.ElectionTimeout{}
 	case 1:
@@ -498,6 +498,7 @@ var genEvent = rapid.Custom(func(t *rapid.T) kraft.Event {
 		return kraft.ReceiveFetchSnapshot{
 			From: genNode.Draw(t, "from"), FromDirectoryID: genUUID.Draw(t, "dir"),
 			ClusterID: genNull.Draw(t, "cluster"), CurrentLeaderEpoch: genEpoch.Draw(t, "epoch"),
+			Snapshot: genLogEnd.Draw(t, "snapshot id"), Position: genOffset.Draw(t, "position"), Size: genOffset.Draw(t, "size"),
 		}
 	case 10:
 		e := kraft.ReceiveFetchResponse{
@@ -520,6 +521,16 @@ var genEvent = rapid.Custom(func(t *rapid.T) kraft.Event {
 		return kraft.LogFlushed{Offset: genLogEnd.Draw(t, "flushed").Offset}
 	case 14:
 		return kraft.ReceiveQuorumResponse{From: genNode.Draw(t, "from"), Error: genError.Draw(t, "error"), Epoch: genEpoch.Draw(t, "epoch"), LeaderID: genNode.Draw(t, "leader")}
+	case 15:
+		return kraft.ReceiveFetchSnapshotResponse{
+			From: genNode.Draw(t, "from"), Error: genError.Draw(t, "error"), LeaderID: genNode.Draw(t, "leader"),
+			LeaderEpoch: genEpoch.Draw(t, "epoch"), Snapshot: genLogEnd.Draw(t, "snapshot id"),
+			Size: genOffset.Draw(t, "size"), Position: genOffset.Draw(t, "position"), Bytes: genOffset.Draw(t, "bytes"),
+		}
+	case 16:
+		return kraft.SnapshotCreated{Snapshot: genLogEnd.Draw(t, "snapshot id")}
+	case 17:
+		return kraft.LogStartMoved{Snapshot: genLogEnd.Draw(t, "snapshot id")}
 	}
 	return kraft.Resign{}
 })

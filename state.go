@@ -214,6 +214,10 @@ type State struct {
 	// Follower (voter): which jittered fetch timeout this Follower role
 	// arms (an index into settings.fetchResets, D39).
 	fetchJitter uint8
+	// Follower: a snapshot is being downloaded from the leader (Kafka's
+	// FollowerState.fetchingSnapshot): download, with downloaded bytes of
+	// it written by the host (D43).
+	downloading bool
 	// Prospective: this round yields to a peer's pre-vote (D39): grants
 	// are counted but do not make it Candidate. lastYield is the last epoch
 	// in which a round yielded (-1 if none): at most one per epoch.
@@ -230,6 +234,9 @@ type State struct {
 	committed int64
 	log       logView
 	rng       uint64
+
+	download   LogEnd
+	downloaded int64
 
 	// Prospective, Candidate: the election tally, as sets of voter
 	// indexes (bit i is voter i) that granted and rejected.
@@ -294,6 +301,13 @@ func NewState(cfg Config, record *QuorumRecord, log LogState) (State, []Action, 
 		lastYield: -1,
 		log:       view,
 		rng:       seedRand(cfg.Seed),
+	}
+	if view.snapshots && view.latest.Offset > 0 {
+		// Every record below a snapshot is committed: the log's high
+		// watermark starts at the latest snapshot's end (Kafka's UnifiedLog
+		// starts it at the log start offset); the quorum's stays unknown
+		// until a leader reports one (D42).
+		s.committed = view.latest.Offset
 	}
 	switch {
 	case rec.Epoch < view.end.Epoch:
@@ -373,6 +387,27 @@ func (s State) HighWatermark() int64 { return s.hwm }
 // it (Kafka's log end offset): every record the host reported with
 // LogAppended, flushed or not, less what TruncateLog removed.
 func (s State) LogEnd() LogEnd { return s.log.end }
+
+// LogStart is the log start offset: the first record the local log holds
+// (0 until the host cleans the log behind a snapshot; Kafka's
+// log start offset).
+func (s State) LogStart() int64 { return s.log.start }
+
+// LatestSnapshot is the newest snapshot id on disk as the state knows it
+// (from NewState, SnapshotCreated and InstallSnapshot); ok is false when
+// there is none.
+func (s State) LatestSnapshot() (id LogEnd, ok bool) { return s.log.latest, s.log.snapshots }
+
+// EarliestSnapshot is the oldest snapshot id on disk as the state knows it;
+// when the log start is past 0 it is the snapshot at the log start.
+func (s State) EarliestSnapshot() (id LogEnd, ok bool) { return s.log.earliest, s.log.snapshots }
+
+// SnapshotDownload is, on a Follower fetching a snapshot from its leader,
+// the snapshot's id and how many of its bytes the host has written; ok is
+// false when no download is in progress.
+func (s State) SnapshotDownload() (id LogEnd, written int64, ok bool) {
+	return s.download, s.downloaded, s.downloading
+}
 
 // FlushedOffset is the offset below which the local log is durable, as the
 // host reported with LogFlushed (the whole log at NewState).

@@ -63,6 +63,8 @@ func StepInto(b *Buffer, s State, e Event) (next State, acts []Action) {
 		t.onFetchSnapshot(e)
 	case ReceiveFetchResponse:
 		t.onFetchResponse(&e)
+	case ReceiveFetchSnapshotResponse:
+		t.onFetchSnapshotResponse(e)
 	case ReceiveLeaderlessEpoch:
 		t.onLeaderlessEpoch(e)
 	case ReceiveQuorumResponse:
@@ -71,6 +73,10 @@ func StepInto(b *Buffer, s State, e Event) (next State, acts []Action) {
 		t.onLogAppended(e)
 	case LogFlushed:
 		t.onLogFlushed(e)
+	case SnapshotCreated:
+		t.onSnapshotCreated(e)
+	case LogStartMoved:
+		t.onLogStartMoved(e)
 	case Resign:
 		t.onResign()
 	}
@@ -136,7 +142,8 @@ func (t *stepper) persist() {
 			return
 		case SendVoteRequest, SendVoteResponse, SendBeginQuorumEpoch, SendBeginQuorumEpochResponse,
 			SendEndQuorumEpoch, SendEndQuorumEpochResponse, SendFetch, SendFetchResponse,
-			SendFetchSnapshotResponse, AppendLeaderChange, TruncateLog:
+			SendFetchSnapshot, SendFetchSnapshotResponse, AppendLeaderChange, TruncateLog,
+			WriteSnapshotChunk, InstallSnapshot:
 			t.emitPersist(p)
 			return
 		}
@@ -204,6 +211,7 @@ func (t *stepper) become(role Role, epoch Epoch, leader NodeID, voted ReplicaKey
 	n.role, n.epoch, n.leader, n.voted = role, epoch, leader, voted
 	n.endpoints = false
 	n.fetched, n.leaderResigned, n.fetchPending, n.fetchJitter = false, false, false, 0
+	n.downloading, n.download, n.downloaded = false, LogEnd{}, 0
 	n.granted, n.rejected, n.yielding = 0, 0, false
 	n.epochStart, n.ends, n.fetchedCheck, n.fetchedBegin = 0, voterEnds{}, 0, 0
 	*t.s = n
@@ -317,7 +325,16 @@ func (t *stepper) followerFetchReset() Action {
 // requires that voters have flushed their log before sending a Fetch
 // request"); until then it waits for LogFlushed (docs/design.md D30).
 // Observers are never counted and fetch at once.
+//
+// A Follower downloading a snapshot sends a FetchSnapshot for the next
+// bytes instead (Kafka's maybeSendFetchToBestNode); it tells the leader
+// nothing about the log, so it does not wait for a flush (D43).
 func (t *stepper) sendFetch() {
+	if t.s.downloading {
+		t.s.fetchPending = false
+		t.emit(SendFetchSnapshot{To: t.s.leader, ClusterID: t.s.c.clusterID, CurrentLeaderEpoch: t.s.epoch, Snapshot: t.s.download, Position: t.s.downloaded})
+		return
+	}
 	if t.s.c.isVoter() && t.s.log.flushed < t.s.log.end.Offset {
 		t.s.fetchPending = true
 		return
@@ -566,6 +583,13 @@ func (t *stepper) onLogFlushed(e LogFlushed) {
 		return
 	}
 	t.s.log.flushed = e.Offset
+	t.afterFlush()
+}
+
+// afterFlush: the flushed offset rose. The leader counts its own flushed
+// offset toward the high watermark (Kafka's flushLeaderLog and
+// updateLocalState); a voter whose Fetch waited for the flush sends it.
+func (t *stepper) afterFlush() {
 	switch t.s.role {
 	case Leader:
 		t.maybeAdvanceHighWatermark()
@@ -574,5 +598,60 @@ func (t *stepper) onLogFlushed(e LogFlushed) {
 			t.sendFetch()
 		}
 	case Unattached, Prospective, Candidate, Resigned:
+	}
+}
+
+// onSnapshotCreated takes the report of a snapshot the host wrote, with
+// Kafka's checks (KafkaRaftClient.createSnapshot and
+// KafkaMetadataLog.createNewSnapshot): at or below the log's high
+// watermark, valid for the log (validateOffsetAndEpoch), and in the epoch
+// of the record before its end (so not above the current epoch). Anything
+// else is a Fault (docs/design.md D45).
+func (t *stepper) onSnapshotCreated(e SnapshotCreated) {
+	id, log := e.Snapshot, t.s.log
+	// The log's high watermark is never below the log start (Kafka's
+	// UnifiedLog), so an empty prefix (the bootstrap snapshot) always fits.
+	hwm := t.s.committed
+	if hwm < log.start {
+		hwm = log.start
+	}
+	switch {
+	case id.Offset < 0 || id.Epoch < 0:
+		t.failf(fmt.Sprintf("the host reports a snapshot %+v with negative fields", id))
+	case id.Offset > hwm:
+		t.failf(fmt.Sprintf("the host reports a snapshot %+v past the high watermark %d", id, hwm))
+	case !log.snapshotFits(id):
+		// Also Kafka's "the quorum epoch must be at least the snapshot's":
+		// the log holds no record of an epoch after the current one.
+		t.failf(fmt.Sprintf("the host reports a snapshot %+v that does not match the log", id))
+	default:
+		if check, _ := log.validateOffsetAndEpoch(id.Offset, id.Epoch); check != fetchValid {
+			t.failf(fmt.Sprintf("the host reports a snapshot %+v that is not valid for the log", id))
+			return
+		}
+		t.s.log = log.withSnapshot(id)
+	}
+}
+
+// onLogStartMoved takes the report that the host deleted the log before a
+// snapshot (Kafka's deleteBeforeSnapshot: a snapshot it has, past the log
+// start, at most the latest). A start at or below the current one is
+// stale; anything else that does not hold is a Fault (docs/design.md D45).
+func (t *stepper) onLogStartMoved(e LogStartMoved) {
+	id, log := e.Snapshot, t.s.log
+	switch {
+	case id.Offset >= 0 && id.Offset <= log.start:
+		return
+	case !log.snapshots || id.Offset > log.latest.Offset:
+		t.failf(fmt.Sprintf("the host moved the log start to %+v, past the latest snapshot", id))
+		return
+	case id != log.latest && !log.snapshotFits(id):
+		t.failf(fmt.Sprintf("the host moved the log start to %+v, which does not match the log", id))
+		return
+	}
+	flushed := log.flushed
+	t.s.log = log.startingAt(id)
+	if t.s.log.flushed > flushed {
+		t.afterFlush()
 	}
 }

@@ -50,7 +50,8 @@ import (
 //	                          currentLeaderEpoch:i32 fetchEpoch:i32
 //	                          fetchOffset:i64
 //	6 ReceiveFetchSnapshot    from:i32 fromDirectoryID:uuid clusterID:nulluuid
-//	                          currentLeaderEpoch:i32
+//	                          currentLeaderEpoch:i32 snapshot:logend
+//	                          position:i64 size:i64
 //	7 ReceiveFetchResponse    from:i32 error:i16 leaderID:i32 leaderEpoch:i32
 //	                          highWatermark:i64 diverging:optional(logend)
 //	                          snapshot:optional(logend)
@@ -300,6 +301,9 @@ func appendEvent(b []byte, ev kraft.Event) ([]byte, error) {
 		b = append(b, e.FromDirectoryID[:]...)
 		b = appendNullUUID(b, e.ClusterID)
 		b = appendI32(b, int32(e.CurrentLeaderEpoch))
+		b = appendLogEnd(b, e.Snapshot)
+		b = appendI64(b, e.Position)
+		b = appendI64(b, e.Size)
 	case kraft.ReceiveFetchResponse:
 		b = append(b, wireFetchResponse)
 		b = appendI32(b, int32(e.From))
@@ -569,6 +573,9 @@ func (d *wireDecoder) event() kraft.Event {
 		e.FromDirectoryID = d.uuid()
 		e.ClusterID = d.nullUUID()
 		e.CurrentLeaderEpoch = d.epoch()
+		e.Snapshot = d.logEnd()
+		e.Position = d.i64()
+		e.Size = d.i64()
 		return e
 	case wireFetchResponse:
 		var e kraft.ReceiveFetchResponse

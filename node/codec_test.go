@@ -42,7 +42,10 @@ func codecFullEvents() []kraft.Event {
 			From: 6, FromDirectoryID: codecUUID1, ClusterID: cluster,
 			CurrentLeaderEpoch: 44, FetchEpoch: 43, FetchOffset: -1 << 62,
 		},
-		kraft.ReceiveFetchSnapshot{From: 7, FromDirectoryID: codecUUID2, ClusterID: cluster, CurrentLeaderEpoch: -3},
+		kraft.ReceiveFetchSnapshot{
+			From: 7, FromDirectoryID: codecUUID2, ClusterID: cluster, CurrentLeaderEpoch: -3,
+			Snapshot: kraft.LogEnd{Offset: 1 << 41, Epoch: 6}, Position: 5, Size: -1,
+		},
 		kraft.ReceiveFetchResponse{
 			From: 1, Error: kraft.ErrUnknownServerError, LeaderID: 1, LeaderEpoch: 5, HighWatermark: 99,
 			Diverging: &kraft.LogOffsetMetadata{Offset: 77, Epoch: 4},
