@@ -218,3 +218,122 @@ func TestCrashQuorumStateAtEveryPoint(t *testing.T) {
 		}
 	}
 }
+
+// TestCrashDeleteBeforeAndResetToAtEveryPoint kills DeleteBefore and
+// ResetTo at each of their file operations (three records at the end not
+// yet synced), crashes the machine, and reopens: the log must start at the
+// old start or the new one and hold the records from there, the records
+// synced before the operation must all be there if the old start is, the
+// records below the new start must have been durable (the log reaches it),
+// and once the operation returned, the new start must be there.
+func TestCrashDeleteBeforeAndResetToAtEveryPoint(t *testing.T) {
+	base := t.TempDir()
+	type op struct {
+		name   string
+		before int64        // DeleteBefore(before), or
+		reset  kraft.LogEnd // ResetTo(reset)
+	}
+	ops := []op{
+		{name: "delete before 7 (synced)", before: 7},
+		{name: "delete before 12 (not synced)", before: 12},
+		{name: "delete before the end", before: 13},
+		{name: "reset to 50", reset: kraft.LogEnd{Offset: 50, Epoch: 4}},
+		{name: "reset to 5", reset: kraft.LogEnd{Offset: 5, Epoch: 1}},
+	}
+	var all []Entry
+	for i := 0; i < 13; i++ {
+		all = append(all, Entry{Offset: int64(i), Epoch: kraft.Epoch(1 + i/4), Data: rec(i)})
+	}
+	// run opens the log of dir (ten records, synced) through fsys, appends
+	// three, and carries out o.
+	run := func(dir string, fsys fileSystem, o op) error {
+		l, _, err := Open(dir, Options{SegmentBytes: 100, fs: fsys})
+		if err != nil {
+			return err
+		}
+		defer func() { _ = l.Close() }()
+		if _, err := l.AppendEntries(all[10:]...); err != nil {
+			return err
+		}
+		if o.before > 0 {
+			return l.DeleteBefore(o.before)
+		}
+		return l.ResetTo(o.reset)
+	}
+	setup := func(dir string) {
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		l, _, err := Open(dir, Options{SegmentBytes: 100})
+		require.NoError(t, err)
+		_, err = l.AppendEntries(all[:10]...)
+		require.NoError(t, err)
+		require.NoError(t, l.Sync())
+		require.NoError(t, l.Close())
+	}
+	runs := 0
+	for k, o := range ops {
+		countDir := filepath.Join(base, fmt.Sprintf("count-%d", k))
+		setup(countDir)
+		counter, err := newCrashFS(-1, 0, countDir)
+		require.NoError(t, err)
+		require.NoError(t, run(countDir, counter, o))
+		total := counter.ops
+
+		for budget := 0; budget <= total; budget++ {
+			for variant := int64(0); variant < 4; variant++ {
+				runs++
+				name := fmt.Sprintf("%s, death at operation %d of %d, crash variant %d", o.name, budget, total, variant)
+				dir := filepath.Join(base, fmt.Sprintf("run-%d", runs))
+				setup(dir)
+				cfs, err := newCrashFS(budget, int64(runs)*10+variant, dir)
+				require.NoError(t, err)
+				opErr := run(dir, cfs, o)
+				if variant == 3 {
+					// Only the process dies; a new one opens the log.
+					cfs.restart()
+					l, _, err := Open(dir, Options{SegmentBytes: 100, fs: cfs})
+					require.NoError(t, err, name)
+					require.NoError(t, l.Close(), name)
+				}
+				require.NoError(t, cfs.crash(dir), name)
+
+				l, _, err := Open(dir, Options{SegmentBytes: 100, fs: noSyncFS{}})
+				require.NoError(t, err, name)
+				start, end := l.Start(), l.End()
+				got := readAll(t, l)
+				newStart := o.reset
+				if o.before > 0 {
+					newStart = kraft.LogEnd{Offset: o.before, Epoch: all[o.before-1].Epoch}
+				}
+				switch {
+				case start == newStart && o.before > 0:
+					require.GreaterOrEqual(t, end.Offset, o.before, name)
+					require.GreaterOrEqual(t, end.Offset, int64(10), "%s: synced records are lost", name)
+					require.Equal(t, normalize(all[o.before:end.Offset]), normalize(got), name)
+				case start == newStart:
+					require.Equal(t, newStart, end, "%s: a reset log holds old records", name)
+				default:
+					require.Error(t, opErr, "%s: the new start is not there after the operation returned", name)
+					require.Equal(t, kraft.LogEnd{}, start, name)
+					require.Equal(t, normalize(all[:end.Offset]), normalize(got), name)
+					if o.before > 0 {
+						require.GreaterOrEqual(t, end.Offset, int64(10), "%s: synced records are lost", name)
+					}
+				}
+				require.Equal(t, stateFrom(start, got), l.State(), name)
+
+				// The log takes appends, and they survive a reopen.
+				after, err := l.Append(l.End().Epoch, []byte("after"))
+				require.NoError(t, err, name)
+				require.NoError(t, l.Sync(), name)
+				require.NoError(t, l.Close(), name)
+				l, _, err = Open(dir, Options{SegmentBytes: 100, fs: noSyncFS{}})
+				require.NoError(t, err, name)
+				require.Equal(t, after, l.End(), name)
+				require.Equal(t, start, l.Start(), name)
+				require.NoError(t, l.Close(), name)
+				require.NoError(t, os.RemoveAll(dir))
+			}
+		}
+	}
+	t.Logf("%d crash runs", runs)
+}
