@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -476,15 +477,20 @@ func (s *Snapshots) Open(id kraft.LogEnd) (io.ReadCloser, error) {
 		_ = f.Close()
 		return nil, err
 	}
-	return &snapshotReader{f: f, path: path, r: io.NewSectionReader(f, SnapshotHeaderSize, h.length), want: h.crc}, nil
+	r := bufio.NewReaderSize(io.NewSectionReader(f, SnapshotHeaderSize, h.length), snapshotReadBuffer)
+	return &snapshotReader{f: f, path: path, r: r, want: h.crc}, nil
 }
+
+// snapshotReadBuffer is the read size of Open's reader, so that a host that
+// decodes a snapshot in small reads does not make a system call for each.
+const snapshotReadBuffer = 256 << 10
 
 // snapshotReader reads a snapshot's bytes and checks their checksum at the
 // end.
 type snapshotReader struct {
 	f    file
 	path string
-	r    *io.SectionReader
+	r    *bufio.Reader
 	crc  uint32
 	want uint32
 }
