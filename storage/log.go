@@ -208,8 +208,9 @@ func (h *epochHistory) reset(start kraft.LogEnd) {
 // state is the kraft.LogState of a log that ends at end.
 func (h *epochHistory) state(end int64) kraft.LogState {
 	// The log start, h.base, goes in the LogState too once it has a field
-	// for it; until then a state built from it reads the records below the
-	// start as records of the first epoch (or of End.Epoch if none remain).
+	// for it (kraft.NewState needs it to know that the records below it are
+	// in a snapshot); until then only the end and the epochs from the start
+	// are passed.
 	s := kraft.LogState{End: kraft.LogEnd{Offset: end, Epoch: h.last()}}
 	if len(h.starts) > 0 {
 		s.Epochs = append([]kraft.EpochStart(nil), h.starts...)
