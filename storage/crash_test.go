@@ -18,9 +18,11 @@ const crashSegmentBytes = 200
 
 // crashModel is what the crash workload knows about its log.
 type crashModel struct {
-	cur   []Entry   // the log as the process sees it
-	valid [][]Entry // logs the disk may hold a prefix of after a crash
-	acked int64     // records below it were reported durable (Flushed)
+	cur    []Entry   // the log as the process sees it, from offset 0
+	valid  [][]Entry // logs the disk may hold a prefix of after a crash
+	acked  int64     // records below it were reported durable (Flushed)
+	start  int64     // the log start, as the last DeleteBefore that returned left it
+	starts []int64   // the log starts the disk may hold after a crash
 }
 
 // runCrashWorkload opens a log in dir through fsys and runs the seeded
@@ -28,7 +30,7 @@ type crashModel struct {
 // sequence of operations depends on the seed only. It returns the log, if
 // it opened, to release its files.
 func runCrashWorkload(dir string, fsys fileSystem, seed int64) (*FileLog, *crashModel) {
-	m := &crashModel{valid: [][]Entry{nil}}
+	m := &crashModel{valid: [][]Entry{nil}, starts: []int64{0}}
 	rng := rand.New(rand.NewSource(seed))
 	l, _, err := Open(dir, Options{SegmentBytes: crashSegmentBytes, fs: fsys})
 	if err != nil {
@@ -61,8 +63,8 @@ func runCrashWorkload(dir string, fsys fileSystem, seed int64) (*FileLog, *crash
 			if err := l.Sync(); err != nil {
 				return l, m
 			}
-		default:
-			to := rng.Int63n(int64(len(m.cur)) + 1)
+		case rng.Intn(2) == 0:
+			to := m.start + rng.Int63n(int64(len(m.cur))-m.start+1)
 			if to < m.acked {
 				m.acked = to // the records at and after to may go now
 			}
@@ -71,6 +73,13 @@ func runCrashWorkload(dir string, fsys fileSystem, seed int64) (*FileLog, *crash
 			}
 			m.cur = m.cur[:to]
 			m.valid = [][]Entry{m.cur} // what was removed must stay removed
+		default:
+			x := m.start + rng.Int63n(int64(len(m.cur))-m.start+1)
+			m.starts = []int64{m.start, x}
+			if err := l.DeleteBefore(x); err != nil {
+				return l, m
+			}
+			m.start, m.starts = x, []int64{x}
 		}
 		m.acked = l.Flushed()
 	}
@@ -130,44 +139,63 @@ func reopenAfterProcessDeath(t *testing.T, name, dir string, fsys fileSystem, m 
 	l, _, err := Open(dir, Options{SegmentBytes: crashSegmentBytes, fs: fsys})
 	require.NoError(t, err, name)
 	defer func() { _ = l.Close() }()
-	got := readAll(t, l)
-	require.GreaterOrEqual(t, int64(len(got)), m.acked, name)
-	require.True(t, prefixOfAny(got, m.valid), "%s: the log is no prefix of a log the process had", name)
+	start, got := checkStartAndRecords(t, name, l, m)
 	require.Equal(t, l.End().Offset, l.Flushed(), name)
-	return &crashModel{cur: got, valid: [][]Entry{got}, acked: l.Flushed()}
+	cur := append(append([]Entry(nil), m.cur[:start]...), got...)
+	return &crashModel{cur: cur, valid: [][]Entry{cur}, acked: l.Flushed(), start: start, starts: []int64{start}}
 }
 
-// prefixOfAny reports whether got is a prefix of one of logs.
-func prefixOfAny(got []Entry, logs [][]Entry) bool {
-	for _, v := range logs {
-		if len(got) <= len(v) && equalEntries(got, v[:len(got)]) {
-			return true
+// checkStartAndRecords checks a log recovered after a crash against m: it
+// starts at a start the process had set or was setting, it holds every
+// record reported durable from there on, and its records are those of a
+// log the process had, from its start. It returns the start and the
+// records.
+func checkStartAndRecords(t *testing.T, name string, l *FileLog, m *crashModel) (int64, []Entry) {
+	t.Helper()
+	start := l.StartOffset()
+	require.Contains(t, m.starts, start, "%s: the log starts at %d", name, start)
+	got := readAll(t, l)
+	end := start + int64(len(got))
+	require.Equal(t, end, l.End().Offset, name)
+	require.GreaterOrEqual(t, end, m.acked, "%s: records reported durable are lost", name)
+	if m.acked > start {
+		require.Equal(t, normalize(m.cur[start:m.acked]), normalize(got[:m.acked-start]), "%s: durable records changed", name)
+	}
+	found := false
+	for _, v := range m.valid {
+		if int64(len(v)) >= end && equalEntries(got, v[start:end]) {
+			found = true
 		}
 	}
-	return false
+	require.True(t, found, "%s: the log of %d records from %d is no part of a log the process had", name, len(got), start)
+	startEnd := kraft.LogEnd{Offset: start}
+	if start > 0 {
+		startEnd.Epoch = m.cur[start-1].Epoch
+	}
+	require.Equal(t, startEnd, l.Start(), name)
+	require.Equal(t, stateFrom(startEnd, got), l.State(), name)
+	return start, got
 }
 
 // checkRecovered reopens dir after a crash and checks it against m.
 func checkRecovered(t *testing.T, name, dir string, m *crashModel) {
 	t.Helper()
-	l, rec, err := Open(dir, Options{SegmentBytes: crashSegmentBytes, fs: noSyncFS{}})
+	l, _, err := Open(dir, Options{SegmentBytes: crashSegmentBytes, fs: noSyncFS{}})
 	require.NoError(t, err, name)
-	got := readAll(t, l)
-	require.GreaterOrEqual(t, int64(len(got)), m.acked, "%s: records reported durable are lost (%+v)", name, rec)
-	require.Equal(t, normalize(m.cur[:m.acked]), normalize(got[:m.acked]), "%s: durable records changed", name)
-	require.True(t, prefixOfAny(got, m.valid), "%s: recovered log of %d records is no prefix of a log the process had", name, len(got))
-	require.Equal(t, stateOf(got), l.State(), name)
+	start, _ := checkStartAndRecords(t, name, l, m)
 	require.Equal(t, l.End().Offset, l.Flushed(), name)
 
-	// The recovered log takes appends, and they survive a reopen.
+	// The recovered log takes appends, and they survive a reopen, with its
+	// start.
 	end, err := l.Append(l.End().Epoch+1, []byte("after"))
 	require.NoError(t, err, name)
 	require.NoError(t, l.Sync(), name)
 	require.NoError(t, l.Close(), name)
-	l, rec, err = Open(dir, Options{SegmentBytes: crashSegmentBytes, fs: noSyncFS{}})
+	l, rec, err := Open(dir, Options{SegmentBytes: crashSegmentBytes, fs: noSyncFS{}})
 	require.NoError(t, err, name)
 	require.Zero(t, rec.DroppedBytes, name)
 	require.Equal(t, end, l.End(), name)
+	require.Equal(t, start, l.StartOffset(), name)
 	require.NoError(t, l.Close(), name)
 }
 
