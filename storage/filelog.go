@@ -274,7 +274,7 @@ func (l *FileLog) Read(from int64, maxBytes int) ([]Entry, error) {
 	if err := l.usable(); err != nil {
 		return nil, err
 	}
-	if err := checkRange("read from", from, l.epochs.base.Offset, l.end.Offset); err != nil {
+	if err := checkRead(from, l.epochs.base.Offset, l.end.Offset); err != nil {
 		return nil, err
 	}
 	bufSize := maxBytes + indexInterval + 2*FrameOverhead

@@ -218,14 +218,14 @@ func (h *epochHistory) state(end int64) kraft.LogState {
 	return s
 }
 
-// checkRange checks an offset a method takes (what names it) against a log
-// that holds the records from start to end: it must be in [start, end].
-func checkRange(what string, offset, start, end int64) error {
+// checkRead checks the offset a read starts from against a log that holds
+// the records from start to end: it must be in [start, end].
+func checkRead(from, start, end int64) error {
 	switch {
-	case offset < 0 || offset > end:
-		return fmt.Errorf("%w: %s %d is not in [0, %d]", ErrOutOfRange, what, offset, end)
-	case offset < start:
-		return fmt.Errorf("%w: %s %d is below the log start %d", ErrBelowStart, what, offset, start)
+	case from < 0 || from > end:
+		return fmt.Errorf("%w: %d is not in [0, %d]", ErrOutOfRange, from, end)
+	case from < start:
+		return fmt.Errorf("%w: %d is below the log start %d", ErrBelowStart, from, start)
 	}
 	return nil
 }

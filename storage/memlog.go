@@ -75,7 +75,7 @@ func (m *MemLog) Read(from int64, maxBytes int) ([]Entry, error) {
 	if m.closed {
 		return nil, ErrClosed
 	}
-	if err := checkRange("read from", from, m.epochs.base.Offset, m.endLocked().Offset); err != nil {
+	if err := checkRead(from, m.epochs.base.Offset, m.endLocked().Offset); err != nil {
 		return nil, err
 	}
 	var out []Entry

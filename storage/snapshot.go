@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/kraftquorum/kraft"
@@ -67,8 +66,10 @@ var (
 
 // SnapshotFileName is the name of the file of the snapshot id, for
 // example 00000000000000001500-0000000007.checkpoint.
-func SnapshotFileName(id kraft.LogEnd) string {
-	return fmt.Sprintf("%020d-%010d%s", id.Offset, id.Epoch, SnapshotSuffix)
+func SnapshotFileName(id kraft.LogEnd) string { return snapshotFileName(id, SnapshotSuffix) }
+
+func snapshotFileName(id kraft.LogEnd, suffix string) string {
+	return fmt.Sprintf("%020d-%010d%s", id.Offset, id.Epoch, suffix)
 }
 
 // snapshotFileKind is what a file name of the snapshot store is.
@@ -248,6 +249,11 @@ func (s *Snapshots) path(id kraft.LogEnd) string {
 	return filepath.Join(s.dir, SnapshotFileName(id))
 }
 
+// pathOf is the path of a file of id with suffix, one of the three.
+func (s *Snapshots) pathOf(id kraft.LogEnd, suffix string) string {
+	return filepath.Join(s.dir, snapshotFileName(id, suffix))
+}
+
 // find is the index of id in s.ids, or -1.
 func (s *Snapshots) find(id kraft.LogEnd) int {
 	i := sort.Search(len(s.ids), func(i int) bool { return s.ids[i].Compare(id) >= 0 })
@@ -311,7 +317,7 @@ func (s *Snapshots) Create(id kraft.LogEnd) (*SnapshotWriter, error) {
 	if s.writing[id] {
 		return nil, fmt.Errorf("%w: %s is being written", ErrSnapshotExists, s.path(id))
 	}
-	part := filepath.Join(s.dir, fmt.Sprintf("%020d-%010d%s", id.Offset, id.Epoch, snapshotPartialSuffix))
+	part := s.pathOf(id, snapshotPartialSuffix)
 	f, err := s.fs.openFile(part, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("storage: creating %s: %w", part, err)
@@ -555,7 +561,7 @@ func (s *Snapshots) delete(id kraft.LogEnd) error {
 		delete(s.checked, id)
 	}
 	path := s.path(id)
-	deleted := strings.TrimSuffix(path, SnapshotSuffix) + snapshotDeletedSuffix
+	deleted := s.pathOf(id, snapshotDeletedSuffix)
 	if err := s.fs.rename(path, deleted); err != nil {
 		return fmt.Errorf("storage: deleting %s: %w", path, err)
 	}
