@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/kraftquorum/kraft"
 )
 
 // benchBytesEnv sets the size of the log BenchmarkOpen recovers, in bytes
@@ -183,4 +186,113 @@ func BenchmarkWriteQuorumState(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkSnapshotWrite writes a snapshot of KRAFT_STORAGE_BENCH_BYTES
+// bytes (16 MiB by default) in chunks of 1 MiB and freezes it (two fsyncs
+// and a rename), then deletes it. MB/s counts the snapshot's bytes.
+func BenchmarkSnapshotWrite(b *testing.B) {
+	total := benchBytes(b)
+	s, err := OpenSnapshots(b.TempDir())
+	require.NoError(b, err)
+	defer func() { _ = s.Close() }()
+	chunk := benchBatch(1<<20, 1<<20)[0]
+	b.SetBytes(total)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		id := kraft.LogEnd{Offset: int64(i), Epoch: 1}
+		w, err := s.Create(id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for n := int64(0); n < total; n += int64(len(chunk)) {
+			if err := w.Append(chunk); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := w.Freeze(); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Delete(id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchSnapshot writes a snapshot of total bytes and verifies it once.
+func benchSnapshot(b *testing.B, total int64) (*Snapshots, kraft.LogEnd) {
+	s, err := OpenSnapshots(b.TempDir())
+	require.NoError(b, err)
+	id := kraft.LogEnd{Offset: 1, Epoch: 1}
+	w, err := s.Create(id)
+	require.NoError(b, err)
+	chunk := benchBatch(1<<20, 1<<20)[0]
+	for n := int64(0); n < total; n += int64(len(chunk)) {
+		require.NoError(b, w.Append(chunk))
+	}
+	require.NoError(b, w.Freeze())
+	_, err = s.Size(id)
+	require.NoError(b, err)
+	return s, id
+}
+
+// BenchmarkSnapshotRead serves a snapshot in FetchSnapshot chunks of 1 MiB
+// from the page cache (the checksum was verified by the first Size).
+// MB/s counts the bytes read.
+func BenchmarkSnapshotRead(b *testing.B) {
+	s, id := benchSnapshot(b, 16<<20)
+	defer func() { _ = s.Close() }()
+	size, err := s.Size(id)
+	require.NoError(b, err)
+	const chunk = 1 << 20
+	b.SetBytes(chunk)
+	b.ReportAllocs()
+	b.ResetTimer()
+	pos := int64(0)
+	for i := 0; i < b.N; i++ {
+		if pos == size {
+			pos = 0
+		}
+		got, err := s.Read(id, pos, chunk)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pos += int64(len(got))
+	}
+}
+
+// BenchmarkSnapshotLoad reads a whole snapshot of KRAFT_STORAGE_BENCH_BYTES
+// bytes with Open, checking its checksum, as a host loads one at start;
+// and verifies one as the first Size or Read of a snapshot does. MB/s
+// counts the snapshot's bytes.
+func BenchmarkSnapshotLoad(b *testing.B) {
+	total := benchBytes(b)
+	s, id := benchSnapshot(b, total)
+	defer func() { _ = s.Close() }()
+	b.Run("Open", func(b *testing.B) {
+		b.SetBytes(total)
+		for i := 0; i < b.N; i++ {
+			r, err := s.Open(id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.Copy(io.Discard, r); err != nil {
+				b.Fatal(err)
+			}
+			_ = r.Close()
+		}
+	})
+	b.Run("verify", func(b *testing.B) {
+		b.SetBytes(total)
+		for i := 0; i < b.N; i++ {
+			s, err := OpenSnapshots(s.Dir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.Size(id); err != nil {
+				b.Fatal(err)
+			}
+			_ = s.Close()
+		}
+	})
 }

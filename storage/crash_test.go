@@ -18,9 +18,11 @@ const crashSegmentBytes = 200
 
 // crashModel is what the crash workload knows about its log.
 type crashModel struct {
-	cur   []Entry   // the log as the process sees it
-	valid [][]Entry // logs the disk may hold a prefix of after a crash
-	acked int64     // records below it were reported durable (Flushed)
+	cur    []Entry   // the log as the process sees it, from offset 0
+	valid  [][]Entry // logs the disk may hold a prefix of after a crash
+	acked  int64     // records below it were reported durable (Flushed)
+	start  int64     // the log start, as the last DeleteBefore that returned left it
+	starts []int64   // the log starts the disk may hold after a crash
 }
 
 // runCrashWorkload opens a log in dir through fsys and runs the seeded
@@ -28,7 +30,7 @@ type crashModel struct {
 // sequence of operations depends on the seed only. It returns the log, if
 // it opened, to release its files.
 func runCrashWorkload(dir string, fsys fileSystem, seed int64) (*FileLog, *crashModel) {
-	m := &crashModel{valid: [][]Entry{nil}}
+	m := &crashModel{valid: [][]Entry{nil}, starts: []int64{0}}
 	rng := rand.New(rand.NewSource(seed))
 	l, _, err := Open(dir, Options{SegmentBytes: crashSegmentBytes, fs: fsys})
 	if err != nil {
@@ -61,8 +63,8 @@ func runCrashWorkload(dir string, fsys fileSystem, seed int64) (*FileLog, *crash
 			if err := l.Sync(); err != nil {
 				return l, m
 			}
-		default:
-			to := rng.Int63n(int64(len(m.cur)) + 1)
+		case rng.Intn(2) == 0:
+			to := m.start + rng.Int63n(int64(len(m.cur))-m.start+1)
 			if to < m.acked {
 				m.acked = to // the records at and after to may go now
 			}
@@ -71,6 +73,13 @@ func runCrashWorkload(dir string, fsys fileSystem, seed int64) (*FileLog, *crash
 			}
 			m.cur = m.cur[:to]
 			m.valid = [][]Entry{m.cur} // what was removed must stay removed
+		default:
+			x := m.start + rng.Int63n(int64(len(m.cur))-m.start+1)
+			m.starts = []int64{m.start, x}
+			if err := l.DeleteBefore(x); err != nil {
+				return l, m
+			}
+			m.start, m.starts = x, []int64{x}
 		}
 		m.acked = l.Flushed()
 	}
@@ -130,44 +139,63 @@ func reopenAfterProcessDeath(t *testing.T, name, dir string, fsys fileSystem, m 
 	l, _, err := Open(dir, Options{SegmentBytes: crashSegmentBytes, fs: fsys})
 	require.NoError(t, err, name)
 	defer func() { _ = l.Close() }()
-	got := readAll(t, l)
-	require.GreaterOrEqual(t, int64(len(got)), m.acked, name)
-	require.True(t, prefixOfAny(got, m.valid), "%s: the log is no prefix of a log the process had", name)
+	start, got := checkStartAndRecords(t, name, l, m)
 	require.Equal(t, l.End().Offset, l.Flushed(), name)
-	return &crashModel{cur: got, valid: [][]Entry{got}, acked: l.Flushed()}
+	cur := append(append([]Entry(nil), m.cur[:start]...), got...)
+	return &crashModel{cur: cur, valid: [][]Entry{cur}, acked: l.Flushed(), start: start, starts: []int64{start}}
 }
 
-// prefixOfAny reports whether got is a prefix of one of logs.
-func prefixOfAny(got []Entry, logs [][]Entry) bool {
-	for _, v := range logs {
-		if len(got) <= len(v) && equalEntries(got, v[:len(got)]) {
-			return true
+// checkStartAndRecords checks a log recovered after a crash against m: it
+// starts at a start the process had set or was setting, it holds every
+// record reported durable from there on, and its records are those of a
+// log the process had, from its start. It returns the start and the
+// records.
+func checkStartAndRecords(t *testing.T, name string, l *FileLog, m *crashModel) (int64, []Entry) {
+	t.Helper()
+	start := l.StartOffset()
+	require.Contains(t, m.starts, start, "%s: the log starts at %d", name, start)
+	got := readAll(t, l)
+	end := start + int64(len(got))
+	require.Equal(t, end, l.End().Offset, name)
+	require.GreaterOrEqual(t, end, m.acked, "%s: records reported durable are lost", name)
+	if m.acked > start {
+		require.Equal(t, normalize(m.cur[start:m.acked]), normalize(got[:m.acked-start]), "%s: durable records changed", name)
+	}
+	found := false
+	for _, v := range m.valid {
+		if int64(len(v)) >= end && equalEntries(got, v[start:end]) {
+			found = true
 		}
 	}
-	return false
+	require.True(t, found, "%s: the log of %d records from %d is no part of a log the process had", name, len(got), start)
+	startEnd := kraft.LogEnd{Offset: start}
+	if start > 0 {
+		startEnd.Epoch = m.cur[start-1].Epoch
+	}
+	require.Equal(t, startEnd, l.Start(), name)
+	require.Equal(t, stateFrom(startEnd, got), l.State(), name)
+	return start, got
 }
 
 // checkRecovered reopens dir after a crash and checks it against m.
 func checkRecovered(t *testing.T, name, dir string, m *crashModel) {
 	t.Helper()
-	l, rec, err := Open(dir, Options{SegmentBytes: crashSegmentBytes, fs: noSyncFS{}})
+	l, _, err := Open(dir, Options{SegmentBytes: crashSegmentBytes, fs: noSyncFS{}})
 	require.NoError(t, err, name)
-	got := readAll(t, l)
-	require.GreaterOrEqual(t, int64(len(got)), m.acked, "%s: records reported durable are lost (%+v)", name, rec)
-	require.Equal(t, normalize(m.cur[:m.acked]), normalize(got[:m.acked]), "%s: durable records changed", name)
-	require.True(t, prefixOfAny(got, m.valid), "%s: recovered log of %d records is no prefix of a log the process had", name, len(got))
-	require.Equal(t, stateOf(got), l.State(), name)
+	start, _ := checkStartAndRecords(t, name, l, m)
 	require.Equal(t, l.End().Offset, l.Flushed(), name)
 
-	// The recovered log takes appends, and they survive a reopen.
+	// The recovered log takes appends, and they survive a reopen, with its
+	// start.
 	end, err := l.Append(l.End().Epoch+1, []byte("after"))
 	require.NoError(t, err, name)
 	require.NoError(t, l.Sync(), name)
 	require.NoError(t, l.Close(), name)
-	l, rec, err = Open(dir, Options{SegmentBytes: crashSegmentBytes, fs: noSyncFS{}})
+	l, rec, err := Open(dir, Options{SegmentBytes: crashSegmentBytes, fs: noSyncFS{}})
 	require.NoError(t, err, name)
 	require.Zero(t, rec.DroppedBytes, name)
 	require.Equal(t, end, l.End(), name)
+	require.Equal(t, start, l.StartOffset(), name)
 	require.NoError(t, l.Close(), name)
 }
 
@@ -217,4 +245,123 @@ func TestCrashQuorumStateAtEveryPoint(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCrashDeleteBeforeAndResetToAtEveryPoint kills DeleteBefore and
+// ResetTo at each of their file operations (three records at the end not
+// yet synced), crashes the machine, and reopens: the log must start at the
+// old start or the new one and hold the records from there, the records
+// synced before the operation must all be there if the old start is, the
+// records below the new start must have been durable (the log reaches it),
+// and once the operation returned, the new start must be there.
+func TestCrashDeleteBeforeAndResetToAtEveryPoint(t *testing.T) {
+	base := t.TempDir()
+	type op struct {
+		name   string
+		before int64        // DeleteBefore(before), or
+		reset  kraft.LogEnd // ResetTo(reset)
+	}
+	ops := []op{
+		{name: "delete before 7 (synced)", before: 7},
+		{name: "delete before 12 (not synced)", before: 12},
+		{name: "delete before the end", before: 13},
+		{name: "reset to 50", reset: kraft.LogEnd{Offset: 50, Epoch: 4}},
+		{name: "reset to 5", reset: kraft.LogEnd{Offset: 5, Epoch: 1}},
+	}
+	var all []Entry
+	for i := 0; i < 13; i++ {
+		all = append(all, Entry{Offset: int64(i), Epoch: kraft.Epoch(1 + i/4), Data: rec(i)})
+	}
+	// run opens the log of dir (ten records, synced) through fsys, appends
+	// three, and carries out o.
+	run := func(dir string, fsys fileSystem, o op) error {
+		l, _, err := Open(dir, Options{SegmentBytes: 100, fs: fsys})
+		if err != nil {
+			return err
+		}
+		defer func() { _ = l.Close() }()
+		if _, err := l.AppendEntries(all[10:]...); err != nil {
+			return err
+		}
+		if o.before > 0 {
+			return l.DeleteBefore(o.before)
+		}
+		return l.ResetTo(o.reset)
+	}
+	setup := func(dir string) {
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		l, _, err := Open(dir, Options{SegmentBytes: 100})
+		require.NoError(t, err)
+		_, err = l.AppendEntries(all[:10]...)
+		require.NoError(t, err)
+		require.NoError(t, l.Sync())
+		require.NoError(t, l.Close())
+	}
+	runs := 0
+	for k, o := range ops {
+		countDir := filepath.Join(base, fmt.Sprintf("count-%d", k))
+		setup(countDir)
+		counter, err := newCrashFS(-1, 0, countDir)
+		require.NoError(t, err)
+		require.NoError(t, run(countDir, counter, o))
+		total := counter.ops
+
+		for budget := 0; budget <= total; budget++ {
+			for variant := int64(0); variant < 4; variant++ {
+				runs++
+				name := fmt.Sprintf("%s, death at operation %d of %d, crash variant %d", o.name, budget, total, variant)
+				dir := filepath.Join(base, fmt.Sprintf("run-%d", runs))
+				setup(dir)
+				cfs, err := newCrashFS(budget, int64(runs)*10+variant, dir)
+				require.NoError(t, err)
+				opErr := run(dir, cfs, o)
+				if variant == 3 {
+					// Only the process dies; a new one opens the log.
+					cfs.restart()
+					l, _, err := Open(dir, Options{SegmentBytes: 100, fs: cfs})
+					require.NoError(t, err, name)
+					require.NoError(t, l.Close(), name)
+				}
+				require.NoError(t, cfs.crash(dir), name)
+
+				l, _, err := Open(dir, Options{SegmentBytes: 100, fs: noSyncFS{}})
+				require.NoError(t, err, name)
+				start, end := l.Start(), l.End()
+				got := readAll(t, l)
+				newStart := o.reset
+				if o.before > 0 {
+					newStart = kraft.LogEnd{Offset: o.before, Epoch: all[o.before-1].Epoch}
+				}
+				switch {
+				case start == newStart && o.before > 0:
+					require.GreaterOrEqual(t, end.Offset, o.before, name)
+					require.GreaterOrEqual(t, end.Offset, int64(10), "%s: synced records are lost", name)
+					require.Equal(t, normalize(all[o.before:end.Offset]), normalize(got), name)
+				case start == newStart:
+					require.Equal(t, newStart, end, "%s: a reset log holds old records", name)
+				default:
+					require.Error(t, opErr, "%s: the new start is not there after the operation returned", name)
+					require.Equal(t, kraft.LogEnd{}, start, name)
+					require.Equal(t, normalize(all[:end.Offset]), normalize(got), name)
+					if o.before > 0 {
+						require.GreaterOrEqual(t, end.Offset, int64(10), "%s: synced records are lost", name)
+					}
+				}
+				require.Equal(t, stateFrom(start, got), l.State(), name)
+
+				// The log takes appends, and they survive a reopen.
+				after, err := l.Append(l.End().Epoch, []byte("after"))
+				require.NoError(t, err, name)
+				require.NoError(t, l.Sync(), name)
+				require.NoError(t, l.Close(), name)
+				l, _, err = Open(dir, Options{SegmentBytes: 100, fs: noSyncFS{}})
+				require.NoError(t, err, name)
+				require.Equal(t, after, l.End(), name)
+				require.Equal(t, start, l.Start(), name)
+				require.NoError(t, l.Close(), name)
+				require.NoError(t, os.RemoveAll(dir))
+			}
+		}
+	}
+	t.Logf("%d crash runs", runs)
 }

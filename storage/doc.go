@@ -1,7 +1,8 @@
 // Package storage is durable storage for a kraft replica: the quorum-state
-// file in Kafka's format, and a log of records in segment files. It uses
-// the standard library only and is safe to use as is; docs/storage.md
-// describes both on-disk formats and the recovery and durability rules.
+// file in Kafka's format, a log of records in segment files, and snapshot
+// files. It uses the standard library only and is safe to use as is;
+// docs/storage.md describes the on-disk formats and the recovery and
+// durability rules.
 //
 // # Restarting a replica
 //
@@ -40,4 +41,27 @@
 // history (Kafka's leader-epoch cache) is rebuilt from the records. MemLog
 // keeps it in memory with the same durability model, and its Crash drops
 // what was not synced, for simulations.
+//
+// # Snapshots and the log start
+//
+// Snapshots keeps snapshot files named as Kafka names them
+// (00000000000000001500-0000000007.checkpoint: end offset and epoch), the
+// host's bytes behind a checksummed header. A snapshot is written with
+// Create, Append and Freeze, which makes it visible only once it is whole
+// and durable; Size and Read serve it in FetchSnapshot chunks, Open reads it
+// whole. Once a snapshot ending at offset x is durable, a host drops the
+// records it covers, and older snapshots:
+//
+//	err = log.DeleteBefore(x)      // the log start is x, durably; Read below it is ErrBelowStart
+//	err = snaps.DeleteBefore(id)   // keeps the latest
+//
+// A follower that fetched a snapshot it must install instead of its log
+// restarts the log at the snapshot's end:
+//
+//	err = w.Freeze()               // the snapshot written from FetchSnapshot chunks
+//	err = log.ResetTo(w.ID())      // empty, Start() == End() == the snapshot's id
+//
+// The log start survives a restart (Open reads it back from
+// log-start-offset-checkpoint); a host that finds its latest snapshot past
+// its log end at start calls ResetTo again.
 package storage

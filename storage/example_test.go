@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/kraftquorum/kraft"
@@ -108,4 +109,75 @@ func seedLog(dir string) error {
 		return err
 	}
 	return log.Close()
+}
+
+// ExampleSnapshots takes a snapshot of a log's first records and deletes
+// them from the log, serves the snapshot in chunks, and installs it on a
+// follower whose log it replaces.
+func ExampleSnapshots() {
+	dir, err := os.MkdirTemp("", "kraft-snapshot-example")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	must := func(err error) {
+		if err != nil {
+			panic(err)
+		}
+	}
+
+	// The leader: five records, and a snapshot of the state after the
+	// first four (it ends at offset 4; the record at 3 has epoch 2).
+	log, _, err := storage.Open(dir+"/leader", storage.Options{})
+	must(err)
+	defer func() { _ = log.Close() }()
+	_, err = log.Append(1, []byte("a"), []byte("b"))
+	must(err)
+	_, err = log.Append(2, []byte("c"), []byte("d"), []byte("e"))
+	must(err)
+	snaps, err := storage.OpenSnapshots(dir + "/leader")
+	must(err)
+	defer func() { _ = snaps.Close() }()
+	id := kraft.LogEnd{Offset: 4, Epoch: 2}
+	w, err := snaps.Create(id)
+	must(err)
+	defer func() { _ = w.Abort() }() // does nothing once frozen
+	_, err = w.Write([]byte("state after a b c d"))
+	must(err)
+	must(w.Freeze())
+	// Once the snapshot is durable, the records it covers can go.
+	must(log.DeleteBefore(id.Offset))
+	must(snaps.DeleteBefore(id))
+	fmt.Printf("leader: snapshots %v, log start %+v, end %+v\n", snaps.List(), log.Start(), log.End())
+
+	// The follower fetches the snapshot in chunks (FetchSnapshot).
+	fsnaps, err := storage.OpenSnapshots(dir + "/follower")
+	must(err)
+	defer func() { _ = fsnaps.Close() }()
+	fw, err := fsnaps.Create(id)
+	must(err)
+	size, err := snaps.Size(id)
+	must(err)
+	for fw.Size() < size {
+		chunk, err := snaps.Read(id, fw.Size(), 8)
+		must(err)
+		must(fw.Append(chunk))
+	}
+	must(fw.Freeze())
+	// Its log restarts at the snapshot's end; the next fetch is from there.
+	flog, _, err := storage.Open(dir+"/follower", storage.Options{})
+	must(err)
+	defer func() { _ = flog.Close() }()
+	must(flog.ResetTo(id))
+	r, err := fsnaps.Open(id)
+	must(err)
+	state, err := io.ReadAll(r)
+	must(err)
+	must(r.Close())
+	fmt.Printf("follower: %q, log start %d, end %+v\n", state, flog.StartOffset(), flog.End())
+
+	// Output:
+	// leader: snapshots [{4 2}], log start {Offset:4 Epoch:2}, end {Offset:5 Epoch:2}
+	// follower: "state after a b c d", log start 4, end {Offset:4 Epoch:2}
 }

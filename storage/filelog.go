@@ -274,8 +274,8 @@ func (l *FileLog) Read(from int64, maxBytes int) ([]Entry, error) {
 	if err := l.usable(); err != nil {
 		return nil, err
 	}
-	if from < 0 || from > l.end.Offset {
-		return nil, fmt.Errorf("%w: %d is not in [0, %d]", ErrOutOfRange, from, l.end.Offset)
+	if err := checkRead(from, l.epochs.base.Offset, l.end.Offset); err != nil {
+		return nil, err
 	}
 	bufSize := maxBytes + indexInterval + 2*FrameOverhead
 	if bufSize < 0 || bufSize > 1<<20 {
@@ -350,6 +350,9 @@ func (l *FileLog) Truncate(to int64) error {
 	}
 	if to < 0 {
 		return fmt.Errorf("%w: truncate to %d", ErrOutOfRange, to)
+	}
+	if to < l.epochs.base.Offset {
+		return fmt.Errorf("%w: truncate to %d, the log starts at %d", ErrBelowStart, to, l.epochs.base.Offset)
 	}
 	if to >= l.end.Offset {
 		return nil
@@ -464,10 +467,127 @@ func (l *FileLog) State() kraft.LogState {
 func (l *FileLog) EpochFor(offset int64) (kraft.Epoch, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if offset < 0 || offset >= l.end.Offset {
+	if offset < l.epochs.base.Offset || offset >= l.end.Offset {
 		return 0, false
 	}
 	return l.epochs.epochFor(offset), true
+}
+
+// StartOffset is the log start offset.
+func (l *FileLog) StartOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epochs.base.Offset
+}
+
+// Start is the log start offset and the epoch of the record before it.
+func (l *FileLog) Start() kraft.LogEnd {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epochs.base
+}
+
+// DeleteBefore removes the records below offset and makes it the log
+// start. In order:
+//
+//  1. if records below offset are not durable yet, the last segment is
+//     fsynced (Flushed() becomes the end), so that the log the new start
+//     describes can be recovered whatever happens next;
+//  2. the new start is written to the log start file, atomically and
+//     durably: from here on the records below it are gone for Read, for
+//     Truncate and for Open;
+//  3. the segments that hold only records below it are removed, oldest
+//     first. Their removal need not be durable: Open removes any such
+//     segment a crash brings back.
+//
+// The segment that holds offset stays whole on disk, as in Kafka, whose
+// log start can be inside a segment; its records below offset are
+// unreachable and go with it when a later DeleteBefore passes it.
+func (l *FileLog) DeleteBefore(offset int64) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if offset <= l.epochs.base.Offset {
+		return nil
+	}
+	if offset > l.end.Offset {
+		return fmt.Errorf("%w: delete before %d, past the log end %d", ErrOutOfRange, offset, l.end.Offset)
+	}
+	if offset > l.flushed {
+		if err := l.active().f.Sync(); err != nil {
+			return l.fail(err)
+		}
+		l.flushed = l.end.Offset
+	}
+	start := kraft.LogEnd{Offset: offset, Epoch: l.epochs.epochFor(offset - 1)}
+	if err := writeLogStart(l.fs, l.dir, start); err != nil {
+		return l.fail(err)
+	}
+	l.epochs.startAt(start, l.end.Offset)
+	for len(l.segs) > 1 && l.segs[1].base <= offset {
+		s := l.segs[0]
+		_ = s.f.Close()
+		l.segs = l.segs[1:]
+		if err := l.fs.remove(s.path); err != nil {
+			return l.fail(err)
+		}
+	}
+	return nil
+}
+
+// ResetTo empties the log and restarts it at start. In order:
+//
+//  1. every segment is removed, newest first, and the directory fsynced (a
+//     crash on the way leaves a prefix of the log, as Truncate does, or no
+//     segment, which Open reads as an empty log at the old start);
+//  2. start is written to the log start file, atomically and durably;
+//  3. an empty segment is created at start.Offset and the directory
+//     fsynced (without it, Open creates one).
+//
+// So a crash leaves the old log, a prefix of it, an empty log at the old
+// start, or the empty log at start, and never mixes the old records with
+// the new start.
+func (l *FileLog) ResetTo(start kraft.LogEnd) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if start.Offset < 0 || start.Epoch < 0 {
+		return fmt.Errorf("%w: reset to %+v", ErrOutOfRange, start)
+	}
+	for j := len(l.segs) - 1; j >= 0; j-- {
+		s := l.segs[j]
+		_ = s.f.Close()
+		l.segs = l.segs[:j]
+		if err := l.fs.remove(s.path); err != nil {
+			return l.fail(err)
+		}
+	}
+	if err := l.fs.syncDir(l.dir); err != nil {
+		return l.fail(err)
+	}
+	if err := writeLogStart(l.fs, l.dir, start); err != nil {
+		return l.fail(err)
+	}
+	seg, err := l.createSegment(start.Offset)
+	if err != nil {
+		return l.fail(err)
+	}
+	l.segs = append(l.segs, seg)
+	if err := l.fs.syncDir(l.dir); err != nil {
+		return l.fail(err)
+	}
+	l.epochs.reset(start)
+	l.end = start
+	l.flushed = start.Offset
+	return nil
 }
 
 // Close closes the segment files. It does not sync.
@@ -481,7 +601,7 @@ func (l *FileLog) Close() error {
 	}
 	l.closed = true
 	var first error
-	for _, s := range l.segs {
+	for _, s := range l.segs { // none after a failed ResetTo
 		if err := s.f.Close(); err != nil && first == nil {
 			first = err
 		}

@@ -9,11 +9,11 @@ import (
 	"github.com/kraftquorum/kraft"
 )
 
-// readAll reads the whole log in small reads.
+// readAll reads the whole log, from its start, in small reads.
 func readAll(t *testing.T, l Log) []Entry {
 	t.Helper()
 	var out []Entry
-	for from := int64(0); from < l.End().Offset; {
+	for from := l.StartOffset(); from < l.End().Offset; {
 		es, err := l.Read(from, 100)
 		require.NoError(t, err)
 		require.NotEmpty(t, es)
@@ -55,4 +55,13 @@ func stateOf(es []Entry) kraft.LogState {
 		s.End = kraft.LogEnd{Offset: e.Offset + 1, Epoch: e.Epoch}
 	}
 	return s
+}
+
+// stateFrom computes the kraft.LogState of a log that starts at start and
+// holds es, independently of the package's epoch history.
+func stateFrom(start kraft.LogEnd, es []Entry) kraft.LogState {
+	if len(es) == 0 {
+		return kraft.LogState{End: start}
+	}
+	return stateOf(es)
 }

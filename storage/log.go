@@ -38,13 +38,40 @@ type Log interface {
 	// Read returns the records from offset from on, as many as fit in
 	// maxBytes bytes of payload but at least one, as Kafka's fetch does.
 	// from == End().Offset gives no records; a from outside [0, End().Offset]
-	// is ErrOutOfRange. The entries' Data belong to the caller.
+	// is ErrOutOfRange, and one below StartOffset() is ErrBelowStart. The
+	// entries' Data belong to the caller.
 	Read(from int64, maxBytes int) ([]Entry, error)
 	// Truncate removes every record at or after offset to (Kafka's
 	// truncateTo; the state's TruncateLog action). A to at or past the end
-	// changes nothing. Otherwise the removal is durable when Truncate
-	// returns, and so is every record below to: Flushed() is then to.
+	// changes nothing; a to below StartOffset() is ErrBelowStart. Otherwise
+	// the removal is durable when Truncate returns, and so is every record
+	// below to: Flushed() is then to.
 	Truncate(to int64) error
+	// StartOffset is the log start offset (Kafka's logStartOffset): the
+	// offset of the first record the log holds, or End().Offset when it
+	// holds none. It is 0 until DeleteBefore or ResetTo moves it.
+	StartOffset() int64
+	// Start is the log start offset with the epoch of the record just
+	// before it (0 at offset 0): the id of the snapshot the log continues.
+	// When the log holds no record, End() is Start().
+	Start() kraft.LogEnd
+	// DeleteBefore removes every record below offset (Kafka's
+	// deleteBeforeSnapshot, once a snapshot covers them) and makes offset
+	// the log start. An offset at or below StartOffset() changes nothing;
+	// one past End().Offset is ErrOutOfRange. The new start is durable when
+	// DeleteBefore returns, and so is every record below it. The epoch
+	// history keeps the epochs of the records that remain, the first one
+	// starting at the new start.
+	DeleteBefore(offset int64) error
+	// ResetTo empties the log and restarts it at start (Kafka's
+	// truncateFullyAndStartAt, for a follower that installed the snapshot
+	// start): afterwards StartOffset() and End().Offset are start.Offset,
+	// End().Epoch is start.Epoch, and the next append has offset
+	// start.Offset and an epoch not below start.Epoch. It is durable when
+	// it returns. A crash during it leaves the log as ResetTo found it, a
+	// prefix of it, or empty at its old start (and the host installs the
+	// snapshot again).
+	ResetTo(start kraft.LogEnd) error
 	// Sync makes every record appended before it durable and moves
 	// Flushed() to the end it saw.
 	Sync() error
@@ -69,8 +96,12 @@ type Log interface {
 var (
 	// ErrClosed: the log was closed.
 	ErrClosed = errors.New("storage: log is closed")
-	// ErrOutOfRange: an offset outside the log.
+	// ErrOutOfRange: an offset outside the log, or a position outside a
+	// snapshot.
 	ErrOutOfRange = errors.New("storage: offset out of range")
+	// ErrBelowStart: an offset below the log start offset: the records
+	// there were deleted (DeleteBefore, ResetTo) and are in a snapshot.
+	ErrBelowStart = errors.New("storage: offset below the log start")
 	// ErrEpochRegression: an append whose epoch is lower than the epoch of
 	// the record before it.
 	ErrEpochRegression = errors.New("storage: epoch lower than the last epoch")
@@ -105,9 +136,14 @@ func Flush(l Log) (kraft.LogFlushed, error) {
 	return kraft.LogFlushed{Offset: l.Flushed()}, nil
 }
 
-// epochHistory is a log's leader-epoch cache: the first offset of each
-// epoch, epochs and offsets strictly ascending.
+// epochHistory is a log's leader-epoch cache: the log start (its offset,
+// and the epoch of the record before it) and the first offset of each epoch
+// of the records from there on, epochs and offsets strictly ascending. The
+// first entry starts at the log start when the log holds records; an epoch
+// whose records were all deleted has no entry, as in Kafka's
+// LeaderEpochFileCache.truncateFromStart.
 type epochHistory struct {
+	base   kraft.LogEnd
 	starts []kraft.EpochStart
 }
 
@@ -119,7 +155,8 @@ func (h *epochHistory) add(epoch kraft.Epoch, offset int64) {
 	}
 }
 
-// truncate forgets the epochs of the records at or after offset to.
+// truncate forgets the epochs of the records at or after offset to, which
+// is not below the log start.
 func (h *epochHistory) truncate(to int64) {
 	n := len(h.starts)
 	for n > 0 && h.starts[n-1].StartOffset >= to {
@@ -128,30 +165,69 @@ func (h *epochHistory) truncate(to int64) {
 	h.starts = h.starts[:n]
 }
 
-// last is the epoch of the last record, 0 for an empty log.
+// last is the epoch of the last record; for a log that holds none, the
+// epoch of the record before the log start (0 for an empty log).
 func (h *epochHistory) last() kraft.Epoch {
 	if len(h.starts) == 0 {
-		return 0
+		return h.base.Epoch
 	}
 	return h.starts[len(h.starts)-1].Epoch
 }
 
-// epochFor is the epoch of the record at offset, which must be in the log.
+// epochFor is the epoch of the record at offset, which must be in the log;
+// offset may also be the one before the log start.
 func (h *epochHistory) epochFor(offset int64) kraft.Epoch {
 	i := sort.Search(len(h.starts), func(i int) bool { return h.starts[i].StartOffset > offset })
 	if i == 0 {
-		return 0
+		return h.base.Epoch
 	}
 	return h.starts[i-1].Epoch
 }
 
+// startAt makes start the log start of a log that ends at end, start.Offset
+// being in [the current start, end]: the epochs whose records are all below
+// it go, and the epoch of the record at start.Offset, if there is one, now
+// starts there. start.Epoch is the epoch of the record before it.
+func (h *epochHistory) startAt(start kraft.LogEnd, end int64) {
+	k := sort.Search(len(h.starts), func(i int) bool { return h.starts[i].StartOffset > start.Offset })
+	if k > 0 && start.Offset < end {
+		k-- // the epoch of the record at start.Offset
+	}
+	starts := append([]kraft.EpochStart(nil), h.starts[k:]...)
+	if len(starts) > 0 && starts[0].StartOffset < start.Offset {
+		starts[0].StartOffset = start.Offset
+	}
+	h.base, h.starts = start, starts
+}
+
+// reset empties the history of a log that restarts, empty, at start.
+func (h *epochHistory) reset(start kraft.LogEnd) {
+	h.base, h.starts = start, nil
+}
+
 // state is the kraft.LogState of a log that ends at end.
 func (h *epochHistory) state(end int64) kraft.LogState {
+	// The log start, h.base, goes in the LogState too once it has a field
+	// for it (kraft.NewState needs it to know that the records below it are
+	// in a snapshot); until then only the end and the epochs from the start
+	// are passed.
 	s := kraft.LogState{End: kraft.LogEnd{Offset: end, Epoch: h.last()}}
 	if len(h.starts) > 0 {
 		s.Epochs = append([]kraft.EpochStart(nil), h.starts...)
 	}
 	return s
+}
+
+// checkRead checks the offset a read starts from against a log that holds
+// the records from start to end: it must be in [start, end].
+func checkRead(from, start, end int64) error {
+	switch {
+	case from < 0 || from > end:
+		return fmt.Errorf("%w: %d is not in [0, %d]", ErrOutOfRange, from, end)
+	case from < start:
+		return fmt.Errorf("%w: %d is below the log start %d", ErrBelowStart, from, start)
+	}
+	return nil
 }
 
 // checkAppend validates an append of n records against a log that ends at

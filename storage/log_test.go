@@ -298,17 +298,20 @@ func TestAppendedEventsDriveKraft(t *testing.T) {
 }
 
 // TestLogModelProperty runs random operations on each log and on a plain
-// slice, and compares them after each.
+// slice (the records from the log start, and the start), and compares them
+// after each.
 func TestLogModelProperty(t *testing.T) {
 	for name, open := range logKinds(t) {
 		t.Run(name, func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
 				l := open()
 				var model []Entry
+				var start kraft.LogEnd
 				flushed := int64(0)
+				end := func() int64 { return start.Offset + int64(len(model)) }
 				for i, n := 0, rapid.IntRange(1, 40).Draw(rt, "ops"); i < n; i++ {
-					last := stateOf(model).End.Epoch
-					switch rapid.IntRange(0, 5).Draw(rt, "op") {
+					last := stateFrom(start, model).End.Epoch
+					switch rapid.IntRange(0, 7).Draw(rt, "op") {
 					case 0, 1:
 						ep := last + kraft.Epoch(rapid.IntRange(0, 1).Draw(rt, "bump"))
 						k := rapid.IntRange(0, 4).Draw(rt, "k")
@@ -316,51 +319,75 @@ func TestLogModelProperty(t *testing.T) {
 						for j := 0; j < k; j++ {
 							d := rapid.SliceOfN(rapid.Byte(), 0, 40).Draw(rt, "data")
 							recs = append(recs, d)
-							model = append(model, Entry{Offset: int64(len(model)), Epoch: ep, Data: d})
+							model = append(model, Entry{Offset: end(), Epoch: ep, Data: d})
 						}
-						end, err := l.Append(ep, recs...)
+						got, err := l.Append(ep, recs...)
 						require.NoError(rt, err)
-						require.Equal(rt, stateOf(model).End, end)
+						require.Equal(rt, stateFrom(start, model).End, got)
 					case 2:
 						ep := last + kraft.Epoch(rapid.IntRange(0, 2).Draw(rt, "bump"))
-						e := Entry{Offset: int64(len(model)), Epoch: ep, Data: rapid.SliceOfN(rapid.Byte(), 0, 40).Draw(rt, "data")}
+						e := Entry{Offset: end(), Epoch: ep, Data: rapid.SliceOfN(rapid.Byte(), 0, 40).Draw(rt, "data")}
 						model = append(model, e)
 						_, err := l.AppendEntries(e)
 						require.NoError(rt, err)
 					case 3:
 						require.NoError(rt, l.Sync())
-						flushed = int64(len(model))
+						flushed = end()
 					case 4:
-						to := rapid.Int64Range(0, int64(len(model))+1).Draw(rt, "to")
+						to := rapid.Int64Range(start.Offset, end()+1).Draw(rt, "to")
 						require.NoError(rt, l.Truncate(to))
-						if to < int64(len(model)) {
-							model = model[:to]
+						if to < end() {
+							model = model[:to-start.Offset]
 							flushed = to
 						}
 					case 5:
-						from := rapid.Int64Range(0, int64(len(model))).Draw(rt, "from")
+						from := rapid.Int64Range(start.Offset, end()).Draw(rt, "from")
 						maxBytes := rapid.IntRange(0, 100).Draw(rt, "max")
 						es, err := l.Read(from, maxBytes)
 						require.NoError(rt, err)
-						if from < int64(len(model)) {
+						if from < end() {
 							require.NotEmpty(rt, es)
 						}
 						total := 0
 						for j, e := range es {
-							require.True(rt, equalEntries([]Entry{model[from+int64(j)]}, []Entry{e}))
+							require.True(rt, equalEntries([]Entry{model[from-start.Offset+int64(j)]}, []Entry{e}))
 							total += len(e.Data)
 						}
 						if len(es) > 1 {
 							require.LessOrEqual(rt, total, maxBytes)
 						}
-						if next := from + int64(len(es)); len(es) > 0 && next < int64(len(model)) {
-							require.Greater(rt, total+len(model[next].Data), maxBytes, "Read stopped early")
+						if next := from + int64(len(es)); len(es) > 0 && next < end() {
+							require.Greater(rt, total+len(model[next-start.Offset].Data), maxBytes, "Read stopped early")
 						}
+						if start.Offset > 0 {
+							_, err := l.Read(start.Offset-1, maxBytes)
+							require.ErrorIs(rt, err, ErrBelowStart)
+						}
+					case 6:
+						x := rapid.Int64Range(0, end()).Draw(rt, "before")
+						require.NoError(rt, l.DeleteBefore(x))
+						if x > start.Offset {
+							drop := x - start.Offset
+							start = kraft.LogEnd{Offset: x, Epoch: model[drop-1].Epoch}
+							model = model[drop:]
+							if flushed < x {
+								flushed = x
+							}
+						}
+					case 7:
+						to := kraft.LogEnd{
+							Offset: rapid.Int64Range(0, end()+5).Draw(rt, "reset offset"),
+							Epoch:  kraft.Epoch(rapid.IntRange(0, 5).Draw(rt, "reset epoch")),
+						}
+						require.NoError(rt, l.ResetTo(to))
+						start, model, flushed = to, nil, to.Offset
 					}
-					require.Equal(rt, stateOf(model), l.State())
+					require.Equal(rt, stateFrom(start, model), l.State())
+					require.Equal(rt, start, l.Start())
+					require.Equal(rt, start.Offset, l.StartOffset())
 					// FileLog may flush more: starting a segment syncs the last.
 					require.GreaterOrEqual(rt, l.Flushed(), flushed)
-					require.LessOrEqual(rt, l.Flushed(), int64(len(model)))
+					require.LessOrEqual(rt, l.Flushed(), end())
 					if _, mem := l.(*MemLog); mem {
 						require.Equal(rt, flushed, l.Flushed())
 					}

@@ -10,10 +10,11 @@ import (
 // MemLog is a Log in memory, for tests and simulators. It models a disk
 // like FileLog's: appends are written but not durable until Sync, Truncate
 // is durable at once, and Crash loses what was not durable, as a machine
-// that loses power would.
+// that loses power would. DeleteBefore and ResetTo are durable at once, as
+// FileLog's are.
 type MemLog struct {
 	mu      sync.Mutex
-	entries []Entry
+	entries []Entry // the records from the log start, epochs.base.Offset
 	epochs  epochHistory
 	flushed int64
 	closed  bool
@@ -61,7 +62,7 @@ func (m *MemLog) append(n int, epoch func(int) kraft.Epoch, data func(int) []byt
 }
 
 func (m *MemLog) endLocked() kraft.LogEnd {
-	return kraft.LogEnd{Offset: int64(len(m.entries)), Epoch: m.epochs.last()}
+	return kraft.LogEnd{Offset: m.epochs.base.Offset + int64(len(m.entries)), Epoch: m.epochs.last()}
 }
 
 func copyBytes(b []byte) []byte { return append(make([]byte, 0, len(b)), b...) }
@@ -74,12 +75,12 @@ func (m *MemLog) Read(from int64, maxBytes int) ([]Entry, error) {
 	if m.closed {
 		return nil, ErrClosed
 	}
-	if from < 0 || from > int64(len(m.entries)) {
-		return nil, fmt.Errorf("%w: %d is not in [0, %d]", ErrOutOfRange, from, len(m.entries))
+	if err := checkRead(from, m.epochs.base.Offset, m.endLocked().Offset); err != nil {
+		return nil, err
 	}
 	var out []Entry
 	total := 0
-	for _, e := range m.entries[from:] {
+	for _, e := range m.entries[from-m.epochs.base.Offset:] {
 		if len(out) > 0 && total+len(e.Data) > maxBytes {
 			break
 		}
@@ -100,7 +101,10 @@ func (m *MemLog) Truncate(to int64) error {
 	if to < 0 {
 		return fmt.Errorf("%w: truncate to %d", ErrOutOfRange, to)
 	}
-	if to >= int64(len(m.entries)) {
+	if to < m.epochs.base.Offset {
+		return fmt.Errorf("%w: truncate to %d, the log starts at %d", ErrBelowStart, to, m.epochs.base.Offset)
+	}
+	if to >= m.endLocked().Offset {
 		return nil
 	}
 	m.cut(to)
@@ -109,11 +113,65 @@ func (m *MemLog) Truncate(to int64) error {
 }
 
 func (m *MemLog) cut(to int64) {
-	for i := to; i < int64(len(m.entries)); i++ {
+	keep := to - m.epochs.base.Offset
+	for i := keep; i < int64(len(m.entries)); i++ {
 		m.entries[i] = Entry{} // let the payloads go
 	}
-	m.entries = m.entries[:to]
+	m.entries = m.entries[:keep]
 	m.epochs.truncate(to)
+}
+
+// StartOffset is the log start offset.
+func (m *MemLog) StartOffset() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.epochs.base.Offset
+}
+
+// Start is the log start offset and the epoch of the record before it.
+func (m *MemLog) Start() kraft.LogEnd {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.epochs.base
+}
+
+// DeleteBefore removes the records below offset, durably; the records
+// below it are durable too (Flushed() is at least offset), as for FileLog.
+func (m *MemLog) DeleteBefore(offset int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	end := m.endLocked().Offset
+	if offset <= m.epochs.base.Offset {
+		return nil
+	}
+	if offset > end {
+		return fmt.Errorf("%w: delete before %d, past the log end %d", ErrOutOfRange, offset, end)
+	}
+	m.entries = append([]Entry(nil), m.entries[offset-m.epochs.base.Offset:]...)
+	m.epochs.startAt(kraft.LogEnd{Offset: offset, Epoch: m.epochs.epochFor(offset - 1)}, end)
+	if m.flushed < offset {
+		m.flushed = offset
+	}
+	return nil
+}
+
+// ResetTo empties the log and restarts it at start, durably.
+func (m *MemLog) ResetTo(start kraft.LogEnd) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	if start.Offset < 0 || start.Epoch < 0 {
+		return fmt.Errorf("%w: reset to %+v", ErrOutOfRange, start)
+	}
+	m.entries = nil
+	m.epochs.reset(start)
+	m.flushed = start.Offset
+	return nil
 }
 
 // Sync makes every record durable.
@@ -123,7 +181,7 @@ func (m *MemLog) Sync() error {
 	if m.closed {
 		return ErrClosed
 	}
-	m.flushed = int64(len(m.entries))
+	m.flushed = m.endLocked().Offset
 	return nil
 }
 
@@ -153,17 +211,17 @@ func (m *MemLog) Flushed() int64 {
 func (m *MemLog) State() kraft.LogState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.epochs.state(int64(len(m.entries)))
+	return m.epochs.state(m.endLocked().Offset)
 }
 
 // EpochFor returns the epoch of the record at offset.
 func (m *MemLog) EpochFor(offset int64) (kraft.Epoch, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if offset < 0 || offset >= int64(len(m.entries)) {
+	if offset < m.epochs.base.Offset || offset >= m.endLocked().Offset {
 		return 0, false
 	}
-	return m.entries[offset].Epoch, true
+	return m.entries[offset-m.epochs.base.Offset].Epoch, true
 }
 
 // Close closes the log; later calls fail with ErrClosed.

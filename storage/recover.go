@@ -54,15 +54,34 @@ func (l *FileLog) recover() (Recovery, error) {
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	start, err := readLogStart(l.fs, l.dir)
+	if err != nil {
+		return rec, err
+	}
 
+	// DeleteBefore records a new start before it removes the segments
+	// below it, so a crash can leave some; they are removed below once the
+	// start has been checked against the rest.
+	var below []int64
+	for len(bases) > 1 && bases[1] <= start.Offset {
+		below = append(below, bases[0])
+		bases = bases[1:]
+	}
 	if len(bases) == 0 {
-		seg, err := l.createSegment(0)
+		// A new log, or one that ResetTo emptied before it created the
+		// segment of its new start.
+		seg, err := l.createSegment(start.Offset)
 		if err != nil {
 			return rec, fmt.Errorf("storage: creating log %s: %w", l.dir, err)
 		}
 		l.segs = append(l.segs, seg)
+	} else if bases[0] > start.Offset {
+		return rec, fmt.Errorf("%w: %s starts at offset %d but the log starts at %d", ErrCorrupt, filepath.Join(l.dir, segmentName(bases[0])), bases[0], start.Offset)
 	}
-	next := int64(0)
+	next := start.Offset
+	if len(bases) > 0 {
+		next = bases[0]
+	}
 	for i, base := range bases {
 		path := filepath.Join(l.dir, segmentName(base))
 		if base != next {
@@ -77,11 +96,20 @@ func (l *FileLog) recover() (Recovery, error) {
 		if err := l.scanSegment(seg, i == len(bases)-1, &rec); err != nil {
 			return rec, err
 		}
-		rec.Records += seg.end - seg.base
 		next = seg.end
 	}
+	if err := l.checkStart(start, next); err != nil {
+		return rec, err
+	}
+	for _, base := range below {
+		if err := l.fs.remove(filepath.Join(l.dir, segmentName(base))); err != nil {
+			return rec, fmt.Errorf("storage: removing a segment below the log start: %w", err)
+		}
+	}
+	l.epochs.startAt(start, next)
 	l.end = kraft.LogEnd{Offset: next, Epoch: l.epochs.last()}
 	l.flushed = next
+	rec.Records = next - start.Offset
 
 	// A process that died before syncing may have left writes the
 	// operating system still holds; make them durable before the host
@@ -94,6 +122,25 @@ func (l *FileLog) recover() (Recovery, error) {
 	}
 	rec.Segments = len(l.segs)
 	return rec, nil
+}
+
+// checkStart checks the log start from the log start file against the
+// records recovered, which end at end: the log must reach the start (the
+// records below it were durable before it was recorded), the record before
+// it, if the first segment holds it, must have the start's epoch, and the
+// record at it an epoch not lower.
+func (l *FileLog) checkStart(start kraft.LogEnd, end int64) error {
+	path := filepath.Join(l.dir, LogStartFileName)
+	first := l.segs[0].base
+	switch {
+	case end < start.Offset:
+		return fmt.Errorf("%w: %s says the log starts at %d, but it ends at %d", ErrCorrupt, path, start.Offset, end)
+	case start.Offset > first && l.epochs.epochFor(start.Offset-1) != start.Epoch:
+		return fmt.Errorf("%w: %s gives epoch %d to offset %d, the log %d", ErrCorrupt, path, start.Epoch, start.Offset-1, l.epochs.epochFor(start.Offset-1))
+	case end > start.Offset && l.epochs.epochFor(start.Offset) < start.Epoch:
+		return fmt.Errorf("%w: %s gives epoch %d to offset %d, but the record after it has epoch %d", ErrCorrupt, path, start.Epoch, start.Offset-1, l.epochs.epochFor(start.Offset))
+	}
+	return nil
 }
 
 // scanSegment reads every frame of seg, checking it and its place in the
