@@ -142,11 +142,10 @@ type Buffer struct {
 // actions and their values, in one small allocation. A larger step grows
 // the pools it fills.
 type stepBlock struct {
-	acts     [4]Action
+	acts     [3]Action
 	fetch    [1]SendFetch
 	response [1]SendFetchResponse
 	hwm      [1]HighWatermarkChanged
-	timer    [1]ResetTimer
 }
 
 // buffer is the step's Buffer, with storage for a one-shot Buffer.
@@ -158,7 +157,6 @@ func (t *stepper) buffer() *Buffer {
 		b.arena.fetch.items = k.fetch[:0]
 		b.arena.fetchResponse.items = k.response[:0]
 		b.arena.highWatermark.items = k.hwm[:0]
-		b.arena.resetTimer.items = k.timer[:0]
 	}
 	return b
 }
