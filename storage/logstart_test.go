@@ -301,3 +301,24 @@ func TestLogStartFileFormat(t *testing.T) {
 		require.Error(t, err, "%q", bad)
 	}
 }
+
+// TestLogStateAfterStartMovesStartsKraft: the State of a log whose start
+// moved is one kraft.NewState takes, with the log's end.
+func TestLogStateAfterStartMovesStartsKraft(t *testing.T) {
+	cfg := kraft.Config{Local: kraft.ReplicaKey{ID: 1}, Voters: []kraft.ReplicaKey{{ID: 1}, {ID: 2}, {ID: 3}}, Seed: 1}
+	for name, open := range logKinds(t) {
+		for _, move := range []func(Log) error{
+			func(l Log) error { return l.DeleteBefore(5) },
+			func(l Log) error { return l.DeleteBefore(10) },
+			func(l Log) error { return l.ResetTo(kraft.LogEnd{Offset: 40, Epoch: 6}) },
+		} {
+			l := open()
+			tenRecords(t, l, 10)
+			require.NoError(t, move(l), name)
+			s, _, err := kraft.NewState(cfg, nil, l.State())
+			require.NoError(t, err, name)
+			require.Equal(t, l.End(), s.LogEnd(), name)
+			require.Equal(t, l.End().Epoch, s.Epoch(), name)
+		}
+	}
+}
