@@ -61,7 +61,9 @@ func stateOf(es []Entry) kraft.LogState {
 // holds es, independently of the package's epoch history.
 func stateFrom(start kraft.LogEnd, es []Entry) kraft.LogState {
 	if len(es) == 0 {
-		return kraft.LogState{End: start}
+		return kraft.LogState{End: start, Start: start.Offset}
 	}
-	return stateOf(es)
+	s := stateOf(es)
+	s.Start = start.Offset
+	return s
 }

@@ -207,11 +207,10 @@ func (h *epochHistory) reset(start kraft.LogEnd) {
 
 // state is the kraft.LogState of a log that ends at end.
 func (h *epochHistory) state(end int64) kraft.LogState {
-	// The log start, h.base, goes in the LogState too once it has a field
-	// for it (kraft.NewState needs it to know that the records below it are
-	// in a snapshot); until then only the end and the epochs from the start
-	// are passed.
-	s := kraft.LogState{End: kraft.LogEnd{Offset: end, Epoch: h.last()}}
+	// The snapshot ids are the host's to add (the log does not know its
+	// snapshots): a log whose start is past 0 continues the snapshot at
+	// its start, Log.Start().
+	s := kraft.LogState{End: kraft.LogEnd{Offset: end, Epoch: h.last()}, Start: h.base.Offset}
 	if len(h.starts) > 0 {
 		s.Epochs = append([]kraft.EpochStart(nil), h.starts...)
 	}
