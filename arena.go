@@ -72,12 +72,6 @@ type pool[T any] struct {
 	items []T
 }
 
-func (p *pool[T]) put(v T) unsafe.Pointer {
-	q := p.slot()
-	*q = v
-	return unsafe.Pointer(q)
-}
-
 func (p *pool[T]) reset() { p.items = p.items[:0] }
 
 // slot returns a fresh zero value in the pool, to be filled in place.
@@ -162,12 +156,20 @@ func (t *stepper) buffer() *Buffer {
 }
 
 // pooled returns an Action that refers to v, written into pool p of the
-// step's Buffer (or, if referOK is false, v boxed the ordinary way).
+// step's Buffer.
 func pooled[T Action](tab unsafe.Pointer, p *pool[T], v T) Action {
+	q := p.slot()
+	*q = v
+	return referTo(tab, q)
+}
+
+// referTo returns the Action that refers to the pooled value *p, whose type
+// word is tab (or, if referOK is false, *p boxed the ordinary way).
+func referTo[T Action](tab unsafe.Pointer, p *T) Action {
 	if !referOK {
-		return v
+		return *p
 	}
-	return refer(tab, p.put(v))
+	return refer(tab, unsafe.Pointer(p))
 }
 
 // The emitters of the pooled action types.
@@ -211,11 +213,7 @@ func (t *stepper) fetch(to NodeID) {
 	// The cluster id field by field: a 17-byte struct copy stalls.
 	p.To, p.ClusterID.UUID, p.ClusterID.Valid, p.CurrentLeaderEpoch = to, t.s.c.clusterID.UUID, t.s.c.clusterID.Valid, t.s.epoch
 	p.FetchOffset, p.FetchEpoch, p.HighWatermark = t.s.log.end.Offset, t.s.log.end.Epoch, t.s.hwm
-	if referOK {
-		b.acts = append(b.acts, refer(tabFetch, unsafe.Pointer(p)))
-	} else {
-		b.acts = append(b.acts, *p)
-	}
+	b.acts = append(b.acts, referTo(tabFetch, p))
 }
 
 // fetchResponse emits a SendFetchResponse written in place: the leader's
@@ -227,11 +225,7 @@ func (t *stepper) fetchResponse(to NodeID, code ErrorCode, hwm int64, diverging 
 	b := t.buffer()
 	p := b.arena.fetchResponse.slot()
 	p.To, p.Error, p.Epoch, p.LeaderID, p.HighWatermark, p.Diverging = to, code, t.s.epoch, t.s.leader, hwm, diverging
-	if referOK {
-		b.acts = append(b.acts, refer(tabFetchResponse, unsafe.Pointer(p)))
-	} else {
-		b.acts = append(b.acts, *p)
-	}
+	b.acts = append(b.acts, referTo(tabFetchResponse, p))
 }
 
 func (t *stepper) emitHighWatermark(v HighWatermarkChanged) {
