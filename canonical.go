@@ -62,7 +62,7 @@ func (s State) appendCanonical(dst []byte) []byte {
 	if s.downloading {
 		flags |= 32
 	}
-	if s.log.snapshots {
+	if s.log.hasSnapshots() {
 		flags |= 64
 	}
 	dst = append(dst, byte(s.role), flags)
@@ -81,10 +81,10 @@ func (s State) appendCanonical(dst []byte) []byte {
 		dst = canonVarint(dst, e.StartOffset)
 	}
 	dst = canonVarint(dst, s.log.start)
-	dst = canonVarint(dst, s.log.latest.Offset)
-	dst = canonVarint(dst, int64(s.log.latest.Epoch))
-	dst = canonVarint(dst, s.log.earliest.Offset)
-	dst = canonVarint(dst, int64(s.log.earliest.Epoch))
+	dst = canonVarint(dst, s.log.latest().Offset)
+	dst = canonVarint(dst, int64(s.log.latest().Epoch))
+	dst = canonVarint(dst, s.log.earliest().Offset)
+	dst = canonVarint(dst, int64(s.log.earliest().Epoch))
 	dst = canonVarint(dst, s.download.Offset)
 	dst = canonVarint(dst, int64(s.download.Epoch))
 	dst = canonVarint(dst, s.downloaded)

@@ -185,7 +185,7 @@ func (t *stepper) processFetchResponse(e *ReceiveFetchResponse) {
 		// createNewSnapshotUnchecked, not checked against the local log);
 		// the next request is a FetchSnapshot. A snapshot already on disk
 		// is not downloaded again, and fetching goes on (D43).
-		if !t.s.log.snapshots || (id != t.s.log.latest && id != t.s.log.earliest) {
+		if !t.s.log.hasSnapshots() || (id != t.s.log.latest() && id != t.s.log.earliest()) {
 			t.s.downloading, t.s.download, t.s.downloaded = true, id, 0
 		}
 	default:

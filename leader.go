@@ -71,8 +71,8 @@ func (t *stepper) onFetch(e *ReceiveFetch) {
 	// the latest snapshot (unless it is the bootstrap one), every other
 	// position is checked by validateOffsetAndEpoch (D44).
 	check, id := t.s.log.validateOffsetAndEpoch(e.FetchOffset, e.FetchEpoch)
-	if e.FetchOffset == 0 && t.s.log.snapshots && t.s.log.latest != bootstrapSnapshot {
-		check, id = fetchSnapshot, t.s.log.latest
+	if e.FetchOffset == 0 && t.s.log.hasSnapshots() && t.s.log.latest() != bootstrapSnapshot {
+		check, id = fetchSnapshot, t.s.log.latest()
 	}
 	var diverging *LogOffsetMetadata
 	switch check {

@@ -47,10 +47,34 @@ type logView struct {
 	end     LogEnd
 	epochs  []EpochStart
 	flushed int64
+	start   int64
+	// snaps is nil when there is no snapshot. It is shared between states
+	// and never written: a change makes a new one (snapshots change
+	// rarely, and a State is copied on every step, so it keeps a pointer).
+	snaps *snapshotIDs
+}
 
-	start            int64
-	snapshots        bool
+// snapshotIDs are the newest and oldest snapshot ids on disk.
+type snapshotIDs struct {
 	latest, earliest LogEnd
+}
+
+func (v logView) hasSnapshots() bool { return v.snaps != nil }
+
+// latest is the latest snapshot id (the zero id when there is none).
+func (v logView) latest() LogEnd {
+	if v.snaps == nil {
+		return LogEnd{}
+	}
+	return v.snaps.latest
+}
+
+// earliest is the earliest snapshot id (the zero id when there is none).
+func (v logView) earliest() LogEnd {
+	if v.snaps == nil {
+		return LogEnd{}
+	}
+	return v.snaps.earliest
 }
 
 // bootstrapSnapshot is Kafka's bootstrap checkpoint id (0, 0): never
@@ -95,18 +119,18 @@ func newLogView(l LogState) (logView, error) {
 		}
 		return v, nil
 	}
-	v.snapshots, v.latest, v.earliest = true, *l.LatestSnapshot, *l.EarliestSnapshot
+	v.snaps = &snapshotIDs{latest: *l.LatestSnapshot, earliest: *l.EarliestSnapshot}
 	switch {
-	case v.earliest.Compare(v.latest) > 0 || v.earliest.Offset > v.latest.Offset:
-		return logView{}, fmt.Errorf("kraft: earliest snapshot %+v after the latest %+v", v.earliest, v.latest)
-	case v.latest.Offset > l.End.Offset:
-		return logView{}, fmt.Errorf("kraft: latest snapshot %+v past the log end %+v (reset the log to it first)", v.latest, l.End)
-	case v.earliest.Offset < l.Start:
-		return logView{}, fmt.Errorf("kraft: earliest snapshot %+v before the log start %d", v.earliest, l.Start)
-	case l.Start > 0 && v.earliest.Offset != l.Start:
-		return logView{}, fmt.Errorf("kraft: log start %d is not the earliest snapshot %+v", l.Start, v.earliest)
+	case v.earliest().Compare(v.latest()) > 0 || v.earliest().Offset > v.latest().Offset:
+		return logView{}, fmt.Errorf("kraft: earliest snapshot %+v after the latest %+v", v.earliest(), v.latest())
+	case v.latest().Offset > l.End.Offset:
+		return logView{}, fmt.Errorf("kraft: latest snapshot %+v past the log end %+v (reset the log to it first)", v.latest(), l.End)
+	case v.earliest().Offset < l.Start:
+		return logView{}, fmt.Errorf("kraft: earliest snapshot %+v before the log start %d", v.earliest(), l.Start)
+	case l.Start > 0 && v.earliest().Offset != l.Start:
+		return logView{}, fmt.Errorf("kraft: log start %d is not the earliest snapshot %+v", l.Start, v.earliest())
 	}
-	for _, id := range []LogEnd{v.earliest, v.latest} {
+	for _, id := range []LogEnd{v.earliest(), v.latest()} {
 		if !v.snapshotFits(id) {
 			return logView{}, fmt.Errorf("kraft: snapshot %+v does not match the log's epochs", id)
 		}
@@ -169,8 +193,8 @@ func (v logView) endOffsetForEpoch(epoch Epoch) (Epoch, int64) {
 	lower := epoch
 	for _, e := range v.epochs {
 		if e.Epoch > epoch {
-			if v.snapshots && lower == epoch && e.StartOffset == v.earliest.Offset {
-				return v.earliest.Epoch, v.earliest.Offset
+			if v.hasSnapshots() && lower == epoch && e.StartOffset == v.earliest().Offset {
+				return v.earliest().Epoch, v.earliest().Offset
 			}
 			return lower, e.StartOffset
 		}
@@ -196,8 +220,8 @@ func (v logView) validateOffsetAndEpoch(offset int64, epoch Epoch) (fetchCheck, 
 	if v.start == 0 && offset == 0 {
 		return fetchValid, LogEnd{}
 	}
-	if v.snapshots && (offset < v.start || (offset == v.start && epoch != v.earliest.Epoch) || epoch < v.earliest.Epoch) {
-		return fetchSnapshot, v.latest
+	if v.hasSnapshots() && (offset < v.start || (offset == v.start && epoch != v.earliest().Epoch) || epoch < v.earliest().Epoch) {
+		return fetchSnapshot, v.latest()
 	}
 	e, o := v.endOffsetForEpoch(epoch)
 	if e != epoch || o < offset {
@@ -225,9 +249,9 @@ func (v logView) truncated(offset int64) logView {
 	switch {
 	case n > 0:
 		v.end.Epoch = v.epochs[n-1].Epoch
-	case v.snapshots && offset == v.earliest.Offset:
+	case v.hasSnapshots() && offset == v.earliest().Offset:
 		// An empty log ends at its snapshot (Kafka's lastFetchedEpoch).
-		v.end.Epoch = v.earliest.Epoch
+		v.end.Epoch = v.earliest().Epoch
 	}
 	if v.flushed > offset {
 		v.flushed = offset
@@ -239,16 +263,18 @@ func (v logView) truncated(offset int64) logView {
 // (Kafka's snapshots map: the latest is the largest id, the earliest the
 // smallest).
 func (v logView) withSnapshot(id LogEnd) logView {
-	if !v.snapshots {
-		v.snapshots, v.latest, v.earliest = true, id, id
+	if v.snaps == nil {
+		v.snaps = &snapshotIDs{latest: id, earliest: id}
 		return v
 	}
-	if id.Compare(v.latest) > 0 {
-		v.latest = id
+	ids := *v.snaps
+	if id.Compare(ids.latest) > 0 {
+		ids.latest = id
 	}
-	if id.Compare(v.earliest) < 0 {
-		v.earliest = id
+	if id.Compare(ids.earliest) < 0 {
+		ids.earliest = id
 	}
+	v.snaps = &ids
 	return v
 }
 
@@ -274,7 +300,8 @@ func (v logView) startingAt(id LogEnd) logView {
 		epochs = epochs[:len(epochs):len(epochs)]
 	}
 	v.epochs = epochs
-	v.start, v.earliest = id.Offset, id
+	ids := snapshotIDs{latest: v.latest(), earliest: id}
+	v.start, v.snaps = id.Offset, &ids
 	if v.flushed < id.Offset {
 		v.flushed = id.Offset
 	}
@@ -285,7 +312,7 @@ func (v logView) startingAt(id LogEnd) logView {
 // (Kafka's truncateToLatestSnapshot): empty, starting and ending at
 // id.Offset, with id the only snapshot.
 func (v logView) resetTo(id LogEnd) logView {
-	return logView{end: id, flushed: id.Offset, start: id.Offset, snapshots: true, latest: id, earliest: id}
+	return logView{end: id, flushed: id.Offset, start: id.Offset, snaps: &snapshotIDs{latest: id, earliest: id}}
 }
 
 // truncationPoint is where a follower truncates its log after the leader

@@ -302,12 +302,12 @@ func NewState(cfg Config, record *QuorumRecord, log LogState) (State, []Action, 
 		log:       view,
 		rng:       seedRand(cfg.Seed),
 	}
-	if view.snapshots && view.latest.Offset > 0 {
+	if view.hasSnapshots() && view.latest().Offset > 0 {
 		// Every record below a snapshot is committed: the log's high
 		// watermark starts at the latest snapshot's end (Kafka's UnifiedLog
 		// starts it at the log start offset); the quorum's stays unknown
 		// until a leader reports one (D42).
-		s.committed = view.latest.Offset
+		s.committed = view.latest().Offset
 	}
 	switch {
 	case rec.Epoch < view.end.Epoch:
@@ -396,11 +396,11 @@ func (s State) LogStart() int64 { return s.log.start }
 // LatestSnapshot is the newest snapshot id on disk as the state knows it
 // (from NewState, SnapshotCreated and InstallSnapshot); ok is false when
 // there is none.
-func (s State) LatestSnapshot() (id LogEnd, ok bool) { return s.log.latest, s.log.snapshots }
+func (s State) LatestSnapshot() (id LogEnd, ok bool) { return s.log.latest(), s.log.hasSnapshots() }
 
 // EarliestSnapshot is the oldest snapshot id on disk as the state knows it;
 // when the log start is past 0 it is the snapshot at the log start.
-func (s State) EarliestSnapshot() (id LogEnd, ok bool) { return s.log.earliest, s.log.snapshots }
+func (s State) EarliestSnapshot() (id LogEnd, ok bool) { return s.log.earliest(), s.log.hasSnapshots() }
 
 // SnapshotDownload is, on a Follower fetching a snapshot from its leader,
 // the snapshot's id and how many of its bytes the host has written; ok is

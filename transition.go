@@ -642,10 +642,10 @@ func (t *stepper) onLogStartMoved(e LogStartMoved) {
 	switch {
 	case id.Offset >= 0 && id.Offset <= log.start:
 		return
-	case !log.snapshots || id.Offset > log.latest.Offset:
+	case !log.hasSnapshots() || id.Offset > log.latest().Offset:
 		t.failf(fmt.Sprintf("the host moved the log start to %+v, past the latest snapshot", id))
 		return
-	case id != log.latest && !log.snapshotFits(id):
+	case id != log.latest() && !log.snapshotFits(id):
 		t.failf(fmt.Sprintf("the host moved the log start to %+v, which does not match the log", id))
 		return
 	}
