@@ -59,10 +59,10 @@ type snapshotIDs struct {
 	latest, earliest LogEnd
 }
 
-func (v logView) hasSnapshots() bool { return v.snaps != nil }
+func (v *logView) hasSnapshots() bool { return v.snaps != nil }
 
 // latest is the latest snapshot id (the zero id when there is none).
-func (v logView) latest() LogEnd {
+func (v *logView) latest() LogEnd {
 	if v.snaps == nil {
 		return LogEnd{}
 	}
@@ -70,7 +70,7 @@ func (v logView) latest() LogEnd {
 }
 
 // earliest is the earliest snapshot id (the zero id when there is none).
-func (v logView) earliest() LogEnd {
+func (v *logView) earliest() LogEnd {
 	if v.snaps == nil {
 		return LogEnd{}
 	}
@@ -142,7 +142,7 @@ func newLogView(l LogState) (logView, error) {
 // goes with epoch 0 (the bootstrap snapshot), a snapshot inside the log
 // ends in the epoch of the record before its end, and one at the log start
 // has an epoch not above the log's first.
-func (v logView) snapshotFits(id LogEnd) bool {
+func (v *logView) snapshotFits(id LogEnd) bool {
 	switch {
 	case id.Offset < 0 || id.Epoch < 0 || id.Offset > v.end.Offset || id.Offset < v.start:
 		return false
@@ -157,7 +157,7 @@ func (v logView) snapshotFits(id LogEnd) bool {
 }
 
 // epochAt is the epoch of the record at offset, which the log holds.
-func (v logView) epochAt(offset int64) Epoch {
+func (v *logView) epochAt(offset int64) Epoch {
 	epoch := v.end.Epoch
 	for i := len(v.epochs) - 1; i >= 0; i-- {
 		epoch = v.epochs[i].Epoch
@@ -189,7 +189,7 @@ func (v logView) appended(end LogEnd) logView {
 // earliest snapshot's end, it returns the snapshot id instead (Kafka's
 // KafkaMetadataLog.endOffsetForEpoch: "the epoch is smaller than the
 // smallest epoch on the log").
-func (v logView) endOffsetForEpoch(epoch Epoch) (Epoch, int64) {
+func (v *logView) endOffsetForEpoch(epoch Epoch) (Epoch, int64) {
 	lower := epoch
 	for _, e := range v.epochs {
 		if e.Epoch > epoch {
@@ -216,7 +216,7 @@ const (
 // a fetch at (offset, epoch) is valid, diverges (answered with the
 // returned end offset and epoch), or needs the latest snapshot (answered
 // with it) because the log no longer holds what the follower lacks.
-func (v logView) validateOffsetAndEpoch(offset int64, epoch Epoch) (fetchCheck, LogEnd) {
+func (v *logView) validateOffsetAndEpoch(offset int64, epoch Epoch) (fetchCheck, LogEnd) {
 	if v.start == 0 && offset == 0 {
 		return fetchValid, LogEnd{}
 	}
@@ -317,7 +317,7 @@ func (v logView) resetTo(id LogEnd) logView {
 
 // truncationPoint is where a follower truncates its log after the leader
 // answered with the diverging point d (Kafka's handleFetchResponse).
-func (v logView) truncationPoint(d LogOffsetMetadata) int64 {
+func (v *logView) truncationPoint(d LogOffsetMetadata) int64 {
 	if d.Epoch == 0 {
 		return min64(d.Offset, v.end.Offset)
 	}
