@@ -75,12 +75,12 @@ func (s State) appendCanonical(dst []byte) []byte {
 	dst = canonVarint(dst, s.log.end.Offset)
 	dst = canonVarint(dst, int64(s.log.end.Epoch))
 	dst = canonVarint(dst, s.log.flushed)
-	dst = canonUvarint(dst, uint64(len(s.log.epochs)))
-	for _, e := range s.log.epochs {
+	dst = canonUvarint(dst, uint64(len(s.log.epochs())))
+	for _, e := range s.log.epochs() {
 		dst = canonVarint(dst, int64(e.Epoch))
 		dst = canonVarint(dst, e.StartOffset)
 	}
-	dst = canonVarint(dst, s.log.start)
+	dst = canonVarint(dst, s.log.start())
 	dst = canonVarint(dst, s.log.latest().Offset)
 	dst = canonVarint(dst, int64(s.log.latest().Epoch))
 	dst = canonVarint(dst, s.log.earliest().Offset)

@@ -73,7 +73,11 @@ func step(t *testing.T, s State, e Event) (State, []Action) {
 func deepCopy(s State) State {
 	c := s
 	c.ends.large = cloneSlice(s.ends.large)
-	c.log.epochs = cloneSlice(s.log.epochs)
+	if s.log.h != nil {
+		h := *s.log.h
+		h.epochs = cloneSlice(h.epochs)
+		c.log.h = &h
+	}
 	if s.c != nil {
 		cc := *s.c
 		cc.voters = cloneSlice(s.c.voters)

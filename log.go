@@ -45,36 +45,80 @@ type LogState struct {
 // snapshot has no entries and ends at the snapshot id.
 type logView struct {
 	end     LogEnd
-	epochs  []EpochStart
 	flushed int64
-	start   int64
-	// snaps is nil when there is no snapshot. It is shared between states
-	// and never written: a change makes a new one (snapshots change
-	// rarely, and a State is copied on every step, so it keeps a pointer).
-	snaps *snapshotIDs
+	// h is the rest of the log's picture: its epochs, start and
+	// snapshots. It is shared between states and never written: a change
+	// makes a new one. It changes once per epoch, truncation or snapshot,
+	// while a State is copied on every step, so the State keeps a pointer.
+	// nil is the history of a log that starts at 0 with no epoch and no
+	// snapshot (every other history is non-nil: one value, one encoding).
+	h *logHistory
 }
 
-// snapshotIDs are the newest and oldest snapshot ids on disk.
-type snapshotIDs struct {
+// logHistory is a log's epoch history (the first offset of each epoch in
+// ascending order), its start offset and, when snapshots is set, the newest
+// and oldest snapshot ids on disk (D42). Every epoch entry starts at or
+// after start; an empty log that starts at a snapshot has no entries and
+// ends at the snapshot id.
+type logHistory struct {
+	epochs           []EpochStart
+	start            int64
+	snapshots        bool
 	latest, earliest LogEnd
 }
 
-func (v *logView) hasSnapshots() bool { return v.snaps != nil }
+// history is a copy of the view's history, to change and set with
+// withHistory.
+func (v *logView) history() logHistory {
+	if v.h == nil {
+		return logHistory{}
+	}
+	return *v.h
+}
+
+// withHistory sets the view's history to h (nil for the empty one).
+func (v *logView) withHistory(h logHistory) {
+	if len(h.epochs) == 0 && h.start == 0 && !h.snapshots && h.latest == (LogEnd{}) && h.earliest == (LogEnd{}) {
+		v.h = nil
+		return
+	}
+	if len(h.epochs) == 0 {
+		h.epochs = nil
+	}
+	v.h = &h
+}
+
+func (v *logView) epochs() []EpochStart {
+	if v.h == nil {
+		return nil
+	}
+	return v.h.epochs
+}
+
+// start is the log start offset.
+func (v *logView) start() int64 {
+	if v.h == nil {
+		return 0
+	}
+	return v.h.start
+}
+
+func (v *logView) hasSnapshots() bool { return v.h != nil && v.h.snapshots }
 
 // latest is the latest snapshot id (the zero id when there is none).
 func (v *logView) latest() LogEnd {
-	if v.snaps == nil {
+	if v.h == nil {
 		return LogEnd{}
 	}
-	return v.snaps.latest
+	return v.h.latest
 }
 
 // earliest is the earliest snapshot id (the zero id when there is none).
 func (v *logView) earliest() LogEnd {
-	if v.snaps == nil {
+	if v.h == nil {
 		return LogEnd{}
 	}
-	return v.snaps.earliest
+	return v.h.earliest
 }
 
 // bootstrapSnapshot is Kafka's bootstrap checkpoint id (0, 0): never
@@ -88,7 +132,8 @@ func newLogView(l LogState) (logView, error) {
 	if l.Start < 0 || l.Start > l.End.Offset {
 		return logView{}, fmt.Errorf("kraft: log start %d outside the log [0, %d]", l.Start, l.End.Offset)
 	}
-	v := logView{end: l.End, flushed: l.End.Offset, start: l.Start}
+	v := logView{end: l.End, flushed: l.End.Offset}
+	h := logHistory{start: l.Start}
 	switch {
 	case len(l.Epochs) > 0:
 		for i, e := range l.Epochs {
@@ -105,10 +150,10 @@ func newLogView(l LogState) (logView, error) {
 		if last := l.Epochs[len(l.Epochs)-1]; last.Epoch != l.End.Epoch {
 			return logView{}, fmt.Errorf("kraft: log end epoch %d is not the last epoch %d", l.End.Epoch, last.Epoch)
 		}
-		v.epochs = make([]EpochStart, len(l.Epochs))
-		copy(v.epochs, l.Epochs)
+		h.epochs = make([]EpochStart, len(l.Epochs))
+		copy(h.epochs, l.Epochs)
 	case l.End.Offset > l.Start:
-		v.epochs = []EpochStart{{Epoch: l.End.Epoch, StartOffset: l.Start}}
+		h.epochs = []EpochStart{{Epoch: l.End.Epoch, StartOffset: l.Start}}
 	}
 	if (l.LatestSnapshot == nil) != (l.EarliestSnapshot == nil) {
 		return logView{}, fmt.Errorf("kraft: a latest snapshot without an earliest one or the reverse (%v, %v)", l.LatestSnapshot, l.EarliestSnapshot)
@@ -117,9 +162,11 @@ func newLogView(l LogState) (logView, error) {
 		if l.Start > 0 {
 			return logView{}, fmt.Errorf("kraft: log start %d without a snapshot at it", l.Start)
 		}
+		v.withHistory(h)
 		return v, nil
 	}
-	v.snaps = &snapshotIDs{latest: *l.LatestSnapshot, earliest: *l.EarliestSnapshot}
+	h.snapshots, h.latest, h.earliest = true, *l.LatestSnapshot, *l.EarliestSnapshot
+	v.withHistory(h)
 	switch {
 	case v.earliest().Compare(v.latest()) > 0 || v.earliest().Offset > v.latest().Offset:
 		return logView{}, fmt.Errorf("kraft: earliest snapshot %+v after the latest %+v", v.earliest(), v.latest())
@@ -144,24 +191,25 @@ func newLogView(l LogState) (logView, error) {
 // has an epoch not above the log's first.
 func (v *logView) snapshotFits(id LogEnd) bool {
 	switch {
-	case id.Offset < 0 || id.Epoch < 0 || id.Offset > v.end.Offset || id.Offset < v.start:
+	case id.Offset < 0 || id.Epoch < 0 || id.Offset > v.end.Offset || id.Offset < v.start():
 		return false
 	case id.Offset == 0:
 		return id.Epoch == 0
-	case id.Offset > v.start:
+	case id.Offset > v.start():
 		return v.epochAt(id.Offset-1) == id.Epoch
-	case len(v.epochs) == 0:
+	case len(v.epochs()) == 0:
 		return id.Epoch == v.end.Epoch
 	}
-	return id.Epoch <= v.epochs[0].Epoch
+	return id.Epoch <= v.epochs()[0].Epoch
 }
 
 // epochAt is the epoch of the record at offset, which the log holds.
 func (v *logView) epochAt(offset int64) Epoch {
 	epoch := v.end.Epoch
-	for i := len(v.epochs) - 1; i >= 0; i-- {
-		epoch = v.epochs[i].Epoch
-		if v.epochs[i].StartOffset <= offset {
+	epochs := v.epochs()
+	for i := len(epochs) - 1; i >= 0; i-- {
+		epoch = epochs[i].Epoch
+		if epochs[i].StartOffset <= offset {
 			break
 		}
 	}
@@ -172,10 +220,12 @@ func (v *logView) epochAt(offset int64) Epoch {
 // caller has checked that end extends the log (a larger offset, an epoch
 // not below the last one).
 func (v logView) appended(end LogEnd) logView {
-	if len(v.epochs) == 0 || end.Epoch > v.epochs[len(v.epochs)-1].Epoch {
+	if epochs := v.epochs(); len(epochs) == 0 || end.Epoch > epochs[len(epochs)-1].Epoch {
 		// A new epoch starts at the previous log end. The clipped capacity
 		// makes append copy, so older states keep their history.
-		v.epochs = append(v.epochs[:len(v.epochs):len(v.epochs)], EpochStart{Epoch: end.Epoch, StartOffset: v.end.Offset})
+		h := v.history()
+		h.epochs = append(epochs[:len(epochs):len(epochs)], EpochStart{Epoch: end.Epoch, StartOffset: v.end.Offset})
+		v.withHistory(h)
 	}
 	v.end = end
 	return v
@@ -191,7 +241,7 @@ func (v logView) appended(end LogEnd) logView {
 // smallest epoch on the log").
 func (v *logView) endOffsetForEpoch(epoch Epoch) (Epoch, int64) {
 	lower := epoch
-	for _, e := range v.epochs {
+	for _, e := range v.epochs() {
 		if e.Epoch > epoch {
 			if v.hasSnapshots() && lower == epoch && e.StartOffset == v.earliest().Offset {
 				return v.earliest().Epoch, v.earliest().Offset
@@ -217,10 +267,10 @@ const (
 // returned end offset and epoch), or needs the latest snapshot (answered
 // with it) because the log no longer holds what the follower lacks.
 func (v *logView) validateOffsetAndEpoch(offset int64, epoch Epoch) (fetchCheck, LogEnd) {
-	if v.start == 0 && offset == 0 {
+	if v.start() == 0 && offset == 0 {
 		return fetchValid, LogEnd{}
 	}
-	if v.hasSnapshots() && (offset < v.start || (offset == v.start && epoch != v.earliest().Epoch) || epoch < v.earliest().Epoch) {
+	if v.hasSnapshots() && (offset < v.start() || (offset == v.start() && epoch != v.earliest().Epoch) || epoch < v.earliest().Epoch) {
 		return fetchSnapshot, v.latest()
 	}
 	e, o := v.endOffsetForEpoch(epoch)
@@ -236,19 +286,17 @@ func (v logView) truncated(offset int64) logView {
 	if offset >= v.end.Offset {
 		return v
 	}
-	n := len(v.epochs)
-	for n > 0 && v.epochs[n-1].StartOffset >= offset {
+	h := v.history()
+	n := len(h.epochs)
+	for n > 0 && h.epochs[n-1].StartOffset >= offset {
 		n--
 	}
-	if n == 0 {
-		v.epochs = nil
-	} else {
-		v.epochs = v.epochs[:n:n]
-	}
+	h.epochs = h.epochs[:n:n]
+	v.withHistory(h)
 	v.end = LogEnd{Offset: offset}
 	switch {
 	case n > 0:
-		v.end.Epoch = v.epochs[n-1].Epoch
+		v.end.Epoch = h.epochs[n-1].Epoch
 	case v.hasSnapshots() && offset == v.earliest().Offset:
 		// An empty log ends at its snapshot (Kafka's lastFetchedEpoch).
 		v.end.Epoch = v.earliest().Epoch
@@ -263,18 +311,16 @@ func (v logView) truncated(offset int64) logView {
 // (Kafka's snapshots map: the latest is the largest id, the earliest the
 // smallest).
 func (v logView) withSnapshot(id LogEnd) logView {
-	if v.snaps == nil {
-		v.snaps = &snapshotIDs{latest: id, earliest: id}
-		return v
+	h := v.history()
+	switch {
+	case !h.snapshots:
+		h.snapshots, h.latest, h.earliest = true, id, id
+	case id.Compare(h.latest) > 0:
+		h.latest = id
+	case id.Compare(h.earliest) < 0:
+		h.earliest = id
 	}
-	ids := *v.snaps
-	if id.Compare(ids.latest) > 0 {
-		ids.latest = id
-	}
-	if id.Compare(ids.earliest) < 0 {
-		ids.earliest = id
-	}
-	v.snaps = &ids
+	v.withHistory(h)
 	return v
 }
 
@@ -285,23 +331,19 @@ func (v logView) withSnapshot(id LogEnd) logView {
 // LeaderEpochFileCache.truncateFromStart). Records below the start are in
 // a durable snapshot, so the flushed offset is at least the start.
 func (v logView) startingAt(id LogEnd) logView {
+	h := v.history()
 	n := 0
-	for n < len(v.epochs) && v.epochs[n].StartOffset <= id.Offset {
+	for n < len(h.epochs) && h.epochs[n].StartOffset <= id.Offset {
 		n++
 	}
 	var epochs []EpochStart
 	if n > 0 && id.Offset < v.end.Offset {
-		epochs = append(epochs, EpochStart{Epoch: v.epochs[n-1].Epoch, StartOffset: id.Offset})
+		epochs = append(epochs, EpochStart{Epoch: h.epochs[n-1].Epoch, StartOffset: id.Offset})
 	}
-	epochs = append(epochs, v.epochs[n:]...)
-	if len(epochs) == 0 {
-		epochs = nil
-	} else {
-		epochs = epochs[:len(epochs):len(epochs)]
-	}
-	v.epochs = epochs
-	ids := snapshotIDs{latest: v.latest(), earliest: id}
-	v.start, v.snaps = id.Offset, &ids
+	epochs = append(epochs, h.epochs[n:]...)
+	h.epochs = epochs[:len(epochs):len(epochs)]
+	h.start, h.earliest = id.Offset, id
+	v.withHistory(h)
 	if v.flushed < id.Offset {
 		v.flushed = id.Offset
 	}
@@ -312,7 +354,9 @@ func (v logView) startingAt(id LogEnd) logView {
 // (Kafka's truncateToLatestSnapshot): empty, starting and ending at
 // id.Offset, with id the only snapshot.
 func (v logView) resetTo(id LogEnd) logView {
-	return logView{end: id, flushed: id.Offset, start: id.Offset, snaps: &snapshotIDs{latest: id, earliest: id}}
+	r := logView{end: id, flushed: id.Offset}
+	r.withHistory(logHistory{start: id.Offset, snapshots: true, latest: id, earliest: id})
+	return r
 }
 
 // truncationPoint is where a follower truncates its log after the leader

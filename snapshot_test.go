@@ -655,7 +655,7 @@ func TestLogStartMoved(t *testing.T) {
 	require.Equal(t, int64(3), s.LogStart())
 	earliest, _ := s.EarliestSnapshot()
 	require.Equal(t, LogEnd{Offset: 3, Epoch: 2}, earliest)
-	require.Equal(t, []EpochStart{{Epoch: 4, StartOffset: 3}, {Epoch: 5, StartOffset: 6}}, s.log.epochs)
+	require.Equal(t, []EpochStart{{Epoch: 4, StartOffset: 3}, {Epoch: 5, StartOffset: 6}}, s.log.epochs())
 	stale, acts = step(t, s, LogStartMoved{Snapshot: LogEnd{Offset: 3, Epoch: 2}})
 	requireUnchanged(t, s, stale, acts)
 
@@ -666,7 +666,7 @@ func TestLogStartMoved(t *testing.T) {
 	// Up to the latest: the epoch entry spanning the start moves to it.
 	s, _ = step(t, s, LogStartMoved{Snapshot: LogEnd{Offset: 6, Epoch: 4}})
 	require.Equal(t, int64(6), s.LogStart())
-	require.Equal(t, []EpochStart{{Epoch: 5, StartOffset: 6}}, s.log.epochs)
+	require.Equal(t, []EpochStart{{Epoch: 5, StartOffset: 6}}, s.log.epochs())
 	_, acts = step(t, s, fetchFrom(2, 5, 6, 4))
 	require.Nil(t, ofType[SendFetchResponse](acts)[0].Snapshot, "at the log start in the snapshot's epoch: valid")
 
@@ -676,9 +676,9 @@ func TestLogStartMoved(t *testing.T) {
 	f, _ = step(t, f, fetchOK(1, 1, 4))
 	f = snapshotted(t, f, LogEnd{Offset: 4, Epoch: 1}, true)
 	require.Equal(t, LogEnd{Offset: 4, Epoch: 1}, f.LogEnd())
-	require.Empty(t, f.log.epochs)
+	require.Empty(t, f.log.epochs())
 	f, _ = durable(t, f, LogEnd{Offset: 6, Epoch: 1})
-	require.Equal(t, []EpochStart{{Epoch: 1, StartOffset: 4}}, f.log.epochs)
+	require.Equal(t, []EpochStart{{Epoch: 1, StartOffset: 4}}, f.log.epochs())
 }
 
 // TestLogStartMovedSendsWaitingFetch: records below the new start are in a

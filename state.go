@@ -391,7 +391,7 @@ func (s State) LogEnd() LogEnd { return s.log.end }
 // LogStart is the log start offset: the first record the local log holds
 // (0 until the host cleans the log behind a snapshot; Kafka's
 // log start offset).
-func (s State) LogStart() int64 { return s.log.start }
+func (s State) LogStart() int64 { return s.log.start() }
 
 // LatestSnapshot is the newest snapshot id on disk as the state knows it
 // (from NewState, SnapshotCreated and InstallSnapshot); ok is false when

@@ -612,8 +612,8 @@ func (t *stepper) onSnapshotCreated(e SnapshotCreated) {
 	// The log's high watermark is never below the log start (Kafka's
 	// UnifiedLog), so an empty prefix (the bootstrap snapshot) always fits.
 	hwm := t.s.committed
-	if hwm < log.start {
-		hwm = log.start
+	if hwm < log.start() {
+		hwm = log.start()
 	}
 	switch {
 	case id.Offset < 0 || id.Epoch < 0:
@@ -640,7 +640,7 @@ func (t *stepper) onSnapshotCreated(e SnapshotCreated) {
 func (t *stepper) onLogStartMoved(e LogStartMoved) {
 	id, log := e.Snapshot, t.s.log
 	switch {
-	case id.Offset >= 0 && id.Offset <= log.start:
+	case id.Offset >= 0 && id.Offset <= log.start():
 		return
 	case !log.hasSnapshots() || id.Offset > log.latest().Offset:
 		t.failf(fmt.Sprintf("the host moved the log start to %+v, past the latest snapshot", id))
