@@ -649,6 +649,8 @@ func TestStepRandomEventsProperty(t *testing.T) {
 					epoch = a.Epoch
 				case SendFetch:
 					epoch = a.CurrentLeaderEpoch
+				case SendFetchSnapshot:
+					epoch = a.CurrentLeaderEpoch
 				default:
 					continue
 				}
