@@ -486,10 +486,19 @@ func TestFetchSnapshotResponseCommonHandling(t *testing.T) {
 		requireUnchanged(t, s, next, acts)
 	}
 
+	// A replica that knew no leader follows the one an error answer of its
+	// epoch names, and goes no further with the answer (it has not
+	// fetched: it still grants pre-votes).
+	u := unattachedAt(t, config(2, 1, 2, 3), 1)
+	next, acts := step(t, u, ReceiveFetchSnapshotResponse{From: 1, Error: ErrSnapshotNotFound, LeaderID: 1, LeaderEpoch: 1})
+	requireState(t, next, Follower, 1, 1, NoReplica)
+	require.Equal(t, []SendFetch{{To: 1, CurrentLeaderEpoch: 1, HighWatermark: -1}}, ofType[SendFetch](acts))
+	require.True(t, grantsPreVote(t, next))
+
 	// The fetch timer ran out: a Prospective ignores the late answer.
 	p, _ := step(t, s, FetchTimeout{})
 	require.Equal(t, Prospective, p.Role())
-	next, acts := step(t, p, chunk(id, 10, 0, 10))
+	next, acts = step(t, p, chunk(id, 10, 0, 10))
 	requireUnchanged(t, p, next, acts)
 	c := asCandidate(t, p)
 	next, acts = step(t, c, chunk(id, 10, 0, 10))
