@@ -705,3 +705,68 @@ func TestLogStartMovedSendsWaitingFetch(t *testing.T) {
 	require.Equal(t, []Action{SendFetch{To: 1, CurrentLeaderEpoch: 1, FetchOffset: 4, FetchEpoch: 1, HighWatermark: 4}}, acts)
 	require.Equal(t, int64(4), f.FlushedOffset())
 }
+
+// TestSnapshotTransferThroughDeliver: a new follower catches up from a
+// leader whose log starts after a snapshot, every message carried by
+// Deliver (the leader's host filling in the snapshot's size): the fetch
+// from offset 0 gets the snapshot id, the follower downloads and installs
+// it, and its next fetch, from the snapshot end, is valid.
+// Reference: KafkaRaftClientSnapshotTest.testFetchResponseWithSnapshotId,
+// testFetchSnapshotRequestAsLeader; docs/design.md D43, D44.
+func TestSnapshotTransferThroughDeliver(t *testing.T) {
+	l := cleanedLeader(t)
+	f := asFollower(t, start(t, config(3, 1, 2, 3)), 5, 1)
+	id := LogEnd{Offset: 3, Epoch: 2}
+	deliver := func(from State, a Action) Event {
+		t.Helper()
+		_, e, ok := Deliver(from.Local(), a)
+		require.True(t, ok, "%T", a)
+		return e
+	}
+	only := func(acts []Action, pick func(Action) bool) Action {
+		t.Helper()
+		var out []Action
+		for _, a := range acts {
+			if pick(a) {
+				out = append(out, a)
+			}
+		}
+		require.Len(t, out, 1, "%+v", acts)
+		return out[0]
+	}
+	isRequest := func(a Action) bool {
+		switch a.(type) {
+		case SendFetch, SendFetchSnapshot:
+			return true
+		}
+		return false
+	}
+	isResponse := func(a Action) bool {
+		switch a.(type) {
+		case SendFetchResponse, SendFetchSnapshotResponse:
+			return true
+		}
+		return false
+	}
+
+	l, acts := step(t, l, deliver(f, sentFetch(f, 1)))
+	resp := only(acts, isResponse)
+	require.Equal(t, snapshotAnswer(3, 5, 1, 7, id), resp)
+	f, acts = step(t, f, deliver(l, resp))
+	req := only(acts, isRequest)
+	require.Equal(t, SendFetchSnapshot{To: 1, CurrentLeaderEpoch: 5, Snapshot: id}, req)
+
+	e := deliver(f, req).(ReceiveFetchSnapshot)
+	require.Equal(t, int64(-1), e.Size, "the leader's host looks the size up")
+	e.Size = 50
+	l, acts = step(t, l, e)
+	resp = only(acts, isResponse)
+	f, acts = step(t, f, deliver(l, resp))
+	require.Equal(t, []Action{WriteSnapshotChunk{Snapshot: id}, InstallSnapshot{Snapshot: id}, HighWatermarkChanged{HighWatermark: 3}}, acts[:3])
+	req = only(acts, isRequest)
+	require.Equal(t, SendFetch{To: 1, CurrentLeaderEpoch: 5, FetchOffset: 3, FetchEpoch: 2, HighWatermark: 3}, req)
+
+	l, acts = step(t, l, deliver(f, req))
+	require.Equal(t, SendFetchResponse{To: 3, Epoch: 5, LeaderID: 1, HighWatermark: 7}, only(acts, isResponse))
+	require.Equal(t, int64(3), l.VoterEndOffsets()[2])
+}
