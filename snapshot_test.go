@@ -522,9 +522,11 @@ func TestFetchSnapshotResponseMismatchIsFault(t *testing.T) {
 		"position ahead":   chunk(id, 10, 5, 5),
 		"Kafka's error id": {From: 1, Error: ErrPositionOutOfRange, LeaderID: 1, LeaderEpoch: 1},
 	} {
-		next, acts := step(t, s, r)
-		requireFault(t, s, next, acts)
-		_ = name
+		r := r
+		t.Run(name, func(t *testing.T) {
+			next, acts := step(t, s, r)
+			requireFault(t, s, next, acts)
+		})
 	}
 	f := newFollower(t)
 	next, acts := step(t, f, chunk(id, 10, 0, 10))
@@ -537,9 +539,11 @@ func TestFetchSnapshotResponseMismatchIsFault(t *testing.T) {
 		"negative bytes": chunk(id, 10, 4, -1),
 		"negative size":  chunk(id, -1, 4, 0),
 	} {
-		next, acts := step(t, s, r)
-		requireUnchanged(t, s, next, acts)
-		_ = name
+		r := r
+		t.Run(name, func(t *testing.T) {
+			next, acts := step(t, s, r)
+			requireUnchanged(t, s, next, acts)
+		})
 	}
 
 	// A complete snapshot that is not past the log end cannot replace the
@@ -586,9 +590,11 @@ func TestSnapshotCreated(t *testing.T) {
 		"negative epoch":           {Offset: 3, Epoch: -1},
 		"offset 0 with an epoch":   {Offset: 0, Epoch: 2},
 	} {
-		next, acts := step(t, l, SnapshotCreated{Snapshot: id})
-		requireFault(t, l, next, acts)
-		_ = name
+		id := id
+		t.Run(name, func(t *testing.T) {
+			next, acts := step(t, l, SnapshotCreated{Snapshot: id})
+			requireFault(t, l, next, acts)
+		})
 	}
 	// A leader whose high watermark is unknown has nothing to snapshot.
 	fresh := leaderOf(t, 3)
@@ -651,9 +657,11 @@ func TestLogStartMoved(t *testing.T) {
 		"negative":              {Offset: -1, Epoch: 2},
 		"past the latest, same": {Offset: 7, Epoch: 4},
 	} {
-		next, acts := step(t, s, LogStartMoved{Snapshot: id})
-		requireFault(t, s, next, acts)
-		_ = name
+		id := id
+		t.Run(name, func(t *testing.T) {
+			next, acts := step(t, s, LogStartMoved{Snapshot: id})
+			requireFault(t, s, next, acts)
+		})
 	}
 	stale, acts := step(t, s, LogStartMoved{Snapshot: LogEnd{}})
 	requireUnchanged(t, s, stale, acts)
