@@ -148,7 +148,7 @@ type SendFetch struct {
 }
 
 // SendFetchResponse asks the host to answer a Fetch request. When Error is
-// NONE and Diverging is nil, the host attaches records from the request's
+// NONE and Diverging and Snapshot are nil, the host attaches records from the request's
 // fetch offset.
 type SendFetchResponse struct {
 	To NodeID
