@@ -148,8 +148,8 @@ type SendFetch struct {
 }
 
 // SendFetchResponse asks the host to answer a Fetch request. When Error is
-// NONE and Diverging and Snapshot are nil, the host attaches records from the request's
-// fetch offset.
+// NONE and Diverging and Snapshot are nil, the host attaches records from
+// the request's fetch offset.
 type SendFetchResponse struct {
 	To NodeID
 	// Error, Epoch and LeaderID: error_code and current_leader.

@@ -124,8 +124,8 @@
 // end, reports them with LogAppended, and only then steps the
 // ReceiveFetchResponse. The leader's host attaches records from its written
 // log, flushed or not, to a SendFetchResponse whose Error is ErrNone and
-// that has no Diverging point and no Snapshot, from the request's fetch offset up to
-// State.LogEnd().
+// that has no Diverging point and no Snapshot, from the request's fetch
+// offset up to State.LogEnd().
 //
 // # Snapshots
 //
