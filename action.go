@@ -277,10 +277,7 @@ func (SendEndQuorumEpoch) isAction()           {}
 func (SendEndQuorumEpochResponse) isAction()   {}
 func (SendFetch) isAction()                    {}
 func (SendFetchResponse) isAction()            {}
-func (SendFetchSnapshot) isAction()            {}
 func (SendFetchSnapshotResponse) isAction()    {}
-func (WriteSnapshotChunk) isAction()           {}
-func (InstallSnapshot) isAction()              {}
 func (TruncateLog) isAction()                  {}
 func (AppendLeaderChange) isAction()           {}
 func (HighWatermarkChanged) isAction()         {}
@@ -288,3 +285,8 @@ func (ResetTimer) isAction()                   {}
 func (StopTimer) isAction()                    {}
 func (RoleChanged) isAction()                  {}
 func (Fault) isAction()                        {}
+
+// Snapshots.
+func (SendFetchSnapshot) isAction()  {}
+func (WriteSnapshotChunk) isAction() {}
+func (InstallSnapshot) isAction()    {}
