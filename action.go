@@ -148,8 +148,8 @@ type SendFetch struct {
 }
 
 // SendFetchResponse asks the host to answer a Fetch request. When Error is
-// NONE and Diverging is nil, the host attaches records from the request's
-// fetch offset.
+// NONE and Diverging and Snapshot are nil, the host attaches records from
+// the request's fetch offset.
 type SendFetchResponse struct {
 	To NodeID
 	// Error, Epoch and LeaderID: error_code and current_leader.
@@ -277,10 +277,7 @@ func (SendEndQuorumEpoch) isAction()           {}
 func (SendEndQuorumEpochResponse) isAction()   {}
 func (SendFetch) isAction()                    {}
 func (SendFetchResponse) isAction()            {}
-func (SendFetchSnapshot) isAction()            {}
 func (SendFetchSnapshotResponse) isAction()    {}
-func (WriteSnapshotChunk) isAction()           {}
-func (InstallSnapshot) isAction()              {}
 func (TruncateLog) isAction()                  {}
 func (AppendLeaderChange) isAction()           {}
 func (HighWatermarkChanged) isAction()         {}
@@ -288,3 +285,8 @@ func (ResetTimer) isAction()                   {}
 func (StopTimer) isAction()                    {}
 func (RoleChanged) isAction()                  {}
 func (Fault) isAction()                        {}
+
+// Snapshots.
+func (SendFetchSnapshot) isAction()  {}
+func (WriteSnapshotChunk) isAction() {}
+func (InstallSnapshot) isAction()    {}

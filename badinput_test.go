@@ -557,6 +557,15 @@ func genStart(rt *rapid.T) (State, []Action, bool) {
 	var log LogState
 	if n := rapid.IntRange(0, 4).Draw(rt, "logLen"); n > 0 {
 		log.End = LogEnd{Offset: int64(n), Epoch: Epoch(rapid.IntRange(0, 3).Draw(rt, "logEpoch"))}
+		if rapid.IntRange(0, 2).Draw(rt, "snapshot") == 0 && log.End.Epoch > 0 {
+			// A snapshot inside the log, the log cleaned up to it or not
+			// (D42).
+			id := LogEnd{Offset: int64(rapid.IntRange(1, n).Draw(rt, "snapOffset")), Epoch: log.End.Epoch}
+			log.LatestSnapshot, log.EarliestSnapshot = &id, &id
+			if rapid.Bool().Draw(rt, "cleaned") {
+				log.Start = id.Offset
+			}
+		}
 	}
 	s, acts, err := NewState(cfg, rec, log)
 	return s, acts, err == nil
@@ -639,6 +648,8 @@ func TestStepRandomEventsProperty(t *testing.T) {
 				case SendEndQuorumEpoch:
 					epoch = a.Epoch
 				case SendFetch:
+					epoch = a.CurrentLeaderEpoch
+				case SendFetchSnapshot:
 					epoch = a.CurrentLeaderEpoch
 				default:
 					continue

@@ -65,6 +65,12 @@
 // Unattached, keeping the stored leader id and vote. A replica never
 // restarts as Leader.
 //
+// A host that takes snapshots also passes the log start offset and the
+// latest and earliest snapshot ids on disk (LogState.Start,
+// LatestSnapshot, EarliestSnapshot); NewState rejects a log whose start,
+// epochs and snapshots disagree. Records below the latest snapshot count
+// as committed.
+//
 // # The host loop
 //
 // A host runs one loop per replica. Each turn it takes one input (a message,
@@ -82,6 +88,9 @@
 //		case kraft.AppendLeaderChange, kraft.TruncateLog:
 //			// change the local log; report writes with LogAppended
 //			// at once, flushes with LogFlushed when they complete
+//		case kraft.WriteSnapshotChunk, kraft.InstallSnapshot:
+//			// write the FetchSnapshot response's bytes; install the
+//			// downloaded snapshot and reset the log to it
 //		case kraft.HighWatermarkChanged:
 //			// records below a.HighWatermark are committed
 //		case kraft.RoleChanged:
@@ -116,8 +125,22 @@
 // end, reports them with LogAppended, and only then steps the
 // ReceiveFetchResponse. The leader's host attaches records from its written
 // log, flushed or not, to a SendFetchResponse whose Error is ErrNone and
-// that has no Diverging point, from the request's fetch offset up to
-// State.LogEnd().
+// that has no Diverging point and no Snapshot, from the request's fetch
+// offset up to State.LogEnd().
+//
+// # Snapshots
+//
+// The host owns snapshot bytes; the state owns the decisions (Kafka's
+// KafkaRaftClient and KafkaMetadataLog rules, docs/design.md D42-D45). The
+// host reports a snapshot it wrote with SnapshotCreated and the cleaning of
+// the log before a snapshot with LogStartMoved; a leader then answers a
+// follower that fell behind its log with the latest snapshot id. It serves
+// FetchSnapshot requests after looking up the snapshot's size
+// (ReceiveFetchSnapshot.Size). A follower told to fetch a snapshot sends
+// SendFetchSnapshot requests; the host steps each response before writing
+// its bytes, writes them when the state asks (WriteSnapshotChunk), and on
+// InstallSnapshot makes the snapshot durable and resets its log to start
+// and end at it.
 //
 // # Events and actions
 //
@@ -134,12 +157,16 @@
 //   - ReceiveFetch: a Fetch request from a follower or an observer arrived.
 //   - ReceiveFetchSnapshot: a FetchSnapshot request arrived.
 //   - ReceiveFetchResponse: the answer to this replica's Fetch.
-//   - ReceiveQuorumResponse: the answer to a BeginQuorumEpoch, EndQuorumEpoch
-//     or FetchSnapshot request.
+//   - ReceiveFetchSnapshotResponse: the answer to this replica's
+//     FetchSnapshot, stepped before its bytes are written.
+//   - ReceiveQuorumResponse: the answer to a BeginQuorumEpoch or
+//     EndQuorumEpoch request.
 //   - ReceiveLeaderlessEpoch: a response named a newer epoch and no leader
 //     (kept for older hosts; ReceiveQuorumResponse covers it).
 //   - LogAppended: the host wrote records; the log now ends at End.
 //   - LogFlushed: every record below Offset is durable.
+//   - SnapshotCreated: the host wrote a snapshot of the committed records.
+//   - LogStartMoved: the host deleted the log before a snapshot.
 //   - Resign: the leader gives up leadership (Kafka's resign, not its shutdown).
 //
 // The actions:
@@ -153,10 +180,16 @@
 //     preferred successors.
 //   - SendEndQuorumEpochResponse: answer an EndQuorumEpoch request.
 //   - SendFetch: fetch from the leader, or from any bootstrap voter (NoNode).
-//   - SendFetchResponse: answer a Fetch; the host attaches the records.
+//   - SendFetchResponse: answer a Fetch; the host attaches the records (or
+//     the answer names a diverging point or a snapshot to fetch instead).
+//   - SendFetchSnapshot: ask the leader for the next bytes of a snapshot.
 //   - SendFetchSnapshotResponse: answer a FetchSnapshot; the host attaches
 //     the snapshot chunk.
 //   - TruncateLog: remove every record at or after To from the local log.
+//   - WriteSnapshotChunk: write the stepped FetchSnapshot response's bytes
+//     into the snapshot being downloaded.
+//   - InstallSnapshot: finish the downloaded snapshot and reset the log to
+//     start and end at it.
 //   - AppendLeaderChange: append the LeaderChange record at the log end.
 //   - HighWatermarkChanged: records below the new high watermark are
 //     committed.
@@ -181,9 +214,9 @@
 // backoff and long-poll parking of Fetch requests are the host's, as they
 // are Kafka's RequestManager and fetch purgatory. A host drops every
 // response to a request it sent before the latest RoleChanged action of that
-// replica, as Kafka's resetConnections does. Responses to BeginQuorumEpoch,
-// EndQuorumEpoch and FetchSnapshot are stepped as ReceiveQuorumResponse, so
-// a replica learns a newer epoch and its leader from them; the host re-sends
+// replica, as Kafka's resetConnections does. Responses to BeginQuorumEpoch
+// and EndQuorumEpoch are stepped as ReceiveQuorumResponse, so a replica
+// learns a newer epoch and its leader from them; the host re-sends
 // an EndQuorumEpoch until the voter answers NONE or the role changes (the
 // leader re-sends BeginQuorumEpoch on its own timer). Deliver turns any
 // message action into the event its addressee steps.

@@ -268,22 +268,24 @@ type LogFlushed struct {
 // roles ignore it.
 type Resign struct{}
 
-func (ElectionTimeout) isEvent()              {}
-func (FetchTimeout) isEvent()                 {}
-func (CheckQuorumTimeout) isEvent()           {}
-func (BeginQuorumEpochTimeout) isEvent()      {}
-func (ReceiveVoteRequest) isEvent()           {}
-func (ReceiveVoteResponse) isEvent()          {}
-func (ReceiveBeginQuorumEpoch) isEvent()      {}
-func (ReceiveEndQuorumEpoch) isEvent()        {}
-func (ReceiveFetch) isEvent()                 {}
-func (ReceiveFetchSnapshot) isEvent()         {}
-func (ReceiveFetchResponse) isEvent()         {}
-func (ReceiveLeaderlessEpoch) isEvent()       {}
+func (ElectionTimeout) isEvent()         {}
+func (FetchTimeout) isEvent()            {}
+func (CheckQuorumTimeout) isEvent()      {}
+func (BeginQuorumEpochTimeout) isEvent() {}
+func (ReceiveVoteRequest) isEvent()      {}
+func (ReceiveVoteResponse) isEvent()     {}
+func (ReceiveBeginQuorumEpoch) isEvent() {}
+func (ReceiveEndQuorumEpoch) isEvent()   {}
+func (ReceiveFetch) isEvent()            {}
+func (ReceiveFetchSnapshot) isEvent()    {}
+func (ReceiveFetchResponse) isEvent()    {}
+func (ReceiveLeaderlessEpoch) isEvent()  {}
+func (ReceiveQuorumResponse) isEvent()   {}
+func (LogAppended) isEvent()             {}
+func (LogFlushed) isEvent()              {}
+func (Resign) isEvent()                  {}
+
+// Snapshots.
 func (ReceiveFetchSnapshotResponse) isEvent() {}
 func (SnapshotCreated) isEvent()              {}
 func (LogStartMoved) isEvent()                {}
-func (ReceiveQuorumResponse) isEvent()        {}
-func (LogAppended) isEvent()                  {}
-func (LogFlushed) isEvent()                   {}
-func (Resign) isEvent()                       {}

@@ -89,6 +89,10 @@ func checkStepLocally(t *rapid.T, s kraft.State, e kraft.Event, next kraft.State
 			epoch = a.CurrentLeaderEpoch
 		case kraft.SendFetchResponse:
 			epoch = a.Epoch
+		case kraft.SendFetchSnapshot:
+			epoch = a.CurrentLeaderEpoch
+		case kraft.SendFetchSnapshotResponse:
+			epoch = a.Epoch
 		default:
 			continue
 		}

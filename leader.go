@@ -80,7 +80,8 @@ func (t *stepper) onFetch(e *ReceiveFetch) {
 		diverging = &LogOffsetMetadata{Offset: id.Offset, Epoch: id.Epoch}
 	case fetchSnapshot:
 		// No replica-state or check-quorum update for a snapshot answer.
-		// (A copy of id: only this answer pays for its snapshot id.)
+		// (A copy: taking id's address would move it to the heap on every
+		// fetch.)
 		snapshot := id
 		t.emit(SendFetchResponse{To: e.From, Error: ErrNone, Epoch: t.s.epoch, LeaderID: t.s.leader, HighWatermark: t.s.hwm, Snapshot: &snapshot})
 		return

@@ -533,7 +533,7 @@ func TestCheckQuorumTimeoutResignsLeader(t *testing.T) {
 // no high watermark, the voter stays "unknown" among preferred successors,
 // and it still gets BeginQuorumEpoch re-sent.
 // Reference: KafkaRaftClient.handleFetchSnapshotRequest
-// (updateCheckQuorumForFollowingVoter only); docs/design.md, contract decision 8.
+// (updateCheckQuorumForFollowingVoter only); docs/design.md D44.
 func TestFetchSnapshotCountsForCheckQuorumOnly(t *testing.T) {
 	id := LogEnd{Offset: 1, Epoch: 1}
 	snapFetch := func(from NodeID, epoch Epoch) ReceiveFetchSnapshot {

@@ -486,10 +486,19 @@ func TestFetchSnapshotResponseCommonHandling(t *testing.T) {
 		requireUnchanged(t, s, next, acts)
 	}
 
+	// A replica that knew no leader follows the one an error answer of its
+	// epoch names, and goes no further with the answer (it has not
+	// fetched: it still grants pre-votes).
+	u := unattachedAt(t, config(2, 1, 2, 3), 1)
+	next, acts := step(t, u, ReceiveFetchSnapshotResponse{From: 1, Error: ErrSnapshotNotFound, LeaderID: 1, LeaderEpoch: 1})
+	requireState(t, next, Follower, 1, 1, NoReplica)
+	require.Equal(t, []SendFetch{{To: 1, CurrentLeaderEpoch: 1, HighWatermark: -1}}, ofType[SendFetch](acts))
+	require.True(t, grantsPreVote(t, next))
+
 	// The fetch timer ran out: a Prospective ignores the late answer.
 	p, _ := step(t, s, FetchTimeout{})
 	require.Equal(t, Prospective, p.Role())
-	next, acts := step(t, p, chunk(id, 10, 0, 10))
+	next, acts = step(t, p, chunk(id, 10, 0, 10))
 	requireUnchanged(t, p, next, acts)
 	c := asCandidate(t, p)
 	next, acts = step(t, c, chunk(id, 10, 0, 10))
@@ -513,9 +522,11 @@ func TestFetchSnapshotResponseMismatchIsFault(t *testing.T) {
 		"position ahead":   chunk(id, 10, 5, 5),
 		"Kafka's error id": {From: 1, Error: ErrPositionOutOfRange, LeaderID: 1, LeaderEpoch: 1},
 	} {
-		next, acts := step(t, s, r)
-		requireFault(t, s, next, acts)
-		_ = name
+		r := r
+		t.Run(name, func(t *testing.T) {
+			next, acts := step(t, s, r)
+			requireFault(t, s, next, acts)
+		})
 	}
 	f := newFollower(t)
 	next, acts := step(t, f, chunk(id, 10, 0, 10))
@@ -528,9 +539,11 @@ func TestFetchSnapshotResponseMismatchIsFault(t *testing.T) {
 		"negative bytes": chunk(id, 10, 4, -1),
 		"negative size":  chunk(id, -1, 4, 0),
 	} {
-		next, acts := step(t, s, r)
-		requireUnchanged(t, s, next, acts)
-		_ = name
+		r := r
+		t.Run(name, func(t *testing.T) {
+			next, acts := step(t, s, r)
+			requireUnchanged(t, s, next, acts)
+		})
 	}
 
 	// A complete snapshot that is not past the log end cannot replace the
@@ -577,9 +590,11 @@ func TestSnapshotCreated(t *testing.T) {
 		"negative epoch":           {Offset: 3, Epoch: -1},
 		"offset 0 with an epoch":   {Offset: 0, Epoch: 2},
 	} {
-		next, acts := step(t, l, SnapshotCreated{Snapshot: id})
-		requireFault(t, l, next, acts)
-		_ = name
+		id := id
+		t.Run(name, func(t *testing.T) {
+			next, acts := step(t, l, SnapshotCreated{Snapshot: id})
+			requireFault(t, l, next, acts)
+		})
 	}
 	// A leader whose high watermark is unknown has nothing to snapshot.
 	fresh := leaderOf(t, 3)
@@ -642,9 +657,11 @@ func TestLogStartMoved(t *testing.T) {
 		"negative":              {Offset: -1, Epoch: 2},
 		"past the latest, same": {Offset: 7, Epoch: 4},
 	} {
-		next, acts := step(t, s, LogStartMoved{Snapshot: id})
-		requireFault(t, s, next, acts)
-		_ = name
+		id := id
+		t.Run(name, func(t *testing.T) {
+			next, acts := step(t, s, LogStartMoved{Snapshot: id})
+			requireFault(t, s, next, acts)
+		})
 	}
 	stale, acts := step(t, s, LogStartMoved{Snapshot: LogEnd{}})
 	requireUnchanged(t, s, stale, acts)
@@ -695,4 +712,69 @@ func TestLogStartMovedSendsWaitingFetch(t *testing.T) {
 	f, acts = step(t, f, LogStartMoved{Snapshot: LogEnd{Offset: 4, Epoch: 1}})
 	require.Equal(t, []Action{SendFetch{To: 1, CurrentLeaderEpoch: 1, FetchOffset: 4, FetchEpoch: 1, HighWatermark: 4}}, acts)
 	require.Equal(t, int64(4), f.FlushedOffset())
+}
+
+// TestSnapshotTransferThroughDeliver: a new follower catches up from a
+// leader whose log starts after a snapshot, every message carried by
+// Deliver (the leader's host filling in the snapshot's size): the fetch
+// from offset 0 gets the snapshot id, the follower downloads and installs
+// it, and its next fetch, from the snapshot end, is valid.
+// Reference: KafkaRaftClientSnapshotTest.testFetchResponseWithSnapshotId,
+// testFetchSnapshotRequestAsLeader; docs/design.md D43, D44.
+func TestSnapshotTransferThroughDeliver(t *testing.T) {
+	l := cleanedLeader(t)
+	f := asFollower(t, start(t, config(3, 1, 2, 3)), 5, 1)
+	id := LogEnd{Offset: 3, Epoch: 2}
+	deliver := func(from State, a Action) Event {
+		t.Helper()
+		_, e, ok := Deliver(from.Local(), a)
+		require.True(t, ok, "%T", a)
+		return e
+	}
+	only := func(acts []Action, pick func(Action) bool) Action {
+		t.Helper()
+		var out []Action
+		for _, a := range acts {
+			if pick(a) {
+				out = append(out, a)
+			}
+		}
+		require.Len(t, out, 1, "%+v", acts)
+		return out[0]
+	}
+	isRequest := func(a Action) bool {
+		switch a.(type) {
+		case SendFetch, SendFetchSnapshot:
+			return true
+		}
+		return false
+	}
+	isResponse := func(a Action) bool {
+		switch a.(type) {
+		case SendFetchResponse, SendFetchSnapshotResponse:
+			return true
+		}
+		return false
+	}
+
+	l, acts := step(t, l, deliver(f, sentFetch(f, 1)))
+	resp := only(acts, isResponse)
+	require.Equal(t, snapshotAnswer(3, 5, 1, 7, id), resp)
+	f, acts = step(t, f, deliver(l, resp))
+	req := only(acts, isRequest)
+	require.Equal(t, SendFetchSnapshot{To: 1, CurrentLeaderEpoch: 5, Snapshot: id}, req)
+
+	e := deliver(f, req).(ReceiveFetchSnapshot)
+	require.Equal(t, int64(-1), e.Size, "the leader's host looks the size up")
+	e.Size = 50
+	l, acts = step(t, l, e)
+	resp = only(acts, isResponse)
+	f, acts = step(t, f, deliver(l, resp))
+	require.Equal(t, []Action{WriteSnapshotChunk{Snapshot: id}, InstallSnapshot{Snapshot: id}, HighWatermarkChanged{HighWatermark: 3}}, acts[:3])
+	req = only(acts, isRequest)
+	require.Equal(t, SendFetch{To: 1, CurrentLeaderEpoch: 5, FetchOffset: 3, FetchEpoch: 2, HighWatermark: 3}, req)
+
+	l, acts = step(t, l, deliver(f, req))
+	require.Equal(t, SendFetchResponse{To: 3, Epoch: 5, LeaderID: 1, HighWatermark: 7}, only(acts, isResponse))
+	require.Equal(t, int64(3), l.VoterEndOffsets()[2])
 }

@@ -475,6 +475,12 @@ func (s State) String() string {
 		fmt.Fprintf(&b, " voted=%v", s.voted)
 	}
 	fmt.Fprintf(&b, " hwm=%d log=%d@%d", s.hwm, s.log.end.Offset, s.log.end.Epoch)
+	if s.log.start() > 0 {
+		fmt.Fprintf(&b, " start=%d", s.log.start())
+	}
+	if s.downloading {
+		fmt.Fprintf(&b, " snapshot=%d@%d+%d", s.download.Offset, s.download.Epoch, s.downloaded)
+	}
 	if !s.c.isVoter() {
 		b.WriteString(" observer")
 	}
