@@ -59,7 +59,7 @@ func (s State) appendCanonical(dst []byte) []byte {
 	if s.yielding {
 		flags |= 16
 	}
-	if s.downloading {
+	if s.download != nil {
 		flags |= 32
 	}
 	if s.log.hasSnapshots() {
@@ -85,9 +85,11 @@ func (s State) appendCanonical(dst []byte) []byte {
 	dst = canonVarint(dst, int64(s.log.latest().Epoch))
 	dst = canonVarint(dst, s.log.earliest().Offset)
 	dst = canonVarint(dst, int64(s.log.earliest().Epoch))
-	dst = canonVarint(dst, s.download.Offset)
-	dst = canonVarint(dst, int64(s.download.Epoch))
-	dst = canonVarint(dst, s.downloaded)
+	if d := s.download; d != nil {
+		dst = canonVarint(dst, d.id.Offset)
+		dst = canonVarint(dst, int64(d.id.Epoch))
+		dst = canonVarint(dst, d.written)
+	}
 	dst = canonUvarint(dst, uint64(s.granted))
 	dst = canonUvarint(dst, uint64(s.rejected))
 	dst = canonVarint(dst, int64(s.lastYield))

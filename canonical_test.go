@@ -129,17 +129,21 @@ func TestCanonicalEveryField(t *testing.T) {
 		"leaderResigned": func(s *State) { s.leaderResigned = !s.leaderResigned },
 		"fetchPending":   func(s *State) { s.fetchPending = !s.fetchPending },
 		"fetchJitter":    func(s *State) { s.fetchJitter++ },
-		"downloading":    func(s *State) { s.downloading = !s.downloading },
-		"download":       func(s *State) { s.download.Epoch++ },
-		"downloaded":     func(s *State) { s.downloaded++ },
-		"granted":        func(s *State) { s.granted ^= 2 },
-		"rejected":       func(s *State) { s.rejected ^= 4 },
-		"yielding":       func(s *State) { s.yielding = !s.yielding },
-		"lastYield":      func(s *State) { s.lastYield++ },
-		"epochStart":     func(s *State) { s.epochStart++ },
-		"ends":           func(s *State) { s.ends.small[0]++ },
-		"fetchedCheck":   func(s *State) { s.fetchedCheck ^= 1 },
-		"fetchedBegin":   func(s *State) { s.fetchedBegin ^= 1 },
+		"download": func(s *State) {
+			if s.download == nil {
+				s.download = &snapshotDownload{}
+			} else {
+				s.download = nil
+			}
+		},
+		"granted":      func(s *State) { s.granted ^= 2 },
+		"rejected":     func(s *State) { s.rejected ^= 4 },
+		"yielding":     func(s *State) { s.yielding = !s.yielding },
+		"lastYield":    func(s *State) { s.lastYield++ },
+		"epochStart":   func(s *State) { s.epochStart++ },
+		"ends":         func(s *State) { s.ends.small[0]++ },
+		"fetchedCheck": func(s *State) { s.fetchedCheck ^= 1 },
+		"fetchedBegin": func(s *State) { s.fetchedBegin ^= 1 },
 	}
 	logMutations := []func(s *State){
 		func(s *State) { s.log.end.Offset++ },
@@ -151,7 +155,9 @@ func TestCanonicalEveryField(t *testing.T) {
 		func(s *State) { h := s.log.history(); h.latest.Epoch++; s.log.withHistory(h) },
 		func(s *State) { h := s.log.history(); h.earliest.Offset++; s.log.withHistory(h) },
 		func(s *State) { h := s.log.history(); h.earliest.Epoch++; s.log.withHistory(h) },
-		func(s *State) { s.download.Offset++ },
+		func(s *State) { s.download = &snapshotDownload{id: LogEnd{Offset: 1}} },
+		func(s *State) { s.download = &snapshotDownload{id: LogEnd{Epoch: 1}} },
+		func(s *State) { s.download = &snapshotDownload{written: 1} },
 		func(s *State) {
 			h := s.log.history()
 			h.epochs = append(append([]EpochStart(nil), h.epochs...), EpochStart{Epoch: 9, StartOffset: 9})

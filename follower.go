@@ -186,7 +186,7 @@ func (t *stepper) processFetchResponse(e *ReceiveFetchResponse) {
 		// the next request is a FetchSnapshot. A snapshot already on disk
 		// is not downloaded again, and fetching goes on (D43).
 		if !t.s.log.hasSnapshots() || (id != t.s.log.latest() && id != t.s.log.earliest()) {
-			t.s.downloading, t.s.download, t.s.downloaded = true, id, 0
+			t.s.download = &snapshotDownload{id: id}
 		}
 	default:
 		t.accepted = true
@@ -240,20 +240,20 @@ func (t *stepper) processFetchSnapshotResponse(e ReceiveFetchSnapshotResponse) {
 	if e.Error == ErrSnapshotNotFound || e.Snapshot.Offset < 0 || e.Snapshot.Epoch < 0 {
 		// "The leader deleted the snapshot before the follower could
 		// download it": start over with a Fetch.
-		t.s.downloading, t.s.download, t.s.downloaded = false, LogEnd{}, 0
+		t.s.download = nil
 		t.s.fetched = true
 		t.fetchTimerDue, t.fetchDue = true, true
 		return
 	}
 	switch {
-	case !t.s.downloading:
+	case t.s.download == nil:
 		t.failf(fmt.Sprintf("a FetchSnapshot response for %+v, but no snapshot is being fetched", e.Snapshot))
 		return
-	case e.Snapshot != t.s.download:
-		t.failf(fmt.Sprintf("a FetchSnapshot response for %+v while fetching %+v", e.Snapshot, t.s.download))
+	case e.Snapshot != t.s.download.id:
+		t.failf(fmt.Sprintf("a FetchSnapshot response for %+v while fetching %+v", e.Snapshot, t.s.download.id))
 		return
-	case e.Position != t.s.downloaded:
-		t.failf(fmt.Sprintf("a FetchSnapshot response at position %d of %+v, but %d bytes are written", e.Position, e.Snapshot, t.s.downloaded))
+	case e.Position != t.s.download.written:
+		t.failf(fmt.Sprintf("a FetchSnapshot response at position %d of %+v, but %d bytes are written", e.Position, e.Snapshot, t.s.download.written))
 		return
 	case e.Bytes < 0 || e.Size < 0 || e.Bytes > e.Size-e.Position:
 		// A chunk that does not fit the snapshot's size: dropped, the
@@ -262,10 +262,10 @@ func (t *stepper) processFetchSnapshotResponse(e ReceiveFetchSnapshotResponse) {
 	}
 	id := e.Snapshot
 	t.emit(WriteSnapshotChunk{Snapshot: id, Position: e.Position})
-	t.s.downloaded = e.Position + e.Bytes
+	t.s.download = &snapshotDownload{id: id, written: e.Position + e.Bytes}
 	t.s.fetched = true
 	t.fetchTimerDue, t.fetchDue = true, true
-	if t.s.downloaded < e.Size {
+	if t.s.download.written < e.Size {
 		return
 	}
 	// Complete: Kafka freezes the snapshot and fully truncates the log to
@@ -280,7 +280,7 @@ func (t *stepper) processFetchSnapshotResponse(e ReceiveFetchSnapshotResponse) {
 		t.failf(fmt.Sprintf("the downloaded snapshot %+v ends below the high watermark %d", id, t.s.committed))
 		return
 	}
-	t.s.downloading, t.s.download, t.s.downloaded = false, LogEnd{}, 0
+	t.s.download = nil
 	t.s.log = t.s.log.resetTo(id)
 	t.emit(InstallSnapshot{Snapshot: id})
 	// Kafka's updateFollowerHighWatermark with the log's high watermark,

@@ -214,10 +214,6 @@ type State struct {
 	// Follower (voter): which jittered fetch timeout this Follower role
 	// arms (an index into settings.fetchResets, D39).
 	fetchJitter uint8
-	// Follower: a snapshot is being downloaded from the leader (Kafka's
-	// FollowerState.fetchingSnapshot): download, with downloaded bytes of
-	// it written by the host (D43).
-	downloading bool
 	// Prospective: this round yields to a peer's pre-vote (D39): grants
 	// are counted but do not make it Candidate. lastYield is the last epoch
 	// in which a round yielded (-1 if none): at most one per epoch.
@@ -235,8 +231,10 @@ type State struct {
 	log       logView
 	rng       uint64
 
-	download   LogEnd
-	downloaded int64
+	// Follower: the snapshot being downloaded from the leader (Kafka's
+	// FollowerState.fetchingSnapshot), nil when none (D43). Shared
+	// between states and never written: each chunk makes a new one.
+	download *snapshotDownload
 
 	// Prospective, Candidate: the election tally, as sets of voter
 	// indexes (bit i is voter i) that granted and rejected.
@@ -406,7 +404,17 @@ func (s State) EarliestSnapshot() (id LogEnd, ok bool) { return s.log.earliest()
 // the snapshot's id and how many of its bytes the host has written; ok is
 // false when no download is in progress.
 func (s State) SnapshotDownload() (id LogEnd, written int64, ok bool) {
-	return s.download, s.downloaded, s.downloading
+	if s.download == nil {
+		return LogEnd{}, 0, false
+	}
+	return s.download.id, s.download.written, true
+}
+
+// snapshotDownload is a snapshot being downloaded and how many of its
+// bytes the host has written.
+type snapshotDownload struct {
+	id      LogEnd
+	written int64
 }
 
 // FlushedOffset is the offset below which the local log is durable, as the
@@ -478,8 +486,8 @@ func (s State) String() string {
 	if s.log.start() > 0 {
 		fmt.Fprintf(&b, " start=%d", s.log.start())
 	}
-	if s.downloading {
-		fmt.Fprintf(&b, " snapshot=%d@%d+%d", s.download.Offset, s.download.Epoch, s.downloaded)
+	if d := s.download; d != nil {
+		fmt.Fprintf(&b, " snapshot=%d@%d+%d", d.id.Offset, d.id.Epoch, d.written)
 	}
 	if !s.c.isVoter() {
 		b.WriteString(" observer")

@@ -211,7 +211,7 @@ func (t *stepper) become(role Role, epoch Epoch, leader NodeID, voted ReplicaKey
 	n.role, n.epoch, n.leader, n.voted = role, epoch, leader, voted
 	n.endpoints = false
 	n.fetched, n.leaderResigned, n.fetchPending, n.fetchJitter = false, false, false, 0
-	n.downloading, n.download, n.downloaded = false, LogEnd{}, 0
+	n.download = nil
 	n.granted, n.rejected, n.yielding = 0, 0, false
 	n.epochStart, n.ends, n.fetchedCheck, n.fetchedBegin = 0, voterEnds{}, 0, 0
 	*t.s = n
@@ -330,9 +330,9 @@ func (t *stepper) followerFetchReset() Action {
 // bytes instead (Kafka's maybeSendFetchToBestNode); it tells the leader
 // nothing about the log, so it does not wait for a flush (D43).
 func (t *stepper) sendFetch() {
-	if t.s.downloading {
+	if d := t.s.download; d != nil {
 		t.s.fetchPending = false
-		t.emit(SendFetchSnapshot{To: t.s.leader, ClusterID: t.s.c.clusterID, CurrentLeaderEpoch: t.s.epoch, Snapshot: t.s.download, Position: t.s.downloaded})
+		t.emit(SendFetchSnapshot{To: t.s.leader, ClusterID: t.s.c.clusterID, CurrentLeaderEpoch: t.s.epoch, Snapshot: d.id, Position: d.written})
 		return
 	}
 	if t.s.c.isVoter() && t.s.log.flushed < t.s.log.end.Offset {
