@@ -17,9 +17,10 @@ import (
 //
 // The actions are the caller's: Step allocates them (at most once per step)
 // and never touches them again.
-func Step(s State, e Event) (State, []Action) {
+func Step(s State, e Event) (next State, acts []Action) {
 	b := Buffer{oneShot: true}
-	return StepInto(&b, s, e)
+	acts = stepTo(&b, &s, e, &next)
+	return next, acts
 }
 
 // StepInto is Step with the actions stored in b, which a host reuses from
@@ -30,16 +31,21 @@ func StepInto(b *Buffer, s State, e Event) (next State, acts []Action) {
 	if b == nil {
 		return Step(s, e)
 	}
-	if !b.oneShot {
-		b.acts = b.acts[:0]
-		b.arena.reset()
-	}
+	b.acts = b.acts[:0]
+	b.arena.reset()
+	acts = stepTo(b, &s, e, &next)
+	return next, acts
+}
+
+// stepTo is Step and StepInto: it builds the next state in *next, in place
+// (Step and StepInto pass their results, so the State, copied on every
+// step, is copied as few times as possible), and returns the actions.
+func stepTo(b *Buffer, s *State, e Event, next *State) []Action {
+	*next = *s
 	if s.c == nil || e == nil {
-		return s, nil
+		return nil
 	}
-	// The step builds the next state in place, in the result.
-	next = s
-	t := stepper{s: &next, buf: b}
+	t := stepper{s: next, buf: b}
 	switch e := e.(type) {
 	case ElectionTimeout:
 		t.onElectionTimeout()
@@ -85,9 +91,10 @@ func StepInto(b *Buffer, s State, e Event) (next State, acts []Action) {
 		// A copy of the reason: nothing of the stepper, which points at
 		// next, may reach the heap, or next would have to live there.
 		b.acts = append(b.acts[:0], Fault{Reason: string([]byte(t.fault))})
-		return s, b.acts
+		*next = *s
+		return b.acts
 	}
-	return next, t.actions()
+	return t.actions()
 }
 
 // stepper carries one step: the state being built and the actions so far.
