@@ -127,26 +127,71 @@ func (a *arena) reset() {
 type Buffer struct {
 	acts  []Action
 	arena arena
-	// oneShot: Step's Buffer, on Step's stack. Its storage is a stepBlock,
-	// allocated on the step's first action and never reused.
-	oneShot bool
+	// oneShot: Step's Buffer, on Step's stack. Its storage is allocated
+	// on the step's first action, sized for the event (oneShotFor), and
+	// never reused.
+	oneShot uint8
 }
 
-// stepBlock is the storage of one Step: room for a steady-state step's
-// actions and their values, in one small allocation. A larger step grows
-// the pools it fills.
-type stepBlock struct {
+// The one-shot storages: room for a steady step's actions and their
+// values, in one small allocation each (a larger step grows the pools it
+// fills). A leader's answer to a Fetch and a follower's handling of the
+// response, a running quorum's two steps, get blocks of their own, a third
+// of the general one smaller.
+const (
+	oneShotGeneral       uint8 = iota + 1
+	oneShotFetch               // a ReceiveFetch: a SendFetchResponse, maybe a HighWatermarkChanged
+	oneShotFetchResponse       // a ReceiveFetchResponse: a SendFetch, maybe a HighWatermarkChanged
+)
+
+func oneShotFor(e Event) uint8 {
+	switch e.(type) {
+	case ReceiveFetch:
+		return oneShotFetch
+	case ReceiveFetchResponse:
+		return oneShotFetchResponse
+	}
+	return oneShotGeneral
+}
+
+type generalBlock struct {
 	acts     [3]Action
 	fetch    [1]SendFetch
 	response [1]SendFetchResponse
 	hwm      [1]HighWatermarkChanged
 }
 
+type fetchBlock struct {
+	acts     [3]Action
+	response [1]SendFetchResponse
+	hwm      [1]HighWatermarkChanged
+}
+
+type fetchResponseBlock struct {
+	acts  [3]Action
+	fetch [1]SendFetch
+	hwm   [1]HighWatermarkChanged
+}
+
 // buffer is the step's Buffer, with storage for a one-shot Buffer.
 func (t *stepper) buffer() *Buffer {
 	b := t.buf
-	if b.oneShot && b.acts == nil {
-		k := new(stepBlock)
+	if b.oneShot == 0 || b.acts != nil {
+		return b
+	}
+	switch b.oneShot {
+	case oneShotFetch:
+		k := new(fetchBlock)
+		b.acts = k.acts[:0]
+		b.arena.fetchResponse.items = k.response[:0]
+		b.arena.highWatermark.items = k.hwm[:0]
+	case oneShotFetchResponse:
+		k := new(fetchResponseBlock)
+		b.acts = k.acts[:0]
+		b.arena.fetch.items = k.fetch[:0]
+		b.arena.highWatermark.items = k.hwm[:0]
+	default:
+		k := new(generalBlock)
 		b.acts = k.acts[:0]
 		b.arena.fetch.items = k.fetch[:0]
 		b.arena.fetchResponse.items = k.response[:0]

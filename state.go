@@ -328,7 +328,7 @@ func NewState(cfg Config, record *QuorumRecord, log LogState) (State, []Action, 
 		s.role, s.epoch, s.leader, s.voted = Unattached, rec.Epoch, rec.LeaderID, rec.VotedKey
 	}
 
-	t := stepper{s: &s, buf: &Buffer{oneShot: true}}
+	t := stepper{s: &s, buf: &Buffer{oneShot: oneShotGeneral}}
 	t.emitPersist(Persist{Record: t.s.Record()})
 	if c.isVoter() && len(c.voters) == 1 {
 		// Kafka's initialize: the only voter elects itself at once.

@@ -18,7 +18,7 @@ import (
 // The actions are the caller's: Step allocates them (at most once per step)
 // and never touches them again.
 func Step(s State, e Event) (next State, acts []Action) {
-	b := Buffer{oneShot: true}
+	b := Buffer{oneShot: oneShotFor(e)}
 	acts = stepTo(&b, &s, e, &next)
 	return next, acts
 }
