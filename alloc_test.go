@@ -70,16 +70,16 @@ func steadyAllocCases(t *testing.T) []allocCase {
 			},
 			allocCase{
 				name: fmt.Sprintf("voters=%d/follower appends", n), s: follower, e: LogAppended{End: LogEnd{Offset: 1001, Epoch: 1}},
-				want: func(s State, acts []Action) bool { return s.LogEnd().Offset == 1001 },
+				want: func(s State, _ []Action) bool { return s.LogEnd().Offset == 1001 },
 			},
 			allocCase{
 				name: fmt.Sprintf("voters=%d/follower flushes", n), s: bnMust(t, follower, LogAppended{End: LogEnd{Offset: 1001, Epoch: 1}}, func(State, []Action) bool { return true }),
 				e:    LogFlushed{Offset: 1001},
-				want: func(s State, acts []Action) bool { return s.FlushedOffset() == 1001 },
+				want: func(s State, _ []Action) bool { return s.FlushedOffset() == 1001 },
 			},
 			allocCase{
 				name: fmt.Sprintf("voters=%d/leader BeginQuorumEpoch timer", n), s: leader, e: BeginQuorumEpochTimeout{},
-				want: func(s State, acts []Action) bool { return bnCount[ResetTimer](acts) == 1 },
+				want: func(_ State, acts []Action) bool { return bnCount[ResetTimer](acts) == 1 },
 			},
 		)
 		// Timers a role does not own change nothing (a host may deliver a
@@ -87,13 +87,13 @@ func steadyAllocCases(t *testing.T) []allocCase {
 		for _, timeout := range []Event{ElectionTimeout{}, CheckQuorumTimeout{}, BeginQuorumEpochTimeout{}} {
 			cases = append(cases, allocCase{
 				name: fmt.Sprintf("voters=%d/follower %T", n, timeout), s: follower, e: timeout,
-				want: func(s State, acts []Action) bool { return len(acts) == 0 },
+				want: func(_ State, acts []Action) bool { return len(acts) == 0 },
 			})
 		}
 		for _, timeout := range []Event{ElectionTimeout{}, FetchTimeout{}} {
 			cases = append(cases, allocCase{
 				name: fmt.Sprintf("voters=%d/leader %T", n, timeout), s: leader, e: timeout,
-				want: func(s State, acts []Action) bool { return len(acts) == 0 },
+				want: func(_ State, acts []Action) bool { return len(acts) == 0 },
 			})
 		}
 	}
@@ -153,7 +153,7 @@ func TestBufferGrowsWithoutMovingActions(t *testing.T) {
 		want, wantActs := Step(s, e)
 		got, acts := StepInto(&buf, s, e)
 		require.Equal(t, want, got)
-		require.Equal(t, len(wantActs), len(acts))
+		require.Len(t, acts, len(wantActs))
 		if len(acts) > 0 {
 			require.Equal(t, wantActs, acts)
 		}

@@ -54,7 +54,7 @@ func (t *stepper) beginQuorumEpoch(to ReplicaKey) SendBeginQuorumEpoch {
 // only the Leader answers with data. No role changes on an incoming Fetch,
 // whatever its epoch.
 func (t *stepper) onFetch(e *ReceiveFetch) {
-	code := ErrNone
+	var code ErrorCode
 	switch {
 	case !t.clusterOK(&e.ClusterID):
 		code = ErrInconsistentClusterID

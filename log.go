@@ -224,7 +224,8 @@ func (v logView) appended(end LogEnd) logView {
 		// A new epoch starts at the previous log end. The clipped capacity
 		// makes append copy, so older states keep their history.
 		h := v.history()
-		h.epochs = append(epochs[:len(epochs):len(epochs)], EpochStart{Epoch: end.Epoch, StartOffset: v.end.Offset})
+		epochs = append(epochs[:len(epochs):len(epochs)], EpochStart{Epoch: end.Epoch, StartOffset: v.end.Offset})
+		h.epochs = epochs
 		v.withHistory(h)
 	}
 	v.end = end

@@ -241,7 +241,8 @@ func TestLeaderAnswersWithSnapshot(t *testing.T) {
 		{"inside the log, log not cleaned", uncleaned, 2, 2, SendFetchResponse{To: 2, Epoch: 5, LeaderID: 1, HighWatermark: 7}, true},
 		{
 			"diverging to the log start", l, 4, 3,
-			SendFetchResponse{To: 2, Epoch: 5, LeaderID: 1, HighWatermark: 7, Diverging: &LogOffsetMetadata{Offset: 3, Epoch: 2}}, false,
+			SendFetchResponse{To: 2, Epoch: 5, LeaderID: 1, HighWatermark: 7, Diverging: &LogOffsetMetadata{Offset: 3, Epoch: 2}},
+			false,
 		},
 		{"last fetched epoch past the current", l, 7, 6, SendFetchResponse{To: 2, Error: ErrInvalidRequest, Epoch: 5, LeaderID: 1, HighWatermark: -1}, false},
 	}

@@ -202,7 +202,7 @@ func TestStepIsPureAndDeterministic(t *testing.T) {
 		wantNext, wantActs := Step(s, e)
 		next, acts := StepInto(&buf, s, e)
 		require.Equal(t, wantNext, next, "%T", e)
-		require.Equal(t, len(wantActs), len(acts), "%T", e)
+		require.Len(t, acts, len(wantActs), "%T", e)
 		if len(acts) > 0 {
 			require.Equal(t, wantActs, acts, "%T", e)
 		}

@@ -86,7 +86,7 @@ func readLogStart(fsys fileSystem, dir string) (kraft.LogEnd, error) {
 	}
 	start, err := parseLogStart(b)
 	if err != nil {
-		return kraft.LogEnd{}, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+		return kraft.LogEnd{}, fmt.Errorf("%w: %s: %s", ErrCorrupt, path, err.Error())
 	}
 	return start, nil
 }

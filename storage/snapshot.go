@@ -373,7 +373,7 @@ func readSnapshotHeader(f file, path string, id kraft.LogEnd) (snapshotHeader, e
 	h, err := parseSnapshotHeader(b)
 	switch {
 	case err != nil:
-		return snapshotHeader{}, fmt.Errorf("%w: %s: %v", ErrSnapshotCorrupt, path, err)
+		return snapshotHeader{}, fmt.Errorf("%w: %s: %s", ErrSnapshotCorrupt, path, err.Error())
 	case h.id != id:
 		return snapshotHeader{}, fmt.Errorf("%w: %s holds snapshot %+v", ErrSnapshotCorrupt, path, h.id)
 	case size != SnapshotHeaderSize+h.length:
@@ -689,7 +689,9 @@ func (w *SnapshotWriter) Freeze() error {
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	if err := w.s.fs.rename(w.part, path); err != nil {
-		w.abortLocked()
+		// The rename's error is the one to report; the clean-up's adds
+		// nothing (the part file is removed on the next open if not now).
+		_ = w.abortLocked()
 		return fmt.Errorf("storage: renaming %s: %w", w.part, err)
 	}
 	w.done = true

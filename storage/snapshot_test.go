@@ -334,7 +334,7 @@ func TestSnapshotsDetectCorruption(t *testing.T) {
 		"one byte more":  func(b []byte) []byte { return append(b, 0) },
 		"torn":           func(b []byte) []byte { return b[:1000] },
 		"header torn":    func(b []byte) []byte { return b[:20] },
-		"empty":          func(b []byte) []byte { return nil },
+		"empty":          func([]byte) []byte { return nil },
 		"zeros":          func(b []byte) []byte { return make([]byte, len(b)) },
 		"a valid header with the right length, zeros after": func(b []byte) []byte {
 			return append(b[:SnapshotHeaderSize], make([]byte, len(b)-SnapshotHeaderSize)...)
