@@ -1,0 +1,325 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/storage"
+	"github.com/stretchr/testify/require"
+)
+
+// snapOpts makes a testCluster's nodes keep snapshots in a directory each
+// and run a testSM.
+type snapOpts struct {
+	every int64 // Config.SnapshotEvery
+	chunk int   // Config.SnapshotChunkBytes
+}
+
+// testSM is an application: the list of data records it applied. Its
+// snapshot is that list as JSON with the offset it ends at. It records
+// what the node asked of it and every broken rule: a record at or below
+// what it already holds, a snapshot of a state past its end, a restore
+// whose content is not the id's.
+type testSM struct {
+	mu       sync.Mutex
+	applied  []string
+	next     int64 // the offset after the last record applied or restored
+	restores []kraft.LogEnd
+	order    []string // "restore OFFSET" and "commit FIRST" in call order
+	errs     []string
+}
+
+type testSMSnapshot struct {
+	Next    int64    `json:"next"`
+	Applied []string `json:"applied"`
+}
+
+func (m *testSM) commit(rs []Record) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.order = append(m.order, fmt.Sprintf("commit %d", rs[0].Offset))
+	for _, r := range rs {
+		if r.Offset < m.next {
+			m.errs = append(m.errs, fmt.Sprintf("record %d handed to a state that ends at %d", r.Offset, m.next))
+		}
+		m.applied = append(m.applied, string(r.Data))
+		m.next = r.Offset + 1
+	}
+}
+
+func (m *testSM) snapshot(upTo kraft.LogEnd, w io.Writer) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.next > upTo.Offset {
+		m.errs = append(m.errs, fmt.Sprintf("snapshot up to %d of a state that ends at %d", upTo.Offset, m.next))
+	}
+	return json.NewEncoder(w).Encode(testSMSnapshot{Next: upTo.Offset, Applied: m.applied})
+}
+
+func (m *testSM) restore(id kraft.LogEnd, r io.Reader) error {
+	var s testSMSnapshot
+	if err := json.NewDecoder(r).Decode(&s); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s.Next != id.Offset {
+		m.errs = append(m.errs, fmt.Sprintf("snapshot %+v holds a state up to %d", id, s.Next))
+	}
+	m.applied, m.next = s.Applied, id.Offset
+	m.restores = append(m.restores, id)
+	m.order = append(m.order, fmt.Sprintf("restore %d", id.Offset))
+	return nil
+}
+
+func (m *testSM) view() (applied []string, restores []kraft.LogEnd, order, errs []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.applied...), append([]kraft.LogEnd(nil), m.restores...),
+		append([]string(nil), m.order...), append([]string(nil), m.errs...)
+}
+
+func newSnapshotCluster(t *testing.T, n int, o snapOpts) *testCluster { return newCluster(t, n, &o) }
+
+// configureSnapshots gives node id its snapshot store and a fresh testSM
+// (a restarted process has lost its state: Restore rebuilds it).
+func (c *testCluster) configureSnapshots(id kraft.NodeID, cfg *Config) {
+	snaps, err := storage.OpenSnapshots(c.snapDirs[id])
+	require.NoError(c.t, err)
+	sm := &testSM{}
+	c.mu.Lock()
+	c.sms[id] = sm
+	c.mu.Unlock()
+	cfg.Snapshots = snaps
+	cfg.SnapshotEvery = c.snap.every
+	cfg.SnapshotChunkBytes = c.snap.chunk
+	cfg.Snapshot = sm.snapshot
+	cfg.Restore = sm.restore
+	cfg.Logf = c.t.Logf
+	onCommit := cfg.OnCommit
+	cfg.OnCommit = func(rs []Record) {
+		onCommit(rs)
+		sm.commit(rs)
+	}
+}
+
+func (c *testCluster) sm(id kraft.NodeID) *testSM {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sms[id]
+}
+
+// waitStatus polls node id's Status until ok holds, and returns it.
+func (c *testCluster) waitStatus(id kraft.NodeID, what string, ok func(Status) bool) Status {
+	c.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := c.nodes[id].Status()
+		require.NoError(c.t, err)
+		if ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("node %d: %s: not within 10s (status %+v)", id, what, st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitApplied waits until node id's state machine holds want.
+func (c *testCluster) waitApplied(id kraft.NodeID, want []string) {
+	c.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, _, _, _ := c.sm(id).view()
+		if len(got) >= len(want) || time.Now().After(deadline) {
+			require.Equal(c.t, want, got, "node %d's applied state", id)
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestNodeCatchesUpWithASnapshot: a follower is stopped; the others commit
+// past several snapshots and delete their logs behind them; the follower
+// restarts, is answered with the leader's snapshot, downloads it in small
+// chunks, installs it (its log restarts at the snapshot), hands it to
+// Restore and then takes the records after it: its state machine ends
+// equal to the others'.
+func TestNodeCatchesUpWithASnapshot(t *testing.T) {
+	c := newSnapshotCluster(t, 3, snapOpts{every: 10, chunk: 64})
+	var want []string
+	for i := 0; i < 3; i++ {
+		want = append(want, fmt.Sprintf("a%d", i))
+		c.appendCommitted(want[len(want)-1])
+	}
+	leader := c.leader().local.ID
+	lagging := leader%3 + 1
+	c.waitApplied(lagging, want)
+	c.crash(lagging)
+
+	for round := 1; round <= 3; round++ {
+		for i := 0; i < 20; i++ {
+			want = append(want, fmt.Sprintf("b%d", len(want)))
+			c.appendCommitted(want[len(want)-1])
+		}
+		for id := range c.nodes {
+			c.waitStatus(id, fmt.Sprintf("%d snapshots taken", round), func(st Status) bool { return st.SnapshotsTaken >= round })
+		}
+	}
+	for id := range c.nodes {
+		c.waitApplied(id, want)
+		st := c.waitStatus(id, "the log cleaned", func(st Status) bool { return st.LogStart > 40 })
+		require.NotNil(t, st.LatestSnapshot)
+		require.Equal(t, st.LatestSnapshot.Offset, st.LogStart, "node %d: the log starts at its latest snapshot", id)
+		require.Equal(t, st.LogStart, c.logs[id].StartOffset(), "node %d: the log was cleaned", id)
+		snaps, err := storage.OpenSnapshots(c.snapDirs[id])
+		require.NoError(t, err)
+		require.Equal(t, []kraft.LogEnd{*st.LatestSnapshot}, snaps.List(), "node %d: older snapshots deleted", id)
+		require.NoError(t, snaps.Close())
+	}
+	require.Less(t, c.logs[lagging].End().Offset, c.logs[leader].StartOffset(), "the stopped node must need a snapshot")
+
+	c.start(lagging)
+	st := c.waitStatus(lagging, "a snapshot installed", func(st Status) bool { return st.SnapshotsInstalled >= 1 })
+	require.NotNil(t, st.LatestSnapshot)
+	for i := 0; i < 5; i++ {
+		want = append(want, fmt.Sprintf("c%d", i))
+		c.appendCommitted(want[len(want)-1])
+	}
+	for _, v := range c.voters {
+		c.waitApplied(v.ID, want)
+		_, _, _, errs := c.sm(v.ID).view()
+		require.Empty(t, errs, "node %d", v.ID)
+	}
+	_, restores, order, _ := c.sm(lagging).view()
+	require.NotEmpty(t, restores, "the installed snapshot was not restored")
+	require.Equal(t, st.LogStart, restores[0].Offset, "the first restore is the installed snapshot")
+	require.Greater(t, restores[0].Offset, int64(10))
+	require.Contains(t, order, fmt.Sprintf("restore %d", restores[0].Offset))
+	// The install reset the log: it starts at the snapshot (or a later one
+	// the node took itself).
+	require.GreaterOrEqual(t, c.logs[lagging].StartOffset(), restores[0].Offset)
+}
+
+// TestNodeRestartsFromSnapshotAndLog: a replica that took snapshots and
+// cleaned its log crashes and restarts: Restore gets the latest snapshot
+// on disk first, then OnCommit the records after it, from the log; the
+// state is whole.
+func TestNodeRestartsFromSnapshotAndLog(t *testing.T) {
+	c := newSnapshotCluster(t, 1, snapOpts{every: 10})
+	var want []string
+	for i := 0; i < 25; i++ {
+		want = append(want, fmt.Sprintf("r%d", i))
+		c.appendCommitted(want[len(want)-1])
+	}
+	c.waitApplied(1, want)
+	c.waitStatus(1, "a snapshot", func(st Status) bool { return st.SnapshotsTaken >= 1 && st.LogStart >= 10 })
+	for i := 0; i < 3; i++ { // fewer than SnapshotEvery: they stay after the snapshot
+		want = append(want, fmt.Sprintf("t%d", i))
+		c.appendCommitted(want[len(want)-1])
+	}
+	c.waitApplied(1, want)
+	c.crash(1)
+
+	snaps, err := storage.OpenSnapshots(c.snapDirs[1])
+	require.NoError(t, err)
+	latest, ok := snaps.Latest()
+	require.NoError(t, snaps.Close())
+	require.True(t, ok)
+	require.Equal(t, latest.Offset, c.logs[1].StartOffset())
+	require.Greater(t, c.logs[1].End().Offset, latest.Offset, "records after the snapshot are in the log")
+
+	c.start(1)
+	st := c.waitStatus(1, "restarted at its snapshot", func(st Status) bool { return st.Role == "Leader" })
+	require.Equal(t, latest.Offset, st.LogStart)
+	require.Equal(t, &latest, st.LatestSnapshot)
+	want = append(want, "after")
+	c.appendCommitted("after")
+	c.waitApplied(1, want)
+	_, restores, order, errs := c.sm(1).view()
+	require.Empty(t, errs)
+	require.Equal(t, []kraft.LogEnd{latest}, restores)
+	require.Equal(t, fmt.Sprintf("restore %d", latest.Offset), order[0], "Restore goes before any OnCommit")
+	require.Equal(t, fmt.Sprintf("commit %d", latest.Offset), order[1], "OnCommit goes on from the snapshot end")
+}
+
+// TestRecoverLogAfterAnInterruptedInstall: a follower crashed after it
+// froze a downloaded snapshot and before it reset its log (and deleted
+// its older snapshot): Start's recovery resets the log to the snapshot
+// and deletes the snapshot below the new log start, so NewState takes it.
+func TestRecoverLogAfterAnInterruptedInstall(t *testing.T) {
+	lg := storage.NewMemLog()
+	_, err := lg.Append(1, []byte("a"), []byte("b"), []byte("c"), []byte("d"))
+	require.NoError(t, err)
+	snaps, err := storage.OpenSnapshots(t.TempDir())
+	require.NoError(t, err)
+	defer snaps.Close()
+	for _, id := range []kraft.LogEnd{{Offset: 2, Epoch: 1}, {Offset: 20, Epoch: 3}} {
+		w, err := snaps.Create(id)
+		require.NoError(t, err)
+		require.NoError(t, w.Append([]byte("state")))
+		require.NoError(t, w.Freeze())
+	}
+	ls, err := recoverLog(lg, snaps)
+	require.NoError(t, err)
+	id := kraft.LogEnd{Offset: 20, Epoch: 3}
+	require.Equal(t, kraft.LogState{End: id, Start: 20, LatestSnapshot: &id, EarliestSnapshot: &id}, ls)
+	require.Equal(t, []kraft.LogEnd{id}, snaps.List())
+	require.Equal(t, id, lg.End())
+	_, _, err = kraft.NewState(kraft.Config{Local: kraft.ReplicaKey{ID: 1}, Voters: []kraft.ReplicaKey{{ID: 1}, {ID: 2}}}, nil, ls)
+	require.NoError(t, err)
+
+	// A log that holds its snapshot needs nothing.
+	lg2 := storage.NewMemLog()
+	_, err = lg2.Append(1, []byte("a"), []byte("b"), []byte("c"))
+	require.NoError(t, err)
+	snaps2, err := storage.OpenSnapshots(t.TempDir())
+	require.NoError(t, err)
+	defer snaps2.Close()
+	w, err := snaps2.Create(kraft.LogEnd{Offset: 2, Epoch: 1})
+	require.NoError(t, err)
+	require.NoError(t, w.Freeze())
+	ls, err = recoverLog(lg2, snaps2)
+	require.NoError(t, err)
+	two := kraft.LogEnd{Offset: 2, Epoch: 1}
+	require.Equal(t, kraft.LogEnd{Offset: 3, Epoch: 1}, ls.End)
+	require.Equal(t, int64(0), ls.Start)
+	require.Equal(t, &two, ls.LatestSnapshot)
+}
+
+// TestNodeSnapshotConfig: the snapshot callbacks need the store, Restore
+// and an interval.
+func TestNodeSnapshotConfig(t *testing.T) {
+	snaps, err := storage.OpenSnapshots(t.TempDir())
+	require.NoError(t, err)
+	defer snaps.Close()
+	base := Config{Log: storage.NewMemLog(), Records: &MemRecords{}, Transport: NewMemNetwork().Endpoint(1)}
+	snap := func(kraft.LogEnd, io.Writer) error { return nil }
+	restore := func(kraft.LogEnd, io.Reader) error { return nil }
+	commit := func([]Record) {}
+	for name, f := range map[string]func(c *Config){
+		"Snapshot without Snapshots": func(c *Config) { c.Snapshot, c.Restore, c.SnapshotEvery = snap, restore, 5 },
+		"Restore without Snapshots":  func(c *Config) { c.Restore = restore },
+		"OnCommit without Restore":   func(c *Config) { c.Snapshots, c.OnCommit = snaps, commit },
+		"Snapshot without Restore":   func(c *Config) { c.Snapshots, c.Snapshot, c.SnapshotEvery = snaps, snap, 5 },
+		"Snapshot without interval":  func(c *Config) { c.Snapshots, c.Snapshot, c.Restore = snaps, snap, restore },
+		"negative interval":          func(c *Config) { c.SnapshotEvery = -1 },
+		"chunk over a frame":         func(c *Config) { c.SnapshotChunkBytes = MaxFrameSize },
+	} {
+		c := base
+		f(&c)
+		_, err := c.withDefaults()
+		require.Error(t, err, name)
+	}
+	c := base
+	c.Snapshots, c.OnCommit, c.Snapshot, c.Restore, c.SnapshotEvery = snaps, commit, snap, restore, 5
+	c, err = c.withDefaults()
+	require.NoError(t, err)
+	require.Equal(t, DefaultSnapshotChunkBytes, c.SnapshotChunkBytes)
+}
