@@ -849,7 +849,7 @@ type Status struct {
 	LogStart int64 `json:"log_start"`
 	// LatestSnapshot is the newest snapshot on disk (its end offset and
 	// epoch), nil if none.
-	LatestSnapshot *kraft.LogEnd `json:"latest_snapshot,omitempty"`
+	LatestSnapshot *SnapshotID `json:"latest_snapshot,omitempty"`
 	// SnapshotsTaken and SnapshotsInstalled count, since Start, the
 	// snapshots this node took and the ones it installed from the leader.
 	SnapshotsTaken     int `json:"snapshots_taken,omitempty"`
@@ -858,6 +858,13 @@ type Status struct {
 	// it (-1 before its first Fetch) and its lag behind the leader's log
 	// end.
 	Voters []VoterStatus `json:"voters,omitempty"`
+}
+
+// SnapshotID is a snapshot's id in a Status: its end offset and the epoch
+// of the record before it (a kraft.LogEnd).
+type SnapshotID struct {
+	Offset int64       `json:"offset"`
+	Epoch  kraft.Epoch `json:"epoch"`
 }
 
 // VoterStatus is one voter's replication progress, as the leader sees it.
@@ -880,7 +887,7 @@ func (n *Node) Status() (Status, error) {
 			SnapshotsTaken: n.taken, SnapshotsInstalled: n.installed,
 		}
 		if id, ok := s.LatestSnapshot(); ok {
-			st.LatestSnapshot = &id
+			st.LatestSnapshot = &SnapshotID{Offset: id.Offset, Epoch: id.Epoch}
 		}
 		ends := s.VoterEndOffsets()
 		for i, v := range s.Voters() {
