@@ -170,13 +170,16 @@ func (c *testCluster) waitApplied(id kraft.NodeID, want []string) {
 func TestNodeCatchesUpWithASnapshot(t *testing.T) {
 	c := newSnapshotCluster(t, 3, snapOpts{every: 10, chunk: 64})
 	var want []string
-	for i := 0; i < 3; i++ {
+	for i := 0; i < 12; i++ {
 		want = append(want, fmt.Sprintf("a%d", i))
 		c.appendCommitted(want[len(want)-1])
 	}
 	leader := c.leader().local.ID
 	lagging := leader%3 + 1
 	c.waitApplied(lagging, want)
+	// The stopped node has a snapshot of its own, which the install
+	// replaces.
+	old := c.waitStatus(lagging, "a snapshot", func(st Status) bool { return st.SnapshotsTaken >= 1 }).LatestSnapshot
 	c.crash(lagging)
 
 	for round := 1; round <= 3; round++ {
@@ -200,11 +203,16 @@ func TestNodeCatchesUpWithASnapshot(t *testing.T) {
 		require.Eventually(t, func() bool { return len(snapshotFiles(t, dir)) == 1 }, 5*time.Second, 5*time.Millisecond,
 			"node %d: older snapshots deleted", id)
 	}
+	leader = c.leader().local.ID
 	require.Less(t, c.logs[lagging].End().Offset, c.logs[leader].StartOffset(), "the stopped node must need a snapshot")
 
+	// Nothing is appended now: the leader's latest snapshot is the one to
+	// install.
+	lst, err := c.nodes[leader].Status()
+	require.NoError(t, err)
+	installed := kraft.LogEnd{Offset: lst.LatestSnapshot.Offset, Epoch: lst.LatestSnapshot.Epoch}
 	c.start(lagging)
-	st := c.waitStatus(lagging, "a snapshot installed", func(st Status) bool { return st.SnapshotsInstalled >= 1 })
-	require.NotNil(t, st.LatestSnapshot)
+	c.waitStatus(lagging, "a snapshot installed", func(st Status) bool { return st.SnapshotsInstalled >= 1 })
 	for i := 0; i < 5; i++ {
 		want = append(want, fmt.Sprintf("c%d", i))
 		c.appendCommitted(want[len(want)-1])
@@ -214,14 +222,59 @@ func TestNodeCatchesUpWithASnapshot(t *testing.T) {
 		_, _, _, errs := c.sm(v.ID).view()
 		require.Empty(t, errs, "node %d", v.ID)
 	}
-	_, restores, order, _ := c.sm(lagging).view()
-	require.NotEmpty(t, restores, "the installed snapshot was not restored")
-	require.Equal(t, st.LogStart, restores[0].Offset, "the first restore is the installed snapshot")
-	require.Greater(t, restores[0].Offset, int64(10))
-	require.Contains(t, order, fmt.Sprintf("restore %d", restores[0].Offset))
+	require.Greater(t, installed.Offset, int64(40))
+	_, restores, _, _ := c.sm(lagging).view()
+	// Its own snapshot at start, then the installed one.
+	require.Equal(t, []kraft.LogEnd{{Offset: old.Offset, Epoch: old.Epoch}, installed}, restores)
 	// The install reset the log: it starts at the snapshot (or a later one
-	// the node took itself).
-	require.GreaterOrEqual(t, c.logs[lagging].StartOffset(), restores[0].Offset)
+	// the node took itself); its own older snapshot is gone.
+	require.GreaterOrEqual(t, c.logs[lagging].StartOffset(), installed.Offset)
+	dir := c.snapDirs[lagging]
+	require.Eventually(t, func() bool { return len(snapshotFiles(t, dir)) == 1 }, 5*time.Second, 5*time.Millisecond)
+	require.NotContains(t, snapshotFiles(t, dir), storage.SnapshotFileName(kraft.LogEnd{Offset: old.Offset, Epoch: old.Epoch}))
+}
+
+// TestNodeDownloadChunks: a chunk at position 0 starts a new partial
+// snapshot and replaces an earlier one (of the same snapshot too); a chunk
+// that does not continue the download, or an install of a snapshot not
+// being downloaded, stops the node.
+func TestNodeDownloadChunks(t *testing.T) {
+	c := newSnapshotCluster(t, 1, snapOpts{every: 10})
+	c.appendCommitted("x")
+	nd := c.nodes[1]
+	id := kraft.LogEnd{Offset: 500, Epoch: 9}
+	other := kraft.LogEnd{Offset: 600, Epoch: 9}
+	parts := func() []string {
+		des, err := os.ReadDir(c.snapDirs[1])
+		require.NoError(t, err)
+		var names []string
+		for _, de := range des {
+			if strings.HasSuffix(de.Name(), ".part") {
+				names = append(names, de.Name())
+			}
+		}
+		return names
+	}
+	write := func(a kraft.WriteSnapshotChunk, chunk string) (err error) {
+		require.NoError(t, nd.call(func() {
+			nd.chunk = []byte(chunk)
+			err = nd.writeChunk(a)
+			nd.chunk = nil
+		}))
+		return err
+	}
+	require.NoError(t, write(kraft.WriteSnapshotChunk{Snapshot: id, Position: 0}, "abc"))
+	require.NoError(t, write(kraft.WriteSnapshotChunk{Snapshot: id, Position: 3}, "de"))
+	require.Error(t, write(kraft.WriteSnapshotChunk{Snapshot: id, Position: 3}, "de"), "a chunk that does not continue")
+	require.Error(t, write(kraft.WriteSnapshotChunk{Snapshot: other, Position: 5}, "f"), "a chunk of another snapshot")
+	require.Len(t, parts(), 1)
+	require.NoError(t, write(kraft.WriteSnapshotChunk{Snapshot: id, Position: 0}, "xyz"), "the download starts over")
+	require.Len(t, parts(), 1)
+	require.NoError(t, write(kraft.WriteSnapshotChunk{Snapshot: other, Position: 0}, "q"), "another download replaces it")
+	require.Equal(t, []string{storage.SnapshotFileName(other) + ".part"}, parts())
+	var err error
+	require.NoError(t, nd.call(func() { err = nd.install(id) }))
+	require.Error(t, err, "installing a snapshot that is not being downloaded")
 }
 
 // TestNodeRestartsFromSnapshotAndLog: a replica that took snapshots and
