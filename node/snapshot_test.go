@@ -206,11 +206,7 @@ func TestNodeCatchesUpWithASnapshot(t *testing.T) {
 	leader = c.leader().local.ID
 	require.Less(t, c.logs[lagging].End().Offset, c.logs[leader].StartOffset(), "the stopped node must need a snapshot")
 
-	// Nothing is appended now: the leader's latest snapshot is the one to
-	// install.
-	lst, err := c.nodes[leader].Status()
-	require.NoError(t, err)
-	installed := kraft.LogEnd{Offset: lst.LatestSnapshot.Offset, Epoch: lst.LatestSnapshot.Epoch}
+	lagEnd := c.logs[lagging].End().Offset
 	c.start(lagging)
 	c.waitStatus(lagging, "a snapshot installed", func(st Status) bool { return st.SnapshotsInstalled >= 1 })
 	for i := 0; i < 5; i++ {
@@ -222,16 +218,40 @@ func TestNodeCatchesUpWithASnapshot(t *testing.T) {
 		_, _, _, errs := c.sm(v.ID).view()
 		require.Empty(t, errs, "node %d", v.ID)
 	}
-	require.Greater(t, installed.Offset, int64(40))
 	_, restores, _, _ := c.sm(lagging).view()
-	// Its own snapshot at start, then the installed one.
-	require.Equal(t, []kraft.LogEnd{{Offset: old.Offset, Epoch: old.Epoch}, installed}, restores)
+	// Its own snapshot at start, then the installed one, past its log.
+	require.Len(t, restores, 2)
+	require.Equal(t, kraft.LogEnd{Offset: old.Offset, Epoch: old.Epoch}, restores[0])
+	installed := restores[1]
+	require.Greater(t, installed.Offset, lagEnd)
 	// The install reset the log: it starts at the snapshot (or a later one
 	// the node took itself); its own older snapshot is gone.
 	require.GreaterOrEqual(t, c.logs[lagging].StartOffset(), installed.Offset)
 	dir := c.snapDirs[lagging]
 	require.Eventually(t, func() bool { return len(snapshotFiles(t, dir)) == 1 }, 5*time.Second, 5*time.Millisecond)
 	require.NotContains(t, snapshotFiles(t, dir), storage.SnapshotFileName(kraft.LogEnd{Offset: old.Offset, Epoch: old.Epoch}))
+}
+
+// TestNodeDropsAnOvertakenSnapshot: a snapshot the application wrote
+// that ends below the log start (an installed snapshot overtook it) is
+// deleted, not reported: the state would take the report for a fault.
+func TestNodeDropsAnOvertakenSnapshot(t *testing.T) {
+	c := newSnapshotCluster(t, 1, snapOpts{every: 10})
+	for i := 0; i < 12; i++ {
+		c.appendCommitted(fmt.Sprintf("r%d", i))
+	}
+	st := c.waitStatus(1, "a snapshot", func(st Status) bool { return st.LogStart >= 10 })
+	nd := c.nodes[1]
+	stale := kraft.LogEnd{Offset: 5, Epoch: 1}
+	w, err := nd.cfg.Snapshots.Create(stale)
+	require.NoError(t, err)
+	require.NoError(t, w.Freeze())
+	require.NoError(t, nd.call(func() { nd.snapshotTaken(stale) }))
+	require.NoError(t, nd.Err())
+	require.NotContains(t, snapshotFiles(t, c.snapDirs[1]), storage.SnapshotFileName(stale))
+	after, err := nd.Status()
+	require.NoError(t, err)
+	require.Equal(t, st.LogStart, after.LogStart)
 }
 
 // TestNodeDownloadChunks: a chunk at position 0 starts a new partial
