@@ -214,6 +214,14 @@ func (n *Node) takeSnapshot(id kraft.LogEnd) {
 		n.fail(fmt.Errorf("node: freezing snapshot %+v: %w", id, err))
 		return
 	}
+	// The first Size reads the whole snapshot to verify its checksum: here,
+	// rather than on the loop when a follower first asks for it.
+	if _, err := n.cfg.Snapshots.Size(id); err != nil {
+		if !errors.Is(err, storage.ErrSnapshotNotFound) { // else an install deleted it
+			n.fail(fmt.Errorf("node: reading back snapshot %+v: %w", id, err))
+		}
+		return
+	}
 	n.post(func() { n.snapshotTaken(id) })
 }
 
