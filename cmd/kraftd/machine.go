@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -15,8 +14,8 @@ import (
 
 // machine is kraftd's demo state machine. It applies the committed data
 // records in order: it counts them and their bytes and keeps a running
-// SHA-256 digest of them (digest = SHA-256(digest, length, data) for each
-// record), so replicas that applied the same records show the same
+// SHA-256 digest of them (digest = SHA-256(digest, data) for each record),
+// so replicas that applied the same records show the same
 // digest in GET /status. Its snapshot is that state as JSON; Restore loads
 // one.
 type machine struct {
@@ -58,9 +57,6 @@ func (m *machine) apply(rs []node.Record) {
 	for _, r := range rs {
 		h := sha256.New()
 		h.Write(m.digest[:])
-		var n [4]byte
-		binary.BigEndian.PutUint32(n[:], uint32(len(r.Data)))
-		h.Write(n[:])
 		h.Write(r.Data)
 		h.Sum(m.digest[:0])
 		m.records++
