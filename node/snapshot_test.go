@@ -196,7 +196,11 @@ func TestNodeCatchesUpWithASnapshot(t *testing.T) {
 		st := c.waitStatus(id, "the log cleaned", func(st Status) bool { return st.LogStart > 40 })
 		require.NotNil(t, st.LatestSnapshot)
 		require.Equal(t, st.LatestSnapshot.Offset, st.LogStart, "node %d: the log starts at its latest snapshot", id)
-		require.Equal(t, st.LogStart, c.logs[id].StartOffset(), "node %d: the log was cleaned", id)
+		// On the loop, the state's log start is the log's.
+		nd := c.nodes[id]
+		var stateStart, logStart int64
+		require.NoError(t, nd.call(func() { stateStart, logStart = nd.st.LogStart(), nd.cfg.Log.StartOffset() }))
+		require.Equal(t, stateStart, logStart, "node %d: the log was cleaned", id)
 		// The store is the node's: its directory is read, not opened. (A
 		// snapshot being taken may add a file for a moment.)
 		dir := c.snapDirs[id]
@@ -219,11 +223,12 @@ func TestNodeCatchesUpWithASnapshot(t *testing.T) {
 		require.Empty(t, errs, "node %d", v.ID)
 	}
 	_, restores, _, _ := c.sm(lagging).view()
-	// Its own snapshot at start, then the installed one, past its log.
-	require.Len(t, restores, 2)
+	// Its own snapshot at start, then the installed one, past its log (or
+	// two: the leader may take a newer snapshot during the download).
+	require.GreaterOrEqual(t, len(restores), 2)
 	require.Equal(t, kraft.LogEnd{Offset: old.Offset, Epoch: old.Epoch}, restores[0])
-	installed := restores[1]
-	require.Greater(t, installed.Offset, lagEnd)
+	installed := restores[len(restores)-1]
+	require.Greater(t, restores[1].Offset, lagEnd)
 	// The install reset the log: it starts at the snapshot (or a later one
 	// the node took itself); its own older snapshot is gone.
 	require.GreaterOrEqual(t, c.logs[lagging].StartOffset(), installed.Offset)
@@ -310,7 +315,7 @@ func TestNodeRestartsFromSnapshotAndLog(t *testing.T) {
 	}
 	c.waitApplied(1, want)
 	c.waitStatus(1, "a snapshot", func(st Status) bool { return st.SnapshotsTaken >= 1 && st.LogStart >= 10 })
-	for i := 0; i < 3; i++ { // fewer than SnapshotEvery: they stay after the snapshot
+	for i := 0; i < 3; i++ {
 		want = append(want, fmt.Sprintf("t%d", i))
 		c.appendCommitted(want[len(want)-1])
 	}
@@ -322,12 +327,17 @@ func TestNodeRestartsFromSnapshotAndLog(t *testing.T) {
 	latest, ok := snaps.Latest()
 	require.NoError(t, snaps.Close())
 	require.True(t, ok)
-	require.Equal(t, latest.Offset, c.logs[1].StartOffset())
-	require.Greater(t, c.logs[1].End().Offset, latest.Offset, "records after the snapshot are in the log")
+	start, end := c.logs[1].StartOffset(), c.logs[1].End().Offset
+	// Usually the log holds records after the latest snapshot; a crash
+	// right after a snapshot was frozen leaves it unreported: the log
+	// still starts at the one before (the restart takes both).
+	require.LessOrEqual(t, start, latest.Offset)
+	require.LessOrEqual(t, latest.Offset, end)
+	t.Logf("crashed with the log [%d, %d) and the latest snapshot %+v", start, end, latest)
 
 	c.start(1)
 	st := c.waitStatus(1, "restarted at its snapshot", func(st Status) bool { return st.Role == "Leader" })
-	require.Equal(t, latest.Offset, st.LogStart)
+	require.Equal(t, start, st.LogStart)
 	require.Equal(t, &SnapshotID{Offset: latest.Offset, Epoch: latest.Epoch}, st.LatestSnapshot)
 	want = append(want, "after")
 	c.appendCommitted("after")
@@ -336,7 +346,9 @@ func TestNodeRestartsFromSnapshotAndLog(t *testing.T) {
 	require.Empty(t, errs)
 	require.Equal(t, []kraft.LogEnd{latest}, restores)
 	require.Equal(t, fmt.Sprintf("restore %d", latest.Offset), order[0], "Restore goes before any OnCommit")
-	require.Equal(t, fmt.Sprintf("commit %d", latest.Offset), order[1], "OnCommit goes on from the snapshot end")
+	if latest.Offset < end {
+		require.Equal(t, fmt.Sprintf("commit %d", latest.Offset), order[1], "OnCommit goes on from the snapshot end, from the log")
+	}
 }
 
 // TestRecoverLogAfterAnInterruptedInstall: a follower crashed after it
