@@ -57,9 +57,16 @@ import (
 //	                          snapshot:optional(logend)
 //	8 ReceiveLeaderlessEpoch  from:i32 epoch:i32
 //	9 ReceiveQuorumResponse   from:i32 error:i16 epoch:i32 leaderID:i32
+//	10 ReceiveFetchSnapshotResponse
+//	                          from:i32 error:i16 leaderID:i32 leaderEpoch:i32
+//	                          snapshot:logend size:i64 position:i64 bytes:i64
+//	                          chunk:data
 //
-// Only these events travel between replicas; the others (timers,
-// LogAppended, LogFlushed, Resign) and pointers to events are not encoded.
+// chunk is the Message's Chunk, the snapshot bytes a FetchSnapshot response
+// carries; only tag 10 has it, so a Message with a Chunk and another event
+// (or none) is not encoded. Only these events travel between replicas; the
+// others (timers, LogAppended, LogFlushed, SnapshotCreated, LogStartMoved,
+// Resign) and pointers to events are not encoded.
 // DecodeMessage rejects an unknown version or tag, a bool or flag out of
 // range, a length past the end of the input and trailing bytes.
 //
@@ -86,6 +93,7 @@ const (
 	wireFetchResponse
 	wireLeaderlessEpoch
 	wireQuorumResponse
+	wireFetchSnapshotResponse
 )
 
 const (
@@ -207,7 +215,7 @@ func wireSizeHint(m Message) int {
 	for _, e := range m.Records {
 		n += wireEntryMin + len(e.Data)
 	}
-	return n
+	return n + len(m.Chunk)
 }
 
 func appendMessage(b []byte, m Message) ([]byte, error) {
@@ -225,6 +233,13 @@ func appendMessage(b []byte, m Message) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, ok := m.Event.(kraft.ReceiveFetchSnapshotResponse); ok {
+		if b, err = appendData(b, m.Chunk); err != nil {
+			return nil, err
+		}
+	} else if m.Chunk != nil {
+		return nil, fmt.Errorf("node: encode message: a snapshot chunk with %T", m.Event)
+	}
 	if m.Records == nil {
 		b = appendU32(b, wireNil)
 	} else {
@@ -235,18 +250,24 @@ func appendMessage(b []byte, m Message) ([]byte, error) {
 		for _, e := range m.Records {
 			b = appendI64(b, e.Offset)
 			b = appendI32(b, int32(e.Epoch))
-			if e.Data == nil {
-				b = appendU32(b, wireNil)
-				continue
+			if b, err = appendData(b, e.Data); err != nil {
+				return nil, err
 			}
-			if int64(len(e.Data)) >= wireNil {
-				return nil, errors.New("node: encode message: record too large")
-			}
-			b = appendU32(b, uint32(len(e.Data)))
-			b = append(b, e.Data...)
 		}
 	}
 	return b, nil
+}
+
+// appendData appends a data field: nil and empty are told apart.
+func appendData(b, data []byte) ([]byte, error) {
+	if data == nil {
+		return appendU32(b, wireNil), nil
+	}
+	if int64(len(data)) >= wireNil {
+		return nil, errors.New("node: encode message: data too large")
+	}
+	b = appendU32(b, uint32(len(data)))
+	return append(b, data...), nil
 }
 
 func appendEvent(b []byte, ev kraft.Event) ([]byte, error) {
@@ -329,6 +350,16 @@ func appendEvent(b []byte, ev kraft.Event) ([]byte, error) {
 		b = appendU16(b, uint16(e.Error))
 		b = appendI32(b, int32(e.Epoch))
 		b = appendI32(b, int32(e.LeaderID))
+	case kraft.ReceiveFetchSnapshotResponse:
+		b = append(b, wireFetchSnapshotResponse)
+		b = appendI32(b, int32(e.From))
+		b = appendU16(b, uint16(e.Error))
+		b = appendI32(b, int32(e.LeaderID))
+		b = appendI32(b, int32(e.LeaderEpoch))
+		b = appendLogEnd(b, e.Snapshot)
+		b = appendI64(b, e.Size)
+		b = appendI64(b, e.Position)
+		b = appendI64(b, e.Bytes)
 	default:
 		return nil, fmt.Errorf("node: encode message: %T is not a message event", ev)
 	}
@@ -482,8 +513,24 @@ func (d *wireDecoder) message() Message {
 	m.Response = flags&wireFlagResponse != 0
 	m.HighWatermark = d.i64()
 	m.Event = d.event()
+	if _, ok := m.Event.(kraft.ReceiveFetchSnapshotResponse); ok {
+		m.Chunk = d.data()
+	}
 	m.Records = d.records()
 	return m
+}
+
+// data reads a data field.
+func (d *wireDecoder) data() []byte {
+	l := d.u32()
+	if l == wireNil || d.err != nil {
+		return nil
+	}
+	if int64(l) > int64(len(d.b)) {
+		d.fail(errWireShort)
+		return nil
+	}
+	return append([]byte{}, d.take(int(l))...)
 }
 
 func (d *wireDecoder) records() []storage.Entry {
@@ -499,15 +546,10 @@ func (d *wireDecoder) records() []storage.Entry {
 	for i := range recs {
 		recs[i].Offset = d.i64()
 		recs[i].Epoch = d.epoch()
-		l := d.u32()
-		if l == wireNil || d.err != nil {
-			continue
-		}
-		if int64(l) > int64(len(d.b)) {
-			d.fail(errWireShort)
+		recs[i].Data = d.data()
+		if d.err != nil {
 			return nil
 		}
-		recs[i].Data = append([]byte{}, d.take(int(l))...)
 	}
 	return recs
 }
@@ -604,6 +646,17 @@ func (d *wireDecoder) event() kraft.Event {
 		e.Error = kraft.ErrorCode(d.u16())
 		e.Epoch = d.epoch()
 		e.LeaderID = d.node()
+		return e
+	case wireFetchSnapshotResponse:
+		var e kraft.ReceiveFetchSnapshotResponse
+		e.From = d.node()
+		e.Error = kraft.ErrorCode(d.u16())
+		e.LeaderID = d.node()
+		e.LeaderEpoch = d.epoch()
+		e.Snapshot = d.logEnd()
+		e.Size = d.i64()
+		e.Position = d.i64()
+		e.Bytes = d.i64()
 		return e
 	default:
 		d.fail(fmt.Errorf("node: decode message: unknown event tag %d", tag))

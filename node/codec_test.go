@@ -53,12 +53,17 @@ func codecFullEvents() []kraft.Event {
 		},
 		kraft.ReceiveLeaderlessEpoch{From: -1, Epoch: 21},
 		kraft.ReceiveQuorumResponse{From: 9, Error: kraft.ErrFencedLeaderEpoch, Epoch: 22, LeaderID: -4},
+		kraft.ReceiveFetchSnapshotResponse{
+			From: 2, Error: kraft.ErrPositionOutOfRange, LeaderID: 3, LeaderEpoch: 8,
+			Snapshot: kraft.LogEnd{Offset: 1 << 42, Epoch: 7}, Size: 1 << 33, Position: 1 << 32, Bytes: 3,
+		},
 	}
 }
 
-// codecFullMessage wraps e in a message with every field set.
+// codecFullMessage wraps e in a message with every field set (Chunk only
+// with a FetchSnapshot response, the one event that carries it).
 func codecFullMessage(e kraft.Event) Message {
-	return Message{
+	m := Message{
 		From: -5, To: 2, Corr: 1<<63 + 11, Response: true, Event: e,
 		Records: []storage.Entry{
 			{Offset: 10, Epoch: 2, Data: []byte("hello")},
@@ -66,6 +71,10 @@ func codecFullMessage(e kraft.Event) Message {
 		},
 		HighWatermark: -9,
 	}
+	if _, ok := e.(kraft.ReceiveFetchSnapshotResponse); ok {
+		m.Chunk = []byte{0xfe, 0, 7}
+	}
+	return m
 }
 
 // requireNoZeroField fails if v or any field in it, recursively through
@@ -93,10 +102,14 @@ func requireNoZeroField(t *testing.T, v reflect.Value, path string) {
 func TestCodecFullEventsSetEveryField(t *testing.T) {
 	seen := map[reflect.Type]bool{}
 	for _, e := range codecFullEvents() {
-		requireNoZeroField(t, reflect.ValueOf(codecFullMessage(e)), reflect.TypeOf(e).Name())
+		m := codecFullMessage(e)
+		if m.Chunk == nil {
+			m.Chunk = []byte{1} // only a FetchSnapshot response carries one
+		}
+		requireNoZeroField(t, reflect.ValueOf(m), reflect.TypeOf(e).Name())
 		seen[reflect.TypeOf(e)] = true
 	}
-	require.Len(t, seen, 9, "one value of each message event type")
+	require.Len(t, seen, 10, "one value of each message event type")
 }
 
 func TestCodecRoundTrip(t *testing.T) {
@@ -120,6 +133,12 @@ func TestCodecRoundTrip(t *testing.T) {
 		tc{"fetch response, no snapshot", Message{Event: kraft.ReceiveFetchResponse{Diverging: &kraft.LogOffsetMetadata{}}}},
 		tc{"fetch response, neither", Message{Event: kraft.ReceiveFetchResponse{LeaderID: kraft.NoNode}}},
 		tc{"big record", Message{Records: []storage.Entry{{Data: bytes.Repeat([]byte{7}, 1<<20)}}}},
+		tc{"snapshot response, nil chunk", Message{Event: kraft.ReceiveFetchSnapshotResponse{Snapshot: kraft.LogEnd{Offset: -1, Epoch: -1}, Size: -1, Position: -1}}},
+		tc{"snapshot response, empty chunk", Message{Event: kraft.ReceiveFetchSnapshotResponse{From: 1}, Chunk: []byte{}}},
+		tc{"snapshot response, big chunk", Message{
+			Response: true, Event: kraft.ReceiveFetchSnapshotResponse{From: 1, Size: 3 << 20, Position: 1 << 20, Bytes: 1 << 20},
+			Chunk: bytes.Repeat([]byte{9}, 1<<20),
+		}},
 	)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -157,13 +176,45 @@ func TestCodecRejectsNonMessageEvents(t *testing.T) {
 		kraft.LogAppended{},
 		kraft.LogFlushed{Offset: 1},
 		kraft.Resign{},
+		kraft.SnapshotCreated{},
+		kraft.LogStartMoved{},
 		&kraft.ReceiveFetch{From: 1},
+		&kraft.ReceiveFetchSnapshotResponse{From: 1},
 	} {
 		_, err := EncodeMessage(Message{Event: e})
 		require.Error(t, err, "%T", e)
 		_, err = appendFrame(nil, Message{Event: e})
 		require.Error(t, err, "%T", e)
 	}
+	// A chunk travels only with a FetchSnapshot response.
+	for _, e := range []kraft.Event{nil, kraft.ReceiveFetchResponse{}, kraft.ReceiveFetchSnapshot{}} {
+		_, err := EncodeMessage(Message{Event: e, Chunk: []byte{}})
+		require.Error(t, err, "%T with a chunk", e)
+	}
+}
+
+// TestCodecFetchSnapshotResponseLayout pins tag 10's layout: the event's
+// fields, then the chunk, then the records.
+func TestCodecFetchSnapshotResponseLayout(t *testing.T) {
+	m := Message{From: 1, To: 2, Corr: 3, Response: true, Event: kraft.ReceiveFetchSnapshotResponse{
+		From: 1, Error: kraft.ErrNone, LeaderID: 1, LeaderEpoch: 4, Snapshot: kraft.LogEnd{Offset: 100, Epoch: 3},
+		Size: 10, Position: 4, Bytes: 2,
+	}, Chunk: []byte("ab")}
+	b, err := EncodeMessage(m)
+	require.NoError(t, err)
+	// Header 26 bytes, tag at 26, body 27: from 4, error 2, leader 4,
+	// epoch 4, snapshot 12, size 8, position 8, bytes 8 = 50; chunk length
+	// at 77, chunk at 81, records count at 83.
+	require.Len(t, b, 26+1+50+4+2+4)
+	require.Equal(t, byte(10), b[26])
+	require.Equal(t, uint64(100), binary.BigEndian.Uint64(b[27+14:]))
+	require.Equal(t, uint32(2), binary.BigEndian.Uint32(b[77:]))
+	require.Equal(t, "ab", string(b[81:83]))
+	require.Equal(t, uint32(0xffffffff), binary.BigEndian.Uint32(b[83:]))
+	// A chunk length past the end is an error, not an allocation.
+	binary.BigEndian.PutUint32(b[77:], 0x7fffffff)
+	_, err = DecodeMessage(b)
+	require.Error(t, err)
 }
 
 func TestDecodeGarbage(t *testing.T) {

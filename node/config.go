@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -25,6 +26,11 @@ const (
 	// most record bytes a leader attaches to one Fetch response (at least
 	// one record is always sent).
 	DefaultFetchMaxBytes = 8 << 20
+	// DefaultSnapshotChunkBytes is the max_bytes a Kafka follower puts in
+	// its FetchSnapshot requests (KafkaRaftClient's MAX_FETCH_SIZE_BYTES):
+	// the most snapshot bytes the node attaches to one FetchSnapshot
+	// response.
+	DefaultSnapshotChunkBytes = 8 << 20
 )
 
 // Config says how to run one replica.
@@ -54,6 +60,41 @@ type Config struct {
 	// RaftClient.Listener.handleCommit). Control records (LeaderChange) are
 	// left out. A slow OnCommit delays only later OnCommit calls.
 	OnCommit func(records []Record)
+
+	// Snapshots, if set, keeps the replica's snapshots (storage.OpenSnapshots;
+	// a directory beside the log's). With it the node serves FetchSnapshot
+	// requests from it, downloads and installs the leader's snapshot when
+	// its log is too far behind, takes snapshots with Snapshot, and passes
+	// the snapshot ids and the log start to kraft.NewState at Start. The
+	// node owns it from Start on and closes it in Close.
+	Snapshots *storage.Snapshots
+	// SnapshotChunkBytes is the most snapshot bytes one FetchSnapshot
+	// response carries; DefaultSnapshotChunkBytes when zero.
+	SnapshotChunkBytes int
+	// Snapshot, if set, writes the application's state to w: the state
+	// after every committed record below upTo.Offset (upTo.Epoch is the
+	// epoch of the record before it) and none after. It is called from
+	// OnCommit's goroutine, between two OnCommit calls, whenever
+	// SnapshotEvery offsets were applied since the last snapshot; the node
+	// then freezes the file, reports it to the state (SnapshotCreated),
+	// deletes the log before it (DeleteBefore, LogStartMoved) and the
+	// older snapshots. An error drops the snapshot; the next one is tried
+	// SnapshotEvery offsets later. It needs Snapshots, Restore and a
+	// positive SnapshotEvery.
+	Snapshot func(upTo kraft.LogEnd, w io.Writer) error
+	// SnapshotEvery is how many offsets (records, control records
+	// included) are applied between two snapshots.
+	SnapshotEvery int64
+	// Restore, if set, replaces the application's state by the snapshot id
+	// read from r (the state after every committed record below id.Offset).
+	// It is called from OnCommit's goroutine before any OnCommit of a
+	// record at or after id.Offset: at Start with the latest snapshot, and
+	// when a follower installs a snapshot downloaded from the leader
+	// (records below it are never handed to OnCommit then). An error stops
+	// the node. It needs Snapshots, and is required with Snapshots and
+	// OnCommit.
+	Restore func(id kraft.LogEnd, r io.Reader) error
+
 	// Logf, if set, receives one line for each role change (with kraft's
 	// reason), fault and I/O error.
 	Logf func(format string, args ...interface{})
@@ -67,8 +108,19 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("node: Config.Records is nil")
 	case c.Transport == nil:
 		return c, errors.New("node: Config.Transport is nil")
-	case c.RequestTimeout < 0 || c.RetryBackoff < 0 || c.FetchMaxWait < 0 || c.FetchMaxBytes < 0:
-		return c, errors.New("node: negative timeout, backoff or size")
+	case c.RequestTimeout < 0 || c.RetryBackoff < 0 || c.FetchMaxWait < 0 || c.FetchMaxBytes < 0 ||
+		c.SnapshotChunkBytes < 0 || c.SnapshotEvery < 0:
+		return c, errors.New("node: negative timeout, backoff, size or snapshot interval")
+	case c.SnapshotChunkBytes > MaxFrameSize-1024:
+		return c, fmt.Errorf("node: SnapshotChunkBytes %d does not fit in a frame of %d bytes", c.SnapshotChunkBytes, MaxFrameSize)
+	case c.Snapshots == nil && (c.Snapshot != nil || c.Restore != nil):
+		return c, errors.New("node: Config.Snapshot or Config.Restore without Config.Snapshots")
+	case c.Snapshots != nil && c.OnCommit != nil && c.Restore == nil:
+		return c, errors.New("node: Config.OnCommit with Config.Snapshots needs Config.Restore: records below a snapshot are not handed to OnCommit")
+	case c.Snapshot != nil && c.Restore == nil:
+		return c, errors.New("node: Config.Snapshot needs Config.Restore to load its snapshots")
+	case c.Snapshot != nil && c.SnapshotEvery == 0:
+		return c, errors.New("node: Config.Snapshot needs a positive Config.SnapshotEvery")
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
@@ -81,6 +133,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.FetchMaxBytes == 0 {
 		c.FetchMaxBytes = DefaultFetchMaxBytes
+	}
+	if c.SnapshotChunkBytes == 0 {
+		c.SnapshotChunkBytes = DefaultSnapshotChunkBytes
 	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...interface{}) {}

@@ -19,6 +19,20 @@
 // Resign, Shutdown (a leader hands leadership over first) and Status; a
 // state machine receives the committed records through Config.OnCommit.
 //
+// With Config.Snapshots, the node also carries out kraft's snapshot
+// actions: it answers FetchSnapshot requests with chunks of its snapshot
+// files; as a follower too far behind the leader's log start, it
+// downloads the leader's snapshot, installs it (the log restarts at the
+// snapshot's end) and hands it to Config.Restore before any later record;
+// every Config.SnapshotEvery offsets it has Config.Snapshot write the
+// state machine's snapshot (from OnCommit's goroutine, off the loop),
+// reports it and deletes the log before it; and Start passes the log start
+// and the snapshot ids to kraft.NewState and restores the latest snapshot
+// first. The snapshot file work that kraft's state must see done before
+// its next step (serving chunks, writing downloaded chunks, the install's
+// freeze and log reset, the log deletion, removing old snapshots) runs on
+// the loop.
+//
 // Storage comes from package storage (Kafka's quorum-state file through
 // FileRecords, a segment log through storage.Open) or from memory
 // (MemRecords, storage.NewMemLog). Transports: MemNetwork for tests and

@@ -201,6 +201,9 @@ func cloneMessage(m Message) Message {
 		}
 		m.Records = recs
 	}
+	if m.Chunk != nil {
+		m.Chunk = append([]byte{}, m.Chunk...)
+	}
 	if e, ok := m.Event.(kraft.ReceiveFetchResponse); ok {
 		if e.Diverging != nil {
 			d := *e.Diverging

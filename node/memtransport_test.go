@@ -71,6 +71,13 @@ func TestMemDelivery(t *testing.T) {
 	require.Equal(t, int64(4), ev.Diverging.Offset)
 	require.Equal(t, kraft.Epoch(2), ev.Snapshot.Epoch)
 
+	// A snapshot chunk is copied too.
+	chunk := []byte("snapshot bytes")
+	a.Send(Message{From: 1, To: 2, Response: true, Event: kraft.ReceiveFetchSnapshotResponse{From: 1, Bytes: 14}, Chunk: chunk})
+	got = requireInbox(t, b)
+	chunk[0] = 'X'
+	require.Equal(t, []byte("snapshot bytes"), got.Chunk)
+
 	// Both ways, in order.
 	for i := uint64(0); i < 3; i++ {
 		b.Send(memPing(2, 1, i))
@@ -78,7 +85,7 @@ func TestMemDelivery(t *testing.T) {
 	for i := uint64(0); i < 3; i++ {
 		require.Equal(t, memPing(2, 1, i), requireInbox(t, a))
 	}
-	require.Equal(t, uint64(4), n.Delivered())
+	require.Equal(t, uint64(5), n.Delivered())
 	require.Zero(t, n.Dropped())
 }
 

@@ -45,11 +45,17 @@ type Node struct {
 	hwm       int64
 	resigned  bool // Shutdown: no election or fetch timeouts delivered
 	leaderCh  []chan struct{}
+	sentFetch bool                    // a Fetch or FetchSnapshot went out during the step
+	chunk     []byte                  // the snapshot bytes of the response being stepped
+	partial   *storage.SnapshotWriter // the snapshot being downloaded
+	installed int                     // snapshots installed from the leader
+	taken     int                     // snapshots taken and reported
 
 	// Applier.
 	commitMu   sync.Mutex
 	commitCond *sync.Cond
 	commitHWM  int64
+	restore    *kraft.LogEnd // a snapshot to hand to Restore before any later record
 	applierOut chan struct{}
 }
 
@@ -97,7 +103,11 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: reading the quorum state: %w", err)
 	}
-	st, acts, err := kraft.NewState(cfg.Kraft, rec, cfg.Log.State())
+	ls, err := recoverLog(cfg.Log, cfg.Snapshots)
+	if err != nil {
+		return nil, err
+	}
+	st, acts, err := kraft.NewState(cfg.Kraft, rec, ls)
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +124,11 @@ func Start(cfg Config) (*Node, error) {
 		applierOut: make(chan struct{}),
 	}
 	n.commitCond = sync.NewCond(&n.commitMu)
+	if id, ok := st.LatestSnapshot(); ok && id.Offset > 0 {
+		// The application starts from the latest snapshot, then takes the
+		// records after it.
+		n.restore = &id
+	}
 	cfg.Logf("node %d: started %v", n.local.ID, st)
 	n.carry(acts)
 	n.drain()
@@ -250,6 +265,11 @@ func (n *Node) onMessage(m Message, noPark bool) {
 	default:
 		return // not a request
 	}
+	if fs, ok := m.Event.(kraft.ReceiveFetchSnapshot); ok {
+		// The size is the serving host's to look up (D44).
+		fs.Size = n.snapshotSize(fs.Snapshot)
+		m.Event = fs
+	}
 	n.cur = &m
 	n.noPark = noPark
 	n.step(m.Event)
@@ -276,6 +296,10 @@ func (n *Node) onResponse(m Message) {
 	delete(n.inflight, key)
 	if m.Event == nil {
 		return // an answer without an event (D28)
+	}
+	if sr, ok := m.Event.(kraft.ReceiveFetchSnapshotResponse); ok {
+		n.onFetchSnapshotResponse(sr, m.Chunk)
+		return
 	}
 	resp, isFetch := m.Event.(kraft.ReceiveFetchResponse)
 	if !isFetch {
@@ -349,10 +373,26 @@ func (n *Node) carry(acts []kraft.Action) {
 			n.send(a, "end")
 		case kraft.SendFetch:
 			n.send(a, "fetch")
-		case kraft.SendVoteResponse, kraft.SendBeginQuorumEpochResponse, kraft.SendEndQuorumEpochResponse, kraft.SendFetchSnapshotResponse:
-			n.respond(a, nil)
+		case kraft.SendFetchSnapshot:
+			// One request of the two kinds in flight: a FetchSnapshot
+			// takes a Fetch's place, with its retries.
+			n.send(a, "fetch")
+		case kraft.SendVoteResponse, kraft.SendBeginQuorumEpochResponse, kraft.SendEndQuorumEpochResponse:
+			n.respond(a, nil, nil)
 		case kraft.SendFetchResponse:
 			n.fetchResponse(a)
+		case kraft.SendFetchSnapshotResponse:
+			n.fetchSnapshotResponse(a)
+		case kraft.WriteSnapshotChunk:
+			if err := n.writeChunk(a); err != nil {
+				n.fail(err)
+				return
+			}
+		case kraft.InstallSnapshot:
+			if err := n.install(a.Snapshot); err != nil {
+				n.fail(err)
+				return
+			}
 		case kraft.TruncateLog:
 			if err := n.cfg.Log.Truncate(a.To); err != nil {
 				n.fail(fmt.Errorf("node: truncating to %d: %w", a.To, err))
@@ -456,17 +496,23 @@ func (n *Node) sendRequest(m Message, kind string) {
 	if kind == "fetch" {
 		c := m
 		n.lastFetch = &c
+		n.sentFetch = true
 	}
 	n.cfg.Transport.Send(m)
 }
 
-// respond answers the request being stepped.
-func (n *Node) respond(a kraft.Action, records []storage.Entry) {
+// respond answers the request being stepped, with a Fetch response's
+// records or a FetchSnapshot response's chunk.
+func (n *Node) respond(a kraft.Action, records []storage.Entry, chunk []byte) {
 	to, ev, _ := kraft.Deliver(n.local, a)
 	if n.cur == nil || n.cur.From != to {
 		return
 	}
-	n.cfg.Transport.Send(Message{From: n.local.ID, To: to, Corr: n.cur.Corr, Response: true, Event: ev, Records: records})
+	if sr, ok := ev.(kraft.ReceiveFetchSnapshotResponse); ok {
+		sr.Bytes = int64(len(chunk))
+		ev = sr
+	}
+	n.cfg.Transport.Send(Message{From: n.local.ID, To: to, Corr: n.cur.Corr, Response: true, Event: ev, Records: records, Chunk: chunk})
 }
 
 // fetchResponse answers a Fetch: records from the written log at the fetch
@@ -479,7 +525,11 @@ func (n *Node) fetchResponse(a kraft.SendFetchResponse) {
 	}
 	f, _ := req.Event.(kraft.ReceiveFetch)
 	var records []storage.Entry
-	if a.Error == kraft.ErrNone && a.Diverging == nil && f.FetchOffset < n.st.LogEnd().Offset {
+	// Records only with a valid position: a diverging or snapshot answer
+	// carries none (and a snapshot answer's fetch offset may be below the
+	// log start).
+	valid := a.Error == kraft.ErrNone && a.Diverging == nil && a.Snapshot == nil
+	if valid && f.FetchOffset < n.st.LogEnd().Offset {
 		rs, err := n.cfg.Log.Read(f.FetchOffset, n.cfg.FetchMaxBytes)
 		if err != nil {
 			n.fail(fmt.Errorf("node: reading the log at %d: %w", f.FetchOffset, err))
@@ -487,14 +537,14 @@ func (n *Node) fetchResponse(a kraft.SendFetchResponse) {
 		}
 		records = rs
 	}
-	if len(records) == 0 && a.Error == kraft.ErrNone && a.Diverging == nil && a.HighWatermark <= req.HighWatermark &&
+	if len(records) == 0 && valid && a.HighWatermark <= req.HighWatermark &&
 		!n.noPark && n.st.Role() == kraft.Leader {
 		parked := *req
 		n.parked = append(n.parked, &parked)
 		n.afterFunc(n.cfg.FetchMaxWait, func() { n.unpark(&parked) })
 		return
 	}
-	n.respond(a, records)
+	n.respond(a, records, nil)
 }
 
 // unpark steps a parked Fetch again and answers it now.
@@ -702,10 +752,15 @@ func (n *Node) Close() error {
 	serr := n.cfg.Log.Sync()
 	cerr := n.cfg.Log.Close()
 	terr := n.cfg.Transport.Close()
+	var snerr error
+	if n.cfg.Snapshots != nil {
+		n.abortDownload()
+		snerr = n.cfg.Snapshots.Close()
+	}
 	if err := n.Err(); err != nil {
 		return err
 	}
-	for _, err := range []error{serr, cerr, terr} {
+	for _, err := range []error{serr, cerr, terr, snerr} {
 		if err != nil && !errors.Is(err, storage.ErrClosed) {
 			return err
 		}
@@ -714,21 +769,40 @@ func (n *Node) Close() error {
 }
 
 // applier hands committed records to OnCommit, in order, from its own
-// goroutine so the loop never waits for it.
+// goroutine so the loop never waits for it. A snapshot to restore (the
+// latest at Start, an installed one) goes to Restore first, and the
+// records follow from its end; every SnapshotEvery offsets it has the
+// application write a snapshot (takeSnapshot).
 func (n *Node) applier() {
 	defer close(n.applierOut)
-	next := int64(0)
+	var next, lastSnap int64
+	var lastEpoch kraft.Epoch
+	blocked := false // the log was reset under the reader: wait for its restore
 	for {
 		n.commitMu.Lock()
-		for n.commitHWM != stopApplier && n.commitHWM <= next {
+		for n.commitHWM != stopApplier && n.restore == nil && (blocked || n.commitHWM <= next) {
 			n.commitCond.Wait()
 		}
-		hwm := n.commitHWM
+		hwm, restore := n.commitHWM, n.restore
+		n.restore = nil
 		n.commitMu.Unlock()
 		if hwm == stopApplier {
 			return
 		}
+		if restore != nil {
+			if err := n.restoreSnapshot(*restore); err != nil {
+				n.fail(err)
+				return
+			}
+			next, lastEpoch, lastSnap, blocked = restore.Offset, restore.Epoch, restore.Offset, false
+			continue
+		}
 		entries, err := n.cfg.Log.Read(next, n.cfg.FetchMaxBytes)
+		if errors.Is(err, storage.ErrBelowStart) {
+			// An installed snapshot reset the log; its restore follows.
+			blocked = true
+			continue
+		}
 		if err != nil {
 			if errors.Is(err, storage.ErrClosed) {
 				return
@@ -741,13 +815,17 @@ func (n *Node) applier() {
 			if e.Offset >= hwm {
 				break
 			}
-			next = e.Offset + 1
+			next, lastEpoch = e.Offset+1, e.Epoch
 			if len(e.Data) > 0 && e.Data[0] == recordData {
 				out = append(out, Record{Offset: e.Offset, Epoch: e.Epoch, Data: e.Data[1:]})
 			}
 		}
 		if len(out) > 0 && n.cfg.OnCommit != nil {
 			n.cfg.OnCommit(out)
+		}
+		if n.cfg.Snapshot != nil && next-lastSnap >= n.cfg.SnapshotEvery {
+			lastSnap = next
+			n.takeSnapshot(kraft.LogEnd{Offset: next, Epoch: lastEpoch})
 		}
 	}
 }
@@ -766,10 +844,27 @@ type Status struct {
 	LogEnd        int64        `json:"log_end"`
 	LogEndEpoch   kraft.Epoch  `json:"log_end_epoch"`
 	Flushed       int64        `json:"flushed"`
+	// LogStart is the offset of the first record the log holds (0 until a
+	// snapshot lets the node delete the records before it).
+	LogStart int64 `json:"log_start"`
+	// LatestSnapshot is the newest snapshot on disk (its end offset and
+	// epoch), nil if none.
+	LatestSnapshot *SnapshotID `json:"latest_snapshot,omitempty"`
+	// SnapshotsTaken and SnapshotsInstalled count, since Start, the
+	// snapshots this node took and the ones it installed from the leader.
+	SnapshotsTaken     int `json:"snapshots_taken,omitempty"`
+	SnapshotsInstalled int `json:"snapshots_installed,omitempty"`
 	// Voters, on the leader: each voter's end offset as the leader counts
 	// it (-1 before its first Fetch) and its lag behind the leader's log
 	// end.
 	Voters []VoterStatus `json:"voters,omitempty"`
+}
+
+// SnapshotID is a snapshot's id in a Status: its end offset and the epoch
+// of the record before it (a kraft.LogEnd).
+type SnapshotID struct {
+	Offset int64       `json:"offset"`
+	Epoch  kraft.Epoch `json:"epoch"`
 }
 
 // VoterStatus is one voter's replication progress, as the leader sees it.
@@ -788,7 +883,11 @@ func (n *Node) Status() (Status, error) {
 		st = Status{
 			ID: n.local.ID, Role: s.Role().String(), Epoch: s.Epoch(), Leader: s.Leader(),
 			HighWatermark: s.HighWatermark(), LogEnd: s.LogEnd().Offset, LogEndEpoch: s.LogEnd().Epoch,
-			Flushed: s.FlushedOffset(),
+			Flushed: s.FlushedOffset(), LogStart: s.LogStart(),
+			SnapshotsTaken: n.taken, SnapshotsInstalled: n.installed,
+		}
+		if id, ok := s.LatestSnapshot(); ok {
+			st.LatestSnapshot = &SnapshotID{Offset: id.Offset, Epoch: id.Epoch}
 		}
 		ends := s.VoterEndOffsets()
 		for i, v := range s.Voters() {

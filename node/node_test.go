@@ -24,13 +24,22 @@ type testCluster struct {
 
 	mu        sync.Mutex
 	committed map[kraft.NodeID][]Record
+
+	// With snapshots (newSnapshotCluster): each node's snapshot directory
+	// and the state machine of its current life.
+	snap     *snapOpts
+	snapDirs map[kraft.NodeID]string
+	sms      map[kraft.NodeID]*testSM
 }
 
-func newTestCluster(t *testing.T, n int) *testCluster {
+func newTestCluster(t *testing.T, n int) *testCluster { return newCluster(t, n, nil) }
+
+func newCluster(t *testing.T, n int, snap *snapOpts) *testCluster {
 	c := &testCluster{
 		t: t, net: NewMemNetwork(),
 		nodes: map[kraft.NodeID]*Node{}, logs: map[kraft.NodeID]*storage.MemLog{},
 		records: map[kraft.NodeID]*MemRecords{}, committed: map[kraft.NodeID][]Record{},
+		snap: snap, snapDirs: map[kraft.NodeID]string{}, sms: map[kraft.NodeID]*testSM{},
 	}
 	for i := 1; i <= n; i++ {
 		c.voters = append(c.voters, kraft.ReplicaKey{ID: kraft.NodeID(i)})
@@ -38,6 +47,7 @@ func newTestCluster(t *testing.T, n int) *testCluster {
 	for _, v := range c.voters {
 		c.logs[v.ID] = storage.NewMemLog()
 		c.records[v.ID] = &MemRecords{}
+		c.snapDirs[v.ID] = t.TempDir()
 		c.start(v.ID)
 	}
 	t.Cleanup(func() {
@@ -62,7 +72,7 @@ func (c *testCluster) start(id kraft.NodeID) {
 	c.mu.Lock()
 	c.committed[id] = nil
 	c.mu.Unlock()
-	nd, err := Start(Config{
+	cfg := Config{
 		Kraft:          c.kraftConfig(id),
 		Log:            c.logs[id],
 		Records:        c.records[id],
@@ -74,7 +84,11 @@ func (c *testCluster) start(id kraft.NodeID) {
 			c.committed[id] = append(c.committed[id], rs...)
 			c.mu.Unlock()
 		},
-	})
+	}
+	if c.snap != nil {
+		c.configureSnapshots(id, &cfg)
+	}
+	nd, err := Start(cfg)
 	require.NoError(c.t, err)
 	c.nodes[id] = nd
 }
@@ -90,6 +104,9 @@ func (c *testCluster) crash(id kraft.NodeID) {
 	nd.commitMu.Unlock()
 	<-nd.applierOut
 	_ = nd.cfg.Transport.Close()
+	if nd.cfg.Snapshots != nil {
+		_ = nd.cfg.Snapshots.Close() // a partial download stays behind, as after a crash
+	}
 	c.logs[id].Crash()
 	delete(c.nodes, id)
 }

@@ -8,8 +8,9 @@ import (
 // Message is one RPC between two runtimes: a request or its response,
 // carrying the event the receiver steps (kraft.Deliver made it from the
 // sender's action). A Fetch response also carries the records the leader
-// attached; a Fetch request carries the follower's high watermark, so the
-// leader can park it until it has news (long poll).
+// attached, and a FetchSnapshot response the snapshot bytes; a Fetch
+// request carries the follower's high watermark, so the leader can park it
+// until it has news (long poll).
 type Message struct {
 	From, To kraft.NodeID
 	// Corr is the request's correlation id; a response carries its
@@ -22,6 +23,9 @@ type Message struct {
 	Records []storage.Entry
 	// HighWatermark is a Fetch request's sender's high watermark.
 	HighWatermark int64
+	// Chunk is a FetchSnapshot response's bytes of the snapshot, from the
+	// response's Position on (only with a kraft.ReceiveFetchSnapshotResponse).
+	Chunk []byte
 }
 
 // Transport carries Messages between the replicas of a cluster. A runtime

@@ -44,6 +44,8 @@ type config struct {
 	requestTimeout     time.Duration
 	retryBackoff       time.Duration
 	fetchMaxWait       time.Duration
+
+	snapshotEvery int64 // 0: the replica takes no snapshots
 }
 
 // Kafka's defaults (controller.quorum.*).
@@ -91,6 +93,7 @@ type rawFlags struct {
 	seed                                                uint64
 	electionTimeout, fetchTimeout, electionBackoffMax   time.Duration
 	requestTimeout, retryBackoff, fetchMaxWait          time.Duration
+	snapshotEvery                                       int64
 }
 
 func newFlagSet(r *rawFlags) *flag.FlagSet {
@@ -98,7 +101,7 @@ func newFlagSet(r *rawFlags) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&r.id, "id", "", "this replica's node id `N` (required)")
 	fs.StringVar(&r.voters, "voters", "", "the `LIST` of voters, comma separated, each id@host:port or id:DIRECTORY-ID@host:port (required)")
-	fs.StringVar(&r.dir, "dir", "", "the data directory `PATH`: the quorum-state file and the log (in log/) (required)")
+	fs.StringVar(&r.dir, "dir", "", "the data directory `PATH`: the quorum-state file, the log (in log/) and the snapshots (in snapshots/) (required)")
 	fs.StringVar(&r.listen, "listen", "", "listen for the other replicas on `ADDR` (default: this replica's address in -voters; 127.0.0.1:0 for an observer)")
 	fs.StringVar(&r.httpAddr, "http", "", "serve the HTTP API on `ADDR` (default: no HTTP API)")
 	fs.StringVar(&r.clusterID, "cluster-id", "", "the cluster `UUID`; requests with another one are refused (default: any)")
@@ -110,16 +113,19 @@ func newFlagSet(r *rawFlags) *flag.FlagSet {
 	fs.DurationVar(&r.requestTimeout, "request-timeout", 0, "a request with no answer within it is sent again (default: 2s, or -fetch-timeout if shorter)")
 	fs.DurationVar(&r.retryBackoff, "retry-backoff", node.DefaultRetryBackoff, "wait before a request is sent again")
 	fs.DurationVar(&r.fetchMaxWait, "fetch-max-wait", 0, "how long the leader holds a Fetch with nothing new (default: 500ms, or -fetch-timeout/4 if shorter)")
+	fs.Int64Var(&r.snapshotEvery, "snapshot-every", 0, "take a snapshot of the state machine every `N` applied offsets and delete the log before it (default: no snapshots)")
 	return fs
 }
 
 const usageText = `Usage: kraftd -id N -voters LIST -dir PATH [flags]
 
 kraftd runs one member of a KRaft quorum: a voter if -id is in -voters, an
-observer otherwise. It keeps Kafka's quorum-state file and a segment log in
--dir, talks to the other replicas over TCP, logs role changes to stderr and,
-with -http, serves GET /status, POST /append and POST /resign. SIGINT or
-SIGTERM stops it gracefully (a leader hands leadership over first).
+observer otherwise. It keeps Kafka's quorum-state file, a segment log and
+snapshots in -dir, talks to the other replicas over TCP, applies the
+committed records to a small state machine (a count and a running digest),
+logs role changes to stderr and, with -http, serves GET /status, POST
+/append and POST /resign. SIGINT or SIGTERM stops it gracefully (a leader
+hands leadership over first).
 
 Exit status: 0 after a graceful stop, 1 on a runtime error, 2 on bad flags.
 
@@ -237,6 +243,10 @@ func parseConfig(args []string) (config, error) {
 			c.requestTimeout = c.fetchTimeout
 		}
 	}
+	if r.snapshotEvery < 0 {
+		return c, fmt.Errorf("-snapshot-every %d: want 0 (no snapshots) or a positive count", r.snapshotEvery)
+	}
+	c.snapshotEvery = r.snapshotEvery
 	c.fetchMaxWait = r.fetchMaxWait
 	if !set["fetch-max-wait"] {
 		c.fetchMaxWait = node.DefaultFetchMaxWait

@@ -36,6 +36,7 @@ func TestParseConfigDefaults(t *testing.T) {
 	require.Equal(t, 500*time.Millisecond, c.fetchMaxWait)
 	require.Equal(t, seedFor(2), c.seed)
 	require.NotEqual(t, seedFor(1), seedFor(2))
+	require.Zero(t, c.snapshotEvery, "no snapshots by default")
 
 	kc := c.kraftConfig()
 	require.NoError(t, kc.Validate())
@@ -69,6 +70,10 @@ func TestParseConfigFlags(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, time.Second, c.requestTimeout)
 	require.Equal(t, 50*time.Millisecond, c.fetchMaxWait)
+
+	c, err = parseConfig(args("-snapshot-every", "1000"))
+	require.NoError(t, err)
+	require.Equal(t, int64(1000), c.snapshotEvery)
 }
 
 func TestParseConfigDirectoryIDs(t *testing.T) {
@@ -156,6 +161,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{args("-election-backoff-max", "0s"), "-election-backoff-max 0s"},
 		{args("-fetch-max-wait", "0s"), "-fetch-max-wait 0s"},
 		{args("-fetch-max-wait", "2s"), "-fetch-max-wait 2s: want less than -fetch-timeout (2s)"},
+		{args("-snapshot-every", "-5"), "-snapshot-every -5: want 0 (no snapshots) or a positive count"},
+		{args("-snapshot-every", "many"), "-snapshot-every"},
 	} {
 		_, err := parseConfig(tc.args)
 		require.Error(t, err, "%q", tc.args)

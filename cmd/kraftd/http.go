@@ -25,15 +25,22 @@ type replica interface {
 	Resign() error
 }
 
-// newHandler serves the HTTP API:
+// status is GET /status: the replica's node.Status and, if there is one,
+// its state machine's.
+type status struct {
+	node.Status
+	State *machineStatus `json:"state,omitempty"`
+}
+
+// newHandler serves the HTTP API (m may be nil: no state in /status):
 //
-//	GET  /status  200 node.Status as JSON
+//	GET  /status  200 node.Status and the state machine's status as JSON
 //	POST /append  the body is one record: 200 {"offset": N} once committed;
 //	              421 {"error", "leader"} on a replica that does not lead;
 //	              503 {"error"} if leadership was lost or the commit timed
 //	              out (the record may or may not commit)
 //	POST /resign  200 {} on the leader, 421 elsewhere
-func newHandler(r replica) http.Handler {
+func newHandler(r replica, m *machine) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/status", func(w http.ResponseWriter, req *http.Request) {
 		if !allow(w, req, http.MethodGet) {
@@ -44,7 +51,12 @@ func newHandler(r replica) http.Handler {
 			writeError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, st)
+		body := status{Status: st}
+		if m != nil {
+			ms := m.status()
+			body.State = &ms
+		}
+		writeJSON(w, http.StatusOK, body)
 	})
 	mux.HandleFunc("/append", func(w http.ResponseWriter, req *http.Request) {
 		if !allow(w, req, http.MethodPost) {

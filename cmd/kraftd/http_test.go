@@ -39,8 +39,13 @@ func (f *fakeReplica) Resign() error { return f.resignErr }
 
 func serveOnce(t *testing.T, r replica, method, path, body string) (int, map[string]interface{}) {
 	t.Helper()
+	return serveWith(t, r, nil, method, path, body)
+}
+
+func serveWith(t *testing.T, r replica, m *machine, method, path, body string) (int, map[string]interface{}) {
+	t.Helper()
 	rec := httptest.NewRecorder()
-	newHandler(r).ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader(body)))
+	newHandler(r, m).ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader(body)))
 	require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
 	var out map[string]interface{}
 	dec := json.NewDecoder(rec.Body)
@@ -56,8 +61,24 @@ func TestHTTPStatus(t *testing.T) {
 	require.Equal(t, map[string]interface{}{
 		"id": json.Number("2"), "role": "Follower", "epoch": json.Number("3"), "leader": json.Number("1"),
 		"high_watermark": json.Number("10"), "log_end": json.Number("12"), "log_end_epoch": json.Number("0"),
-		"flushed": json.Number("0"),
+		"flushed": json.Number("0"), "log_start": json.Number("0"),
 	}, out)
+
+	// With snapshots and a state machine.
+	f.status.LogStart = 7
+	f.status.LatestSnapshot = &node.SnapshotID{Offset: 7, Epoch: 2}
+	f.status.SnapshotsTaken = 1
+	m := &machine{}
+	m.apply([]node.Record{{Offset: 8, Data: []byte("x")}})
+	code, out = serveWith(t, f, m, http.MethodGet, "/status", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, json.Number("7"), out["log_start"])
+	require.Equal(t, map[string]interface{}{"offset": json.Number("7"), "epoch": json.Number("2")}, out["latest_snapshot"])
+	require.Equal(t, json.Number("1"), out["snapshots_taken"])
+	require.Equal(t, map[string]interface{}{
+		"records": json.Number("1"), "bytes": json.Number("1"), "applied": json.Number("9"),
+		"digest": m.status().Digest,
+	}, out["state"])
 
 	f.statusErr = node.ErrStopped
 	code, out = serveOnce(t, f, http.MethodGet, "/status", "")

@@ -1,7 +1,10 @@
 // Command kraftd runs one member of a KRaft quorum as a process: package
-// node's runtime over TCP, with Kafka's quorum-state file and a segment log
-// (package storage) in a data directory, and an optional HTTP endpoint to
-// append records, read the replica's status and make the leader resign.
+// node's runtime over TCP, with Kafka's quorum-state file, a segment log and
+// snapshots (package storage) in a data directory, a demo state machine
+// that the committed records are applied to (with -snapshot-every, it is
+// snapshotted and the log deleted behind the snapshots), and an optional
+// HTTP endpoint to append records, read the replica's status and make the
+// leader resign.
 //
 //	kraftd -id 1 -voters 1@127.0.0.1:9091,2@127.0.0.1:9092,3@127.0.0.1:9093 \
 //		-dir /tmp/kraft1 -http 127.0.0.1:8081
@@ -79,9 +82,20 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 	if rec.DroppedBytes > 0 {
 		logger.Printf("kraftd: log recovery dropped a torn tail of %d bytes (never synced): %s", rec.DroppedBytes, rec.Cause)
 	}
+	snapDir := filepath.Join(cfg.dir, "snapshots")
+	snaps, err := storage.OpenSnapshots(snapDir)
+	if err != nil {
+		_ = lg.Close()
+		logger.Printf("kraftd: opening the snapshots: %v", err)
+		return exitFail
+	}
+	if id, ok := snaps.Latest(); ok {
+		logger.Printf("kraftd: snapshots %s: %d, the latest ends at %+v; the log starts at %d", snapDir, len(snaps.List()), id, lg.StartOffset())
+	}
 	tr, err := node.NewTCPTransport(node.TCPConfig{ID: cfg.id, Listen: cfg.listen, Peers: cfg.peers()})
 	if err != nil {
 		_ = lg.Close()
+		_ = snaps.Close()
 		logger.Printf("kraftd: %v", err)
 		return exitFail
 	}
@@ -90,7 +104,8 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		role = "observer"
 	}
 	logger.Printf("kraftd: replica %d (%s) listening on %s, voters %s, data in %s", cfg.id, role, tr.Addr(), votersString(cfg.voters), cfg.dir)
-	n, err := node.Start(node.Config{
+	m := &machine{}
+	ncfg := node.Config{
 		Kraft:          cfg.kraftConfig(),
 		Log:            lg,
 		Records:        node.FileRecords{Path: storage.QuorumStatePath(cfg.dir)},
@@ -98,10 +113,18 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		RequestTimeout: cfg.requestTimeout,
 		RetryBackoff:   cfg.retryBackoff,
 		FetchMaxWait:   cfg.fetchMaxWait,
+		OnCommit:       m.apply,
+		Snapshots:      snaps,
+		Restore:        m.restore,
 		Logf:           logger.Printf,
-	})
+	}
+	if cfg.snapshotEvery > 0 {
+		ncfg.Snapshot, ncfg.SnapshotEvery = m.snapshot, cfg.snapshotEvery
+	}
+	n, err := node.Start(ncfg)
 	if err != nil {
 		_ = lg.Close()
+		_ = snaps.Close()
 		_ = tr.Close()
 		logger.Printf("kraftd: starting the replica: %v", err)
 		return exitFail
@@ -116,7 +139,7 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 			_ = n.Close()
 			return exitFail
 		}
-		srv = newHTTPServer(newHandler(n))
+		srv = newHTTPServer(newHandler(n, m))
 		logger.Printf("kraftd: HTTP API on http://%s", ln.Addr())
 		go func() { httpErr <- srv.Serve(ln) }()
 	}

@@ -1,0 +1,136 @@
+//go:build unix
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestProcessSnapshotCatchUp runs three kraftd processes with
+// -snapshot-every 20, kills a follower, appends 100 records (the others
+// snapshot their state machines and delete their logs behind the
+// snapshots), and restarts the follower: it installs the leader's
+// snapshot over TCP and its state machine ends with the others' digest.
+// Then it is killed and restarted once more: it comes back from its own
+// snapshot and log.
+func TestProcessSnapshotCatchUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-process test: skipped with -short")
+	}
+	bin := buildKraftd(t)
+	c := newCluster(t, bin, 3)
+	for _, id := range c.ids {
+		c.procs[id].args = append(c.procs[id].args, "-snapshot-every", "20")
+	}
+	c.startAll()
+	leader, _ := c.waitLeader(15 * time.Second)
+	follower := c.follower(leader, nil)
+	c.procs[follower].kill()
+
+	for i := 0; i < 100; i++ {
+		appendAnywhere(t, c, fmt.Sprintf("record %d", i))
+	}
+	leader, lst := c.waitLeader(15 * time.Second)
+	require.Greater(t, lst.LogStart, int64(40), "the leader deleted its log behind its snapshots")
+	require.NotNil(t, lst.LatestSnapshot)
+
+	c.procs[follower].start()
+	st := waitFullStatus(t, c, follower, "installed a snapshot", func(s status) bool {
+		return s.SnapshotsInstalled >= 1 && s.State != nil && s.State.Restored != nil
+	})
+	require.Greater(t, st.LogStart, int64(40))
+	want := waitSameState(t, c)
+	require.Equal(t, int64(100), want.Records)
+
+	// A restart from its own snapshot and log.
+	c.procs[follower].kill()
+	c.procs[follower].start()
+	st = waitFullStatus(t, c, follower, "restored its snapshot at start", func(s status) bool {
+		return s.State != nil && s.State.Restored != nil && s.State.Records == 100
+	})
+	require.Zero(t, st.SnapshotsInstalled, "no download needed after a restart")
+	appendAnywhere(t, c, "after")
+	require.Equal(t, int64(101), waitSameState(t, c).Records)
+	c.stopAll()
+}
+
+// appendAnywhere appends one record at whichever process accepts it.
+func appendAnywhere(t *testing.T, c *cluster, payload string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, id := range c.ids {
+			if p := c.procs[id]; p.live() {
+				if code, _ := httpPost(t, "http://"+p.http+"/append", payload); code == http.StatusOK {
+					return
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.fatalf("append %q: no process accepted it within 15s", payload)
+}
+
+// fullStatus is a process's GET /status with its state machine.
+func fullStatus(c *cluster, id int) (status, error) {
+	var st status
+	resp, err := c.status.Get("http://" + c.procs[id].http + "/status")
+	if err != nil {
+		return st, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("%s", resp.Status)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	return st, err
+}
+
+func waitFullStatus(t *testing.T, c *cluster, id int, what string, ok func(status) bool) status {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		c.checkExits()
+		if st, err := fullStatus(c, id); err == nil && ok(st) {
+			return st
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.fatalf("node %d: %s: not within 20s", id, what)
+	return status{}
+}
+
+// waitSameState waits until every process has applied up to the leader's
+// high watermark and their state machines agree, and returns the state.
+func waitSameState(t *testing.T, c *cluster) machineStatus {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var last []status
+	for time.Now().Before(deadline) {
+		c.checkExits()
+		last = last[:0]
+		for _, id := range c.ids {
+			if st, err := fullStatus(c, id); err == nil && st.State != nil {
+				last = append(last, st)
+			}
+		}
+		same := len(last) == len(c.ids)
+		for _, st := range last {
+			same = same && st.State.Applied >= st.HighWatermark-1 && st.State.Digest == last[0].State.Digest &&
+				st.State.Records == last[0].State.Records && st.HighWatermark == last[0].HighWatermark
+		}
+		if same {
+			return *last[0].State
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	js, _ := json.Marshal(last)
+	c.fatalf("the state machines did not agree within 20s: %s", js)
+	return machineStatus{}
+}
