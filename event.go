@@ -208,8 +208,10 @@ type ReceiveFetchSnapshotResponse struct {
 // Kafka's rules (KafkaMetadataLog.createNewSnapshot): the snapshot ends at
 // or below the log's high watermark, in an epoch not above the current one,
 // and agrees with the log (validateOffsetAndEpoch finds it valid); anything
-// else is a Fault with the state unchanged. A report of a snapshot already
-// known changes nothing (D45).
+// else is a Fault with the state unchanged, except a snapshot that ends
+// below the log start, which Kafka declines and kraft drops (an installed
+// snapshot overtook it). A report of a snapshot already known changes
+// nothing (D45).
 type SnapshotCreated struct {
 	Snapshot LogEnd
 }

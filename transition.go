@@ -612,8 +612,9 @@ func (t *stepper) afterFlush() {
 // Kafka's checks (KafkaRaftClient.createSnapshot and
 // KafkaMetadataLog.createNewSnapshot): at or below the log's high
 // watermark, valid for the log (validateOffsetAndEpoch), and in the epoch
-// of the record before its end (so not above the current epoch). Anything
-// else is a Fault (docs/design.md D45).
+// of the record before its end (so not above the current epoch). One below
+// the log start is stale (Kafka declines it); anything else is a Fault
+// (docs/design.md D45).
 func (t *stepper) onSnapshotCreated(e SnapshotCreated) {
 	id, log := e.Snapshot, t.s.log
 	// The log's high watermark is never below the log start (Kafka's
@@ -625,6 +626,10 @@ func (t *stepper) onSnapshotCreated(e SnapshotCreated) {
 	switch {
 	case id.Offset < 0 || id.Epoch < 0:
 		t.failf(fmt.Sprintf("the host reports a snapshot %+v with negative fields", id))
+	case id.Offset < log.start():
+		// Kafka declines it ("Cannot create a snapshot with an id less than
+		// the log start offset"): an installed snapshot overtook it, a
+		// race the host cannot avoid. Nothing changes.
 	case id.Offset > hwm:
 		t.failf(fmt.Sprintf("the host reports a snapshot %+v past the high watermark %d", id, hwm))
 	case !log.snapshotFits(id):
