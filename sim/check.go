@@ -499,6 +499,9 @@ func (k *Checker) afterEvent() {
 			return
 		}
 		p.held = held
+		if !k.logStartOK(n) {
+			return
+		}
 		if !n.up {
 			continue
 		}
@@ -522,9 +525,8 @@ func (k *Checker) afterEvent() {
 	}
 }
 
-// snapshotsAgree checks n's log start against its snapshots ("log-start")
-// and the state's snapshot ids against the host's ("host-log").
-func (k *Checker) snapshotsAgree(n *node) bool {
+// logStartOK checks n's log start against its snapshots ("log-start").
+func (k *Checker) logStartOK(n *node) bool {
 	switch {
 	case n.start > 0 && len(n.snaps) == 0:
 		k.fail(n, "log-start", "the log starts at %d and the host has no snapshot", n.start)
@@ -536,6 +538,12 @@ func (k *Checker) snapshotsAgree(n *node) bool {
 		k.fail(n, "log-start", "the log starts at %d, before the earliest snapshot %+v: records below it are in no snapshot", n.start, n.snaps[0].id)
 		return false
 	}
+	return true
+}
+
+// snapshotsAgree checks the state's snapshot ids against the host's
+// ("host-log").
+func (k *Checker) snapshotsAgree(n *node) bool {
 	latest, lok := n.st.LatestSnapshot()
 	earliest, eok := n.st.EarliestSnapshot()
 	if len(n.snaps) == 0 {

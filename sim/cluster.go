@@ -62,6 +62,7 @@ type node struct {
 	partial      *partial
 	hwm          int64
 	snapshotting bool
+	installed    int // snapshots installed, over every life
 
 	timerGen [5]uint64
 	// Requests in flight (Vote requests) by correlation id, and the one
@@ -296,15 +297,16 @@ func (c *Cluster) Log(id kraft.NodeID) ([]Record, int) {
 	return n.records(), n.flushed
 }
 
-// LogStart returns replica id's log start offset and the ids of its
-// snapshots, oldest first.
-func (c *Cluster) LogStart(id kraft.NodeID) (int64, []kraft.LogEnd) {
+// LogStart returns replica id's log start offset, the ids of its
+// snapshots (oldest first), and how many downloaded snapshots it has
+// installed since the run began.
+func (c *Cluster) LogStart(id kraft.NodeID) (start int64, snapshots []kraft.LogEnd, installed int) {
 	n := c.node(id)
 	ids := make([]kraft.LogEnd, len(n.snaps))
 	for i, s := range n.snaps {
 		ids[i] = s.id
 	}
-	return int64(n.start), ids
+	return int64(n.start), ids, n.installed
 }
 
 // DurableRecord returns replica id's stored quorum-state record, nil if none.

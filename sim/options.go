@@ -68,7 +68,9 @@ type Options struct {
 	// at the oldest (Kafka's deleteBeforeSnapshot). 1 cleans the log up to
 	// the latest snapshot.
 	SnapshotsKept int `json:"snapshots_kept,omitempty"`
-	// SnapshotChunkBytes caps the bytes of one FetchSnapshot response.
+	// SnapshotChunkBytes is the size of one FetchSnapshot response's
+	// chunk, or an eighth of the snapshot when that is more (so that a
+	// download takes at most 8 round trips however long the run).
 	SnapshotChunkBytes int `json:"snapshot_chunk_bytes,omitempty"`
 
 	// DirectoryIDs gives every replica a KIP-853 directory id, also in the

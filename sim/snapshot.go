@@ -27,7 +27,11 @@ import (
 //     deleteBeforeSnapshot). The records below the log start are gone.
 //   - A leader's host looks up the size of the snapshot a FetchSnapshot
 //     asks for (ReceiveFetchSnapshot.Size, -1 if it has none) and answers
-//     with at most Options.SnapshotChunkBytes bytes read at the position.
+//     with the bytes read at the position: Options.SnapshotChunkBytes, or
+//     an eighth of the snapshot if that is more, so that a download takes
+//     at most 8 round trips however long the run (a leader that replaced
+//     its snapshot before a follower finished downloading it answers
+//     SNAPSHOT_NOT_FOUND, and the follower starts over).
 //   - A follower's host writes each chunk the state takes
 //     (WriteSnapshotChunk) into a partial snapshot, and on InstallSnapshot
 //     freezes it, deletes every record and every other snapshot, and
@@ -231,8 +235,8 @@ func (c *Cluster) deleteBefore(n *node, s *snapshot) {
 }
 
 // serveSnapshot builds the FetchSnapshot response of n's step to the
-// request req: on NONE, at most Options.SnapshotChunkBytes bytes of the
-// snapshot read at the position, the response's Bytes set to their length.
+// request req: on NONE, the next chunk of the snapshot read at the
+// position, the response's Bytes set to its length.
 func (c *Cluster) serveSnapshot(n *node, req *message, a kraft.SendFetchSnapshotResponse) {
 	_, ev, _ := kraft.Deliver(n.cfg.Local, a)
 	r := ev.(kraft.ReceiveFetchSnapshotResponse)
@@ -243,7 +247,11 @@ func (c *Cluster) serveSnapshot(n *node, req *message, a kraft.SendFetchSnapshot
 			c.fail(Violation{Node: n.id, Rule: "host-snapshot", Detail: fmt.Sprintf("asked to serve %+v at %d of %d bytes, which the host does not have", a.Snapshot, a.Position, a.Size)})
 			return
 		}
-		end := a.Position + int64(c.opts.SnapshotChunkBytes)
+		chunk := int64(c.opts.SnapshotChunkBytes)
+		if eighth := (a.Size + 7) / 8; eighth > chunk {
+			chunk = eighth
+		}
+		end := a.Position + chunk
 		if end > a.Size {
 			end = a.Size
 		}
@@ -287,6 +295,7 @@ func (c *Cluster) install(n *node, a kraft.InstallSnapshot) {
 	}
 	s := &snapshot{id: a.Snapshot, data: p.data, recs: recs}
 	n.partial = nil
+	n.installed++
 	c.stats.SnapshotsInstalled++
 	c.check.snapshotInstalled(n, s)
 	c.resetLog(n, s)
