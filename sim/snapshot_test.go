@@ -213,3 +213,43 @@ func TestReplayWithSnapshots(t *testing.T) {
 		require.Contains(t, buf.String(), `"type":"`+typ+`"`)
 	}
 }
+
+// TestRestartResetsLogToSnapshotPastItsEnd: a replica whose host took a
+// snapshot of records it had not flushed yet (an observer does not wait
+// for its flush to fetch on, and its high watermark covers what it
+// fetched) crashes before the flush; on restart its host resets the log
+// to the snapshot, as Kafka's KafkaMetadataLog does on open
+// (truncateToLatestSnapshot), and the replica goes on from there.
+func TestRestartResetsLogToSnapshotPastItsEnd(t *testing.T) {
+	resets := 0
+	for seed := int64(1); seed <= 4; seed++ {
+		opts := DefaultOptions()
+		opts.Voters, opts.Observers, opts.Seed = 3, 1, seed
+		opts.SnapshotEvery, opts.SnapshotsKept = 8, 3
+		c, err := New(opts, nil)
+		require.NoError(t, err)
+		require.NoError(t, c.WaitForHighWatermark(10, 20*time.Second))
+		c.Apply(Op{Kind: OpDisk, FlushDelay: 3 * time.Second})
+		o := c.nodes[3]
+		past := func() bool {
+			s := o.latestSnapshot()
+			return s != nil && s.id.Offset > int64(o.flushed)
+		}
+		require.NoError(t, c.RunUntil(c.Now()+20*time.Second, past))
+		if !past() {
+			continue
+		}
+		latest := o.latestSnapshot().id
+		c.Crash(o.id)
+		c.Restart(o.id)
+		require.NoError(t, c.Err())
+		start, snaps, _ := c.LogStart(o.id)
+		require.Equal(t, latest.Offset, start)
+		require.Equal(t, []kraft.LogEnd{latest}, snaps)
+		require.Equal(t, latest, c.State(o.id).LogEnd())
+		resets++
+		_, err = c.CheckLiveness()
+		require.NoError(t, err)
+	}
+	require.Positive(t, resets, "no run took a snapshot past its flushed log")
+}
