@@ -24,7 +24,7 @@ type scenario struct {
 	faults *faultRates
 	// snapshots: the script needs snapshots (-snapshot-every above 0).
 	snapshots bool
-	script func(d *driver, length time.Duration) error
+	script    func(d *driver, length time.Duration) error
 }
 
 // faultRates are the random faults layered over a scenario.
