@@ -57,6 +57,14 @@ type partial struct {
 	data []byte
 }
 
+// String describes a partial snapshot without its bytes.
+func (p *partial) String() string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%+v with %d of %d bytes", p.id, len(p.data), p.size)
+}
+
 // encodeSnapshot writes records as text lines "epoch payload" (payloads
 // have no newline): the snapshot's bytes, whose length is its size.
 func encodeSnapshot(recs []Record) []byte {
@@ -274,7 +282,7 @@ func (c *Cluster) writeChunk(n *node, ctx *message, a kraft.WriteSnapshotChunk) 
 	case a.Position == 0:
 		n.partial = &partial{id: a.Snapshot, size: r.Size}
 	case n.partial == nil || n.partial.id != a.Snapshot || int64(len(n.partial.data)) != a.Position:
-		c.fail(Violation{Node: n.id, Rule: "host-snapshot", Detail: fmt.Sprintf("asked to write %+v at %d, but the partial snapshot is %+v", a.Snapshot, a.Position, n.partial)})
+		c.fail(Violation{Node: n.id, Rule: "host-snapshot", Detail: fmt.Sprintf("asked to write %+v at %d, but the partial snapshot is %v", a.Snapshot, a.Position, n.partial)})
 		return
 	}
 	n.partial.data = append(n.partial.data, ctx.snapData...)
@@ -285,7 +293,7 @@ func (c *Cluster) writeChunk(n *node, ctx *message, a kraft.WriteSnapshotChunk) 
 func (c *Cluster) install(n *node, a kraft.InstallSnapshot) {
 	p := n.partial
 	if p == nil || p.id != a.Snapshot || int64(len(p.data)) != p.size {
-		c.fail(Violation{Node: n.id, Rule: "host-snapshot", Detail: fmt.Sprintf("asked to install %+v, but the partial snapshot is %+v", a.Snapshot, p)})
+		c.fail(Violation{Node: n.id, Rule: "host-snapshot", Detail: fmt.Sprintf("asked to install %+v, but the partial snapshot is %v", a.Snapshot, p)})
 		return
 	}
 	recs, err := decodeSnapshot(p.data)
