@@ -60,6 +60,7 @@ type node struct {
 	// maybeSnapshot against its own steps.
 	snaps        []*snapshot
 	partial      *partial
+	applied      []Record // the records of the latest snapshot, and room after them
 	hwm          int64
 	snapshotting bool
 	installed    int // snapshots installed, over every life
@@ -820,7 +821,7 @@ func (c *Cluster) deliver(m *message) {
 		// The host looks up the snapshot's size (-1: it has none).
 		r.Size = -1
 		if s := n.findSnapshot(r.Snapshot); s != nil {
-			r.Size = int64(len(s.data))
+			r.Size = int64(len(s.bytes()))
 		}
 		cp := *m
 		cp.event = r

@@ -111,7 +111,7 @@ func (c *Cluster) apply(op Op) {
 		}
 		n := c.nodes[op.Node]
 		c.crash(n)
-		n.record, n.log, n.flushed, n.start, n.snaps, n.partial = nil, nil, 0, 0, nil, nil
+		n.record, n.log, n.flushed, n.start, n.snaps, n.partial, n.applied = nil, nil, 0, 0, nil, nil, nil
 		n.disk++
 		if c.opts.DirectoryIDs {
 			// KIP-853: a new disk is a new replica key; a voter whose key

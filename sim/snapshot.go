@@ -41,12 +41,22 @@ import (
 //     makes the host reset the log to it first, as Kafka does on open. A
 //     disk loss loses every snapshot.
 
-// snapshot is a frozen snapshot: its id, its bytes, and the records they
-// encode (the committed prefix [0, id.Offset) as the replica applied it).
+// snapshot is a frozen snapshot: its id, the records it holds (the
+// committed prefix [0, id.Offset) as the replica applied it; a snapshot
+// shares its records with the later snapshots of its replica, and nothing
+// ever writes them), and its bytes, encoded when first read.
 type snapshot struct {
 	id   kraft.LogEnd
-	data []byte
 	recs []Record
+	data []byte
+}
+
+// bytes are the snapshot's bytes; their length is its size.
+func (s *snapshot) bytes() []byte {
+	if s.data == nil {
+		s.data = encodeSnapshot(s.recs)
+	}
+	return s.data
 }
 
 // partial is a snapshot being downloaded: its id, its size as the leader
@@ -165,6 +175,10 @@ func (n *node) records() []Record {
 // snapshot past the surviving log's end resets the log to it.
 func (c *Cluster) recover(n *node) {
 	n.partial = nil
+	n.applied = nil
+	if s := n.latestSnapshot(); s != nil {
+		n.applied = s.recs
+	}
 	if s := n.latestSnapshot(); s != nil && s.id.Offset > int64(len(n.log)) {
 		c.resetLog(n, s)
 	}
@@ -175,6 +189,7 @@ func (c *Cluster) recover(n *node) {
 func (c *Cluster) resetLog(n *node, s *snapshot) {
 	off := int(s.id.Offset)
 	n.snaps = []*snapshot{s}
+	n.applied = s.recs
 	n.log = make([]Record, off)
 	n.start, n.flushed, n.reported = off, off, off
 	c.check.logStartMoved(n)
@@ -200,12 +215,11 @@ func (c *Cluster) maybeSnapshot(n *node) {
 		return
 	}
 	id := kraft.LogEnd{Offset: off, Epoch: n.log[off-1].Epoch}
-	recs := make([]Record, 0, off)
-	if n.start > 0 {
-		recs = append(recs, n.snaps[0].recs...)
-	}
-	recs = append(recs, n.log[n.start:off]...)
-	s := &snapshot{id: id, recs: recs, data: encodeSnapshot(recs)}
+	// The replicated state up to off: the latest snapshot's records, then
+	// the log's after them (the applied records grow in place; the
+	// snapshots taken before see only their own prefix).
+	n.applied = append(n.applied[:latest], n.log[latest:off]...)
+	s := &snapshot{id: id, recs: n.applied[:off:off]}
 	n.snaps = append(n.snaps, s)
 	c.stats.SnapshotsTaken++
 	c.check.snapshotCreated(n, s)
@@ -251,7 +265,7 @@ func (c *Cluster) serveSnapshot(n *node, req *message, a kraft.SendFetchSnapshot
 	m := &message{from: n.id, to: req.from, corr: req.corr, response: true}
 	if a.Error == kraft.ErrNone {
 		s := n.findSnapshot(a.Snapshot)
-		if s == nil || a.Position < 0 || a.Size != int64(len(s.data)) || a.Position >= a.Size {
+		if s == nil || a.Position < 0 || a.Size != int64(len(s.bytes())) || a.Position >= a.Size {
 			c.fail(Violation{Node: n.id, Rule: "host-snapshot", Detail: fmt.Sprintf("asked to serve %+v at %d of %d bytes, which the host does not have", a.Snapshot, a.Position, a.Size)})
 			return
 		}
@@ -263,7 +277,7 @@ func (c *Cluster) serveSnapshot(n *node, req *message, a kraft.SendFetchSnapshot
 		if end > a.Size {
 			end = a.Size
 		}
-		m.snapData = s.data[a.Position:end]
+		m.snapData = s.bytes()[a.Position:end]
 		r.Bytes = end - a.Position
 	}
 	m.event = r
@@ -301,7 +315,7 @@ func (c *Cluster) install(n *node, a kraft.InstallSnapshot) {
 		c.fail(Violation{Node: n.id, Rule: "host-snapshot", Detail: fmt.Sprintf("the downloaded snapshot %+v does not decode to its %d records (%d, %v)", a.Snapshot, a.Snapshot.Offset, len(recs), err)})
 		return
 	}
-	s := &snapshot{id: a.Snapshot, data: p.data, recs: recs}
+	s := &snapshot{id: a.Snapshot, recs: recs[:len(recs):len(recs)], data: p.data}
 	n.partial = nil
 	n.installed++
 	c.stats.SnapshotsInstalled++
