@@ -34,9 +34,9 @@
 //   - Requests carry correlation ids. A replica drops responses that do not
 //     answer a request it still waits for, and forgets every request in
 //     flight on each RoleChanged action (Kafka's resetConnections). At most
-//     one Fetch is in flight per replica; a newer SendFetch supersedes it, and
-//     an unanswered Fetch is sent again (rebuilt from the current state)
-//     after the request timeout.
+//     one Fetch (or FetchSnapshot) is in flight per replica; a newer
+//     SendFetch or SendFetchSnapshot supersedes it, and an unanswered one is
+//     sent again after the request timeout.
 //   - A leader parks a Fetch that is caught up and has nothing new (Kafka's
 //     long poll) and answers it when its log end or high watermark moves,
 //     when it stops leading (NOT_LEADER_OR_FOLLOWER), or after FetchMaxWait.

@@ -19,8 +19,8 @@ import (
 //     Options.SnapshotEvery records past its latest snapshot, the host
 //     writes a snapshot at the high watermark, in the epoch of the record
 //     before it, and steps SnapshotCreated. Its content is the replicated
-//     state up to there: the records of the snapshot at the log start,
-//     then the log's records. Writing and freezing is atomic and durable.
+//     state up to there: the latest snapshot's records, then the log's
+//     records after them. Writing and freezing is atomic and durable.
 //   - It keeps Options.SnapshotsKept snapshots: once it has more, it
 //     deletes the log before the oldest one it keeps and every older
 //     snapshot, durably, and steps LogStartMoved (Kafka's
