@@ -27,6 +27,10 @@ import (
 //     below its high watermark.
 //   - "committed-lost": a replica lost or changed a committed record it held
 //     durably.
+//   - "leader-complete": a replica became Leader without every committed
+//     record in its log (or in its snapshot, below its log start): Raft's
+//     leader completeness, which Kafka's vote rule (a candidate's log at
+//     least as up to date as each granting voter's) gives.
 //   - "log-matching": a replica's log differs from the committed log below
 //     its high watermark, or its high watermark is past the committed log.
 //   - "persist-before-send": a message that depends on a persisted decision
@@ -454,6 +458,13 @@ func (k *Checker) afterStep(n *node, before kraft.State, e kraft.Event) {
 			return
 		}
 		k.leaders[s.Epoch()] = n.id
+		if before.Role() != kraft.Leader || before.Epoch() != s.Epoch() {
+			if m := len(k.committed); k.matched(n, m) < m {
+				k.fail(n, "leader-complete", "became leader of epoch %d with %d records matching the committed log of %d (log [%d, %d))",
+					s.Epoch(), k.matched(n, m), m, n.start, len(n.log))
+				return
+			}
+		}
 	}
 	if d := durable(n); s.Record() != d {
 		k.fail(n, "record-matches-state", "state %v has record %+v but the durable record is %+v (after %T)", s, s.Record(), d, e)

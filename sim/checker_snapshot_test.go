@@ -175,3 +175,55 @@ func TestForgedCheckerCatchesImpossibleSnapshotRequests(t *testing.T) {
 		require.Equal(t, rule, violationRule(t, c.Err()), name)
 	}
 }
+
+// forgeLeader makes replica f Leader of the epoch after the current
+// leader's, with real kraft steps (a pre-vote and a vote granted by
+// another voter), and hands the step to the checker.
+func forgeLeader(t *testing.T, c *Cluster, f *node) {
+	t.Helper()
+	l := leaderNode(c)
+	E := l.st.Epoch()
+	var other kraft.NodeID
+	for _, v := range c.voters {
+		if v.ID != f.id && v.ID != l.id {
+			other = v.ID
+		}
+	}
+	rec := kraft.QuorumRecord{Epoch: E, LeaderID: kraft.NoNode, VotedKey: kraft.NoReplica}
+	s, _, err := kraft.NewState(f.cfg, &rec, f.logState())
+	require.NoError(t, err)
+	s, _ = kraft.Step(s, kraft.ElectionTimeout{})
+	s, _ = kraft.Step(s, kraft.ReceiveVoteResponse{From: other, Epoch: E, VoteGranted: true, LeaderID: kraft.NoNode})
+	s, _ = kraft.Step(s, kraft.ReceiveVoteResponse{From: other, Epoch: E + 1, VoteGranted: true, LeaderID: kraft.NoNode})
+	require.Equal(t, kraft.Leader, s.Role())
+	require.Equal(t, E+1, s.Epoch())
+	before := f.st
+	f.st = s
+	r := s.Record()
+	f.record = &r
+	c.check.afterStep(f, before, nil)
+}
+
+// A replica that becomes leader without every committed record, with its
+// log starting at 0 or past it; the same replica with its whole log is a
+// complete leader.
+func TestForgedCheckerCatchesIncompleteLeader(t *testing.T) {
+	c := cleanedCluster(t)
+	forgeLeader(t, c, follower(c))
+	require.NoError(t, c.Err(), "a follower with the committed log may lead")
+
+	c = cleanedCluster(t)
+	f := follower(c)
+	f.log, f.flushed, f.reported = f.log[:f.start+1], f.start+1, f.start+1
+	c.check.logChanged(f)
+	forgeLeader(t, c, f)
+	require.Equal(t, "leader-complete", violationRule(t, c.Err()))
+
+	c = committedCluster(t)
+	f = follower(c)
+	require.Zero(t, f.start)
+	f.log, f.flushed, f.reported = f.log[:3], 3, 3
+	c.check.logChanged(f)
+	forgeLeader(t, c, f)
+	require.Equal(t, "leader-complete", violationRule(t, c.Err()))
+}
