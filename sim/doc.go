@@ -66,7 +66,8 @@
 // records are never lost or changed on a replica that holds them durably;
 // every log matches the committed log up to its high watermark; every message
 // that depends on a persisted decision is sent after the Persist; the state's
-// record equals the durable record after every step; no Fault action; every
+// record equals the durable record after every step; no Fault action; a
+// new leader holds every committed record; every
 // snapshot ends at or below its replica's committed offset when created and
 // equals the committed log up to its end (created or installed); a log never
 // starts past its earliest snapshot. Records below a log start are the
