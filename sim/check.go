@@ -27,14 +27,32 @@ import (
 //     below its high watermark.
 //   - "committed-lost": a replica lost or changed a committed record it held
 //     durably.
+//   - "leader-complete": a replica became Leader without every committed
+//     record in its log (or in its snapshot, below its log start): Raft's
+//     leader completeness, which Kafka's vote rule (a candidate's log at
+//     least as up to date as each granting voter's) gives.
 //   - "log-matching": a replica's log differs from the committed log below
 //     its high watermark, or its high watermark is past the committed log.
 //   - "persist-before-send": a message that depends on a persisted decision
 //     (a new epoch, a vote, a leadership) left before the Persist.
 //   - "record-matches-state": after a step, the durable record is not the
 //     state's Record().
-//   - "host-log": the state's written log end or flushed offset differs
-//     from the host's.
+//   - "host-log": the state's written log end, flushed offset, log start or
+//     snapshot ids differ from the host's, or the state asked the host to
+//     read or truncate below its log start.
+//   - "snapshot-beyond-hwm": a replica's host wrote a snapshot past the
+//     replica's committed offset (the highest high watermark of its life,
+//     or its latest snapshot's end after a restart): Kafka's
+//     KafkaMetadataLog.createNewSnapshot refuses one.
+//   - "snapshot-content": a snapshot a replica created or installed is not
+//     the committed log up to its end (its records, and its epoch is not
+//     that of the record before its end).
+//   - "log-start": a replica's log starts past its earliest snapshot, or
+//     past 0 with no snapshot at its start (records below the start are in
+//     no snapshot).
+//   - "host-snapshot": the state asked the host for a snapshot operation it
+//     cannot do (serve a snapshot it does not have, write a chunk out of
+//     place, install an incomplete or corrupt download).
 //   - "fault": Step returned a Fault action.
 //   - "restart", "trace": the host could not restart a replica or write the
 //     trace.
@@ -65,6 +83,9 @@ type nodeCheck struct {
 	same             int
 	dirty            bool
 	prospectiveSince time.Duration
+	// committed is the replica's committed offset in its current life: the
+	// highest HighWatermarkChanged, or its latest snapshot's end at start.
+	committed int64
 }
 
 // Checker checks the safety invariants after every event (see Violation)
@@ -85,7 +106,7 @@ func newChecker(c *Cluster) *Checker {
 
 func (k *Checker) of(n *node) *nodeCheck {
 	for int(n.id) >= len(k.per) {
-		k.per = append(k.per, &nodeCheck{hwm: -1, prospectiveSince: -1})
+		k.per = append(k.per, &nodeCheck{hwm: -1, prospectiveSince: -1, committed: -1})
 	}
 	return k.per[n.id]
 }
@@ -116,10 +137,15 @@ func (k *Checker) logChangedFrom(n *node, off int) {
 
 // matched returns the length, at most limit, of the prefix of n's log that
 // equals the committed log (firstDiff(n.log, k.committed, limit)),
-// comparing only past what is known to match.
+// comparing only past what is known to match. The records below n's log
+// start are in its snapshot at the start, whose content was checked
+// against the committed log when it was created or installed.
 func (k *Checker) matched(n *node, limit int) int {
 	p := k.of(n)
 	i := p.same
+	if i < n.start {
+		i = n.start
+	}
 	if i > len(n.log) {
 		i = len(n.log)
 	}
@@ -144,11 +170,23 @@ func (k *Checker) sameLogs(a, b *node, m int) bool {
 		from = s
 	}
 	for i := from; i < m; i++ {
-		if i >= len(a.log) || i >= len(b.log) || a.log[i] != b.log[i] {
+		if i >= len(a.log) || i >= len(b.log) || k.recAt(a, i) != k.recAt(b, i) {
 			return false
 		}
 	}
 	return true
+}
+
+// recAt is n's record at offset i (< len(n.log)): below its log start,
+// the committed record its snapshot holds.
+func (k *Checker) recAt(n *node, i int) Record {
+	if i >= n.start {
+		return n.log[i]
+	}
+	if i < len(k.committed) {
+		return k.committed[i]
+	}
+	return Record{Epoch: -1, Payload: "below the log start, past the committed log"}
 }
 
 func (k *Checker) diskLost(n *node) {
@@ -160,7 +198,59 @@ func (k *Checker) diskLost(n *node) {
 func (k *Checker) afterStart(n *node, _ kraft.State) {
 	p := k.of(n)
 	p.hwm = -1
+	p.committed = -1
+	if s := n.latestSnapshot(); s != nil {
+		p.committed = s.id.Offset
+	}
 	k.logChangedFrom(n, len(n.log))
+}
+
+// snapshotCreated checks a snapshot n's host wrote, before the state
+// hears of it: at or below n's committed offset, and the committed log up
+// to its end.
+func (k *Checker) snapshotCreated(n *node, s *snapshot) {
+	if p := k.of(n); s.id.Offset > p.committed {
+		k.fail(n, "snapshot-beyond-hwm", "snapshot %+v ends past the replica's committed offset %d", s.id, p.committed)
+		return
+	}
+	k.snapshotContent(n, s, "created")
+}
+
+// snapshotInstalled checks a snapshot n downloaded, before the host resets
+// its log to it.
+func (k *Checker) snapshotInstalled(n *node, s *snapshot) {
+	k.snapshotContent(n, s, "installed")
+}
+
+func (k *Checker) snapshotContent(n *node, s *snapshot, how string) {
+	off := s.id.Offset
+	switch {
+	case off > int64(len(k.committed)):
+		k.fail(n, "snapshot-content", "%s snapshot %+v ends past the committed log (%d records)", how, s.id, len(k.committed))
+		return
+	case int64(len(s.recs)) != off:
+		k.fail(n, "snapshot-content", "%s snapshot %+v holds %d records", how, s.id, len(s.recs))
+		return
+	case off > 0 && k.committed[off-1].Epoch != s.id.Epoch:
+		k.fail(n, "snapshot-content", "%s snapshot %+v: the record before its end is of epoch %d", how, s.id, k.committed[off-1].Epoch)
+		return
+	}
+	for i, r := range s.recs {
+		if r != k.committed[i] {
+			k.fail(n, "snapshot-content", "%s snapshot %+v differs from the committed log at %d: %+v, committed %+v", how, s.id, i, r, k.committed[i])
+			return
+		}
+	}
+}
+
+// logStartMoved notes that n's log now starts at n.start: the records
+// below it are in a snapshot checked against the committed log.
+func (k *Checker) logStartMoved(n *node) {
+	p := k.of(n)
+	if p.same < n.start {
+		p.same = n.start
+	}
+	p.dirty = true
 }
 
 func durable(n *node) kraft.QuorumRecord {
@@ -269,6 +359,9 @@ func (k *Checker) beforeAction(n *node, a kraft.Action, e kraft.Event) {
 			}
 		}
 	case kraft.HighWatermarkChanged:
+		if a.HighWatermark > p.committed {
+			p.committed = a.HighWatermark
+		}
 		if n.st.Role() == kraft.Leader {
 			k.leaderHighWatermark(n, a.HighWatermark)
 		}
@@ -301,7 +394,7 @@ func (k *Checker) leaderHighWatermark(n *node, h int64) {
 		k.fail(n, "hwm-own-epoch", "leader of epoch %d moved its high watermark to %d, which ends in no record", n.st.Epoch(), h)
 		return
 	}
-	if e := n.log[h-1].Epoch; e != n.st.Epoch() {
+	if e := k.recAt(n, int(h-1)).Epoch; e != n.st.Epoch() {
 		k.fail(n, "hwm-own-epoch", "leader of epoch %d moved its high watermark to %d, which ends in a record of epoch %d", n.st.Epoch(), h, e)
 		return
 	}
@@ -328,6 +421,10 @@ func (k *Checker) leaderHighWatermark(n *node, h int64) {
 		return
 	}
 	if int(h) > len(k.committed) {
+		if len(k.committed) < n.start {
+			k.fail(n, "committed-changed", "leader's log starts at %d, past the committed log (%d records)", n.start, len(k.committed))
+			return
+		}
 		k.committed = append(k.committed, n.log[len(k.committed):h]...)
 		for _, p := range k.per {
 			p.dirty = true
@@ -361,6 +458,13 @@ func (k *Checker) afterStep(n *node, before kraft.State, e kraft.Event) {
 			return
 		}
 		k.leaders[s.Epoch()] = n.id
+		if before.Role() != kraft.Leader || before.Epoch() != s.Epoch() {
+			if m := len(k.committed); k.matched(n, m) < m {
+				k.fail(n, "leader-complete", "became leader of epoch %d with %d records matching the committed log of %d (log [%d, %d))",
+					s.Epoch(), k.matched(n, m), m, n.start, len(n.log))
+				return
+			}
+		}
 	}
 	if d := durable(n); s.Record() != d {
 		k.fail(n, "record-matches-state", "state %v has record %+v but the durable record is %+v (after %T)", s, s.Record(), d, e)
@@ -406,6 +510,9 @@ func (k *Checker) afterEvent() {
 			return
 		}
 		p.held = held
+		if !k.logStartOK(n) {
+			return
+		}
 		if !n.up {
 			continue
 		}
@@ -418,12 +525,51 @@ func (k *Checker) afterEvent() {
 			k.fail(n, "log-matching", "log differs from the committed log at %d, below the high watermark %d", d, h)
 			return
 		}
-		if want := logEnd(n.log, len(n.log)); n.st.LogEnd() != want || n.st.FlushedOffset() != int64(n.flushed) {
-			k.fail(n, "host-log", "state's log end %+v flushed %d, host's written log end %+v flushed %d",
-				n.st.LogEnd(), n.st.FlushedOffset(), want, n.flushed)
+		if want := n.end(); n.st.LogEnd() != want || n.st.FlushedOffset() != int64(n.flushed) || n.st.LogStart() != int64(n.start) {
+			k.fail(n, "host-log", "state's log [%d, %+v) flushed %d, host's written log [%d, %+v) flushed %d",
+				n.st.LogStart(), n.st.LogEnd(), n.st.FlushedOffset(), n.start, want, n.flushed)
+			return
+		}
+		if !k.snapshotsAgree(n) {
 			return
 		}
 	}
+}
+
+// logStartOK checks n's log start against its snapshots ("log-start").
+func (k *Checker) logStartOK(n *node) bool {
+	switch {
+	case n.start > 0 && len(n.snaps) == 0:
+		k.fail(n, "log-start", "the log starts at %d and the host has no snapshot", n.start)
+		return false
+	case len(n.snaps) > 0 && int64(n.start) > n.snaps[0].id.Offset:
+		k.fail(n, "log-start", "the log starts at %d, past the earliest snapshot %+v", n.start, n.snaps[0].id)
+		return false
+	case n.start > 0 && int64(n.start) != n.snaps[0].id.Offset:
+		k.fail(n, "log-start", "the log starts at %d, before the earliest snapshot %+v: records below it are in no snapshot", n.start, n.snaps[0].id)
+		return false
+	}
+	return true
+}
+
+// snapshotsAgree checks the state's snapshot ids against the host's
+// ("host-log").
+func (k *Checker) snapshotsAgree(n *node) bool {
+	latest, lok := n.st.LatestSnapshot()
+	earliest, eok := n.st.EarliestSnapshot()
+	if len(n.snaps) == 0 {
+		if lok || eok {
+			k.fail(n, "host-log", "the state knows snapshots %+v and %+v, the host has none", earliest, latest)
+			return false
+		}
+		return true
+	}
+	if !lok || !eok || latest != n.snaps[len(n.snaps)-1].id || earliest != n.snaps[0].id {
+		k.fail(n, "host-log", "the state's snapshots are %+v to %+v (%v), the host's %+v to %+v",
+			earliest, latest, lok, n.snaps[0].id, n.snaps[len(n.snaps)-1].id)
+		return false
+	}
+	return true
 }
 
 // ProspectiveFor returns how long replica id has been Prospective without

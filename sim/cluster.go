@@ -27,6 +27,10 @@ type Stats struct {
 	Messages, Lost, Dropped int
 	// Appends is the number of client records appended at a leader.
 	Appends int
+	// SnapshotsTaken counts the snapshots the hosts wrote (SnapshotCreated),
+	// SnapshotsInstalled the downloaded ones they installed
+	// (InstallSnapshot).
+	SnapshotsTaken, SnapshotsInstalled int
 }
 
 // node is one replica and its simulated host.
@@ -39,19 +43,34 @@ type node struct {
 	st   kraft.State
 
 	record *kraft.QuorumRecord // durable quorum-state record
-	// log is the host's written log; log[:flushed] is durable and
-	// log[:reported] has been reported with LogAppended.
+	// log is the host's written log, indexed by offset; log[:flushed] is
+	// durable and log[:reported] has been reported with LogAppended. The
+	// log starts at start: the records below it were deleted (zero
+	// values), and the snapshot at start holds them.
 	log      []Record
+	start    int
 	flushed  int
 	reported int
 	flushAt  bool // a flush is scheduled
+
+	// snaps are the snapshots on disk, oldest first (the first is at the
+	// log start when start > 0); partial is the download in progress;
+	// hwm is the highest high watermark the state reported in this life
+	// (the latest snapshot's end after a restart); snapshotting guards
+	// maybeSnapshot against its own steps.
+	snaps        []*snapshot
+	partial      *partial
+	applied      []Record // the records of the latest snapshot, and room after them
+	hwm          int64
+	snapshotting bool
+	installed    int // snapshots installed, over every life
 
 	timerGen [5]uint64
 	// Requests in flight (Vote requests) by correlation id, and the one
 	// Fetch in flight.
 	inflight  map[uint64]bool
 	fetchCorr uint64
-	lastFetch kraft.SendFetch
+	lastFetch kraft.Action // the latest SendFetch or SendFetchSnapshot
 	parked    []parked
 }
 
@@ -77,6 +96,8 @@ type message struct {
 	fetchOffset int64
 	records     []Record
 	noPark      bool
+	// FetchSnapshot responses: the bytes carried.
+	snapData []byte
 }
 
 type itemKind uint8
@@ -269,11 +290,24 @@ func (c *Cluster) State(id kraft.NodeID) kraft.State { return c.node(id).st }
 // Up reports whether replica id is running.
 func (c *Cluster) Up(id kraft.NodeID) bool { return c.node(id).up }
 
-// Log returns a copy of replica id's log and the length of its flushed
-// prefix.
+// Log returns a copy of the records replica id holds, from offset 0: the
+// content of its snapshot at the log start below the start, then its log;
+// and the length of its flushed prefix.
 func (c *Cluster) Log(id kraft.NodeID) ([]Record, int) {
 	n := c.node(id)
-	return append([]Record(nil), n.log...), n.flushed
+	return n.records(), n.flushed
+}
+
+// LogStart returns replica id's log start offset, the ids of its
+// snapshots (oldest first), and how many downloaded snapshots it has
+// installed since the run began.
+func (c *Cluster) LogStart(id kraft.NodeID) (start int64, snapshots []kraft.LogEnd, installed int) {
+	n := c.node(id)
+	ids := make([]kraft.LogEnd, len(n.snaps))
+	for i, s := range n.snaps {
+		ids[i] = s.id
+	}
+	return int64(n.start), ids, n.installed
 }
 
 // DurableRecord returns replica id's stored quorum-state record, nil if none.
@@ -463,18 +497,24 @@ func (c *Cluster) step(n *node, e kraft.Event) {
 	if n.up && n.st.Role() == kraft.Leader && (next.LogEnd() != before.LogEnd() || next.HighWatermark() != before.HighWatermark()) {
 		c.wakeParked(n)
 	}
+	c.maybeSnapshot(n)
 }
 
-// start (re)builds n from its durable record and flushed log.
+// start (re)builds n from its durable record, flushed log and snapshots.
 func (c *Cluster) start(n *node) {
 	n.log = n.log[:n.flushed:n.flushed]
 	n.reported = n.flushed
+	c.recover(n)
 	n.up = true
 	n.inflight = map[uint64]bool{}
 	n.fetchCorr = 0
 	n.parked = nil
 	n.flushAt = false
-	ls := logState(n.log)
+	n.hwm = -1
+	if s := n.latestSnapshot(); s != nil {
+		n.hwm = s.id.Offset
+	}
+	ls := n.logState()
 	var rec *kraft.QuorumRecord
 	if n.record != nil {
 		r := *n.record
@@ -498,7 +538,7 @@ func (c *Cluster) start(n *node) {
 	c.reportWrites(n)
 }
 
-// logState describes a log for kraft.NewState.
+// logState describes a log that starts at 0 for kraft.NewState.
 func logState(log []Record) kraft.LogState {
 	var ls kraft.LogState
 	for i, r := range log {
@@ -544,16 +584,31 @@ func (c *Cluster) carryOut(n *node, acts []kraft.Action, e kraft.Event) {
 				c.send(&message{from: n.id, to: to, corr: ctx.corr, response: true, event: ev})
 			}
 		case kraft.SendFetchSnapshotResponse:
-			// No FetchSnapshot requests in the simulator.
-		case kraft.SendFetch:
+			if ctx == nil || ctx.from != a.To {
+				continue
+			}
+			c.serveSnapshot(n, ctx, a)
+		case kraft.SendFetch, kraft.SendFetchSnapshot:
 			c.sendFetch(n, a)
+		case kraft.WriteSnapshotChunk:
+			if ctx == nil {
+				c.fail(Violation{Node: n.id, Rule: "host-snapshot", Detail: fmt.Sprintf("asked to write %+v with no FetchSnapshot response being stepped", a)})
+				return
+			}
+			c.writeChunk(n, ctx, a)
+		case kraft.InstallSnapshot:
+			c.install(n, a)
 		case kraft.SendFetchResponse:
 			if ctx == nil || ctx.from != a.To {
 				continue
 			}
 			c.fetchResponse(n, ctx, a)
 		case kraft.TruncateLog:
-			if a.To >= 0 && a.To < int64(len(n.log)) {
+			if a.To < int64(n.start) {
+				c.fail(Violation{Node: n.id, Rule: "host-log", Detail: fmt.Sprintf("asked to truncate to %d, below the log start %d", a.To, n.start)})
+				return
+			}
+			if a.To < int64(len(n.log)) {
 				n.log = n.log[:a.To:a.To]
 				if n.flushed > len(n.log) {
 					n.flushed = len(n.log)
@@ -580,27 +635,36 @@ func (c *Cluster) carryOut(n *node, acts []kraft.Action, e kraft.Event) {
 			if a.From == kraft.Leader {
 				c.failParked(n)
 			}
-		case kraft.HighWatermarkChanged, kraft.Fault:
-			// The checker looks at them.
+		case kraft.HighWatermarkChanged:
+			if a.HighWatermark > n.hwm {
+				n.hwm = a.HighWatermark
+			}
+		case kraft.Fault:
+			// The checker looks at it.
 		}
 	}
 }
 
-// sendFetch sends a Fetch; it supersedes any Fetch in flight.
-func (c *Cluster) sendFetch(n *node, a kraft.SendFetch) {
-	to := a.To
+// sendFetch sends a Fetch or a FetchSnapshot (a follower's one fetch
+// request); it supersedes any fetch request in flight.
+func (c *Cluster) sendFetch(n *node, a kraft.Action) {
+	to, ev, _ := kraft.Deliver(n.cfg.Local, a)
 	if to == kraft.NoNode {
 		to = c.voters[c.rng.Intn(len(c.voters))].ID
 	}
 	c.corr++
 	n.fetchCorr = c.corr
 	n.lastFetch = a
-	_, ev, _ := kraft.Deliver(n.cfg.Local, a)
-	c.send(&message{from: n.id, to: to, corr: c.corr, reqHWM: a.HighWatermark, event: ev})
+	m := &message{from: n.id, to: to, corr: c.corr, event: ev}
+	if f, ok := a.(kraft.SendFetch); ok {
+		m.reqHWM = f.HighWatermark
+	}
+	c.send(m)
 	c.push(&item{at: c.now + c.opts.RequestTimeout, kind: itemFetchRetry, node: n.id, inc: n.inc, gen: c.corr})
 }
 
-// resendFetch sends the latest SendFetch again, as the host contract says.
+// resendFetch sends the latest SendFetch (or SendFetchSnapshot) again, as
+// the host contract says.
 // (Rebuilding it from the state's log end would report records a voter has
 // not flushed yet; the state sends a Fetch only once they are.)
 func (c *Cluster) resendFetch(n *node) {
@@ -620,14 +684,18 @@ func (c *Cluster) fetchResponse(n *node, req *message, a kraft.SendFetchResponse
 	if served > int64(len(n.log)) {
 		served = int64(len(n.log))
 	}
-	if a.Error == kraft.ErrNone && a.Diverging == nil && f.FetchOffset >= 0 && f.FetchOffset < served {
+	if a.Error == kraft.ErrNone && a.Diverging == nil && a.Snapshot == nil && f.FetchOffset >= 0 && f.FetchOffset < served {
+		if f.FetchOffset < int64(n.start) {
+			c.fail(Violation{Node: n.id, Rule: "host-log", Detail: fmt.Sprintf("asked to serve records from %d, below the log start %d", f.FetchOffset, n.start)})
+			return
+		}
 		end := f.FetchOffset + int64(c.opts.MaxFetchRecords)
 		if end > served {
 			end = served
 		}
 		m.records = append([]Record(nil), n.log[f.FetchOffset:end]...)
 	}
-	if a.Error == kraft.ErrNone && a.Diverging == nil && len(m.records) == 0 && a.HighWatermark <= req.reqHWM && !req.noPark && n.st.Role() == kraft.Leader {
+	if a.Error == kraft.ErrNone && a.Diverging == nil && a.Snapshot == nil && len(m.records) == 0 && a.HighWatermark <= req.reqHWM && !req.noPark && n.st.Role() == kraft.Leader {
 		c.corr++
 		n.parked = append(n.parked, parked{id: c.corr, req: req, resp: m})
 		c.push(&item{at: c.now + c.opts.FetchMaxWait, kind: itemParkExpire, node: n.id, inc: n.inc, gen: c.corr})
@@ -735,6 +803,12 @@ func (c *Cluster) deliver(m *message) {
 					return
 				}
 			}
+		} else if _, isSnap := m.event.(kraft.ReceiveFetchSnapshotResponse); isSnap {
+			if m.corr != n.fetchCorr || n.fetchCorr == 0 {
+				c.stats.Dropped++
+				return
+			}
+			n.fetchCorr = 0
 		} else {
 			if !n.inflight[m.corr] {
 				c.stats.Dropped++
@@ -742,6 +816,16 @@ func (c *Cluster) deliver(m *message) {
 			}
 			delete(n.inflight, m.corr)
 		}
+	}
+	if r, ok := m.event.(kraft.ReceiveFetchSnapshot); ok {
+		// The host looks up the snapshot's size (-1: it has none).
+		r.Size = -1
+		if s := n.findSnapshot(r.Snapshot); s != nil {
+			r.Size = int64(len(s.bytes()))
+		}
+		cp := *m
+		cp.event = r
+		m = &cp
 	}
 	if v, ok := m.event.(kraft.ReceiveVoteRequest); ok && v.PreVote && c.preVoteUnsupported(n.id) {
 		// A peer without Vote v2 (KIP-996): its client library answers

@@ -16,6 +16,17 @@
 //     LogFlushed, whatever role the replica holds by then. A leader serves
 //     records from its written log up to the state's log end. A crash loses
 //     the unflushed tail.
+//   - Every host takes snapshots and cleans its log (Options.SnapshotEvery,
+//     SnapshotsKept, SnapshotChunkBytes; see snapshot.go): once its
+//     replica's committed offset is SnapshotEvery records past its latest
+//     snapshot it writes one there and steps SnapshotCreated, deletes the
+//     log before the oldest snapshot it keeps and steps LogStartMoved
+//     (Kafka's KafkaMetadataLog.deleteBeforeSnapshot). A leader's host
+//     fills ReceiveFetchSnapshot.Size and serves chunks of its snapshots; a
+//     follower's host writes WriteSnapshotChunk into a partial snapshot and
+//     on InstallSnapshot restarts its log empty at the snapshot's end. A
+//     crash loses the partial download; a restart passes the log start and
+//     snapshot ids, after resetting the log to a snapshot past its end.
 //   - Timers run on a virtual clock; only the latest arming of a timer fires.
 //   - The network delays every message independently (so it reorders),
 //     loses and duplicates messages with configurable probabilities, and
@@ -23,9 +34,9 @@
 //   - Requests carry correlation ids. A replica drops responses that do not
 //     answer a request it still waits for, and forgets every request in
 //     flight on each RoleChanged action (Kafka's resetConnections). At most
-//     one Fetch is in flight per replica; a newer SendFetch supersedes it, and
-//     an unanswered Fetch is sent again (rebuilt from the current state)
-//     after the request timeout.
+//     one Fetch (or FetchSnapshot) is in flight per replica; a newer
+//     SendFetch or SendFetchSnapshot supersedes it, and an unanswered one is
+//     sent again after the request timeout.
 //   - A leader parks a Fetch that is caught up and has nothing new (Kafka's
 //     long poll) and answers it when its log end or high watermark moves,
 //     when it stops leading (NOT_LEADER_OR_FOLLOWER), or after FetchMaxWait.
@@ -36,8 +47,9 @@
 //     SuccessorRank.
 //
 // Faults are crashes and restarts (the replica is rebuilt with kraft.NewState
-// from its record and its flushed log), graceful resignation (kraft.Resign),
-// the loss of one replica's disk (a restart with no record and an empty log),
+// from its record, its flushed log and its snapshots), graceful resignation
+// (kraft.Resign), the loss of one replica's disk (a restart with no record,
+// an empty log and no snapshot),
 // partitions and a lossy network. A client appends records at whoever leads.
 //
 // Everything is driven by one seed: the same Options and the same operations
@@ -54,7 +66,12 @@
 // records are never lost or changed on a replica that holds them durably;
 // every log matches the committed log up to its high watermark; every message
 // that depends on a persisted decision is sent after the Persist; the state's
-// record equals the durable record after every step; no Fault action.
+// record equals the durable record after every step; no Fault action; a
+// new leader holds every committed record; every
+// snapshot ends at or below its replica's committed offset when created and
+// equals the committed log up to its end (created or installed); a log never
+// starts past its earliest snapshot. Records below a log start are the
+// snapshot's, checked when it was created or installed.
 //
 // Disk loss makes a replica forget its votes, epoch and log, which KRaft does
 // not tolerate in general (KIP-853's directory ids exist because of it). The

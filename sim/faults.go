@@ -17,8 +17,8 @@ const (
 	OpCrash OpKind = "crash"
 	// OpRestart restarts a crashed Node from its record and flushed log.
 	OpRestart OpKind = "restart"
-	// OpLoseDisk crashes Node if it is up, wipes its record and log, and
-	// restarts it.
+	// OpLoseDisk crashes Node if it is up, wipes its record, log and
+	// snapshots, and restarts it.
 	OpLoseDisk OpKind = "lose_disk"
 	// OpResign delivers kraft.Resign to Node (graceful resignation).
 	OpResign OpKind = "resign"
@@ -111,7 +111,7 @@ func (c *Cluster) apply(op Op) {
 		}
 		n := c.nodes[op.Node]
 		c.crash(n)
-		n.record, n.log, n.flushed = nil, nil, 0
+		n.record, n.log, n.flushed, n.start, n.snaps, n.partial, n.applied = nil, nil, 0, 0, nil, nil, nil
 		n.disk++
 		if c.opts.DirectoryIDs {
 			// KIP-853: a new disk is a new replica key; a voter whose key
@@ -169,6 +169,7 @@ func (c *Cluster) crash(n *node) {
 	n.up = false
 	n.inc++
 	n.log = n.log[:n.flushed:n.flushed]
+	n.partial = nil // a partial download is lost
 	n.parked = nil
 	n.inflight = nil
 	n.fetchCorr = 0

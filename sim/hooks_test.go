@@ -51,7 +51,8 @@ func naiveFirstDiff(a, b []Record, n int) int {
 
 // TestCheckerMatchedPrefixStaysValid: the checker compares logs with the
 // committed log only past a prefix it knows to match. Under random faults
-// (crashes losing unflushed tails, truncations of diverging logs, restarts),
+// (crashes losing unflushed tails, truncations of diverging logs, restarts,
+// snapshots and logs cleaned behind them),
 // that prefix must really match after every event, and the incremental
 // answer must equal a full comparison.
 func TestCheckerMatchedPrefixStaysValid(t *testing.T) {
@@ -66,10 +67,12 @@ func TestCheckerMatchedPrefixStaysValid(t *testing.T) {
 			k := c.check
 			for _, n := range c.nodes {
 				p := k.of(n)
+				// Below the log start, the records are the snapshot's.
+				recs := n.records()
 				require.LessOrEqual(t, p.same, len(n.log), "seed %d replica %d", seed, n.id)
-				require.Equal(t, p.same, naiveFirstDiff(n.log, k.committed, p.same), "seed %d replica %d: the known prefix does not match", seed, n.id)
+				require.Equal(t, p.same, naiveFirstDiff(recs, k.committed, p.same), "seed %d replica %d: the known prefix does not match", seed, n.id)
 				limit := len(n.log)
-				require.Equal(t, naiveFirstDiff(n.log, k.committed, limit), k.matched(n, limit), "seed %d replica %d", seed, n.id)
+				require.Equal(t, naiveFirstDiff(recs, k.committed, limit), k.matched(n, limit), "seed %d replica %d", seed, n.id)
 				checked++
 			}
 			return false

@@ -59,6 +59,20 @@ type Options struct {
 
 	Network Network `json:"network"`
 
+	// SnapshotEvery: each replica's host writes a snapshot once its high
+	// watermark is this many records past its latest snapshot, and cleans
+	// its log behind the snapshots it keeps (see snapshot.go). Negative:
+	// no snapshots.
+	SnapshotEvery int `json:"snapshot_every,omitempty"`
+	// SnapshotsKept is how many snapshots each host keeps; the log starts
+	// at the oldest (Kafka's deleteBeforeSnapshot). 1 cleans the log up to
+	// the latest snapshot.
+	SnapshotsKept int `json:"snapshots_kept,omitempty"`
+	// SnapshotChunkBytes is the size of one FetchSnapshot response's
+	// chunk, or an eighth of the snapshot when that is more (so that a
+	// download takes at most 8 round trips however long the run).
+	SnapshotChunkBytes int `json:"snapshot_chunk_bytes,omitempty"`
+
 	// DirectoryIDs gives every replica a KIP-853 directory id, also in the
 	// voter keys; a disk loss gives the replica a new one, so a voter that
 	// lost its disk comes back as an observer.
@@ -78,7 +92,10 @@ type Options struct {
 
 // DefaultOptions returns the defaults: Kafka's timeouts (T_e 1 s, T_f 2 s,
 // B_max 1 s), a 1 s request timeout, a 500 ms fetch max wait, messages
-// delayed 1-20 ms, no loss, no duplicates, a client append every 100 ms.
+// delayed 1-20 ms, no loss, no duplicates, a client append every 100 ms,
+// and a snapshot every 32 committed records on every replica, 2 kept,
+// served in chunks of 512 bytes (a replica down for a few seconds comes
+// back behind its leader's log start and catches up from a snapshot).
 func DefaultOptions() Options {
 	return Options{
 		Voters:             3,
@@ -92,6 +109,9 @@ func DefaultOptions() Options {
 		FlushDelayMax:      20 * time.Millisecond,
 		ClientInterval:     100 * time.Millisecond,
 		Network:            Network{MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond},
+		SnapshotEvery:      32,
+		SnapshotsKept:      2,
+		SnapshotChunkBytes: 512,
 	}
 }
 
@@ -120,6 +140,15 @@ func (o Options) withDefaults() Options {
 	if o.Network == (Network{}) {
 		o.Network = d.Network
 	}
+	if o.SnapshotEvery == 0 {
+		o.SnapshotEvery = d.SnapshotEvery
+	}
+	if o.SnapshotsKept == 0 {
+		o.SnapshotsKept = d.SnapshotsKept
+	}
+	if o.SnapshotChunkBytes == 0 {
+		o.SnapshotChunkBytes = d.SnapshotChunkBytes
+	}
 	return o
 }
 
@@ -133,6 +162,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("sim: bad network delays [%v, %v]", o.Network.MinDelay, o.Network.MaxDelay)
 	case o.Network.Loss < 0 || o.Network.Loss > 1 || o.Network.Duplicate < 0 || o.Network.Duplicate > 1:
 		return fmt.Errorf("sim: bad network probabilities %+v", o.Network)
+	case o.SnapshotsKept < 1 || o.SnapshotChunkBytes < 1:
+		return fmt.Errorf("sim: bad snapshot options (keep %d, chunks of %d bytes)", o.SnapshotsKept, o.SnapshotChunkBytes)
 	}
 	return nil
 }

@@ -40,13 +40,15 @@ var eventTypes = typeMap(
 	kraft.ElectionTimeout{}, kraft.FetchTimeout{}, kraft.CheckQuorumTimeout{}, kraft.BeginQuorumEpochTimeout{},
 	kraft.ReceiveVoteRequest{}, kraft.ReceiveVoteResponse{}, kraft.ReceiveBeginQuorumEpoch{},
 	kraft.ReceiveEndQuorumEpoch{}, kraft.ReceiveFetch{}, kraft.ReceiveFetchSnapshot{},
-	kraft.ReceiveFetchResponse{}, kraft.ReceiveLeaderlessEpoch{}, kraft.ReceiveQuorumResponse{}, kraft.LogAppended{}, kraft.LogFlushed{}, kraft.Resign{},
+	kraft.ReceiveFetchResponse{}, kraft.ReceiveFetchSnapshotResponse{}, kraft.ReceiveLeaderlessEpoch{}, kraft.ReceiveQuorumResponse{},
+	kraft.LogAppended{}, kraft.LogFlushed{}, kraft.SnapshotCreated{}, kraft.LogStartMoved{}, kraft.Resign{},
 )
 
 var actionTypes = typeMap(
 	kraft.Persist{}, kraft.SendVoteRequest{}, kraft.SendVoteResponse{}, kraft.SendBeginQuorumEpoch{},
 	kraft.SendBeginQuorumEpochResponse{}, kraft.SendEndQuorumEpoch{}, kraft.SendEndQuorumEpochResponse{},
-	kraft.SendFetch{}, kraft.SendFetchResponse{}, kraft.SendFetchSnapshotResponse{}, kraft.TruncateLog{},
+	kraft.SendFetch{}, kraft.SendFetchResponse{}, kraft.SendFetchSnapshot{}, kraft.SendFetchSnapshotResponse{},
+	kraft.WriteSnapshotChunk{}, kraft.InstallSnapshot{}, kraft.TruncateLog{},
 	kraft.AppendLeaderChange{}, kraft.HighWatermarkChanged{}, kraft.ResetTimer{}, kraft.StopTimer{},
 	kraft.RoleChanged{}, kraft.Fault{},
 )

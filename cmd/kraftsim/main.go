@@ -57,6 +57,7 @@ type config struct {
 	quiet, wall       bool
 	failovers         int
 	kafkaFailover     bool
+	snapshotEvery     int
 	set               map[string]bool
 }
 
@@ -155,6 +156,7 @@ func command(args []string, stdout, stderr *printer, terminal bool) int {
 	fs.IntVar(&cfg.failovers, "failovers", 0, "measure `N` leader crashes (seeds -seed to -seed+N-1): failover times and split votes")
 	fs.BoolVar(&cfg.kafkaFailover, "kafka-failover", false, "run failovers with Kafka's exact rules (kraft.Config.KafkaFailover)")
 	fs.BoolVar(&cfg.wall, "wall", true, "include wall-clock figures (wall time, events per second) in the summary")
+	fs.IntVar(&cfg.snapshotEvery, "snapshot-every", sim.DefaultOptions().SnapshotEvery, "each replica snapshots every `N` committed records and cleans its log behind its 2 newest snapshots (0: no snapshots)")
 	xcfg := exploreFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -220,6 +222,10 @@ func validate(cfg config, sc scenario) string {
 		return "-loss and -dup: want a probability from 0 to 1"
 	case cfg.trace != "" && cfg.trace == cfg.svg:
 		return "-trace and -svg name the same file"
+	case cfg.snapshotEvery < 0 || cfg.snapshotEvery > 1000000:
+		return fmt.Sprintf("-snapshot-every %d: want 0 (no snapshots) to 1000000", cfg.snapshotEvery)
+	case sc.snapshots && cfg.snapshotEvery == 0:
+		return fmt.Sprintf("scenario %s needs snapshots, -snapshot-every is 0", sc.name)
 	}
 	return ""
 }
@@ -248,6 +254,10 @@ func simulate(cfg config, sc scenario, stdout, stderr *printer, terminal bool) i
 	opts := sim.DefaultOptions()
 	opts.Voters, opts.Observers, opts.Seed = cfg.voters, cfg.observers, cfg.seed
 	opts.Network.Loss, opts.Network.Duplicate = rates.loss, rates.dup
+	opts.SnapshotEvery = cfg.snapshotEvery
+	if opts.SnapshotEvery == 0 {
+		opts.SnapshotEvery = -1
+	}
 
 	var traceFile *os.File
 	var traceBuf *bufio.Writer
@@ -280,6 +290,10 @@ func simulate(cfg config, sc scenario, stdout, stderr *printer, terminal bool) i
 		cfg.voters, idRange(0, cfg.voters), cfg.observers, observerRange(cfg.voters, cfg.observers), cfg.seed)
 	stdout.printf("  %s\n", sc.about)
 	stdout.printf("  virtual duration %s; T_e %v, T_f %v; %s\n", durationText(length), opts.ElectionTimeout, opts.FetchTimeout, describeNetwork(opts.Network))
+	if opts.SnapshotEvery > 0 {
+		stdout.printf("  snapshots every %d committed records on each replica, %d kept, the log cleaned behind them; FetchSnapshot chunks of %d bytes\n",
+			opts.SnapshotEvery, opts.SnapshotsKept, opts.SnapshotChunkBytes)
+	}
 	if rates.crash > 0 || rates.partition > 0 {
 		stdout.printf("  random faults: %s crashes/s, %s partitions/s\n", trimFloat(rates.crash), trimFloat(rates.partition))
 	}

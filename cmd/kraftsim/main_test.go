@@ -297,3 +297,38 @@ func TestFailoversReportsSplitVotes(t *testing.T) {
 	require.Equal(t, exitBad, code)
 	require.Contains(t, errOut, "-failovers 0")
 }
+
+// TestSnapshotScenario: the snapshot scenario shows a restarted voter and
+// a replica that lost its disk each installing the leader's snapshot; the
+// summary counts snapshots taken and installed; the picture marks the
+// installs on their lanes, with a legend entry. With -snapshot-every 0 the
+// scenario is refused and other runs take no snapshot.
+func TestSnapshotScenario(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "snap.svg")
+	code, out, errOut := runArgs(t, "-scenario", "snapshot", "-wall=false", "-svg", path)
+	require.Equal(t, exitOK, code, out+errOut)
+	require.Contains(t, out, "snapshots every 32 committed records on each replica, 2 kept")
+	require.Regexp(t, `snapshot  r0 installs r\d's snapshot \(end offset \d+, epoch \d+\), downloaded with FetchSnapshot`, out)
+	require.Regexp(t, `snapshot  r6 installs r\d's snapshot`, out, "the replica that lost its disk")
+	require.Regexp(t, `\n  snapshots +[0-9,]+ taken \(every 32 committed records on each replica, the log cleaned behind them\), 2 installed`, out)
+	require.Contains(t, out, "PASS: every invariant held")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, xml.Unmarshal(data, new(interface{})))
+	s := string(data)
+	require.Equal(t, 2, strings.Count(s, `class="install"`))
+	require.Contains(t, s, ">snapshot installed<")
+	require.Contains(t, s, "r0 installs r")
+
+	code, _, errOut = runArgs(t, "-scenario", "snapshot", "-snapshot-every", "0")
+	require.Equal(t, exitBad, code)
+	require.Contains(t, errOut, "needs snapshots")
+	code, out, _ = runArgs(t, "-scenario", "leader-crash", "-snapshot-every", "0", "-q")
+	require.Equal(t, exitOK, code, out)
+	require.Contains(t, out, "snapshots              none (-snapshot-every 0)")
+
+	// The default story takes snapshots too.
+	_, out, _ = runArgs(t, "-q", "-wall=false")
+	require.Regexp(t, `\n  snapshots +[1-9][0-9,]* taken`, out)
+}

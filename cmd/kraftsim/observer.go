@@ -29,6 +29,15 @@ type mark struct {
 	label string
 }
 
+// install is a snapshot a replica installed (InstallSnapshot), shown on
+// its lane in the picture.
+type install struct {
+	at       time.Duration
+	id       kraft.NodeID
+	snapshot kraft.LogEnd
+	from     kraft.NodeID
+}
+
 // span is a partition, from the operation that made it to the heal.
 type span struct {
 	from, to time.Duration
@@ -50,6 +59,8 @@ type observer struct {
 	segs   [][]segment
 	marks  []mark
 	spans  []span
+	// installs are the snapshots installed, in order.
+	installs []install
 
 	// Leadership as sim.Cluster.Leader sees it: a leader that a majority of
 	// voters follows.
@@ -124,6 +135,16 @@ func (o *observer) onStep(id kraft.NodeID, e kraft.Event, before, _ kraft.State,
 	}
 	changed := false
 	for _, a := range acts {
+		if in, ok := a.(kraft.InstallSnapshot); ok {
+			from := kraft.NoNode
+			if r, ok := e.(kraft.ReceiveFetchSnapshotResponse); ok {
+				from = r.From
+			}
+			o.installs = append(o.installs, install{at: now, id: id, snapshot: in.Snapshot, from: from})
+			o.line(now, "snapshot", "%s installs %s's snapshot (end offset %d, epoch %d), downloaded with FetchSnapshot; its log restarts at %d",
+				o.name(id), o.name(from), in.Snapshot.Offset, in.Snapshot.Epoch, in.Snapshot.Offset)
+			continue
+		}
 		rc, ok := a.(kraft.RoleChanged)
 		if !ok {
 			continue

@@ -22,7 +22,9 @@ type scenario struct {
 	duration time.Duration
 	// faults: with no fault flags, the scenario's own random fault rates.
 	faults *faultRates
-	script func(d *driver, length time.Duration) error
+	// snapshots: the script needs snapshots (-snapshot-every above 0).
+	snapshots bool
+	script    func(d *driver, length time.Duration) error
 }
 
 // faultRates are the random faults layered over a scenario.
@@ -74,6 +76,10 @@ var scenarios = []scenario{
 	{
 		name: "committed-data-loss", minVoters: 3, script: dataLoss,
 		about: "Kafka's canRecoverFromSingleNodeCommittedDataLoss: a voter loses its disk and gets the committed records back",
+	},
+	{
+		name: "snapshot", minVoters: 3, snapshots: true, script: snapshotCatchUp,
+		about: "a voter is down while the others snapshot and clean their logs past its end; it restarts and catches up through FetchSnapshot; then a replica loses its disk and gets the latest snapshot",
 	},
 	{
 		name: "random", minVoters: 1, duration: time.Minute, script: func(*driver, time.Duration) error { return nil },
@@ -338,6 +344,83 @@ func dataLoss(d *driver, _ time.Duration) error {
 		}
 	}
 	d.obs.note("r%d holds the %d committed records again", victim, len(committed))
+	return nil
+}
+
+// snapshotCatchUp: a voter that is not the leader crashes; the others go
+// on until every one of them has cleaned its log past the crashed voter's
+// end; the voter restarts, the leader answers its Fetch with its latest
+// snapshot (Kafka's validateOffsetAndEpoch: SNAPSHOT), and it downloads and
+// installs it, then fetches the rest. Then a replica (an observer if there
+// is one) loses its disk: it fetches from offset 0 and gets the latest
+// snapshot too. Each must end up holding the committed log.
+func snapshotCatchUp(d *driver, _ time.Duration) error {
+	l, err := d.leader()
+	if err != nil {
+		return err
+	}
+	if err := d.progress(10); err != nil {
+		return err
+	}
+	f := d.others(l)[0]
+	d.obs.note("%s crashes; the others snapshot every %d committed records and clean their logs behind them", d.obs.name(f), d.c.Options().SnapshotEvery)
+	d.c.Crash(f)
+	_, end := d.c.Log(f)
+	if err := d.wait(fmt.Sprintf("log cleaned past r%d's end %d on every running replica", f, end), func() bool {
+		for _, id := range d.upIDs() {
+			if start, _, _ := d.c.LogStart(id); start <= int64(end) {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		return err
+	}
+	l, err = d.leader()
+	if err != nil {
+		return err
+	}
+	start, _, _ := d.c.LogStart(l)
+	d.obs.note("%s restarts: its log ends at %d, before the leader's log start %d", d.obs.name(f), end, start)
+	d.c.Restart(f)
+	if err := d.installs(f); err != nil {
+		return err
+	}
+	victim := d.others(l, f)[0]
+	if ids := d.c.IDs(); len(ids) > len(d.c.VoterIDs()) {
+		victim = ids[len(ids)-1]
+	}
+	d.obs.note("%s loses its disk and restarts empty", d.obs.name(victim))
+	d.c.LoseDisk(victim)
+	return d.installs(victim)
+}
+
+// installs waits until replica id installs a snapshot, then until it
+// holds the committed log.
+func (d *driver) installs(id kraft.NodeID) error {
+	_, _, before := d.c.LogStart(id)
+	if err := d.wait(fmt.Sprintf("snapshot installed on r%d", id), func() bool {
+		_, _, n := d.c.LogStart(id)
+		return n > before
+	}); err != nil {
+		return err
+	}
+	if err := d.progress(10); err != nil {
+		return err
+	}
+	committed := d.c.Checker().Committed()
+	log, _ := d.c.Log(id)
+	h := int(d.c.State(id).HighWatermark())
+	if h > len(committed) || len(log) < h {
+		return d.fail("r%d's high watermark %d is past its %d records or the committed log", id, h, len(log))
+	}
+	for i := 0; i < h; i++ {
+		if log[i] != committed[i] {
+			return d.fail("r%d's record %d is %+v, committed %+v", id, i, log[i], committed[i])
+		}
+	}
+	start, _, _ := d.c.LogStart(id)
+	d.obs.note("%s holds the %d committed records up to its high watermark: %d in its snapshot, %d in its log", d.obs.name(id), h, start, int64(h)-start)
 	return nil
 }
 

@@ -100,6 +100,12 @@ func printSummary(w *printer, cfg config, sc scenario, d *driver, o *observer, r
 		thousands(st.Appends), thousands(notCommitted))
 	add("messages", "%s sent, %s lost by the network, %s dropped by receivers (partitioned, crashed, stale or duplicate)",
 		thousands(st.Messages), thousands(st.Lost), thousands(st.Dropped))
+	if o := c.Options(); o.SnapshotEvery > 0 {
+		add("snapshots", "%s taken (every %d committed records on each replica, the log cleaned behind them), %s installed (downloaded with FetchSnapshot)",
+			thousands(st.SnapshotsTaken), o.SnapshotEvery, thousands(st.SnapshotsInstalled))
+	} else {
+		add("snapshots", "none (-snapshot-every 0)")
+	}
 	add("Step calls", "%s (Step and NewState)", thousands(st.Events))
 	checks := c.Checker().Checks
 	if res.violation == nil {

@@ -51,6 +51,15 @@ func markColor(k sim.OpKind) string {
 	return "#000000"
 }
 
+// installColor is the colour of the snapshot-install markers.
+const installColor = "#f1c40f"
+
+// diamond is an SVG polygon's points for a diamond of half-width r at
+// (cx, cy).
+func diamond(cx, cy, r float64) string {
+	return fmt.Sprintf("%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f", cx, cy-r, cx+r, cy, cx, cy+r, cx-r, cy)
+}
+
 // esc escapes text for SVG (XML) content and attributes.
 func esc(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&apos;").Replace(s)
@@ -58,8 +67,9 @@ func esc(s string) string {
 
 // renderSVG draws the run: one lane per replica with its role over virtual
 // time as coloured segments (leader segments labelled with their epoch),
-// partitions hatched over the lanes they cut off, operations as vertical
-// lines labelled at the top, a time axis and a legend.
+// partitions hatched over the lanes they cut off, snapshot installs as
+// small diamonds on their lanes, operations as vertical lines labelled at
+// the top, a time axis and a legend.
 func renderSVG(o *observer, sc scenario, cfg config) string {
 	const (
 		width   = 1100
@@ -142,6 +152,13 @@ func renderSVG(o *observer, sc scenario, cfg config) string {
 		}
 	}
 
+	// Snapshot installs, on the lane of the replica that installed.
+	for _, in := range o.installs {
+		cy := float64(lane0+int(in.id)*(laneH+laneG)) + laneH/2
+		p(`<polygon class="install" points="%s" fill="%s" stroke="#000000" stroke-width="1"><title>%s</title></polygon>`+"\n",
+			diamond(x(in.at), cy, 6), installColor, esc(fmt.Sprintf("r%d installs r%d's snapshot (end offset %d, epoch %d) at %s", in.id, in.from, in.snapshot.Offset, in.snapshot.Epoch, fmtTime(in.at))))
+	}
+
 	// Operations: a vertical line from the label's row down through the
 	// lanes. A label that finds no free row is left out (the line keeps it
 	// as a tooltip).
@@ -185,6 +202,8 @@ func renderSVG(o *observer, sc scenario, cfg config) string {
 		p(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="1.5" stroke-dasharray="4,3"/><text x="%d" y="%d">%s</text>`+"\n", lx+7, ly, lx+7, ly+14, mc.color, lx+18, ly+11, esc(mc.label))
 		lx += 26 + 7*len(mc.label) + 10
 	}
+	p(`<polygon points="%s" fill="%s" stroke="#000000" stroke-width="1"/><text x="%d" y="%d">snapshot installed</text>`+"\n", diamond(float64(lx+7), float64(ly+7), 6), installColor, lx+18, ly+11)
+	lx += 26 + 7*len("snapshot installed") + 10
 	p(`<text x="%d" y="%d" fill="#555555">eN: leader of epoch N</text>`+"\n", lx, ly+11)
 	p("</g>\n</svg>\n")
 	return b.String()
