@@ -488,10 +488,14 @@ func (t *stepper) validVoterKey(id NodeID, dir uuid.UUID) bool {
 
 // consistentLeader is Kafka's hasConsistentLeader: a message may not name
 // us leader unless we lead that epoch, nor name a second leader for our
-// epoch.
+// epoch. A message that names us leader of an epoch older than ours is
+// read as stale, not inconsistent: it reports the past (this replica may
+// have led that epoch, and a peer that lost its disk may answer with what
+// it learned of it since) and decides nothing now; Kafka fails on it
+// (docs/design.md D49).
 func (t *stepper) consistentLeader(epoch Epoch, leader NodeID) bool {
 	if leader != NoNode && leader == t.s.c.local.ID {
-		return t.s.role == Leader
+		return t.s.role == Leader || epoch < t.s.epoch
 	}
 	return epoch != t.s.epoch || leader == NoNode || t.s.leader == NoNode || leader == t.s.leader
 }

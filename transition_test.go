@@ -239,3 +239,32 @@ func TestPersistIsRewrittenOnlyBeforeAnySend(t *testing.T) {
 	require.Equal(t, fresh, acts)
 	require.Equal(t, Persist{Record: QuorumRecord{Epoch: 4, LeaderID: NoNode, VotedKey: ReplicaKey{ID: 2}}}, acts[0])
 }
+
+// A message that names this replica leader of an epoch older than its own
+// reports the past and is stale, not a proof of two leaders: voter 1, which
+// led epoch 1 and now follows 4 in epoch 2, fetches from 4, which lost its
+// disk, came back knowing only epoch 1 and answers UNKNOWN_LEADER_EPOCH
+// naming 1 leader of epoch 1. Kafka's hasConsistentLeader fails on it
+// (found by the simulator); kraft drops it (docs/design.md D49). Naming
+// this replica leader of its own epoch or of a newer one, when it does not
+// lead it, is still a Fault.
+func TestMessageNamingUsLeaderOfAnOlderEpochIsStale(t *testing.T) {
+	f := asFollower(t, start(t, config(1, 1, 2, 3, 4, 5)), 2, 4)
+	for _, e := range []Event{
+		ReceiveFetchResponse{From: 4, Error: ErrUnknownLeaderEpoch, LeaderID: 1, LeaderEpoch: 1, HighWatermark: -1},
+		ReceiveQuorumResponse{From: 4, Error: ErrNone, LeaderID: 1, Epoch: 1},
+		ReceiveBeginQuorumEpoch{From: 3, LeaderID: 1, LeaderEpoch: 1, VoterID: NoNode},
+	} {
+		next, acts := step(t, f, e)
+		for _, a := range acts {
+			_, isFault := a.(Fault)
+			require.False(t, isFault, "%T: %v", e, acts)
+		}
+		requireState(t, next, Follower, 2, 4, f.Record().VotedKey)
+	}
+	for _, epoch := range []Epoch{2, 3} {
+		e := ReceiveFetchResponse{From: 4, Error: ErrNone, LeaderID: 1, LeaderEpoch: epoch, HighWatermark: -1}
+		next, acts := step(t, f, e)
+		requireFault(t, f, next, acts)
+	}
+}
