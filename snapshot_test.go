@@ -782,3 +782,30 @@ func TestSnapshotTransferThroughDeliver(t *testing.T) {
 	require.Equal(t, SendFetchResponse{To: 3, Epoch: 5, LeaderID: 1, HighWatermark: 7}, only(acts, isResponse))
 	require.Equal(t, int64(3), l.VoterEndOffsets()[2])
 }
+
+// CommittedOffset is what HighWatermarkChanged last reported, also when a
+// new leader's quorum high watermark is unknown again, and the latest
+// snapshot's end after a restart: where a host may snapshot.
+func TestCommittedOffset(t *testing.T) {
+	l := snapshotLeader(t) // high watermark 7
+	require.Equal(t, int64(7), l.CommittedOffset())
+	var reported int64 = -1
+	f := newFollower(t)
+	require.Equal(t, int64(-1), f.CommittedOffset())
+	f, _ = durable(t, f, LogEnd{Offset: 4, Epoch: 1})
+	f, acts := step(t, f, fetchOK(1, 1, 3))
+	for _, h := range ofType[HighWatermarkChanged](acts) {
+		reported = h.HighWatermark
+	}
+	require.Equal(t, int64(3), reported)
+	require.Equal(t, reported, f.CommittedOffset())
+	// The follower becomes Prospective, then Candidate: its quorum high
+	// watermark is unknown in the new role, the log's is not.
+	p, _ := step(t, f, FetchTimeout{})
+	require.Equal(t, int64(3), p.CommittedOffset())
+	// A restart from a snapshot starts it at the snapshot's end.
+	id := LogEnd{Offset: 5, Epoch: 2}
+	r, _ := restart(t, config(2, 1, 2, 3), quorumRecord(2, 1, NoNode), LogState{End: id, Start: 5, LatestSnapshot: &id, EarliestSnapshot: &id})
+	require.Equal(t, int64(-1), r.HighWatermark())
+	require.Equal(t, int64(5), r.CommittedOffset())
+}

@@ -381,6 +381,13 @@ func (s State) VotedKey() (ReplicaKey, bool) { return s.voted, s.voted.ID != NoN
 // never goes down (docs/design.md D5).
 func (s State) HighWatermark() int64 { return s.hwm }
 
+// CommittedOffset is the log's high watermark: the highest high watermark
+// this replica has known, across roles and restarts from a snapshot (the
+// latest snapshot's end), -1 if none. Records below it are committed; it
+// is the last value HighWatermarkChanged reported, and where a host may
+// take a snapshot (Kafka's ReplicatedLog.highWatermark).
+func (s State) CommittedOffset() int64 { return s.committed }
+
 // LogEnd is the written log's end offset and last epoch as the state sees
 // it (Kafka's log end offset): every record the host reported with
 // LogAppended, flushed or not, less what TruncateLog removed.
