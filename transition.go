@@ -18,8 +18,7 @@ import (
 // The actions are the caller's: Step allocates them (at most once per step)
 // and never touches them again.
 func Step(s State, e Event) (next State, acts []Action) {
-	b := Buffer{oneShot: oneShotFor(e)}
-	acts = stepTo(&b, &s, e, &next)
+	acts = stepInto(nil, &s, e, &next)
 	return next, acts
 }
 
@@ -28,13 +27,22 @@ func Step(s State, e Event) (next State, acts []Action) {
 // nothing. The returned slice and the actions in it stay valid until the
 // next StepInto with b (see Buffer). A nil b is Step.
 func StepInto(b *Buffer, s State, e Event) (next State, acts []Action) {
+	// Small enough to be inlined, so that the State is not copied through
+	// temporaries on its way in and out (a State is copied on every step).
+	acts = stepInto(b, &s, e, &next)
+	return next, acts
+}
+
+// stepInto is StepInto: a nil b is Step, otherwise b is reset for this
+// step.
+func stepInto(b *Buffer, s *State, e Event, next *State) []Action {
 	if b == nil {
-		return Step(s, e)
+		o := Buffer{oneShot: oneShotFor(e)}
+		return stepTo(&o, s, e, next)
 	}
 	b.acts = b.acts[:0]
 	b.arena.reset()
-	acts = stepTo(b, &s, e, &next)
-	return next, acts
+	return stepTo(b, s, e, next)
 }
 
 // stepTo is Step and StepInto: it builds the next state in *next, in place
