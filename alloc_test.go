@@ -78,6 +78,11 @@ func steadyAllocCases(t *testing.T) []allocCase {
 				want: func(s State, _ []Action) bool { return s.FlushedOffset() == 1001 },
 			},
 			allocCase{
+				name: fmt.Sprintf("voters=%d/follower BeginQuorumEpoch from its leader", n), s: follower,
+				e:    ReceiveBeginQuorumEpoch{From: 1, LeaderID: 1, LeaderEpoch: 1, VoterID: NoNode},
+				want: func(_ State, acts []Action) bool { return bnCount[SendBeginQuorumEpochResponse](acts) == 1 },
+			},
+			allocCase{
 				name: fmt.Sprintf("voters=%d/leader BeginQuorumEpoch timer", n), s: leader, e: BeginQuorumEpochTimeout{},
 				want: func(_ State, acts []Action) bool { return bnCount[ResetTimer](acts) == 1 },
 			},

@@ -44,6 +44,7 @@ var (
 	tabVoteRequest   = typeWord(SendVoteRequest{})
 	tabVoteResponse  = typeWord(SendVoteResponse{})
 	tabBeginEpoch    = typeWord(SendBeginQuorumEpoch{})
+	tabBeginResponse = typeWord(SendBeginQuorumEpochResponse{})
 	tabFetch         = typeWord(SendFetch{})
 	tabFetchResponse = typeWord(SendFetchResponse{})
 	tabHighWatermark = typeWord(HighWatermarkChanged{})
@@ -96,6 +97,7 @@ type arena struct {
 	voteRequest   pool[SendVoteRequest]
 	voteResponse  pool[SendVoteResponse]
 	beginEpoch    pool[SendBeginQuorumEpoch]
+	beginResponse pool[SendBeginQuorumEpochResponse]
 	fetch         pool[SendFetch]
 	fetchResponse pool[SendFetchResponse]
 	highWatermark pool[HighWatermarkChanged]
@@ -108,6 +110,7 @@ func (a *arena) reset() {
 	a.voteRequest.reset()
 	a.voteResponse.reset()
 	a.beginEpoch.reset()
+	a.beginResponse.reset()
 	a.fetch.reset()
 	a.fetchResponse.reset()
 	a.highWatermark.reset()
@@ -244,6 +247,12 @@ func (t *stepper) emitVoteResponse(v SendVoteResponse) {
 func (t *stepper) emitBeginEpoch(v SendBeginQuorumEpoch) {
 	if !t.probe {
 		t.emit(pooled(tabBeginEpoch, &t.buffer().arena.beginEpoch, v))
+	}
+}
+
+func (t *stepper) emitBeginResponse(v SendBeginQuorumEpochResponse) {
+	if !t.probe {
+		t.emit(pooled(tabBeginResponse, &t.buffer().arena.beginResponse, v))
 	}
 }
 

@@ -21,7 +21,7 @@ func (t *stepper) onBeginQuorumEpoch(e ReceiveBeginQuorumEpoch) {
 		// After the transition, which stays.
 		code = ErrInvalidVoterKey
 	}
-	t.emit(SendBeginQuorumEpochResponse{To: e.From, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader})
+	t.emitBeginResponse(SendBeginQuorumEpochResponse{To: e.From, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader})
 }
 
 // onEndQuorumEpoch is Kafka's KafkaRaftClient.handleEndQuorumEpochRequest.
