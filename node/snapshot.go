@@ -184,7 +184,7 @@ func (n *Node) restoreSnapshot(id kraft.LogEnd) error {
 	if err != nil {
 		return fmt.Errorf("node: opening snapshot %+v: %w", id, err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }() // a read-only file: a close error changes nothing
 	if err := n.cfg.Restore(id, r); err != nil {
 		return fmt.Errorf("node: Restore of snapshot %+v: %w", id, err)
 	}

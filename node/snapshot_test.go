@@ -361,7 +361,7 @@ func TestRecoverLogAfterAnInterruptedInstall(t *testing.T) {
 	require.NoError(t, err)
 	snaps, err := storage.OpenSnapshots(t.TempDir())
 	require.NoError(t, err)
-	defer snaps.Close()
+	defer func() { require.NoError(t, snaps.Close()) }()
 	for _, id := range []kraft.LogEnd{{Offset: 2, Epoch: 1}, {Offset: 20, Epoch: 3}} {
 		w, err := snaps.Create(id)
 		require.NoError(t, err)
@@ -383,7 +383,7 @@ func TestRecoverLogAfterAnInterruptedInstall(t *testing.T) {
 	require.NoError(t, err)
 	snaps2, err := storage.OpenSnapshots(t.TempDir())
 	require.NoError(t, err)
-	defer snaps2.Close()
+	defer func() { require.NoError(t, snaps2.Close()) }()
 	w, err := snaps2.Create(kraft.LogEnd{Offset: 2, Epoch: 1})
 	require.NoError(t, err)
 	require.NoError(t, w.Freeze())
@@ -400,7 +400,7 @@ func TestRecoverLogAfterAnInterruptedInstall(t *testing.T) {
 func TestNodeSnapshotConfig(t *testing.T) {
 	snaps, err := storage.OpenSnapshots(t.TempDir())
 	require.NoError(t, err)
-	defer snaps.Close()
+	defer func() { require.NoError(t, snaps.Close()) }()
 	base := Config{Log: storage.NewMemLog(), Records: &MemRecords{}, Transport: NewMemNetwork().Endpoint(1)}
 	snap := func(kraft.LogEnd, io.Writer) error { return nil }
 	restore := func(kraft.LogEnd, io.Reader) error { return nil }

@@ -432,14 +432,6 @@ func (k *Checker) leaderHighWatermark(n *node, h int64) {
 	}
 }
 
-// logEnd is the end of log[:n] (logState(log[:n]).End).
-func logEnd(log []Record, n int) kraft.LogEnd {
-	if n <= 0 {
-		return kraft.LogEnd{}
-	}
-	return kraft.LogEnd{Offset: int64(n), Epoch: log[n-1].Epoch}
-}
-
 // afterStep checks n after a step (or a restart, e nil).
 func (k *Checker) afterStep(n *node, before kraft.State, e kraft.Event) {
 	if k.c.err != nil || !n.up {

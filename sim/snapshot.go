@@ -104,7 +104,7 @@ func decodeSnapshot(data []byte) ([]Record, error) {
 		}
 		e, err := strconv.ParseInt(string(line[:sp]), 10, 32)
 		if err != nil {
-			return nil, fmt.Errorf("record %d: %v", len(recs), err)
+			return nil, fmt.Errorf("record %d: %w", len(recs), err)
 		}
 		recs = append(recs, Record{Epoch: kraft.Epoch(e), Payload: string(line[sp+1:])})
 	}

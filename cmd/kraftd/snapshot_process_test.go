@@ -36,7 +36,7 @@ func TestProcessSnapshotCatchUp(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		appendAnywhere(t, c, fmt.Sprintf("record %d", i))
 	}
-	leader, lst := c.waitLeader(15 * time.Second)
+	_, lst := c.waitLeader(15 * time.Second)
 	require.Greater(t, lst.LogStart, int64(40), "the leader deleted its log behind its snapshots")
 	require.NotNil(t, lst.LatestSnapshot)
 
