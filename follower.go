@@ -129,6 +129,13 @@ func (t *stepper) onFetchTimeout() {
 func (t *stepper) onFetchResponse(e *ReceiveFetchResponse) {
 	t.deferFetch = true
 	t.processFetchResponse(e)
+	t.finishFetching()
+}
+
+// finishFetching ends a step that handled a response to a fetch-type
+// request: a Follower resets its fetch timer and sends its next request,
+// if the response called for them.
+func (t *stepper) finishFetching() {
 	if t.fault == "" && t.s.role == Follower {
 		if t.fetchTimerDue {
 			t.emit(t.followerFetchReset())
@@ -204,14 +211,7 @@ func (t *stepper) processFetchResponse(e *ReceiveFetchResponse) {
 func (t *stepper) onFetchSnapshotResponse(e ReceiveFetchSnapshotResponse) {
 	t.deferFetch = true
 	t.processFetchSnapshotResponse(e)
-	if t.fault == "" && t.s.role == Follower {
-		if t.fetchTimerDue {
-			t.emit(t.followerFetchReset())
-		}
-		if t.fetchDue {
-			t.sendFetch()
-		}
-	}
+	t.finishFetching()
 }
 
 func (t *stepper) processFetchSnapshotResponse(e ReceiveFetchSnapshotResponse) {
