@@ -373,3 +373,40 @@ func Example_hostLoop() {
 	// node 7: high watermark 5
 	// Leader epoch=2 leader=7 hwm=5 log=5@2 [1 1 1 2 2]
 }
+
+// StepInto steps through a Buffer the host keeps for the replica's life, so
+// that a running quorum's steps allocate nothing. The actions of a step
+// live in the Buffer until the next step: carry them out (a type switch
+// copies each value out) before stepping again.
+func ExampleStepInto() {
+	cfg := kraft.Config{Local: kraft.ReplicaKey{ID: 1}, Voters: []kraft.ReplicaKey{{ID: 1}, {ID: 2}, {ID: 3}}, Seed: 1}
+	s, _, err := kraft.NewState(cfg, nil, kraft.LogState{})
+	if err != nil {
+		panic(err)
+	}
+	var buf kraft.Buffer
+	for _, e := range []kraft.Event{
+		kraft.ElectionTimeout{},
+		kraft.ReceiveVoteResponse{From: 2, Epoch: 0, LeaderID: kraft.NoNode, VoteGranted: true},
+	} {
+		var acts []kraft.Action
+		s, acts = kraft.StepInto(&buf, s, e)
+		for _, a := range acts {
+			switch a := a.(type) {
+			case kraft.RoleChanged:
+				fmt.Printf("%v -> %v in epoch %d\n", a.From, a.To, a.Epoch)
+			case kraft.SendVoteRequest:
+				fmt.Printf("vote request to %d (pre-vote %v)\n", a.To.ID, a.PreVote)
+			}
+		}
+	}
+	fmt.Println(s.Role(), s.Epoch())
+	// Output:
+	// Unattached -> Prospective in epoch 0
+	// vote request to 2 (pre-vote true)
+	// vote request to 3 (pre-vote true)
+	// Prospective -> Candidate in epoch 1
+	// vote request to 2 (pre-vote false)
+	// vote request to 3 (pre-vote false)
+	// Candidate 1
+}
