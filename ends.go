@@ -33,8 +33,8 @@ func (v voterEnds) get(i int) int64 {
 	return v.small[i]
 }
 
-// set records voter i's end. It writes a large slice only after copying
-// it unless the slice is new (newVoterEnds).
+// set writes voter i's end in place: only on a large slice no other State
+// shares (newVoterEnds' new one, or the copy with makes).
 func (v *voterEnds) set(i int, end int64) {
 	if v.large == nil {
 		v.small[i] = end

@@ -34,15 +34,14 @@ type LogState struct {
 // alone (vote comparisons, fetch positions, divergence, truncation). It
 // keeps the log as Kafka does (docs/design.md D30): end is the written log
 // end (every record the host wrote, flushed or not; Kafka's log end offset)
-// with its epoch history, and flushed is the offset below which every
-// record is durable (flushed <= end.Offset). Epochs is shared between
-// states and never written in place: appends go through a slice whose
-// capacity is clipped, so they copy.
+// and flushed is the offset below which every record is durable (flushed
+// <= end.Offset); h is the rest: the epoch history, the log start and the
+// snapshot ids (logHistory).
 //
-// start is the log start offset and, when snapshots is set, latest and
-// earliest are the newest and oldest snapshot ids on disk (D42). Every
-// epoch entry starts at or after start; an empty log that starts at a
-// snapshot has no entries and ends at the snapshot id.
+// The methods that answer questions take a pointer, so the hot paths do
+// not copy the view; those that return a changed view (appended, truncated,
+// withSnapshot, startingAt, resetTo) take a value and leave the receiver as
+// it was.
 type logView struct {
 	end     LogEnd
 	flushed int64
