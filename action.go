@@ -31,6 +31,10 @@ const (
 	// BeginQuorumEpochTimer: owned by the Leader. Fires
 	// BeginQuorumEpochTimeout.
 	BeginQuorumEpochTimer
+	// VoterChangeTimer: armed by a Leader with a pending AddRaftVoter or
+	// RemoveRaftVoter, and by an auto-joining observer between requests.
+	// Fires VoterChangeTimeout.
+	VoterChangeTimer
 )
 
 // Timeout is the event a host steps when the timer fires (nil for a value
@@ -45,6 +49,8 @@ func (t Timer) Timeout() Event {
 		return CheckQuorumTimeout{}
 	case BeginQuorumEpochTimer:
 		return BeginQuorumEpochTimeout{}
+	case VoterChangeTimer:
+		return VoterChangeTimeout{}
 	}
 	return nil
 }
@@ -60,6 +66,8 @@ func (t Timer) String() string {
 		return "check-quorum"
 	case BeginQuorumEpochTimer:
 		return "begin-quorum-epoch"
+	case VoterChangeTimer:
+		return "voter-change"
 	}
 	return "timer?"
 }
@@ -229,6 +237,12 @@ type AppendLeaderChange struct {
 	// election (the leader included).
 	Voters         []ReplicaKey
 	GrantingVoters []ReplicaKey
+	// VotersRecord: also append a VotersRecord holding Voters (and Kafka's
+	// KRaftVersionRecord) after the LeaderChange record, and report it with
+	// VotersAppended. Set when the voter set in force is the bootstrap
+	// checkpoint's, which is never replicated (Kafka's
+	// LeaderState.appendStartOfEpochControlRecords).
+	VotersRecord bool
 }
 
 // HighWatermarkChanged reports that the high watermark moved up to

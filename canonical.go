@@ -20,7 +20,8 @@ func canonVarint(dst []byte, x int64) []byte {
 // the log view with its epoch history, flushed offset, log start and
 // snapshot ids, the PRNG state, the Follower flags, fetch-timeout jitter and
 // snapshot download, the election tally and the
-// pre-vote yield (D39), the Leader's bookkeeping),
+// pre-vote yield (D39), the Leader's bookkeeping, the voter sets in the
+// log and a pending voter change),
 // and not the immutable per-replica settings, which a host keeps fixed
 // for a replica's life. States that are equal encode equal; states that
 // differ in any of these fields encode differently. The encoding is for
@@ -65,6 +66,9 @@ func (s State) appendCanonical(dst []byte) []byte {
 	if s.log.hasSnapshots() {
 		flags |= 64
 	}
+	if s.joinWait {
+		flags |= 128
+	}
 	dst = append(dst, byte(s.role), flags)
 	dst = canonVarint(dst, int64(s.epoch))
 	dst = canonVarint(dst, int64(s.leader))
@@ -103,5 +107,32 @@ func (s State) appendCanonical(dst []byte) []byte {
 	}
 	dst = canonUvarint(dst, uint64(s.fetchedCheck))
 	dst = canonUvarint(dst, uint64(s.fetchedBegin))
+	dst = canonUvarint(dst, uint64(len(s.log.voterSets())))
+	for _, at := range s.log.voterSets() {
+		dst = canonVarint(dst, at.Offset)
+		dst = appendCanonicalKeys(dst, at.Voters)
+	}
+	if c := s.change; c != nil {
+		dst = append(dst, byte(c.kind), byte(c.stage))
+		dst = canonUvarint(dst, c.ref)
+		dst = canonVarint(dst, int64(c.from))
+		dst = appendCanonicalKeys(dst, []ReplicaKey{c.key})
+		dst = canonVarint(dst, int64(c.versions.Min))
+		dst = canonVarint(dst, int64(c.versions.Max))
+		dst = canonVarint(dst, c.offset)
+		if c.caughtUp {
+			dst = append(dst, 1)
+		}
+		dst = canonVarint(dst, c.lastEnd)
+	}
+	return append(dst, 0)
+}
+
+func appendCanonicalKeys(dst []byte, keys []ReplicaKey) []byte {
+	dst = canonUvarint(dst, uint64(len(keys)))
+	for _, k := range keys {
+		dst = canonVarint(dst, int64(k.ID))
+		dst = append(dst, k.DirectoryID[:]...)
+	}
 	return dst
 }

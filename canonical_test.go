@@ -144,6 +144,14 @@ func TestCanonicalEveryField(t *testing.T) {
 		"ends":         func(s *State) { s.ends.small[0]++ },
 		"fetchedCheck": func(s *State) { s.fetchedCheck ^= 1 },
 		"fetchedBegin": func(s *State) { s.fetchedBegin ^= 1 },
+		"joinWait":     func(s *State) { s.joinWait = !s.joinWait },
+		"change": func(s *State) {
+			if s.change == nil {
+				s.change = &voterChange{}
+			} else {
+				s.change = nil
+			}
+		},
 	}
 	logMutations := []func(s *State){
 		func(s *State) { s.log.end.Offset++ },
@@ -163,6 +171,45 @@ func TestCanonicalEveryField(t *testing.T) {
 			h.epochs = append(append([]EpochStart(nil), h.epochs...), EpochStart{Epoch: 9, StartOffset: 9})
 			s.log.withHistory(h)
 		},
+		func(s *State) {
+			h := s.log.history()
+			h.voters = append(append([]VoterSetAt(nil), h.voters...), VoterSetAt{Offset: 9, Voters: keys(1)})
+			s.log.withHistory(h)
+		},
+		func(s *State) {
+			h := s.log.history()
+			h.voters = []VoterSetAt{{Offset: 9, Voters: keys(1)}}
+			s.log.withHistory(h)
+			m := h
+			m.voters = []VoterSetAt{{Offset: 9, Voters: []ReplicaKey{{ID: 1, DirectoryID: uuid.UUID{1}}}}}
+			*s = deepCopy(*s)
+			s.log.withHistory(m)
+		},
+	}
+	// A pending voter change, one field at a time.
+	changeMutations := []func(c *voterChange){
+		func(c *voterChange) { c.kind++ },
+		func(c *voterChange) { c.ref++ },
+		func(c *voterChange) { c.from++ },
+		func(c *voterChange) { c.key.ID++ },
+		func(c *voterChange) { c.key.DirectoryID = uuid.UUID{2} },
+		func(c *voterChange) { c.versions.Min++ },
+		func(c *voterChange) { c.versions.Max++ },
+		func(c *voterChange) { c.stage++ },
+		func(c *voterChange) { c.offset++ },
+		func(c *voterChange) { c.caughtUp = !c.caughtUp },
+		func(c *voterChange) { c.lastEnd++ },
+	}
+	ct := reflect.TypeOf(voterChange{})
+	// Nine fields (key and versions have two parts each), each mutated
+	// above.
+	require.Equal(t, 9, ct.NumField(), "voterChange gained a field: does the canonical encoding cover it?")
+	for i, mutate := range changeMutations {
+		base := voterChange{kind: AddVoter, stage: awaitingVersions, offset: -1, lastEnd: -1}
+		m := base
+		mutate(&m)
+		a, b := State{change: &base}, State{change: &m}
+		require.NotEqual(t, a.AppendCanonical(nil), b.AppendCanonical(nil), "voter change mutation %d does not change the encoding", i)
 	}
 	typ := reflect.TypeOf(State{})
 	for i := 0; i < typ.NumField(); i++ {
@@ -180,7 +227,7 @@ func TestCanonicalEveryField(t *testing.T) {
 	for i := 0; i < lt.NumField(); i++ {
 		require.True(t, logFields[lt.Field(i).Name], "logView field %s has no log mutation here: does the canonical encoding cover it?", lt.Field(i).Name)
 	}
-	historyFields := map[string]bool{"epochs": true, "start": true, "snapshots": true, "latest": true, "earliest": true}
+	historyFields := map[string]bool{"epochs": true, "start": true, "snapshots": true, "latest": true, "earliest": true, "voters": true}
 	ht := reflect.TypeOf(logHistory{})
 	for i := 0; i < ht.NumField(); i++ {
 		require.True(t, historyFields[ht.Field(i).Name], "logHistory field %s has no log mutation here: does the canonical encoding cover it?", ht.Field(i).Name)

@@ -25,6 +25,13 @@ package kraft
 // FetchSnapshot response's Bytes is set to the whole rest of the snapshot
 // (Size - Position) on NONE and 0 otherwise; a host that sends smaller
 // chunks sets the length it attached.
+//
+// An auto-joining observer's SendVoterChange becomes the leader's
+// ReceiveAddVoter (Listener true: a replica sends its own listeners) or
+// ReceiveRemoveVoter, with Ref 0: the receiving host sets its own handle.
+// SendVoterChangeResponse is not delivered (the host routes it to the
+// requester by Ref; a replica's state takes no answer), nor is
+// SendAPIVersions (the addressee's host answers it, not its state).
 func Deliver(from ReplicaKey, a Action) (to NodeID, e Event, ok bool) {
 	switch a := a.(type) {
 	case SendVoteRequest:
@@ -73,8 +80,13 @@ func Deliver(from ReplicaKey, a Action) (to NodeID, e Event, ok bool) {
 			From: from.ID, Error: a.Error, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
 			Snapshot: a.Snapshot, Size: a.Size, Position: a.Position, Bytes: n,
 		}, true
+	case SendVoterChange:
+		if a.Kind == RemoveVoter {
+			return a.To, ReceiveRemoveVoter{From: from.ID, ClusterID: a.ClusterID, Voter: a.Voter}, true
+		}
+		return a.To, ReceiveAddVoter{From: from.ID, ClusterID: a.ClusterID, Voter: a.Voter, Listener: true}, true
 	case Persist, TruncateLog, AppendLeaderChange, HighWatermarkChanged, ResetTimer, StopTimer, RoleChanged, Fault,
-		WriteSnapshotChunk, InstallSnapshot:
+		WriteSnapshotChunk, InstallSnapshot, AppendVoters, SendAPIVersions, SendVoterChangeResponse:
 	}
 	return NoNode, nil, false
 }

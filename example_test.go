@@ -93,16 +93,7 @@ func (n *node) fire(t kraft.Timer) {
 		return
 	}
 	delete(n.timers, t)
-	switch t {
-	case kraft.ElectionTimer:
-		n.step(kraft.ElectionTimeout{})
-	case kraft.FetchTimer:
-		n.step(kraft.FetchTimeout{})
-	case kraft.CheckQuorumTimer:
-		n.step(kraft.CheckQuorumTimeout{})
-	case kraft.BeginQuorumEpochTimer:
-		n.step(kraft.BeginQuorumEpochTimeout{})
-	}
+	n.step(t.Timeout())
 }
 
 // appendRecord appends one record as the leader and reports it.

@@ -181,6 +181,8 @@ func (t *stepper) processFetchResponse(e *ReceiveFetchResponse) {
 		if to < t.s.log.end.Offset {
 			t.s.log = t.s.log.truncated(to)
 			t.emit(TruncateLog{To: to})
+			// A VotersRecord truncated away is no longer in force.
+			t.syncVoters()
 		}
 	case e.Snapshot != nil && (e.Snapshot.Offset >= 0 || e.Snapshot.Epoch >= 0):
 		id := *e.Snapshot
@@ -203,6 +205,9 @@ func (t *stepper) processFetchResponse(e *ReceiveFetchResponse) {
 	}
 	t.s.fetched = true
 	t.fetchTimerDue, t.fetchDue = true, true
+	if t.accepted {
+		t.maybeAutoJoin()
+	}
 }
 
 // onFetchSnapshotResponse is Kafka's handleFetchSnapshotResponse (D43).

@@ -33,11 +33,13 @@ func (t *stepper) toLeader() {
 		t.emit(t.s.c.resetCheckQuorum)
 		t.emit(t.s.c.resetBegin)
 	}
+	at, dynamic := t.s.log.lastVoters()
 	t.emit(AppendLeaderChange{
 		Epoch:          t.s.epoch,
 		LeaderID:       t.s.c.local.ID,
 		Voters:         t.s.Voters(),
 		GrantingVoters: granting,
+		VotersRecord:   dynamic && at.Offset < 0,
 	})
 	for i, v := range t.s.c.voters {
 		if i != t.s.c.localIndex {
@@ -138,6 +140,9 @@ func (t *stepper) onFetchSnapshot(e ReceiveFetchSnapshot) {
 func (t *stepper) fetchedBy(id NodeID, dir *uuid.UUID, offset int64, position bool) {
 	i := t.s.c.voterIndexOf(id, dir)
 	if i < 0 || i == t.s.c.localIndex {
+		if i < 0 && position && t.s.change != nil {
+			t.observeJoiner(id, dir, offset)
+		}
 		return
 	}
 	t.s.fetchedCheck = t.s.fetchedCheck.with(i)
@@ -157,8 +162,15 @@ func (t *stepper) fetchedBy(id NodeID, dir *uuid.UUID, offset int64, position bo
 // checkQuorum restarts the check-quorum window once a majority of voters,
 // the leader included, has fetched in it (Kafka's
 // LeaderState.updateCheckQuorumForFollowingVoter).
+//
+// A leader removed from the voter set does not count itself (Kafka's
+// updateCheckQuorumForFollowingVoter).
 func (t *stepper) checkQuorum() {
-	if t.s.fetchedCheck.size() >= t.s.c.majority()-1 {
+	need := t.s.c.majority()
+	if t.s.c.isVoter() {
+		need--
+	}
+	if t.s.fetchedCheck.size() >= need {
 		t.s.fetchedCheck = 0
 		t.emit(t.s.c.resetCheckQuorum)
 	}
@@ -233,6 +245,9 @@ func (t *stepper) raiseHighWatermark(hwm int64) {
 		t.s.committed = hwm
 		t.emitHighWatermark(HighWatermarkChanged{HighWatermark: hwm})
 	}
+	if c := t.s.change; c != nil && c.stage == committing && t.s.hwm > c.offset {
+		t.changeCommitted()
+	}
 }
 
 func (t *stepper) endOf(i int) int64 {
@@ -247,7 +262,7 @@ func (t *stepper) endOf(i int) int64 {
 // onCheckQuorumTimeout: a leader that has not heard from a majority within
 // the window resigns (KAFKA-15489). The only voter never does.
 func (t *stepper) onCheckQuorumTimeout() {
-	if t.s.role == Leader && len(t.s.c.voters) > 1 {
+	if t.s.role == Leader && !t.s.c.leaderAlone() {
 		t.toResigned("check quorum failed")
 	}
 }
@@ -255,7 +270,7 @@ func (t *stepper) onCheckQuorumTimeout() {
 // onBeginQuorumEpochTimeout re-sends BeginQuorumEpoch to the voters that
 // have not fetched since the last round (KAFKA-16926).
 func (t *stepper) onBeginQuorumEpochTimeout() {
-	if t.s.role != Leader || len(t.s.c.voters) < 2 {
+	if t.s.role != Leader || t.s.c.leaderAlone() {
 		return
 	}
 	for i, v := range t.s.c.voters {

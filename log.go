@@ -28,6 +28,13 @@ type LogState struct {
 	Start            int64
 	LatestSnapshot   *LogEnd
 	EarliestSnapshot *LogEnd
+
+	// VoterSets are the voter sets the host found in the log, in offset
+	// order: the bootstrap checkpoint's (offset -1), the latest snapshot's
+	// (its end offset minus one) and every VotersRecord of the log. Empty
+	// for a quorum with a static voter set (kraft.version 0; docs/design.md
+	// D50).
+	VoterSets []VoterSetAt
 }
 
 // logView is the state's picture of the local log: what it needs to decide
@@ -64,6 +71,10 @@ type logHistory struct {
 	start            int64
 	snapshots        bool
 	latest, earliest LogEnd
+	// voters are the voter sets found in the log, by offset (Kafka's
+	// VoterSetHistory): the last one is in force. Only the last at or
+	// below the log start is kept of those before it (trimPrefixTo).
+	voters []VoterSetAt
 }
 
 // history is a copy of the view's history, to change and set with
@@ -77,12 +88,15 @@ func (v *logView) history() logHistory {
 
 // withHistory sets the view's history to h (nil for the empty one).
 func (v *logView) withHistory(h logHistory) {
-	if len(h.epochs) == 0 && h.start == 0 && !h.snapshots && h.latest == (LogEnd{}) && h.earliest == (LogEnd{}) {
+	if len(h.epochs) == 0 && h.start == 0 && !h.snapshots && h.latest == (LogEnd{}) && h.earliest == (LogEnd{}) && len(h.voters) == 0 {
 		v.h = nil
 		return
 	}
 	if len(h.epochs) == 0 {
 		h.epochs = nil
+	}
+	if len(h.voters) == 0 {
+		h.voters = nil
 	}
 	v.h = &h
 }
@@ -132,7 +146,11 @@ func newLogView(l LogState) (logView, error) {
 		return logView{}, fmt.Errorf("kraft: log start %d outside the log [0, %d]", l.Start, l.End.Offset)
 	}
 	v := logView{end: l.End, flushed: l.End.Offset}
-	h := logHistory{start: l.Start}
+	voters, err := checkVoterSets(l)
+	if err != nil {
+		return logView{}, err
+	}
+	h := logHistory{start: l.Start, voters: voters}
 	switch {
 	case len(l.Epochs) > 0:
 		for i, e := range l.Epochs {
@@ -292,6 +310,7 @@ func (v logView) truncated(offset int64) logView {
 		n--
 	}
 	h.epochs = h.epochs[:n:n]
+	h.voters = votersBefore(h.voters, offset)
 	v.withHistory(h)
 	v.end = LogEnd{Offset: offset}
 	switch {
@@ -343,6 +362,7 @@ func (v logView) startingAt(id LogEnd) logView {
 	epochs = append(epochs, h.epochs[n:]...)
 	h.epochs = epochs[:len(epochs):len(epochs)]
 	h.start, h.earliest = id.Offset, id
+	h.voters = votersTrimmed(h.voters, id.Offset)
 	v.withHistory(h)
 	if v.flushed < id.Offset {
 		v.flushed = id.Offset
@@ -355,7 +375,13 @@ func (v logView) startingAt(id LogEnd) logView {
 // id.Offset, with id the only snapshot.
 func (v logView) resetTo(id LogEnd) logView {
 	r := logView{end: id, flushed: id.Offset}
-	r.withHistory(logHistory{start: id.Offset, snapshots: true, latest: id, earliest: id})
+	// The voter set in force stays until the host reports the snapshot's
+	// (VotersAppended at id.Offset-1, which replaces it).
+	var voters []VoterSetAt
+	if vs := v.voterSets(); len(vs) > 0 {
+		voters = vs[len(vs)-1:]
+	}
+	r.withHistory(logHistory{start: id.Offset, snapshots: true, latest: id, earliest: id, voters: voters})
 	return r
 }
 
@@ -377,4 +403,85 @@ func min64(a, b int64) int64 {
 		return a
 	}
 	return b
+}
+
+func (v *logView) voterSets() []VoterSetAt {
+	if v.h == nil {
+		return nil
+	}
+	return v.h.voters
+}
+
+// lastVoters is the latest voter set in the log, ok false when the log
+// holds none (a static voter set).
+func (v *logView) lastVoters() (at VoterSetAt, ok bool) {
+	vs := v.voterSets()
+	if len(vs) == 0 {
+		return VoterSetAt{}, false
+	}
+	return vs[len(vs)-1], true
+}
+
+// withVoters returns the view with the voter set at appended (the caller
+// checked it). A set at the log start minus one is a snapshot's: it
+// replaces every set before it (Kafka's KRaftControlRecordStateMachine
+// reloads the history from a new snapshot).
+func (v logView) withVoters(at VoterSetAt) logView {
+	h := v.history()
+	voters := []VoterSetAt{at}
+	if at.Offset != h.start-1 {
+		voters = append(append(make([]VoterSetAt, 0, len(h.voters)+1), h.voters...), at)
+	}
+	h.voters = voters
+	v.withHistory(h)
+	return v
+}
+
+// votersBefore is the voter history without the sets at or after offset
+// (Kafka's VoterSetHistory.truncateNewEntries). The result shares vs's
+// array and never appends to it in place.
+func votersBefore(vs []VoterSetAt, offset int64) []VoterSetAt {
+	n := len(vs)
+	for n > 0 && vs[n-1].Offset >= offset {
+		n--
+	}
+	return vs[:n:n]
+}
+
+// votersTrimmed drops every set before the last one at or below start
+// (Kafka's VoterSetHistory.truncateOldEntries: the log no longer holds
+// them, and none can come back in force).
+func votersTrimmed(vs []VoterSetAt, start int64) []VoterSetAt {
+	i := 0
+	for i+1 < len(vs) && vs[i+1].Offset <= start {
+		i++
+	}
+	return vs[i:len(vs):len(vs)]
+}
+
+// checkVoterSets validates LogState.VoterSets and returns the history
+// NewState keeps: a copy, offsets increasing within [-1, End.Offset), each
+// a valid set, consecutive sets in the log with overlapping majorities
+// (Kafka's VoterSetHistory.addAt; the bootstrap set at -1 is exempt).
+func checkVoterSets(l LogState) ([]VoterSetAt, error) {
+	if len(l.VoterSets) == 0 {
+		return nil, nil
+	}
+	out := make([]VoterSetAt, len(l.VoterSets))
+	for i, at := range l.VoterSets {
+		if at.Offset < -1 || at.Offset >= l.End.Offset && at.Offset != l.Start-1 {
+			return nil, fmt.Errorf("kraft: voter set at %d outside the log [%d, %d)", at.Offset, l.Start, l.End.Offset)
+		}
+		if i > 0 && at.Offset <= l.VoterSets[i-1].Offset {
+			return nil, fmt.Errorf("kraft: voter sets at %d and %d out of order", l.VoterSets[i-1].Offset, at.Offset)
+		}
+		if err := validVoterSet(at.Voters); err != nil {
+			return nil, fmt.Errorf("kraft: voter set at %d: %w", at.Offset, err)
+		}
+		if i > 0 && l.VoterSets[i-1].Offset >= 0 && !overlappingMajority(l.VoterSets[i-1].Voters, at.Voters) {
+			return nil, fmt.Errorf("kraft: voter sets at %d and %d have no overlapping majority", l.VoterSets[i-1].Offset, at.Offset)
+		}
+		out[i] = VoterSetAt{Offset: at.Offset, Voters: append([]ReplicaKey(nil), at.Voters...)}
+	}
+	return votersTrimmed(out, l.Start), nil
 }

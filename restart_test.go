@@ -412,8 +412,6 @@ func TestConfigValidation(t *testing.T) {
 		name string
 		cfg  Config
 	}{
-		{"no voters", Config{Local: ReplicaKey{ID: 1}}},
-		{"no voters, observer", Config{Local: NoReplica, Observer: true}},
 		{"duplicate ids", Config{Local: ReplicaKey{ID: 1}, Voters: keys(1, 2, 2)}},
 		{"duplicate ids, distinct directories", Config{Local: ReplicaKey{ID: 1}, Voters: []ReplicaKey{{ID: 1}, {ID: 2, DirectoryID: dirA}, {ID: 2}}}},
 		{"negative voter id", Config{Local: ReplicaKey{ID: 1}, Voters: keys(1, -2, 3)}},
@@ -431,6 +429,20 @@ func TestConfigValidation(t *testing.T) {
 		require.NotPanics(t, func() { _, _, err = NewState(tc.cfg, nil, LogState{}) }, tc.name)
 		require.Error(t, err, tc.name)
 	}
+
+	// Without Config.Voters the voter set must come from the log (a
+	// dynamic quorum, D50), except for an observer, which may start
+	// knowing no voter (Kafka's brokers use bootstrap servers).
+	noVoters := Config{Local: ReplicaKey{ID: 1}}
+	require.NoError(t, noVoters.Validate())
+	_, _, err := NewState(noVoters, nil, LogState{})
+	require.Error(t, err)
+	_, _, err = NewState(noVoters, nil, LogState{VoterSets: []VoterSetAt{{Offset: -1, Voters: keys(1, 2, 3)}}})
+	require.NoError(t, err)
+	s, _, err := NewState(Config{Local: ReplicaKey{ID: 4}, Observer: true}, nil, LogState{})
+	require.NoError(t, err)
+	require.False(t, s.IsVoter())
+	require.Empty(t, s.Voters())
 }
 
 // TestLogStateValidation: an inconsistent log description is an error from

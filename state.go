@@ -76,6 +76,14 @@ type settings struct {
 	resetBegin       Action
 	// kafkaFailover: Config.KafkaFailover (no D39 refinements).
 	kafkaFailover bool
+	// static is Config.Voters, the set in force while the log holds none;
+	// dynamic says the log holds one (kraft.version 1). voters,
+	// voterIDs, localIndex and fetchResets follow the set in force: a
+	// change of the set gives the State a new settings (withVoters).
+	static         []ReplicaKey
+	dynamic        bool
+	autoJoin       bool
+	requestTimeout time.Duration
 	// fetchResets are a voter Follower's fetch timer armings, T_f plus a
 	// jitter of i/fetchJitterSteps of T_e (D39); nil with
 	// Config.KafkaFailover or for an observer.
@@ -115,29 +123,64 @@ func fetchResetTable(tf, te time.Duration) []Action {
 	return table
 }
 
-func newSettings(c Config) *settings {
+// newSettings derives a replica's settings from its Config, with the voter
+// set in force from the log (log.ok) or, without one, Config.Voters.
+func newSettings(c Config, log VoterSetAt, ok bool) *settings {
 	s := &settings{
 		local:           c.Local,
-		localIndex:      voterIndex(c.Voters, c.Local),
 		clusterID:       c.ClusterID,
-		voters:          append([]ReplicaKey(nil), c.Voters...),
-		voterIDs:        make([]NodeID, len(c.Voters)),
 		electionTimeout: orDefault(c.ElectionTimeout, DefaultElectionTimeout),
 		fetchTimeout:    orDefault(c.FetchTimeout, DefaultFetchTimeout),
 		backoffMax:      orDefault(c.ElectionBackoffMax, DefaultElectionBackoffMax),
-	}
-	for i, v := range c.Voters {
-		s.voterIDs[i] = v.ID
+		requestTimeout:  orDefault(c.RequestTimeout, DefaultRequestTimeout),
+		static:          append([]ReplicaKey(nil), c.Voters...),
+		autoJoin:        c.AutoJoin,
 	}
 	s.checkQuorum, s.beginPeriod = leaderPeriods(s.fetchTimeout)
 	s.resetFetch = ResetTimer{Timer: FetchTimer, After: s.fetchTimeout}
 	s.resetCheckQuorum = ResetTimer{Timer: CheckQuorumTimer, After: s.checkQuorum}
 	s.resetBegin = ResetTimer{Timer: BeginQuorumEpochTimer, After: s.beginPeriod}
 	s.kafkaFailover = c.KafkaFailover
-	if !c.KafkaFailover && s.isVoter() && s.electionTimeout > 0 {
+	voters := s.static
+	if ok {
+		voters = log.Voters
+	}
+	return s.withVoters(voters, ok)
+}
+
+// withVoters is s with voters in force (dynamic: from the log). s is
+// shared by older States and never written; the result is a copy unless
+// nothing changes.
+func (c *settings) withVoters(voters []ReplicaKey, dynamic bool) *settings {
+	if c.voters != nil && sameKeys(c.voters, voters) && c.dynamic == dynamic {
+		return c
+	}
+	s := *c
+	s.voters = voters
+	s.dynamic = dynamic
+	s.localIndex = voterIndex(voters, s.local)
+	s.voterIDs = make([]NodeID, len(voters))
+	for i, v := range voters {
+		s.voterIDs[i] = v.ID
+	}
+	s.fetchResets = nil
+	if !s.kafkaFailover && s.isVoter() && s.electionTimeout > 0 {
 		s.fetchResets = fetchResetTable(s.fetchTimeout, s.electionTimeout)
 	}
-	return s
+	return &s
+}
+
+// sameKeys reports whether a and b are the same keys in the same order.
+func sameKeys(a, b []ReplicaKey) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // leaderPeriods are the leader's check-quorum window and BeginQuorumEpoch
@@ -217,6 +260,9 @@ type State struct {
 	// Follower (voter): which jittered fetch timeout this Follower role
 	// arms (an index into settings.fetchResets, D39).
 	fetchJitter uint8
+	// Follower (auto-joining observer): a join request went out and the
+	// voter-change timer runs before the next (D53).
+	joinWait bool
 	// Prospective: this round yields to a peer's pre-vote (D39): grants
 	// are counted but do not make it Candidate. lastYield is the last epoch
 	// in which a round yielded (-1 if none): at most one per epoch.
@@ -252,6 +298,11 @@ type State struct {
 	ends         voterEnds
 	fetchedCheck voterSet
 	fetchedBegin voterSet
+
+	// Leader: the pending AddRaftVoter or RemoveRaftVoter (Kafka's
+	// LeaderState add/remove voter handler state), nil when none. Shared
+	// between states and never written (D51).
+	change *voterChange
 }
 
 // voterSet is a set of voter indexes; Config allows at most MaxVoters
@@ -289,7 +340,13 @@ func NewState(cfg Config, record *QuorumRecord, log LogState) (State, []Action, 
 	if rec.Epoch < 0 || rec.LeaderID < NoNode || rec.VotedKey.ID < NoNode {
 		return State{}, nil, fmt.Errorf("kraft: stored record %+v has negative fields", rec)
 	}
-	c := newSettings(cfg)
+	logVoters, dynamic := view.lastVoters()
+	if !dynamic && len(cfg.Voters) == 0 && !cfg.Observer {
+		// An observer may start knowing no voter (Kafka's brokers find the
+		// leader through bootstrap servers); a voter needs a set.
+		return State{}, nil, fmt.Errorf("kraft: no voter set: Config.Voters is empty and the log holds none")
+	}
+	c := newSettings(cfg, logVoters, dynamic)
 	if rec.HasVote() && c.local.ID == NoNode {
 		return State{}, nil, fmt.Errorf("kraft: stored vote %v but the local replica has no id", rec.VotedKey)
 	}

@@ -93,6 +93,21 @@ func stepTo(b *Buffer, s *State, e Event, next *State) []Action {
 		t.onLogStartMoved(e)
 	case Resign:
 		t.onResign()
+	case VotersAppended:
+		t.onVotersAppended(e)
+	case ReceiveAddVoter:
+		t.onAddVoter(e)
+	case ReceiveRemoveVoter:
+		t.onRemoveVoter(e)
+	case ReceiveUpdateVoter:
+		t.onUpdateVoter(e)
+	case ReceiveAPIVersionsResponse:
+		t.onAPIVersionsResponse(e)
+	case VoterChangeTimeout:
+		t.onVoterChangeTimeout()
+	}
+	if t.resignDue && t.fault == "" && t.s.role == Leader {
+		t.toResigned("removed from the voter set")
 	}
 	if t.fault != "" {
 		b := t.buffer()
@@ -123,6 +138,10 @@ type stepper struct {
 	fetchTimerDue bool
 	fetchDue      bool
 	accepted      bool
+	// resignDue: a leader whose removal from the voter set committed
+	// resigns at the end of the step (Kafka's requestResign, acted on by
+	// pollLeader).
+	resignDue bool
 }
 
 // emit appends an action that is boxed already (the ones settings keeps)
@@ -158,7 +177,8 @@ func (t *stepper) persist() {
 		case SendVoteRequest, SendVoteResponse, SendBeginQuorumEpoch, SendBeginQuorumEpochResponse,
 			SendEndQuorumEpoch, SendEndQuorumEpochResponse, SendFetch, SendFetchResponse,
 			SendFetchSnapshot, SendFetchSnapshotResponse, AppendLeaderChange, TruncateLog,
-			WriteSnapshotChunk, InstallSnapshot:
+			WriteSnapshotChunk, InstallSnapshot, AppendVoters, SendVoterChangeResponse, SendVoterChange,
+			SendAPIVersions:
 			t.emitPersist(p)
 			return
 		}
@@ -229,6 +249,7 @@ func (t *stepper) become(role Role, epoch Epoch, leader NodeID, voted ReplicaKey
 	n.download = nil
 	n.granted, n.rejected, n.yielding = 0, 0, false
 	n.epochStart, n.ends, n.fetchedCheck, n.fetchedBegin = 0, voterEnds{}, 0, 0
+	n.change, n.joinWait = nil, false
 	*t.s = n
 	if durable && n.Record() != old.Record() {
 		t.persist()
@@ -240,6 +261,13 @@ func (t *stepper) become(role Role, epoch Epoch, leader NodeID, voted ReplicaKey
 		if tm != 0 && !owns(now, tm) {
 			t.emit(StopTimer{Timer: tm})
 		}
+	}
+	if old.change != nil || old.joinWait {
+		t.emit(StopTimer{Timer: VoterChangeTimer})
+	}
+	if c := old.change; c != nil {
+		// Kafka's LeaderState.close fails the pending change.
+		t.respondChange(c.ref, c.from, c.kind, ErrNotLeaderOrFollower)
 	}
 }
 
@@ -350,7 +378,9 @@ func (t *stepper) sendFetch() {
 		t.emit(SendFetchSnapshot{To: t.s.leader, ClusterID: t.s.c.clusterID, CurrentLeaderEpoch: t.s.epoch, Snapshot: d.id, Position: d.written})
 		return
 	}
-	if t.s.c.isVoter() && t.s.log.flushed < t.s.log.end.Offset {
+	if (t.s.c.isVoter() || t.s.c.dynamic) && t.s.log.flushed < t.s.log.end.Offset {
+		// With a dynamic voter set an observer waits too: it may become a
+		// voter while its Fetch is in flight (D52).
 		t.s.fetchPending = true
 		return
 	}

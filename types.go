@@ -123,6 +123,7 @@ const (
 	ErrNone                       ErrorCode = 0
 	ErrUnknownTopicOrPartition    ErrorCode = 3
 	ErrNotLeaderOrFollower        ErrorCode = 6
+	ErrRequestTimedOut            ErrorCode = 7
 	ErrBrokerNotAvailable         ErrorCode = 8
 	ErrClusterAuthorizationFailed ErrorCode = 31
 	ErrUnsupportedVersion         ErrorCode = 35
@@ -133,6 +134,8 @@ const (
 	ErrPositionOutOfRange         ErrorCode = 99
 	ErrInconsistentClusterID      ErrorCode = 104
 	ErrInvalidVoterKey            ErrorCode = 125
+	ErrDuplicateVoter             ErrorCode = 126
+	ErrVoterNotFound              ErrorCode = 127
 )
 
 var errorNames = map[ErrorCode]string{
@@ -140,6 +143,7 @@ var errorNames = map[ErrorCode]string{
 	ErrNone:                       "NONE",
 	ErrUnknownTopicOrPartition:    "UNKNOWN_TOPIC_OR_PARTITION",
 	ErrNotLeaderOrFollower:        "NOT_LEADER_OR_FOLLOWER",
+	ErrRequestTimedOut:            "REQUEST_TIMED_OUT",
 	ErrBrokerNotAvailable:         "BROKER_NOT_AVAILABLE",
 	ErrClusterAuthorizationFailed: "CLUSTER_AUTHORIZATION_FAILED",
 	ErrUnsupportedVersion:         "UNSUPPORTED_VERSION",
@@ -150,6 +154,8 @@ var errorNames = map[ErrorCode]string{
 	ErrPositionOutOfRange:         "POSITION_OUT_OF_RANGE",
 	ErrInconsistentClusterID:      "INCONSISTENT_CLUSTER_ID",
 	ErrInvalidVoterKey:            "INVALID_VOTER_KEY",
+	ErrDuplicateVoter:             "DUPLICATE_VOTER",
+	ErrVoterNotFound:              "VOTER_NOT_FOUND",
 }
 
 // String returns Kafka's name for the code.
@@ -185,6 +191,7 @@ const (
 	DefaultElectionTimeout    = 1000 * time.Millisecond // controller.quorum.election.timeout.ms
 	DefaultFetchTimeout       = 2000 * time.Millisecond // controller.quorum.fetch.timeout.ms
 	DefaultElectionBackoffMax = 1000 * time.Millisecond // controller.quorum.election.backoff.max.ms
+	DefaultRequestTimeout     = 2000 * time.Millisecond // controller.quorum.request.timeout.ms
 )
 
 // MaxVoters is the largest voter set kraft supports (KRaft quorums have 3
@@ -207,8 +214,11 @@ type Config struct {
 	// ClusterID is the cluster id; requests that carry a different one are
 	// refused with INCONSISTENT_CLUSTER_ID. Unset: any cluster id is accepted.
 	ClusterID uuid.NullUUID
-	// Voters is the voter set (controller.quorum.voters, or the latest
-	// VotersRecord). Keys must have distinct ids.
+	// Voters is the static voter set (controller.quorum.voters): the set
+	// in force while the log holds none (kraft.version 0). Keys must have
+	// distinct ids. It may be empty when the log holds the voter set
+	// (LogState.VoterSets; a quorum bootstrapped with kraft.version 1), and
+	// it is ignored once the log holds one (docs/design.md D50).
 	Voters []ReplicaKey
 	// ElectionTimeout is T_e (default 1 s); election timers draw from
 	// [T_e, 2*T_e).
@@ -235,14 +245,21 @@ type Config struct {
 	// key) yields that round, once per epoch. Together they bring split
 	// votes after a leader crash from 30-40% to under 1% in the simulator.
 	KafkaFailover bool
+	// RequestTimeout is how long the leader waits for a pending
+	// AddRaftVoter or RemoveRaftVoter to finish before it answers
+	// REQUEST_TIMED_OUT (default 2 s; Kafka's
+	// controller.quorum.request.timeout.ms).
+	RequestTimeout time.Duration
+	// AutoJoin makes an observer with an id and a directory id ask the
+	// leader to add it as a voter, after removing the voter with its id
+	// and another directory id if there is one (Kafka's
+	// controller.quorum.auto.join.enable; docs/design.md D53).
+	AutoJoin bool
 }
 
 // Validate reports what is wrong with c, or nil.
 func (c Config) Validate() error {
 	var errs []error
-	if len(c.Voters) == 0 {
-		errs = append(errs, errors.New("kraft: config has no voters"))
-	}
 	if len(c.Voters) > MaxVoters {
 		errs = append(errs, fmt.Errorf("kraft: %d voters, at most %d are supported", len(c.Voters), MaxVoters))
 	}
@@ -261,12 +278,12 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("kraft: local id %d is negative (use NoNode for an observer without id)", c.Local.ID))
 	case c.Local.ID == NoNode && !c.Observer:
 		errs = append(errs, errors.New("kraft: local id is NoNode but Observer is false"))
-	case c.Local.ID == 0 && !c.Observer && voterIndex(c.Voters, c.Local) < 0:
+	case c.Local.ID == 0 && !c.Observer && len(c.Voters) > 0 && voterIndex(c.Voters, c.Local) < 0:
 		errs = append(errs, errors.New("kraft: local id 0 is not a voter and Observer is false (was Local set?)"))
 	case c.Observer && c.Local.ID != NoNode && voterIndex(c.Voters, c.Local) >= 0:
 		errs = append(errs, fmt.Errorf("kraft: Observer is true but local key %v is in the voter set", c.Local))
 	}
-	if c.ElectionTimeout < 0 || c.FetchTimeout < 0 || c.ElectionBackoffMax < 0 {
+	if c.ElectionTimeout < 0 || c.FetchTimeout < 0 || c.ElectionBackoffMax < 0 || c.RequestTimeout < 0 {
 		errs = append(errs, errors.New("kraft: negative duration"))
 	}
 	return joinErrors(errs)
