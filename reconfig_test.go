@@ -176,7 +176,9 @@ func TestReconfigRequestErrors(t *testing.T) {
 	uncommitted, _ = step(t, uncommitted, VotersAppended{Offset: 2, Voters: []ReplicaKey{key1A, key2B, key3C}})
 
 	v01 := VersionRange{Min: 0, Max: 1}
-	add := func(key ReplicaKey) ReceiveAddVoter { return ReceiveAddVoter{Ref: 9, From: 5, Voter: key, Listener: true} }
+	add := func(key ReplicaKey) ReceiveAddVoter {
+		return ReceiveAddVoter{Ref: 9, From: 5, Voter: key, Listener: true}
+	}
 	remove := func(key ReplicaKey) ReceiveRemoveVoter { return ReceiveRemoveVoter{Ref: 9, From: 5, Voter: key} }
 	update := func(epoch Epoch, key ReplicaKey, r VersionRange) ReceiveUpdateVoter {
 		return ReceiveUpdateVoter{Ref: 9, From: 5, CurrentLeaderEpoch: epoch, Voter: key, Listener: true, KRaftVersions: r}
@@ -202,11 +204,11 @@ func TestReconfigRequestErrors(t *testing.T) {
 	noUpdateListener.Listener = false
 
 	cases := []struct {
-		name  string
-		s     State
-		e     Event
-		kind  VoterChangeKind
-		code  ErrorCode
+		name string
+		s    State
+		e    Event
+		kind VoterChangeKind
+		code ErrorCode
 	}{
 		{"add: another cluster", clusterLeader, withCluster(add(key4A)), AddVoter, ErrInconsistentClusterID},
 		{"add: not the leader", follower, add(key4A), AddVoter, ErrNotLeaderOrFollower},
