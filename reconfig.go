@@ -98,6 +98,11 @@ func (t *stepper) onAddVoter(e ReceiveAddVoter) {
 	if code == ErrNone && voterByID(t.s.c.voters, e.Voter.ID) >= 0 {
 		code = ErrDuplicateVoter
 	}
+	if code == ErrNone && len(t.s.c.voters) >= MaxVoters {
+		// kraft's hard limit (a set of voters is one machine word); Kafka
+		// has none (D51).
+		code = ErrInvalidRequest
+	}
 	if code != ErrNone {
 		t.respondChange(e.Ref, e.From, AddVoter, code)
 		return

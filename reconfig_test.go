@@ -724,3 +724,24 @@ func TestRemovedLeaderCountsOnlyTheVoters(t *testing.T) {
 	require.Equal(t, int64(3), s.CommittedOffset())
 	require.Equal(t, Resigned, s.Role())
 }
+
+// TestAddVoterBeyondMaxVoters: kraft keeps at most MaxVoters voters (D51).
+func TestAddVoterBeyondMaxVoters(t *testing.T) {
+	voters := make([]ReplicaKey, MaxVoters)
+	for i := range voters {
+		voters[i] = ReplicaKey{ID: NodeID(i + 1), DirectoryID: dirA}
+	}
+	cfg := dynamicConfig(voters[0])
+	log := LogState{End: LogEnd{Offset: 1, Epoch: 1}, VoterSets: []VoterSetAt{{Offset: -1, Voters: voters}}}
+	s, _, err := NewState(cfg, &QuorumRecord{Epoch: 1, LeaderID: NoNode, VotedKey: NoReplica}, log)
+	require.NoError(t, err)
+	s = electLeader(t, s)
+	for _, v := range voters[1:33] {
+		s, _ = step(t, s, ReceiveFetch{From: v.ID, FromDirectoryID: dirA, CurrentLeaderEpoch: 2, FetchOffset: 2, FetchEpoch: 2})
+	}
+	require.Equal(t, int64(2), s.HighWatermark())
+	_, acts := step(t, s, ReceiveAddVoter{Ref: 1, Voter: ReplicaKey{ID: 100, DirectoryID: dirB}, Listener: true})
+	require.Equal(t, []Action{changeResponse(1, 0, AddVoter, ErrInvalidRequest, 2, 1)}, acts)
+	next, acts := step(t, s, VotersAppended{Offset: 1, Voters: append(append([]ReplicaKey(nil), voters...), ReplicaKey{ID: 100})})
+	requireFault(t, s, next, acts)
+}
