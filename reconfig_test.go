@@ -745,3 +745,58 @@ func TestAddVoterBeyondMaxVoters(t *testing.T) {
 	next, acts := step(t, s, VotersAppended{Offset: 1, Voters: append(append([]ReplicaKey(nil), voters...), ReplicaKey{ID: 100})})
 	requireFault(t, s, next, acts)
 }
+
+// TestLeaderRoundsFollowTheNewSet: after an addition, the BeginQuorumEpoch
+// re-send, check-quorum and the successor list of a resignation include
+// the new voter; after a removal they leave the removed one out.
+// Reference: KafkaRaftClientReconfigTest testLeaderSendsBeginQuorumEpochToNewVoter
+// (KAFKA-16926's rounds over the voter set), LeaderState
+// nonLeaderVotersByDescendingFetchOffset.
+func TestLeaderRoundsFollowTheNewSet(t *testing.T) {
+	s := addPending(t)
+	s, _ = step(t, s, ReceiveFetch{From: 4, FromDirectoryID: dirA, CurrentLeaderEpoch: 1, FetchOffset: 2, FetchEpoch: 1})
+	s, _ = step(t, s, ReceiveAPIVersionsResponse{From: 4, KRaftVersions: v01})
+	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 3, Epoch: 1}})
+	s, _ = step(t, s, VotersAppended{Offset: 2, Voters: []ReplicaKey{key1A, key2B, key3C, key4A}})
+	s, _ = step(t, s, LogFlushed{Offset: 3})
+
+	// Voters 2 and 3 fetched in the round that just ended; 4 is new.
+	s, acts := step(t, s, BeginQuorumEpochTimeout{})
+	require.Equal(t, []ReplicaKey{key4A}, toKeys(ofType[SendBeginQuorumEpoch](acts)))
+	// Check-quorum: 2 of the 3 others make the majority of 4 with the
+	// leader.
+	s, acts = step(t, s, ReceiveFetch{From: 2, FromDirectoryID: dirB, CurrentLeaderEpoch: 1, FetchOffset: 3, FetchEpoch: 1})
+	require.NotContains(t, acts, Action(checkQuorumTimerReset))
+	require.Equal(t, int64(2), s.HighWatermark(), "2 of 4 voters is no majority")
+	s, acts = step(t, s, ReceiveFetch{From: 4, FromDirectoryID: dirA, CurrentLeaderEpoch: 1, FetchOffset: 3, FetchEpoch: 1})
+	require.Contains(t, acts, Action(checkQuorumTimerReset))
+	require.Equal(t, int64(3), s.HighWatermark())
+	require.Contains(t, acts, Action(changeResponse(7, NoNode, AddVoter, ErrNone, 1, 1)))
+
+	// The successors: 2 and 4 at 3, then 3 at 2.
+	_, acts = step(t, s, Resign{})
+	ends := ofType[SendEndQuorumEpoch](acts)
+	require.Len(t, ends, 3)
+	require.Equal(t, []ReplicaKey{key2B, key4A, key3C}, ends[0].PreferredSuccessors)
+
+	// Remove 3: it is no longer asked to start the epoch nor told of the
+	// resignation.
+	s, _ = step(t, s, ReceiveRemoveVoter{Ref: 9, Voter: key3C})
+	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 4, Epoch: 1}})
+	s, _ = step(t, s, VotersAppended{Offset: 3, Voters: []ReplicaKey{key1A, key2B, key4A}})
+	_, acts = step(t, s, BeginQuorumEpochTimeout{})
+	require.NotContains(t, toKeys(ofType[SendBeginQuorumEpoch](acts)), key3C)
+	_, acts = step(t, s, Resign{})
+	for _, e := range ofType[SendEndQuorumEpoch](acts) {
+		require.NotEqual(t, key3C, e.To)
+		require.NotContains(t, e.PreferredSuccessors, key3C)
+	}
+}
+
+func toKeys(begins []SendBeginQuorumEpoch) []ReplicaKey {
+	var out []ReplicaKey
+	for _, b := range begins {
+		out = append(out, b.To)
+	}
+	return out
+}
