@@ -33,8 +33,9 @@ type testCluster struct {
 
 	// With a dynamic voter set (newDynamicCluster): the bootstrap voters;
 	// the other replicas start as observers.
-	dynamic bool
-	boot    []Voter
+	dynamic  bool
+	boot     []Voter
+	autoJoin bool // observers ask to join (kraft.Config.AutoJoin)
 }
 
 func newTestCluster(t *testing.T, n int) *testCluster { return newCluster(t, n, nil) }
@@ -68,7 +69,7 @@ func newCluster(t *testing.T, n int, snap *snapOpts) *testCluster {
 func (c *testCluster) kraftConfig(id kraft.NodeID) kraft.Config {
 	if c.dynamic {
 		return kraft.Config{
-			Local: dynKey(id), Observer: voterIndex(keysOf(c.boot), id) < 0, Seed: uint64(id) * 7919,
+			Local: dynKey(id), Observer: voterIndex(keysOf(c.boot), id) < 0, Seed: uint64(id) * 7919, AutoJoin: c.autoJoin,
 			ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond, ElectionBackoffMax: 100 * time.Millisecond,
 		}
 	}

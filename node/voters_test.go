@@ -97,11 +97,22 @@ func voterChange(t *testing.T, what string, f func(ctx context.Context) error) {
 	}
 }
 
-func requireVoterChangeError(t *testing.T, err error, code kraft.ErrorCode) {
+// voterChangeFails runs f until it fails with code (it is retried while
+// the previous change is not committed, REQUEST_TIMED_OUT).
+func voterChangeFails(t *testing.T, code kraft.ErrorCode, f func(ctx context.Context) error) {
 	t.Helper()
-	var vc *VoterChangeError
-	require.ErrorAs(t, err, &vc)
-	require.Equal(t, code, vc.Code, "%v", err)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := f(context.Background())
+		var vc *VoterChangeError
+		require.ErrorAs(t, err, &vc)
+		if vc.Code == code {
+			return
+		}
+		require.Equal(t, kraft.ErrRequestTimedOut, vc.Code, "%v", err)
+		require.True(t, time.Now().Before(deadline), "still %v", err)
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // TestNodeVotersGrowFromOneToThree: a quorum bootstrapped with one voter
@@ -134,16 +145,50 @@ func TestNodeVotersGrowFromOneToThree(t *testing.T) {
 		require.Equal(t, "ab", string(got[0].Data)+string(got[1].Data))
 	}
 
-	err = l.AddVoter(context.Background(), dynKey(2), dynEndpoint(2))
-	requireVoterChangeError(t, err, kraft.ErrDuplicateVoter)
+	voterChangeFails(t, kraft.ErrDuplicateVoter, func(ctx context.Context) error { return l.AddVoter(ctx, dynKey(2), dynEndpoint(2)) })
 	err = c.nodes[2].AddVoter(context.Background(), dynKey(4), "mem-4")
 	var nl *NotLeaderError
 	require.ErrorAs(t, err, &nl)
 	require.Equal(t, kraft.NodeID(1), nl.Leader)
 
+	// UpdateVoter records a new endpoint, answered once written.
+	voterChange(t, "update 3", func(ctx context.Context) error { return l.UpdateVoter(ctx, dynKey(3), "mem-3-new") })
+	c.waitStatus(2, "the new endpoint", func(st Status) bool {
+		return len(st.VoterSet) == 3 && st.VoterSet[2].Endpoint == "mem-3-new"
+	})
+	voterChangeFails(t, kraft.ErrVoterNotFound, func(ctx context.Context) error { return l.UpdateVoter(ctx, dynKey(4), "x") })
+
 	// With three voters, one may be down.
 	c.crash(3)
 	c.appendCommitted("c")
+}
+
+// TestNodeVotersAutoJoin: observers with AutoJoin ask the leader to add
+// them (their AddRaftVoter requests travel with their endpoints) until the
+// quorum holds every replica.
+func TestNodeVotersAutoJoin(t *testing.T) {
+	c := newDynamicCluster(t, 3, 1, 0, nil)
+	c.autoJoin = true
+	for _, id := range []kraft.NodeID{1, 2, 3} {
+		c.start(id)
+	}
+	for _, id := range []kraft.NodeID{1, 2, 3} {
+		c.waitStatus(id, "three voters", func(st Status) bool {
+			if len(st.VoterSet) != 3 {
+				return false
+			}
+			for _, v := range st.VoterSet {
+				if v.DirectoryID != dynKey(v.ID).DirectoryID || v.Endpoint != dynEndpoint(v.ID) {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	c.appendCommitted("a")
+	for _, id := range []kraft.NodeID{1, 2, 3} {
+		require.Len(t, c.waitCommitted(id, 1), 1, "node %d", id)
+	}
 }
 
 // TestNodeVotersRemoveAndLeaderLeaves: a voter is removed (a second
@@ -162,7 +207,7 @@ func TestNodeVotersRemoveAndLeaderLeaves(t *testing.T) {
 	for _, id := range []kraft.NodeID{1, 2, 3, 4} {
 		c.waitVoters(id, 1, 2, 3)
 	}
-	requireVoterChangeError(t, l.RemoveVoter(context.Background(), dynKey(4)), kraft.ErrVoterNotFound)
+	voterChangeFails(t, kraft.ErrVoterNotFound, func(ctx context.Context) error { return l.RemoveVoter(ctx, dynKey(4)) })
 	c.waitStatus(4, "an observer", func(st Status) bool { return st.Role == "Follower" })
 
 	voterChange(t, "remove 1", func(ctx context.Context) error { return l.RemoveVoter(ctx, dynKey(1)) })
