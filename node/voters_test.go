@@ -399,3 +399,61 @@ func TestVotersEncoding(t *testing.T) {
 		require.Equal(t, plain, string(rest))
 	}
 }
+
+// TestNodeVotersOverTCP: a new replica that knows only the bootstrap
+// voter's address joins over TCP: the leader learns its address from
+// AddVoter (ApiVersions reaches it), keeps it in the VotersRecord, and
+// after a handover fetches from it as a follower.
+func TestNodeVotersOverTCP(t *testing.T) {
+	tr1, err := NewTCPTransport(TCPConfig{ID: 1, Listen: "127.0.0.1:0"})
+	require.NoError(t, err)
+	tr2, err := NewTCPTransport(TCPConfig{ID: 2, Listen: "127.0.0.1:0", Peers: map[kraft.NodeID]string{1: tr1.Addr().String()}})
+	require.NoError(t, err)
+	addr1, addr2 := tr1.Addr().String(), tr2.Addr().String()
+	kc := func(id kraft.NodeID) kraft.Config {
+		return kraft.Config{
+			Local: dynKey(id), Observer: id != 1, Seed: uint64(id),
+			ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond, ElectionBackoffMax: 100 * time.Millisecond,
+		}
+	}
+	start := func(id kraft.NodeID, tr Transport, boot []Voter) *Node {
+		n, err := Start(Config{
+			Kraft: kc(id), Log: storage.NewMemLog(), Records: &MemRecords{}, Transport: tr,
+			RequestTimeout: 200 * time.Millisecond, FetchMaxWait: 50 * time.Millisecond,
+			InitialVoters: boot, BootstrapServers: []kraft.NodeID{1}, Endpoint: tr.(*TCPTransport).Addr().String(),
+			Logf: t.Logf,
+		})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = n.Close() })
+		return n
+	}
+	n1 := start(1, tr1, []Voter{{Key: dynKey(1), Endpoint: addr1, KRaftVersions: supportedKRaftVersions}})
+	n2 := start(2, tr2, nil)
+	waitRole := func(n *Node, role string, leader kraft.NodeID) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			st, err := n.Status()
+			require.NoError(t, err)
+			if st.Role == role && st.Leader == leader {
+				return
+			}
+			require.True(t, time.Now().Before(deadline), "node %d: %+v", n.local.ID, st)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitRole(n2, "Follower", 1)
+	voterChange(t, "add 2", func(ctx context.Context) error { return n1.AddVoter(ctx, dynKey(2), addr2) })
+	vs, version, err := n2.Voters()
+	require.NoError(t, err)
+	require.Equal(t, int16(1), version)
+	require.Equal(t, []VoterInfo{{ID: 1, DirectoryID: dynKey(1).DirectoryID, Endpoint: addr1}, {ID: 2, DirectoryID: dynKey(2).DirectoryID, Endpoint: addr2}}, vs)
+
+	require.NoError(t, n1.Resign())
+	waitRole(n2, "Leader", 2)
+	waitRole(n1, "Follower", 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = n2.Append(ctx, []byte("x"))
+	require.NoError(t, err, "node 1 fetches from node 2 at the address the VotersRecord holds")
+}
