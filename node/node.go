@@ -951,7 +951,7 @@ type Status struct {
 	KRaftVersion int16 `json:"kraft_version"`
 	// VoterSet is the voter set in force as this replica knows it
 	// (committed or not), with the endpoints the log holds.
-	VoterSet []VoterInfo `json:"voter_set"`
+	VoterSet []VoterInfo `json:"voter_set,omitempty"`
 	// PendingVoterChange, on the leader, is the AddRaftVoter or
 	// RemoveRaftVoter in progress, if any.
 	PendingVoterChange string `json:"pending_voter_change,omitempty"`
