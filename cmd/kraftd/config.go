@@ -38,9 +38,9 @@ type config struct {
 	initialVoters    []voter
 	bootstrapServers []voter
 	autoJoin         bool
-	dir      string
-	listen   string // the quorum (TCP) address to listen on
-	httpAddr string // "": no HTTP endpoint
+	dir              string
+	listen           string // the quorum (TCP) address to listen on
+	httpAddr         string // "": no HTTP endpoint
 
 	clusterID    [16]byte
 	hasClusterID bool
