@@ -54,6 +54,7 @@ type Node struct {
 	// Dynamic voter sets (voters.go).
 	vsets           []voterSetAt                // the voter sets in the log, as the state's VoterSets
 	boot            []Voter                     // the bootstrap checkpoint's set; read-only after Start
+	static          bool                        // a static voter set: no VotersRecords, no voter set in snapshots
 	peerAddrs       map[kraft.NodeID]string     // the addresses given to the transport
 	changeEndpoints map[kraft.ReplicaKey]string // the endpoints of voters being added or updated
 	voterCalls      map[uint64]*voterCall       // client voter changes by Ref
@@ -121,7 +122,8 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	vsets, err := recoverVoters(cfg.Log, cfg.Snapshots, boot, cfg.FetchMaxBytes)
+	static := len(cfg.Kraft.Voters) > 0 && boot == nil
+	vsets, err := recoverVoters(cfg.Log, cfg.Snapshots, boot, static, cfg.FetchMaxBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +145,7 @@ func Start(cfg Config) (*Node, error) {
 		applierOut: make(chan struct{}),
 
 		boot:            boot,
+		static:          static,
 		peerAddrs:       map[kraft.NodeID]string{},
 		changeEndpoints: map[kraft.ReplicaKey]string{},
 		voterCalls:      map[uint64]*voterCall{},

@@ -183,9 +183,12 @@ func (n *Node) restoreSnapshot(id kraft.LogEnd) ([]Voter, error) {
 		return nil, fmt.Errorf("node: opening snapshot %+v: %w", id, err)
 	}
 	defer func() { _ = r.Close() }() // a read-only file: a close error changes nothing
-	vs, app, err := readSnapshotVoters(r)
-	if err != nil {
-		return nil, fmt.Errorf("node: snapshot %+v: %w", id, err)
+	var vs []Voter
+	var app io.Reader = r
+	if !n.static {
+		if vs, app, err = readSnapshotVoters(r); err != nil {
+			return nil, fmt.Errorf("node: snapshot %+v: %w", id, err)
+		}
 	}
 	if n.cfg.Restore != nil {
 		if err := n.cfg.Restore(id, app); err != nil {

@@ -232,11 +232,18 @@ func sameVoterKeys(a, b []Voter) bool {
 
 // recoverVoters finds the voter sets of a restarted replica: the bootstrap
 // set at -1, the latest snapshot's set at its end minus one, and every
-// VotersRecord of the log (host contract rule 11).
-func recoverVoters(l storage.Log, snaps *storage.Snapshots, boot []Voter, maxBytes int) ([]voterSetAt, error) {
+// VotersRecord of the log (host contract rule 11). The log is read from
+// its start to its end for them unless the voter set is static (a static
+// Kraft.Voters and no bootstrap set: a leader never writes a VotersRecord
+// nor a snapshot's voter set then), so a static quorum restarts as fast
+// as before and its snapshots are the application's bytes alone.
+func recoverVoters(l storage.Log, snaps *storage.Snapshots, boot []Voter, static bool, maxBytes int) ([]voterSetAt, error) {
 	var sets []voterSetAt
 	if boot != nil {
 		sets = append(sets, voterSetAt{offset: -1, voters: boot})
+	}
+	if static && boot == nil {
+		return sets, nil
 	}
 	if snaps != nil {
 		if id, ok := snaps.Latest(); ok && id.Offset > 0 {
@@ -389,6 +396,9 @@ func (n *Node) stepFetched(records []storage.Entry) {
 
 // installedVoters reports the voter set of the snapshot id just installed.
 func (n *Node) installedVoters(id kraft.LogEnd) error {
+	if n.static {
+		return nil
+	}
 	vs, err := snapshotVoters(n.cfg.Snapshots, id)
 	if err != nil || vs == nil {
 		return err
