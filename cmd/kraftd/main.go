@@ -263,6 +263,9 @@ func directoryID(dir string) ([16]byte, error) {
 }
 
 func votersString(vs []voter) string {
+	if len(vs) == 0 {
+		return "none"
+	}
 	s := ""
 	for i, v := range vs {
 		if i > 0 {
