@@ -457,3 +457,20 @@ func TestNodeVotersOverTCP(t *testing.T) {
 	_, err = n2.Append(ctx, []byte("x"))
 	require.NoError(t, err, "node 1 fetches from node 2 at the address the VotersRecord holds")
 }
+
+// TestNodeVotersAddUnreachable: AddVoter of a replica that is not running
+// fails with REQUEST_TIMED_OUT once its ApiVersions request times out, and
+// the next change goes through.
+func TestNodeVotersAddUnreachable(t *testing.T) {
+	c := newDynamicCluster(t, 2, 1, 2, nil)
+	l := c.leader()
+	c.appendCommitted("a")
+	start := time.Now()
+	err := l.AddVoter(context.Background(), dynKey(9), "mem-9")
+	var vc *VoterChangeError
+	require.ErrorAs(t, err, &vc)
+	require.Equal(t, kraft.ErrRequestTimedOut, vc.Code)
+	require.Less(t, time.Since(start), 2*time.Second, "the request timeout is 200ms")
+	voterChange(t, "add 2", func(ctx context.Context) error { return l.AddVoter(ctx, dynKey(2), dynEndpoint(2)) })
+	c.waitVoters(2, 1, 2)
+}
