@@ -73,6 +73,9 @@ func (c config) kraftConfig() kraft.Config {
 		ElectionBackoffMax: c.electionBackoffMax,
 		Seed:               c.seed,
 		AutoJoin:           c.autoJoin,
+		// controller.quorum.request.timeout.ms also bounds a pending
+		// AddRaftVoter or RemoveRaftVoter, as in Kafka.
+		RequestTimeout: c.requestTimeout,
 	}
 	if c.hasClusterID {
 		kc.ClusterID.UUID = c.clusterID
