@@ -403,7 +403,7 @@ func TestVotersEncoding(t *testing.T) {
 // TestNodeVotersOverTCP: a new replica that knows only the bootstrap
 // voter's address joins over TCP: the leader learns its address from
 // AddVoter (ApiVersions reaches it), keeps it in the VotersRecord, and
-// after a handover fetches from it as a follower.
+// after it removes itself fetches from the new leader at that address.
 func TestNodeVotersOverTCP(t *testing.T) {
 	tr1, err := NewTCPTransport(TCPConfig{ID: 1, Listen: "127.0.0.1:0"})
 	require.NoError(t, err)
@@ -449,13 +449,29 @@ func TestNodeVotersOverTCP(t *testing.T) {
 	require.Equal(t, int16(1), version)
 	require.Equal(t, []VoterInfo{{ID: 1, DirectoryID: dynKey(1).DirectoryID, Endpoint: addr1}, {ID: 2, DirectoryID: dynKey(2).DirectoryID, Endpoint: addr2}}, vs)
 
-	require.NoError(t, n1.Resign())
+	// Node 1 leaves the voter set (a plain Resign could see it elected
+	// again): node 2 leads alone.
+	voterChange(t, "remove 1", func(ctx context.Context) error { return n1.RemoveVoter(ctx, dynKey(1)) })
 	waitRole(n2, "Leader", 2)
 	waitRole(n1, "Follower", 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err = n2.Append(ctx, []byte("x"))
-	require.NoError(t, err, "node 1 fetches from node 2 at the address the VotersRecord holds")
+	require.NoError(t, err)
+	// Node 1, an observer now, fetches from node 2 at the address the
+	// VotersRecord holds.
+	st2, err := n2.Status()
+	require.NoError(t, err)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, err := n1.Status()
+		require.NoError(t, err)
+		if st.LogEnd >= st2.LogEnd && st.Leader == 2 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "node 1: %+v, node 2: %+v", st, st2)
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // TestNodeVotersAddUnreachable: AddVoter of a replica that is not running
