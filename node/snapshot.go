@@ -168,8 +168,12 @@ func (n *Node) install(id kraft.LogEnd) error {
 // restoreSnapshot hands the snapshot id to Restore, and reads it to the
 // end so that its checksum is verified even if Restore stops early. A
 // snapshot deleted meanwhile is skipped when a newer one is waiting. It
-// returns the voter set the snapshot holds (nil: none).
+// returns the voter set the snapshot holds (nil: none), which the
+// snapshots the applier takes need (Config.Snapshot needs Restore).
 func (n *Node) restoreSnapshot(id kraft.LogEnd) ([]Voter, error) {
+	if n.cfg.Restore == nil {
+		return nil, nil
+	}
 	r, err := n.cfg.Snapshots.Open(id)
 	if errors.Is(err, storage.ErrSnapshotNotFound) {
 		n.commitMu.Lock()
@@ -190,10 +194,8 @@ func (n *Node) restoreSnapshot(id kraft.LogEnd) ([]Voter, error) {
 			return nil, fmt.Errorf("node: snapshot %+v: %w", id, err)
 		}
 	}
-	if n.cfg.Restore != nil {
-		if err := n.cfg.Restore(id, app); err != nil {
-			return nil, fmt.Errorf("node: Restore of snapshot %+v: %w", id, err)
-		}
+	if err := n.cfg.Restore(id, app); err != nil {
+		return nil, fmt.Errorf("node: Restore of snapshot %+v: %w", id, err)
 	}
 	if _, err := io.Copy(io.Discard, app); err != nil {
 		return nil, fmt.Errorf("node: reading snapshot %+v: %w", id, err)
