@@ -22,7 +22,8 @@ import (
 //	message   = version:u8 (1)
 //	            from:i32 to:i32 corr:u64 flags:u8 highWatermark:i64
 //	            event records
-//	flags     = bit 0: Response; the other bits are 0
+//	flags     = bit 0: Response; bit 1: APIVersions (an ApiVersions
+//	            request); the other bits are 0
 //	event     = tag:u8 body            (tag 0: no event, no body)
 //	records   = count:u32 entry*       (count 0xFFFFFFFF: nil slice, no entries)
 //	entry     = offset:i64 epoch:i32 data
@@ -61,10 +62,19 @@ import (
 //	                          from:i32 error:i16 leaderID:i32 leaderEpoch:i32
 //	                          snapshot:logend size:i64 position:i64 bytes:i64
 //	                          chunk:data
+//	11 ReceiveAddVoter        ref:u64 from:i32 clusterID:nulluuid
+//	                          voter:(id:i32 directoryID:uuid) listener:bool
+//	                          endpoint:data
+//	12 ReceiveRemoveVoter     ref:u64 from:i32 clusterID:nulluuid
+//	                          voter:(id:i32 directoryID:uuid)
+//	13 ReceiveAPIVersionsResponse
+//	                          from:i32 error:i16
+//	                          kraftVersions:optional(min:i16 max:i16)
 //
 // chunk is the Message's Chunk, the snapshot bytes a FetchSnapshot response
 // carries; only tag 10 has it, so a Message with a Chunk and another event
-// (or none) is not encoded. Only these events travel between replicas; the
+// (or none) is not encoded. endpoint is the Message's Endpoint; only tag 11
+// has it. Only these events travel between replicas; the
 // others (timers, LogAppended, LogFlushed, SnapshotCreated, LogStartMoved,
 // Resign) and pointers to events are not encoded.
 // DecodeMessage rejects an unknown version or tag, a bool or flag out of
@@ -94,12 +104,16 @@ const (
 	wireLeaderlessEpoch
 	wireQuorumResponse
 	wireFetchSnapshotResponse
+	wireAddVoter
+	wireRemoveVoter
+	wireAPIVersionsResponse
 )
 
 const (
-	wireFlagResponse = 1 << 0
-	wireNil          = math.MaxUint32 // a nil slice's count or length
-	wireEntryMin     = 8 + 4 + 4      // the smallest encoded entry
+	wireFlagResponse    = 1 << 0
+	wireFlagAPIVersions = 1 << 1
+	wireNil             = math.MaxUint32 // a nil slice's count or length
+	wireEntryMin        = 8 + 4 + 4      // the smallest encoded entry
 )
 
 var (
@@ -227,6 +241,9 @@ func appendMessage(b []byte, m Message) ([]byte, error) {
 	if m.Response {
 		flags |= wireFlagResponse
 	}
+	if m.APIVersions {
+		flags |= wireFlagAPIVersions
+	}
 	b = append(b, flags)
 	b = appendI64(b, m.HighWatermark)
 	b, err := appendEvent(b, m.Event)
@@ -239,6 +256,13 @@ func appendMessage(b []byte, m Message) ([]byte, error) {
 		}
 	} else if m.Chunk != nil {
 		return nil, fmt.Errorf("node: encode message: a snapshot chunk with %T", m.Event)
+	}
+	if _, ok := m.Event.(kraft.ReceiveAddVoter); ok {
+		if b, err = appendData(b, []byte(m.Endpoint)); err != nil {
+			return nil, err
+		}
+	} else if m.Endpoint != "" {
+		return nil, fmt.Errorf("node: encode message: an endpoint with %T", m.Event)
 	}
 	if m.Records == nil {
 		b = appendU32(b, wireNil)
@@ -360,6 +384,30 @@ func appendEvent(b []byte, ev kraft.Event) ([]byte, error) {
 		b = appendI64(b, e.Size)
 		b = appendI64(b, e.Position)
 		b = appendI64(b, e.Bytes)
+	case kraft.ReceiveAddVoter:
+		b = append(b, wireAddVoter)
+		b = appendU64(b, e.Ref)
+		b = appendI32(b, int32(e.From))
+		b = appendNullUUID(b, e.ClusterID)
+		b = appendI32(b, int32(e.Voter.ID))
+		b = append(b, e.Voter.DirectoryID[:]...)
+		b = appendBool(b, e.Listener)
+	case kraft.ReceiveRemoveVoter:
+		b = append(b, wireRemoveVoter)
+		b = appendU64(b, e.Ref)
+		b = appendI32(b, int32(e.From))
+		b = appendNullUUID(b, e.ClusterID)
+		b = appendI32(b, int32(e.Voter.ID))
+		b = append(b, e.Voter.DirectoryID[:]...)
+	case kraft.ReceiveAPIVersionsResponse:
+		b = append(b, wireAPIVersionsResponse)
+		b = appendI32(b, int32(e.From))
+		b = appendU16(b, uint16(e.Error))
+		b = appendBool(b, e.KRaftVersions != nil)
+		if e.KRaftVersions != nil {
+			b = appendU16(b, uint16(e.KRaftVersions.Min))
+			b = appendU16(b, uint16(e.KRaftVersions.Max))
+		}
 	default:
 		return nil, fmt.Errorf("node: encode message: %T is not a message event", ev)
 	}
@@ -507,14 +555,18 @@ func (d *wireDecoder) message() Message {
 	m.To = d.node()
 	m.Corr = d.u64()
 	flags := d.u8()
-	if flags&^wireFlagResponse != 0 {
+	if flags&^(wireFlagResponse|wireFlagAPIVersions) != 0 {
 		d.fail(fmt.Errorf("node: decode message: bad flags %#x", flags))
 	}
 	m.Response = flags&wireFlagResponse != 0
+	m.APIVersions = flags&wireFlagAPIVersions != 0
 	m.HighWatermark = d.i64()
 	m.Event = d.event()
 	if _, ok := m.Event.(kraft.ReceiveFetchSnapshotResponse); ok {
 		m.Chunk = d.data()
+	}
+	if _, ok := m.Event.(kraft.ReceiveAddVoter); ok {
+		m.Endpoint = string(d.data())
 	}
 	m.Records = d.records()
 	return m
@@ -657,6 +709,32 @@ func (d *wireDecoder) event() kraft.Event {
 		e.Size = d.i64()
 		e.Position = d.i64()
 		e.Bytes = d.i64()
+		return e
+	case wireAddVoter:
+		var e kraft.ReceiveAddVoter
+		e.Ref = d.u64()
+		e.From = d.node()
+		e.ClusterID = d.nullUUID()
+		e.Voter.ID = d.node()
+		e.Voter.DirectoryID = d.uuid()
+		e.Listener = d.bool()
+		return e
+	case wireRemoveVoter:
+		var e kraft.ReceiveRemoveVoter
+		e.Ref = d.u64()
+		e.From = d.node()
+		e.ClusterID = d.nullUUID()
+		e.Voter.ID = d.node()
+		e.Voter.DirectoryID = d.uuid()
+		return e
+	case wireAPIVersionsResponse:
+		var e kraft.ReceiveAPIVersionsResponse
+		e.From = d.node()
+		e.Error = kraft.ErrorCode(d.u16())
+		if d.bool() {
+			r := kraft.VersionRange{Min: int16(d.u16()), Max: int16(d.u16())}
+			e.KRaftVersions = &r
+		}
 		return e
 	default:
 		d.fail(fmt.Errorf("node: decode message: unknown event tag %d", tag))

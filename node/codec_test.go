@@ -57,6 +57,11 @@ func codecFullEvents() []kraft.Event {
 			From: 2, Error: kraft.ErrPositionOutOfRange, LeaderID: 3, LeaderEpoch: 8,
 			Snapshot: kraft.LogEnd{Offset: 1 << 42, Epoch: 7}, Size: 1 << 33, Position: 1 << 32, Bytes: 3,
 		},
+		kraft.ReceiveAddVoter{
+			Ref: 1<<63 + 5, From: 4, ClusterID: cluster, Voter: kraft.ReplicaKey{ID: 6, DirectoryID: codecUUID1}, Listener: true,
+		},
+		kraft.ReceiveRemoveVoter{Ref: 9, From: -1, ClusterID: cluster, Voter: kraft.ReplicaKey{ID: 2, DirectoryID: codecUUID2}},
+		kraft.ReceiveAPIVersionsResponse{From: 3, Error: kraft.ErrRequestTimedOut, KRaftVersions: &kraft.VersionRange{Min: -1, Max: 1}},
 	}
 }
 
@@ -70,9 +75,13 @@ func codecFullMessage(e kraft.Event) Message {
 			{Offset: 11, Epoch: -2, Data: []byte{0, 0xff, 0}},
 		},
 		HighWatermark: -9,
+		APIVersions:   true,
 	}
 	if _, ok := e.(kraft.ReceiveFetchSnapshotResponse); ok {
 		m.Chunk = []byte{0xfe, 0, 7}
+	}
+	if _, ok := e.(kraft.ReceiveAddVoter); ok {
+		m.Endpoint = "127.0.0.1:9094"
 	}
 	return m
 }
@@ -106,10 +115,13 @@ func TestCodecFullEventsSetEveryField(t *testing.T) {
 		if m.Chunk == nil {
 			m.Chunk = []byte{1} // only a FetchSnapshot response carries one
 		}
+		if m.Endpoint == "" {
+			m.Endpoint = "x" // only an AddRaftVoter request carries one
+		}
 		requireNoZeroField(t, reflect.ValueOf(m), reflect.TypeOf(e).Name())
 		seen[reflect.TypeOf(e)] = true
 	}
-	require.Len(t, seen, 10, "one value of each message event type")
+	require.Len(t, seen, 13, "one value of each message event type")
 }
 
 func TestCodecRoundTrip(t *testing.T) {
@@ -241,7 +253,7 @@ func TestDecodeGarbage(t *testing.T) {
 		"trailing byte":   append(append([]byte{}, valid...), 0),
 		"version 0":       patch(func(b []byte) []byte { b[0] = 0; return b }),
 		"version 2":       patch(func(b []byte) []byte { b[0] = 2; return b }),
-		"bad flags":       patch(func(b []byte) []byte { b[17] = 2; return b }),
+		"bad flags":       patch(func(b []byte) []byte { b[17] = 4; return b }),
 		"unknown tag":     patch(func(b []byte) []byte { b[26] = 9; return b }),
 		"unknown tag 255": patch(func(b []byte) []byte { b[26] = 255; return b }),
 		"bad bool":        patch(func(b []byte) []byte { b[31] = 2; return b }),

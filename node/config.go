@@ -95,6 +95,33 @@ type Config struct {
 	// OnCommit.
 	Restore func(id kraft.LogEnd, r io.Reader) error
 
+	// InitialVoters, if set, bootstraps a dynamic quorum (KIP-853,
+	// kraft.version 1; Kafka's kafka-storage format --initial-controllers):
+	// the voter set the log starts with, each voter with a directory id and
+	// the endpoint the others reach it at. Give it, the same on every
+	// replica, to the replicas that start the quorum; a replica added later
+	// starts without it (and with Kraft.Observer) and learns the voter set
+	// from the leader's log. Kraft.Voters must then be empty. With
+	// BootstrapPath, it is written there durably at the first Start (into
+	// an empty log only) and read back from there afterwards.
+	InitialVoters []Voter
+	// BootstrapPath is the bootstrap checkpoint file that keeps
+	// InitialVoters (storage.BootstrapPath(dir) for a data directory). A
+	// replica with a checkpoint there is bootstrapped even when
+	// InitialVoters is nil. Empty: InitialVoters are used as given at every
+	// Start (tests, in memory).
+	BootstrapPath string
+	// BootstrapServers are replicas an observer that knows no voter yet
+	// sends its first Fetch to, in turn (Kafka's
+	// controller.quorum.bootstrap.servers); the transport must know their
+	// addresses. Once it has fetched the voter set, its voters are used.
+	BootstrapServers []kraft.NodeID
+	// Endpoint is this replica's endpoint as the others reach it (its
+	// transport's listen address): an auto-joining observer
+	// (Kraft.AutoJoin) sends it to the leader, which keeps it in the
+	// VotersRecord.
+	Endpoint string
+
 	// Logf, if set, receives one line for each role change (with kraft's
 	// reason), fault and I/O error.
 	Logf func(format string, args ...interface{})
@@ -121,6 +148,22 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("node: Config.Snapshot needs Config.Restore to load its snapshots")
 	case c.Snapshot != nil && c.SnapshotEvery == 0:
 		return c, errors.New("node: Config.Snapshot needs a positive Config.SnapshotEvery")
+	case c.InitialVoters != nil && len(c.Kraft.Voters) > 0:
+		return c, errors.New("node: Config.InitialVoters with a static voter set (Config.Kraft.Voters)")
+	}
+	if c.InitialVoters != nil {
+		keys := keysOf(c.InitialVoters)
+		for i, k := range keys {
+			if k.DirectoryID == ([16]byte{}) {
+				return c, fmt.Errorf("node: initial voter %d has no directory id", k.ID)
+			}
+			if k.ID < 0 || voterIndex(keys[:i], k.ID) >= 0 {
+				return c, fmt.Errorf("node: initial voter id %d is negative or appears twice", k.ID)
+			}
+		}
+		if len(keys) == 0 || len(keys) > kraft.MaxVoters {
+			return c, fmt.Errorf("node: %d initial voters, want 1 to %d", len(keys), kraft.MaxVoters)
+		}
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout

@@ -33,6 +33,17 @@
 // freeze and log reset, the log deletion, removing old snapshots) runs on
 // the loop.
 //
+// A dynamic voter set (KIP-853, kraft.version 1) starts from
+// Config.InitialVoters, kept in a bootstrap checkpoint (Config.BootstrapPath)
+// and written into the log as a VotersRecord by the first leader. The node
+// writes the leader's VotersRecords (with each voter's endpoint), reports
+// every VotersRecord it writes or fetches and the voter set of every
+// snapshot it installs (VotersAppended), keeps the voter set in force in
+// the snapshots it takes, finds the voter sets again at Start, and points
+// the transport at the voters' endpoints. AddVoter, RemoveVoter and
+// UpdateVoter change the set at the leader; it answers ApiVersions
+// requests, and an observer with kraft.Config.AutoJoin asks to join.
+//
 // Storage comes from package storage (Kafka's quorum-state file through
 // FileRecords, a segment log through storage.Open) or from memory
 // (MemRecords, storage.NewMemLog). Transports: MemNetwork for tests and

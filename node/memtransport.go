@@ -215,5 +215,10 @@ func cloneMessage(m Message) Message {
 		}
 		m.Event = e
 	}
+	if e, ok := m.Event.(kraft.ReceiveAPIVersionsResponse); ok && e.KRaftVersions != nil {
+		r := *e.KRaftVersions
+		e.KRaftVersions = &r
+		m.Event = e
+	}
 	return m
 }

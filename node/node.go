@@ -35,7 +35,7 @@ type Node struct {
 	cur       *Message     // the request being stepped, for its response
 	noPark    bool         // the request being stepped was parked: answer now
 	corr      uint64
-	timerGen  [5]uint64
+	timerGen  [kraft.VoterChangeTimer + 1]uint64
 	inflight  map[reqKey]*request
 	lastFetch *Message // the latest Fetch request sent, re-sent on retries
 	bootNext  int      // round robin over bootstrap voters for To: NoNode
@@ -50,6 +50,15 @@ type Node struct {
 	partial   *storage.SnapshotWriter // the snapshot being downloaded
 	installed int                     // snapshots installed from the leader
 	taken     int                     // snapshots taken and reported
+
+	// Dynamic voter sets (voters.go).
+	vsets           []voterSetAt                // the voter sets in the log, as the state's VoterSets
+	boot            []Voter                     // the bootstrap checkpoint's set; read-only after Start
+	static          bool                        // a static voter set: no VotersRecords, no voter set in snapshots
+	peerAddrs       map[kraft.NodeID]string     // the addresses given to the transport
+	changeEndpoints map[kraft.ReplicaKey]string // the endpoints of voters being added or updated
+	voterCalls      map[uint64]*voterCall       // client voter changes by Ref
+	nextRef         uint64
 
 	// Applier.
 	commitMu   sync.Mutex
@@ -84,11 +93,13 @@ type waiter struct {
 }
 
 // Record payloads carry a one-byte type: data records from Append, and
-// the control records kraft asks for (LeaderChange). Kafka keeps control
-// records in the same log; OnCommit leaves them out.
+// the control records kraft asks for (LeaderChange, VotersRecord: its
+// voter set as encodeVoters writes it). Kafka keeps control records in the
+// same log; OnCommit leaves them out.
 const (
 	recordData         byte = 0
 	recordLeaderChange byte = 1
+	recordVoters       byte = 2
 )
 
 // Start opens the replica: it reads the quorum-state record, rebuilds the
@@ -107,6 +118,16 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	boot, err := bootstrapVoters(cfg)
+	if err != nil {
+		return nil, err
+	}
+	static := len(cfg.Kraft.Voters) > 0 && boot == nil
+	vsets, err := recoverVoters(cfg.Log, cfg.Snapshots, boot, static, cfg.FetchMaxBytes)
+	if err != nil {
+		return nil, err
+	}
+	ls.VoterSets = keySets(vsets)
 	st, acts, err := kraft.NewState(cfg.Kraft, rec, ls)
 	if err != nil {
 		return nil, err
@@ -122,6 +143,15 @@ func Start(cfg Config) (*Node, error) {
 		hwm:        -1,
 		commitHWM:  -1,
 		applierOut: make(chan struct{}),
+
+		boot:            boot,
+		static:          static,
+		peerAddrs:       map[kraft.NodeID]string{},
+		changeEndpoints: map[kraft.ReplicaKey]string{},
+		voterCalls:      map[uint64]*voterCall{},
+	}
+	for _, s := range vsets {
+		n.addVoterSet(s.offset, s.voters)
 	}
 	n.commitCond = sync.NewCond(&n.commitMu)
 	if id, ok := st.LatestSnapshot(); ok && id.Offset > 0 {
@@ -252,16 +282,23 @@ func (n *Node) drain() {
 
 // onMessage takes a message from the transport (or a parked Fetch).
 func (n *Node) onMessage(m Message, noPark bool) {
-	if m.To != n.local.ID || m.Event == nil && !m.Response {
+	if m.To != n.local.ID || m.Event == nil && !m.Response && !m.APIVersions {
 		return
 	}
 	if m.Response {
 		n.onResponse(m)
 		return
 	}
+	if m.APIVersions {
+		n.answerAPIVersions(m)
+		return
+	}
 	switch m.Event.(type) {
 	case kraft.ReceiveVoteRequest, kraft.ReceiveBeginQuorumEpoch, kraft.ReceiveEndQuorumEpoch,
 		kraft.ReceiveFetch, kraft.ReceiveFetchSnapshot:
+	case kraft.ReceiveAddVoter, kraft.ReceiveRemoveVoter:
+		n.onVoterRequest(m)
+		return
 	default:
 		return // not a request
 	}
@@ -316,9 +353,7 @@ func (n *Node) onResponse(m Message) {
 			n.fail(fmt.Errorf("node: appending fetched records: %w", err))
 			return
 		}
-		for _, e := range storage.AppendedEvents(m.Records) {
-			n.step(e)
-		}
+		n.stepFetched(m.Records)
 	}
 	n.step(resp)
 	if resp.Error != kraft.ErrNone {
@@ -393,16 +428,42 @@ func (n *Node) carry(acts []kraft.Action) {
 				n.fail(err)
 				return
 			}
+			if err := n.installedVoters(a.Snapshot); err != nil {
+				n.fail(err)
+				return
+			}
 		case kraft.TruncateLog:
 			if err := n.cfg.Log.Truncate(a.To); err != nil {
 				n.fail(fmt.Errorf("node: truncating to %d: %w", a.To, err))
 				return
 			}
+			n.truncateVoterSets(a.To)
 		case kraft.AppendLeaderChange:
 			data, _ := json.Marshal(a)
-			if _, err := n.write(a.Epoch, append([]byte{recordLeaderChange}, data...)); err != nil {
+			records := [][]byte{append([]byte{recordLeaderChange}, data...)}
+			var vs []Voter
+			if a.VotersRecord {
+				// The bootstrap set is never replicated: the leader writes
+				// it after the LeaderChange record.
+				vs = n.votersWithEndpoints(a.Voters, nil)
+				records = append(records, votersRecord(vs))
+			}
+			end, err := n.write(a.Epoch, records...)
+			if err != nil {
 				return // write stopped the node
 			}
+			if a.VotersRecord {
+				n.queue = append(n.queue, inbound{ev: kraft.VotersAppended{Offset: end.Offset - 1, Voters: a.Voters}})
+				n.addVoterSet(end.Offset-1, vs)
+			}
+		case kraft.AppendVoters:
+			n.appendVoters(a)
+		case kraft.SendAPIVersions:
+			n.sendAPIVersions(a.To)
+		case kraft.SendVoterChangeResponse:
+			n.voterChangeResponse(a)
+		case kraft.SendVoterChange:
+			n.sendVoterChange(a)
 		case kraft.HighWatermarkChanged:
 			n.hwm = a.HighWatermark
 			n.completeWaiters()
@@ -457,6 +518,16 @@ func (n *Node) send(a kraft.Action, kind string) {
 
 func (n *Node) bootstrapVoter() kraft.NodeID {
 	voters := n.st.Voters()
+	if len(voters) == 0 {
+		// An observer that knows no voter yet (a new replica of a dynamic
+		// quorum): Config.BootstrapServers.
+		if len(n.cfg.BootstrapServers) == 0 {
+			return kraft.NoNode
+		}
+		id := n.cfg.BootstrapServers[n.bootNext%len(n.cfg.BootstrapServers)]
+		n.bootNext++
+		return id
+	}
 	for range voters {
 		v := voters[n.bootNext%len(voters)]
 		n.bootNext++
@@ -484,6 +555,11 @@ func (n *Node) sendRequest(m Message, kind string) {
 		}
 		delete(n.inflight, key)
 		if kind == "begin" {
+			return
+		}
+		if kind == "apiversions" {
+			// No answer in time fails the AddRaftVoter waiting for it.
+			n.step(kraft.ReceiveAPIVersionsResponse{From: m.To, Error: kraft.ErrRequestTimedOut})
 			return
 		}
 		n.afterFunc(n.cfg.RetryBackoff, func() {
@@ -778,6 +854,9 @@ func (n *Node) applier() {
 	var next, lastSnap int64
 	var lastEpoch kraft.Epoch
 	blocked := false // the log was reset under the reader: wait for its restore
+	// voters is the voter set in force after the records applied, which
+	// the snapshots hold (nil: a static voter set).
+	voters := n.boot
 	for {
 		n.commitMu.Lock()
 		for n.commitHWM != stopApplier && n.restore == nil && (blocked || n.commitHWM <= next) {
@@ -790,9 +869,13 @@ func (n *Node) applier() {
 			return
 		}
 		if restore != nil {
-			if err := n.restoreSnapshot(*restore); err != nil {
+			vs, err := n.restoreSnapshot(*restore)
+			if err != nil {
 				n.fail(err)
 				return
+			}
+			if vs != nil {
+				voters = vs
 			}
 			next, lastEpoch, lastSnap, blocked = restore.Offset, restore.Epoch, restore.Offset, false
 			continue
@@ -819,13 +902,21 @@ func (n *Node) applier() {
 			if len(e.Data) > 0 && e.Data[0] == recordData {
 				out = append(out, Record{Offset: e.Offset, Epoch: e.Epoch, Data: e.Data[1:]})
 			}
+			if isVotersRecord(e.Data) {
+				vs, err := decodeVoters(e.Data[1:])
+				if err != nil {
+					n.fail(fmt.Errorf("node: the committed VotersRecord at %d: %w", e.Offset, err))
+					return
+				}
+				voters = vs
+			}
 		}
 		if len(out) > 0 && n.cfg.OnCommit != nil {
 			n.cfg.OnCommit(out)
 		}
 		if n.cfg.Snapshot != nil && next-lastSnap >= n.cfg.SnapshotEvery {
 			lastSnap = next
-			n.takeSnapshot(kraft.LogEnd{Offset: next, Epoch: lastEpoch})
+			n.takeSnapshot(kraft.LogEnd{Offset: next, Epoch: lastEpoch}, voters)
 		}
 	}
 }
@@ -858,6 +949,15 @@ type Status struct {
 	// it (-1 before its first Fetch) and its lag behind the leader's log
 	// end.
 	Voters []VoterStatus `json:"voters,omitempty"`
+	// KRaftVersion is 1 when the voter set lives in the log and can change
+	// (KIP-853), 0 for a static voter set.
+	KRaftVersion int16 `json:"kraft_version"`
+	// VoterSet is the voter set in force as this replica knows it
+	// (committed or not), with the endpoints the log holds.
+	VoterSet []VoterInfo `json:"voter_set,omitempty"`
+	// PendingVoterChange, on the leader, is the AddRaftVoter or
+	// RemoveRaftVoter in progress, if any.
+	PendingVoterChange string `json:"pending_voter_change,omitempty"`
 }
 
 // SnapshotID is a snapshot's id in a Status: its end offset and the epoch
@@ -888,6 +988,10 @@ func (n *Node) Status() (Status, error) {
 		}
 		if id, ok := s.LatestSnapshot(); ok {
 			st.LatestSnapshot = &SnapshotID{Offset: id.Offset, Epoch: id.Epoch}
+		}
+		st.KRaftVersion, st.VoterSet = s.KRaftVersion(), n.voterInfos()
+		if c, _, ok := s.PendingVoterChange(); ok {
+			st.PendingVoterChange = fmt.Sprintf("%v %v", c.Kind, c.Voter)
 		}
 		ends := s.VoterEndOffsets()
 		for i, v := range s.Voters() {

@@ -30,6 +30,12 @@ type testCluster struct {
 	snap     *snapOpts
 	snapDirs map[kraft.NodeID]string
 	sms      map[kraft.NodeID]*testSM
+
+	// With a dynamic voter set (newDynamicCluster): the bootstrap voters;
+	// the other replicas start as observers.
+	dynamic  bool
+	boot     []Voter
+	autoJoin bool // observers ask to join (kraft.Config.AutoJoin)
 }
 
 func newTestCluster(t *testing.T, n int) *testCluster { return newCluster(t, n, nil) }
@@ -61,6 +67,12 @@ func newCluster(t *testing.T, n int, snap *snapOpts) *testCluster {
 // fastKraft is a kraft.Config with short timeouts, so tests run in
 // fractions of a second.
 func (c *testCluster) kraftConfig(id kraft.NodeID) kraft.Config {
+	if c.dynamic {
+		return kraft.Config{
+			Local: dynKey(id), Observer: voterIndex(keysOf(c.boot), id) < 0, Seed: uint64(id) * 7919, AutoJoin: c.autoJoin,
+			ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond, ElectionBackoffMax: 100 * time.Millisecond,
+		}
+	}
 	return kraft.Config{
 		Local: kraft.ReplicaKey{ID: id}, Voters: c.voters, Seed: uint64(id) * 7919,
 		ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond, ElectionBackoffMax: 100 * time.Millisecond,
@@ -87,6 +99,15 @@ func (c *testCluster) start(id kraft.NodeID) {
 	}
 	if c.snap != nil {
 		c.configureSnapshots(id, &cfg)
+	}
+	if c.dynamic {
+		if voterIndex(keysOf(c.boot), id) >= 0 {
+			cfg.InitialVoters = c.boot
+		}
+		for _, v := range c.boot {
+			cfg.BootstrapServers = append(cfg.BootstrapServers, v.Key.ID)
+		}
+		cfg.Endpoint = dynEndpoint(id)
 	}
 	nd, err := Start(cfg)
 	require.NoError(c.t, err)

@@ -167,10 +167,12 @@ func (n *Node) install(id kraft.LogEnd) error {
 
 // restoreSnapshot hands the snapshot id to Restore, and reads it to the
 // end so that its checksum is verified even if Restore stops early. A
-// snapshot deleted meanwhile is skipped when a newer one is waiting.
-func (n *Node) restoreSnapshot(id kraft.LogEnd) error {
+// snapshot deleted meanwhile is skipped when a newer one is waiting. It
+// returns the voter set the snapshot holds (nil: none), which the
+// snapshots the applier takes need (Config.Snapshot needs Restore).
+func (n *Node) restoreSnapshot(id kraft.LogEnd) ([]Voter, error) {
 	if n.cfg.Restore == nil {
-		return nil
+		return nil, nil
 	}
 	r, err := n.cfg.Snapshots.Open(id)
 	if errors.Is(err, storage.ErrSnapshotNotFound) {
@@ -178,25 +180,34 @@ func (n *Node) restoreSnapshot(id kraft.LogEnd) error {
 		newer := n.restore != nil
 		n.commitMu.Unlock()
 		if newer {
-			return nil
+			return nil, nil
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("node: opening snapshot %+v: %w", id, err)
+		return nil, fmt.Errorf("node: opening snapshot %+v: %w", id, err)
 	}
 	defer func() { _ = r.Close() }() // a read-only file: a close error changes nothing
-	if err := n.cfg.Restore(id, r); err != nil {
-		return fmt.Errorf("node: Restore of snapshot %+v: %w", id, err)
+	var vs []Voter
+	var app io.Reader = r
+	if !n.static {
+		if vs, app, err = readSnapshotVoters(r); err != nil {
+			return nil, fmt.Errorf("node: snapshot %+v: %w", id, err)
+		}
 	}
-	if _, err := io.Copy(io.Discard, r); err != nil {
-		return fmt.Errorf("node: reading snapshot %+v: %w", id, err)
+	if err := n.cfg.Restore(id, app); err != nil {
+		return nil, fmt.Errorf("node: Restore of snapshot %+v: %w", id, err)
 	}
-	return nil
+	if _, err := io.Copy(io.Discard, app); err != nil {
+		return nil, fmt.Errorf("node: reading snapshot %+v: %w", id, err)
+	}
+	return vs, nil
 }
 
 // takeSnapshot writes the application's snapshot up to id (from the
-// applier, off the loop) and hands it to the loop.
-func (n *Node) takeSnapshot(id kraft.LogEnd) {
+// applier, off the loop) and hands it to the loop. voters is the voter set
+// in force at id (nil for a static one): the snapshot holds it before the
+// application's bytes.
+func (n *Node) takeSnapshot(id kraft.LogEnd, voters []Voter) {
 	w, err := n.cfg.Snapshots.Create(id)
 	if errors.Is(err, storage.ErrSnapshotExists) {
 		return // installed or taken already
@@ -204,6 +215,13 @@ func (n *Node) takeSnapshot(id kraft.LogEnd) {
 	if err != nil {
 		n.fail(fmt.Errorf("node: creating snapshot %+v: %w", id, err))
 		return
+	}
+	if voters != nil {
+		if err := writeSnapshotVoters(w, voters); err != nil {
+			_ = w.Abort()
+			n.fail(fmt.Errorf("node: writing snapshot %+v: %w", id, err))
+			return
+		}
 	}
 	if err := n.cfg.Snapshot(id, w); err != nil {
 		_ = w.Abort()

@@ -213,10 +213,14 @@ func (t *TCPTransport) Addr() net.Addr { return t.ln.Addr() }
 
 // SetPeer sets the address of peer id; an empty addr forgets the peer. A
 // connection to the old address is closed, and the next request to id
-// dials the new one.
+// dials the new one; the address a peer already has changes nothing (the
+// runtime sets the addresses of a dynamic voter set as its records come).
 func (t *TCPTransport) SetPeer(id kraft.NodeID, addr string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if old, ok := t.addrs[id]; ok && old == addr {
+		return
+	}
 	if addr == "" {
 		delete(t.addrs, id)
 	} else {

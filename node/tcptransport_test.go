@@ -507,3 +507,21 @@ func TestTCPCloseNoLeak(t *testing.T) {
 		require.FailNow(t, "goroutines leaked", "%d at the start, %d now:\n%s", start, n, buf)
 	}
 }
+
+// TestTCPSetPeerSameAddress: setting the address a peer already has keeps
+// its connection (the runtime sets the voter set's addresses as its
+// records come).
+func TestTCPSetPeerSameAddress(t *testing.T) {
+	b := newTCP(t, 2, nil)
+	a := newTCP(t, 1, map[kraft.NodeID]string{2: b.Addr().String()})
+	a.Send(tcpRequest(1, 2, 1))
+	require.Equal(t, uint64(1), recv(t, b).Corr)
+	a.mu.Lock()
+	conn := a.peers[2].conn
+	a.mu.Unlock()
+	require.NotNil(t, conn)
+	a.SetPeer(2, b.Addr().String())
+	require.False(t, conn.isShut(), "the connection was closed")
+	a.Send(tcpRequest(1, 2, 2))
+	require.Equal(t, uint64(2), recv(t, b).Corr)
+}

@@ -26,6 +26,12 @@ type Message struct {
 	// Chunk is a FetchSnapshot response's bytes of the snapshot, from the
 	// response's Position on (only with a kraft.ReceiveFetchSnapshotResponse).
 	Chunk []byte
+	// APIVersions marks an ApiVersions request (with no Event); its
+	// response carries a kraft.ReceiveAPIVersionsResponse.
+	APIVersions bool
+	// Endpoint is the endpoint of the voter an AddRaftVoter request
+	// (kraft.ReceiveAddVoter) adds: the requester's own, for auto-join.
+	Endpoint string
 }
 
 // Transport carries Messages between the replicas of a cluster. A runtime

@@ -30,9 +30,17 @@ type config struct {
 	dirID    [16]byte // the local directory id; zero: none
 	voters   []voter
 	observer bool // -id (with its directory id) matches no voter
-	dir      string
-	listen   string // the quorum (TCP) address to listen on
-	httpAddr string // "": no HTTP endpoint
+
+	// A dynamic quorum (KIP-853): -initial-voters (the bootstrap voter
+	// set, on the replicas that start the quorum), -bootstrap-servers
+	// (where a new replica finds the leader) and -auto-join.
+	dynamic          bool
+	initialVoters    []voter
+	bootstrapServers []voter
+	autoJoin         bool
+	dir              string
+	listen           string // the quorum (TCP) address to listen on
+	httpAddr         string // "": no HTTP endpoint
 
 	clusterID    [16]byte
 	hasClusterID bool
@@ -64,6 +72,10 @@ func (c config) kraftConfig() kraft.Config {
 		FetchTimeout:       c.fetchTimeout,
 		ElectionBackoffMax: c.electionBackoffMax,
 		Seed:               c.seed,
+		AutoJoin:           c.autoJoin,
+		// controller.quorum.request.timeout.ms also bounds a pending
+		// AddRaftVoter or RemoveRaftVoter, as in Kafka.
+		RequestTimeout: c.requestTimeout,
 	}
 	if c.hasClusterID {
 		kc.ClusterID.UUID = c.clusterID
@@ -76,20 +88,51 @@ func (c config) kraftConfig() kraft.Config {
 }
 
 // peers are the addresses of every voter but this replica: where its
-// requests go. An observer sends to every voter.
+// requests go. An observer sends to every voter. In a dynamic quorum, the
+// initial voters and the bootstrap servers; the runtime adds the endpoints
+// of the voter set as the log changes it.
 func (c config) peers() map[kraft.NodeID]string {
 	p := make(map[kraft.NodeID]string, len(c.voters))
-	for _, v := range c.voters {
-		if v.key.ID != c.id {
-			p[v.key.ID] = v.addr
+	for _, list := range [][]voter{c.voters, c.initialVoters, c.bootstrapServers} {
+		for _, v := range list {
+			if v.key.ID != c.id {
+				p[v.key.ID] = v.addr
+			}
 		}
 	}
 	return p
 }
 
+// nodeInitialVoters is -initial-voters for node.Config.InitialVoters.
+func (c config) nodeInitialVoters() []node.Voter {
+	var out []node.Voter
+	for _, v := range c.initialVoters {
+		out = append(out, node.Voter{Key: v.key, Endpoint: v.addr, KRaftVersions: kraft.VersionRange{Min: 0, Max: kraft.KRaftVersionReconfig}})
+	}
+	return out
+}
+
+// bootstrapIDs are the ids of -bootstrap-servers, or else of
+// -initial-voters.
+func (c config) bootstrapIDs() []kraft.NodeID {
+	list := c.bootstrapServers
+	if list == nil {
+		list = c.initialVoters
+	}
+	var ids []kraft.NodeID
+	for _, v := range list {
+		if v.key.ID != c.id {
+			ids = append(ids, v.key.ID)
+		}
+	}
+	return ids
+}
+
 // rawFlags are the flags as given, before they are checked.
 type rawFlags struct {
 	id, voters, dir, listen, httpAddr, clusterID, dirID string
+	initialVoters, bootstrapServers                     string
+	autoJoin                                            bool
 	seed                                                uint64
 	electionTimeout, fetchTimeout, electionBackoffMax   time.Duration
 	requestTimeout, retryBackoff, fetchMaxWait          time.Duration
@@ -100,12 +143,15 @@ func newFlagSet(r *rawFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("kraftd", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&r.id, "id", "", "this replica's node id `N` (required)")
-	fs.StringVar(&r.voters, "voters", "", "the `LIST` of voters, comma separated, each id@host:port or id:DIRECTORY-ID@host:port (required)")
+	fs.StringVar(&r.voters, "voters", "", "the static `LIST` of voters, comma separated, each id@host:port or id:DIRECTORY-ID@host:port (this, or a dynamic quorum's -initial-voters or -bootstrap-servers, is required)")
+	fs.StringVar(&r.initialVoters, "initial-voters", "", "bootstrap a dynamic quorum (KIP-853) with this `LIST` of voters, each id:DIRECTORY-ID@host:port; give the same list to each of them (kafka-storage format --initial-controllers); kept in DIR/bootstrap.checkpoint at the first start")
+	fs.StringVar(&r.bootstrapServers, "bootstrap-servers", "", "a dynamic quorum's replicas to find the leader through, a `LIST` of id@host:port (controller.quorum.bootstrap.servers; default: -initial-voters)")
+	fs.BoolVar(&r.autoJoin, "auto-join", false, "in a dynamic quorum, ask the leader to add this replica as a voter (controller.quorum.auto.join.enable)")
 	fs.StringVar(&r.dir, "dir", "", "the data directory `PATH`: the quorum-state file, the log (in log/) and the snapshots (in snapshots/) (required)")
 	fs.StringVar(&r.listen, "listen", "", "listen for the other replicas on `ADDR` (default: this replica's address in -voters; 127.0.0.1:0 for an observer)")
 	fs.StringVar(&r.httpAddr, "http", "", "serve the HTTP API on `ADDR` (default: no HTTP API)")
 	fs.StringVar(&r.clusterID, "cluster-id", "", "the cluster `UUID`; requests with another one are refused (default: any)")
-	fs.StringVar(&r.dirID, "directory-id", "", "this replica's directory `UUID` (default: its directory id in -voters, if any)")
+	fs.StringVar(&r.dirID, "directory-id", "", "this replica's directory `UUID` (default: its directory id in -voters or -initial-voters; in a dynamic quorum otherwise the one kept in DIR/directory.id, made at the first start)")
 	fs.Uint64Var(&r.seed, "seed", 0, "seed of the election timeouts (default: derived from -id)")
 	fs.DurationVar(&r.electionTimeout, "election-timeout", defaultElectionTimeout, "election timeout (controller.quorum.election.timeout.ms)")
 	fs.DurationVar(&r.fetchTimeout, "fetch-timeout", defaultFetchTimeout, "fetch timeout (controller.quorum.fetch.timeout.ms)")
@@ -118,13 +164,18 @@ func newFlagSet(r *rawFlags) *flag.FlagSet {
 }
 
 const usageText = `Usage: kraftd -id N -voters LIST -dir PATH [flags]
+       kraftd -id N -initial-voters LIST -dir PATH [flags]
+       kraftd -id N -bootstrap-servers LIST [-auto-join] -dir PATH [flags]
 
 kraftd runs one member of a KRaft quorum: a voter if -id is in -voters, an
-observer otherwise. It keeps Kafka's quorum-state file, a segment log and
+observer otherwise. With -initial-voters or -bootstrap-servers the voter set
+is dynamic (KIP-853): it lives in the log, starts as -initial-voters, and
+changes with POST /voters/add, /voters/remove and /voters/update at the
+leader (or -auto-join). It keeps Kafka's quorum-state file, a segment log and
 snapshots in -dir, talks to the other replicas over TCP, applies the
 committed records to a small state machine (a count and a running digest),
 logs role changes to stderr and, with -http, serves GET /status, POST
-/append and POST /resign. SIGINT or SIGTERM stops it gracefully (a leader
+/append, POST /resign, GET /voters and POST /voters/{add,remove,update}. SIGINT or SIGTERM stops it gracefully (a leader
 hands leadership over first).
 
 Exit status: 0 after a graceful stop, 1 on a runtime error, 2 on bad flags.
@@ -159,8 +210,12 @@ func parseConfig(args []string) (config, error) {
 	switch {
 	case r.id == "":
 		return c, errors.New("-id is required")
-	case r.voters == "":
-		return c, errors.New("-voters is required")
+	case r.voters == "" && r.initialVoters == "" && r.bootstrapServers == "":
+		return c, errors.New("-voters is required (or, for a dynamic quorum, -initial-voters or -bootstrap-servers)")
+	case r.voters != "" && (r.initialVoters != "" || r.bootstrapServers != ""):
+		return c, errors.New("-voters (a static voter set) with -initial-voters or -bootstrap-servers (a dynamic one)")
+	case r.autoJoin && r.voters != "":
+		return c, errors.New("-auto-join needs a dynamic quorum (-initial-voters or -bootstrap-servers)")
 	case r.dir == "":
 		return c, errors.New("-dir is required")
 	}
@@ -169,8 +224,26 @@ func parseConfig(args []string) (config, error) {
 		return c, fmt.Errorf("-id %q: %w", r.id, err)
 	}
 	c.id = id
-	if c.voters, err = parseVoters(r.voters); err != nil {
-		return c, fmt.Errorf("-voters: %w", err)
+	if r.voters != "" {
+		if c.voters, err = parseVoters(r.voters); err != nil {
+			return c, fmt.Errorf("-voters: %w", err)
+		}
+	}
+	c.dynamic, c.autoJoin = r.voters == "", r.autoJoin
+	if r.initialVoters != "" {
+		if c.initialVoters, err = parseVoters(r.initialVoters); err != nil {
+			return c, fmt.Errorf("-initial-voters: %w", err)
+		}
+		for _, v := range c.initialVoters {
+			if v.key.DirectoryID == ([16]byte{}) {
+				return c, fmt.Errorf("-initial-voters: voter %d has no directory id (want id:DIRECTORY-ID@host:port)", v.key.ID)
+			}
+		}
+	}
+	if r.bootstrapServers != "" {
+		if c.bootstrapServers, err = parseVoters(r.bootstrapServers); err != nil {
+			return c, fmt.Errorf("-bootstrap-servers: %w", err)
+		}
 	}
 	if r.dirID != "" {
 		if c.dirID, err = parseUUID(r.dirID); err != nil {
@@ -178,7 +251,7 @@ func parseConfig(args []string) (config, error) {
 		}
 	}
 	c.observer = true
-	for _, v := range c.voters {
+	for _, v := range append(append([]voter(nil), c.voters...), c.initialVoters...) {
 		if v.key.ID != c.id {
 			continue
 		}

@@ -244,3 +244,46 @@ func TestRunSingleVoter(t *testing.T) {
 	require.Contains(t, out, "node 1: Candidate -> Leader in epoch 1")
 	require.Contains(t, out, "kraftd: stopped")
 }
+
+// TestParseConfigDynamic: -initial-voters, -bootstrap-servers and
+// -auto-join ask for a dynamic quorum: no static voters, the peers and
+// bootstrap servers from the lists.
+func TestParseConfigDynamic(t *testing.T) {
+	const dir1 = "b5f2c9d4-8a1e-4c3b-9f7d-2e6a1b0c4d8e"
+	initial := "1:" + dir1 + "@127.0.0.1:9091"
+	c, err := parseConfig([]string{"-id", "1", "-initial-voters", initial, "-dir", "d"})
+	require.NoError(t, err)
+	require.True(t, c.dynamic)
+	require.False(t, c.observer)
+	require.Equal(t, "127.0.0.1:9091", c.listen)
+	kc := c.kraftConfig()
+	require.Empty(t, kc.Voters)
+	require.Equal(t, dir1, kc.Local.DirectoryID.String())
+	require.Len(t, c.nodeInitialVoters(), 1)
+	require.Equal(t, "127.0.0.1:9091", c.nodeInitialVoters()[0].Endpoint)
+	require.Empty(t, c.bootstrapIDs(), "the only initial voter has no one to ask")
+
+	c, err = parseConfig([]string{"-id", "2", "-bootstrap-servers", "1@127.0.0.1:9091", "-auto-join", "-listen", "127.0.0.1:9092", "-dir", "d"})
+	require.NoError(t, err)
+	require.True(t, c.dynamic)
+	require.True(t, c.observer)
+	require.True(t, c.kraftConfig().AutoJoin)
+	require.True(t, c.kraftConfig().Observer)
+	require.Equal(t, []kraft.NodeID{1}, c.bootstrapIDs())
+	require.Equal(t, map[kraft.NodeID]string{1: "127.0.0.1:9091"}, c.peers())
+	require.Nil(t, c.nodeInitialVoters())
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-id", "1", "-voters", threeVoters, "-initial-voters", initial, "-dir", "d"}, "-voters (a static voter set) with"},
+		{[]string{"-id", "1", "-voters", threeVoters, "-auto-join", "-dir", "d"}, "-auto-join needs a dynamic quorum"},
+		{[]string{"-id", "1", "-initial-voters", "1@127.0.0.1:9091", "-dir", "d"}, "-initial-voters: voter 1 has no directory id"},
+		{[]string{"-id", "1", "-bootstrap-servers", "x", "-dir", "d"}, "-bootstrap-servers:"},
+	} {
+		_, err := parseConfig(tc.args)
+		require.Error(t, err, "%q", tc.args)
+		require.Contains(t, err.Error(), tc.want, "%q", tc.args)
+	}
+}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync/atomic"
 	"time"
 
+	"github.com/kraftquorum/kraft"
 	"github.com/kraftquorum/kraft/node"
 )
 
@@ -18,11 +20,36 @@ const appendTimeout = 10 * time.Second
 // maxRecordBytes is the largest record POST /append takes.
 const maxRecordBytes = 1 << 20
 
+// voterChangeTimeout bounds the wait for a voter change to commit.
+const voterChangeTimeout = 10 * time.Second
+
 // replica is what the HTTP API needs of a node.Node.
 type replica interface {
 	Status() (node.Status, error)
 	Append(ctx context.Context, records ...[]byte) (int64, error)
 	Resign() error
+	Voters() ([]node.VoterInfo, int16, error)
+	AddVoter(ctx context.Context, key kraft.ReplicaKey, endpoint string) error
+	RemoveVoter(ctx context.Context, key kraft.ReplicaKey) error
+	UpdateVoter(ctx context.Context, key kraft.ReplicaKey, endpoint string) error
+}
+
+// voterBody is the JSON body of POST /voters/add, /voters/remove and
+// /voters/update, and one voter of GET /voters. The directory id is a
+// UUID in either text form (8-4-4-4-12 hex digits or Kafka's base64).
+type voterBody struct {
+	ID          *int32 `json:"id"`
+	DirectoryID string `json:"directory_id"`
+	Endpoint    string `json:"endpoint,omitempty"`
+}
+
+// votersBody is GET /voters: the voter set in force as this replica knows
+// it, the kraft.version, and this replica's own key and endpoint (what
+// POST /voters/add at the leader needs to add it).
+type votersBody struct {
+	KRaftVersion int16            `json:"kraft_version"`
+	Voters       []node.VoterInfo `json:"voters"`
+	Local        node.VoterInfo   `json:"local"`
 }
 
 // status is GET /status: the replica's node.Status and, if there is one,
@@ -40,8 +67,62 @@ type status struct {
 //	              503 {"error"} if leadership was lost or the commit timed
 //	              out (the record may or may not commit)
 //	POST /resign  200 {} on the leader, 421 elsewhere
-func newHandler(r replica, m *machine) http.Handler {
+//	GET  /voters  200 {"kraft_version", "voters", "local"}
+//	POST /voters/add, /voters/remove, /voters/update
+//	              the body is {"id", "directory_id", "endpoint"} (no
+//	              endpoint for remove): 200 {} once the change is committed
+//	              (update: written); 421 on a replica that does not lead;
+//	              400 on a bad body; 409 {"error", "code"} DUPLICATE_VOTER;
+//	              404 VOTER_NOT_FOUND; 503 REQUEST_TIMED_OUT (another change
+//	              is not committed yet, or the new voter did not catch up or
+//	              answer in time; try again); 400 for the other codes
+//
+// local is this replica's own key and endpoint, for GET /voters.
+func newHandler(r replica, m *machine, local node.VoterInfo) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("/voters", func(w http.ResponseWriter, req *http.Request) {
+		if !allow(w, req, http.MethodGet) {
+			return
+		}
+		vs, version, err := r.Voters()
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if vs == nil {
+			vs = []node.VoterInfo{}
+		}
+		writeJSON(w, http.StatusOK, votersBody{KRaftVersion: version, Voters: vs, Local: local})
+	})
+	for _, kind := range []kraft.VoterChangeKind{kraft.AddVoter, kraft.RemoveVoter, kraft.UpdateVoter} {
+		kind := kind
+		path := map[kraft.VoterChangeKind]string{kraft.AddVoter: "/voters/add", kraft.RemoveVoter: "/voters/remove", kraft.UpdateVoter: "/voters/update"}[kind]
+		mux.HandleFunc(path, func(w http.ResponseWriter, req *http.Request) {
+			if !allow(w, req, http.MethodPost) {
+				return
+			}
+			key, endpoint, err := readVoterBody(req, w, kind != kraft.RemoveVoter)
+			if err != nil {
+				writeJSON(w, http.StatusBadRequest, errorBody{Error: err.Error()})
+				return
+			}
+			ctx, cancel := context.WithTimeout(req.Context(), voterChangeTimeout)
+			defer cancel()
+			switch kind {
+			case kraft.AddVoter:
+				err = r.AddVoter(ctx, key, endpoint)
+			case kraft.RemoveVoter:
+				err = r.RemoveVoter(ctx, key)
+			case kraft.UpdateVoter:
+				err = r.UpdateVoter(ctx, key, endpoint)
+			}
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, struct{}{})
+		})
+	}
 	mux.HandleFunc("/status", func(w http.ResponseWriter, req *http.Request) {
 		if !allow(w, req, http.MethodGet) {
 			return
@@ -91,6 +172,32 @@ func newHandler(r replica, m *machine) http.Handler {
 	return mux
 }
 
+// readVoterBody reads a voter change's JSON body: an id and a directory
+// id, and an endpoint (host:port) if withEndpoint.
+func readVoterBody(req *http.Request, w http.ResponseWriter, withEndpoint bool) (kraft.ReplicaKey, string, error) {
+	var b voterBody
+	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, 1<<16))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil {
+		return kraft.ReplicaKey{}, "", fmt.Errorf("the body: %v (want {\"id\": N, \"directory_id\": UUID, \"endpoint\": host:port})", err)
+	}
+	if b.ID == nil || *b.ID < 0 {
+		return kraft.ReplicaKey{}, "", errors.New("the body: want a non-negative \"id\"")
+	}
+	dir, err := parseUUID(b.DirectoryID)
+	if err != nil {
+		return kraft.ReplicaKey{}, "", fmt.Errorf("the body: \"directory_id\" %q: %v", b.DirectoryID, err)
+	}
+	if withEndpoint {
+		if err := checkAddr(b.Endpoint, false); err != nil {
+			return kraft.ReplicaKey{}, "", fmt.Errorf("the body: \"endpoint\" %q: %v", b.Endpoint, err)
+		}
+	} else if b.Endpoint != "" {
+		return kraft.ReplicaKey{}, "", errors.New("the body: no \"endpoint\" for a removal")
+	}
+	return kraft.ReplicaKey{ID: kraft.NodeID(*b.ID), DirectoryID: dir}, b.Endpoint, nil
+}
+
 // allow answers 405 to any method but method.
 func allow(w http.ResponseWriter, req *http.Request, method string) bool {
 	if req.Method == method {
@@ -110,7 +217,22 @@ type errorBody struct {
 // replica has stopped, 500 otherwise.
 func writeError(w http.ResponseWriter, err error) {
 	var nl *node.NotLeaderError
+	var vc *node.VoterChangeError
 	switch {
+	case errors.As(err, &vc):
+		code := http.StatusBadRequest
+		switch vc.Code {
+		case kraft.ErrDuplicateVoter:
+			code = http.StatusConflict
+		case kraft.ErrVoterNotFound:
+			code = http.StatusNotFound
+		case kraft.ErrRequestTimedOut:
+			code = http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, struct {
+			Error string `json:"error"`
+			Code  string `json:"code"`
+		}{err.Error(), vc.Code.String()})
 	case errors.As(err, &nl):
 		writeJSON(w, http.StatusMisdirectedRequest, struct {
 			Error  string `json:"error"`

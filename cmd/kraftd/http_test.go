@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/uuid"
+	"github.com/kraftquorum/kraft"
 	"github.com/kraftquorum/kraft/node"
 	"github.com/stretchr/testify/require"
 )
@@ -26,6 +28,11 @@ type fakeReplica struct {
 	appendErr error
 	resignErr error
 	appended  [][]byte
+
+	voters       []node.VoterInfo
+	kraftVersion int16
+	changeErr    error
+	changes      []string
 }
 
 func (f *fakeReplica) Status() (node.Status, error) { return f.status, f.statusErr }
@@ -37,6 +44,25 @@ func (f *fakeReplica) Append(_ context.Context, records ...[]byte) (int64, error
 
 func (f *fakeReplica) Resign() error { return f.resignErr }
 
+func (f *fakeReplica) Voters() ([]node.VoterInfo, int16, error) {
+	return f.voters, f.kraftVersion, f.statusErr
+}
+
+func (f *fakeReplica) AddVoter(_ context.Context, key kraft.ReplicaKey, endpoint string) error {
+	f.changes = append(f.changes, fmt.Sprintf("add %v %s", key, endpoint))
+	return f.changeErr
+}
+
+func (f *fakeReplica) RemoveVoter(_ context.Context, key kraft.ReplicaKey) error {
+	f.changes = append(f.changes, fmt.Sprintf("remove %v", key))
+	return f.changeErr
+}
+
+func (f *fakeReplica) UpdateVoter(_ context.Context, key kraft.ReplicaKey, endpoint string) error {
+	f.changes = append(f.changes, fmt.Sprintf("update %v %s", key, endpoint))
+	return f.changeErr
+}
+
 func serveOnce(t *testing.T, r replica, method, path, body string) (int, map[string]interface{}) {
 	t.Helper()
 	return serveWith(t, r, nil, method, path, body)
@@ -45,7 +71,7 @@ func serveOnce(t *testing.T, r replica, method, path, body string) (int, map[str
 func serveWith(t *testing.T, r replica, m *machine, method, path, body string) (int, map[string]interface{}) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	newHandler(r, m).ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader(body)))
+	newHandler(r, m, node.VoterInfo{ID: 2}).ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader(body)))
 	require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
 	var out map[string]interface{}
 	dec := json.NewDecoder(rec.Body)
@@ -61,7 +87,7 @@ func TestHTTPStatus(t *testing.T) {
 	require.Equal(t, map[string]interface{}{
 		"id": json.Number("2"), "role": "Follower", "epoch": json.Number("3"), "leader": json.Number("1"),
 		"high_watermark": json.Number("10"), "log_end": json.Number("12"), "log_end_epoch": json.Number("0"),
-		"flushed": json.Number("0"), "log_start": json.Number("0"),
+		"flushed": json.Number("0"), "log_start": json.Number("0"), "kraft_version": json.Number("0"),
 	}, out)
 
 	// With snapshots and a state machine.
@@ -179,4 +205,74 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+const testDir = "b5f2c9d4-8a1e-4c3b-9f7d-2e6a1b0c4d8e"
+
+// TestHTTPVoters: GET /voters shows the voter set, the kraft.version and
+// the local key; POST /voters/add, /remove and /update pass the key and
+// endpoint on and map the answers to status codes.
+func TestHTTPVoters(t *testing.T) {
+	dir := uuid.MustParse(testDir)
+	f := &fakeReplica{kraftVersion: 1, voters: []node.VoterInfo{{ID: 1, DirectoryID: dir, Endpoint: "127.0.0.1:9091"}}}
+	code, out := serveOnce(t, f, http.MethodGet, "/voters", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, map[string]interface{}{
+		"kraft_version": json.Number("1"),
+		"voters":        []interface{}{map[string]interface{}{"id": json.Number("1"), "directory_id": testDir, "endpoint": "127.0.0.1:9091"}},
+		"local":         map[string]interface{}{"id": json.Number("2"), "directory_id": "00000000-0000-0000-0000-000000000000"},
+	}, out)
+	code, _ = serveOnce(t, &fakeReplica{}, http.MethodGet, "/voters", "")
+	require.Equal(t, http.StatusOK, code, "a static voter set")
+	code, _ = serveOnce(t, f, http.MethodPost, "/voters", "")
+	require.Equal(t, http.StatusMethodNotAllowed, code)
+
+	body := `{"id": 4, "directory_id": "` + testDir + `", "endpoint": "127.0.0.1:9094"}`
+	for _, path := range []string{"/voters/add", "/voters/update"} {
+		code, out = serveOnce(t, f, http.MethodPost, path, body)
+		require.Equal(t, http.StatusOK, code, "%s: %v", path, out)
+	}
+	code, _ = serveOnce(t, f, http.MethodPost, "/voters/remove", `{"id": 4, "directory_id": "tfLJ1IoeTDuffS5qGwxNjg"}`)
+	require.Equal(t, http.StatusOK, code)
+	key := kraft.ReplicaKey{ID: 4, DirectoryID: dir}
+	require.Equal(t, []string{
+		fmt.Sprintf("add %v 127.0.0.1:9094", key), fmt.Sprintf("update %v 127.0.0.1:9094", key), fmt.Sprintf("remove %v", key),
+	}, f.changes)
+
+	for name, bad := range map[string]string{
+		"not JSON":          "x",
+		"no id":             `{"directory_id": "` + testDir + `", "endpoint": "127.0.0.1:1"}`,
+		"negative id":       `{"id": -1, "directory_id": "` + testDir + `", "endpoint": "127.0.0.1:1"}`,
+		"no directory id":   `{"id": 4, "endpoint": "127.0.0.1:1"}`,
+		"zero directory id": `{"id": 4, "directory_id": "00000000-0000-0000-0000-000000000000", "endpoint": "127.0.0.1:1"}`,
+		"no endpoint":       `{"id": 4, "directory_id": "` + testDir + `"}`,
+		"bad endpoint":      `{"id": 4, "directory_id": "` + testDir + `", "endpoint": "nowhere"}`,
+		"unknown field":     `{"id": 4, "directory_id": "` + testDir + `", "endpoint": "127.0.0.1:1", "x": 1}`,
+	} {
+		code, _ := serveOnce(t, f, http.MethodPost, "/voters/add", bad)
+		require.Equal(t, http.StatusBadRequest, code, name)
+	}
+	code, _ = serveOnce(t, f, http.MethodPost, "/voters/remove", body)
+	require.Equal(t, http.StatusBadRequest, code, "an endpoint with a removal")
+	code, _ = serveOnce(t, f, http.MethodGet, "/voters/add", body)
+	require.Equal(t, http.StatusMethodNotAllowed, code)
+
+	for _, tc := range []struct {
+		err  error
+		code int
+	}{
+		{&node.VoterChangeError{Kind: kraft.AddVoter, Code: kraft.ErrDuplicateVoter}, http.StatusConflict},
+		{&node.VoterChangeError{Kind: kraft.RemoveVoter, Code: kraft.ErrVoterNotFound}, http.StatusNotFound},
+		{&node.VoterChangeError{Kind: kraft.AddVoter, Code: kraft.ErrRequestTimedOut}, http.StatusServiceUnavailable},
+		{&node.VoterChangeError{Kind: kraft.AddVoter, Code: kraft.ErrInvalidRequest}, http.StatusBadRequest},
+		{&node.NotLeaderError{Leader: 3, Epoch: 2}, http.StatusMisdirectedRequest},
+		{context.DeadlineExceeded, http.StatusServiceUnavailable},
+	} {
+		f.changeErr = tc.err
+		code, out := serveOnce(t, f, http.MethodPost, "/voters/add", body)
+		require.Equal(t, tc.code, code, "%v", tc.err)
+		if vc, ok := tc.err.(*node.VoterChangeError); ok {
+			require.Equal(t, vc.Code.String(), out["code"])
+		}
+	}
 }

@@ -9,7 +9,15 @@
 //	kraftd -id 1 -voters 1@127.0.0.1:9091,2@127.0.0.1:9092,3@127.0.0.1:9093 \
 //		-dir /tmp/kraft1 -http 127.0.0.1:8081
 //
-// A replica whose -id is not in -voters runs as an observer. Role changes
+// A replica whose -id is not in -voters runs as an observer. A dynamic
+// quorum (KIP-853) starts from -initial-voters instead, and grows with
+// replicas started with -bootstrap-servers that are added through POST
+// /voters/add at the leader (or ask for it themselves with -auto-join):
+//
+//	kraftd -id 1 -initial-voters 1:DIRID@127.0.0.1:9091 -dir /tmp/kraft1 -http 127.0.0.1:8081
+//	kraftd -id 2 -bootstrap-servers 1@127.0.0.1:9091 -listen 127.0.0.1:9092 -dir /tmp/kraft2 -http 127.0.0.1:8082
+//
+// Role changes
 // are logged to stderr with kraft's reasons. SIGINT or SIGTERM stops the
 // replica gracefully: a leader hands leadership over first (up to 5s).
 // docs/kraftd.md shows how to run a three-voter cluster by hand.
@@ -26,9 +34,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/kraftquorum/kraft"
 	"github.com/kraftquorum/kraft/node"
 	"github.com/kraftquorum/kraft/storage"
 )
@@ -92,6 +103,14 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 	if id, ok := snaps.Latest(); ok {
 		logger.Printf("kraftd: snapshots %s: %d, the latest ends at %+v; the log starts at %d", snapDir, len(snaps.List()), id, lg.StartOffset())
 	}
+	if cfg.dynamic && cfg.dirID == ([16]byte{}) {
+		if cfg.dirID, err = directoryID(cfg.dir); err != nil {
+			_ = lg.Close()
+			_ = snaps.Close()
+			logger.Printf("kraftd: %v", err)
+			return exitFail
+		}
+	}
 	tr, err := node.NewTCPTransport(node.TCPConfig{ID: cfg.id, Listen: cfg.listen, Peers: cfg.peers()})
 	if err != nil {
 		_ = lg.Close()
@@ -103,7 +122,12 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 	if cfg.observer {
 		role = "observer"
 	}
-	logger.Printf("kraftd: replica %d (%s) listening on %s, voters %s, data in %s", cfg.id, role, tr.Addr(), votersString(cfg.voters), cfg.dir)
+	if cfg.dynamic {
+		logger.Printf("kraftd: replica %d:%s listening on %s, dynamic quorum (initial voters %s, bootstrap servers %s, auto-join %v), data in %s",
+			cfg.id, uuid.UUID(cfg.dirID), tr.Addr(), votersString(cfg.initialVoters), votersString(cfg.bootstrapServers), cfg.autoJoin, cfg.dir)
+	} else {
+		logger.Printf("kraftd: replica %d (%s) listening on %s, voters %s, data in %s", cfg.id, role, tr.Addr(), votersString(cfg.voters), cfg.dir)
+	}
 	m := &machine{}
 	ncfg := node.Config{
 		Kraft:          cfg.kraftConfig(),
@@ -117,6 +141,12 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		Snapshots:      snaps,
 		Restore:        m.restore,
 		Logf:           logger.Printf,
+		Endpoint:       tr.Addr().String(),
+	}
+	if cfg.dynamic {
+		ncfg.InitialVoters = cfg.nodeInitialVoters()
+		ncfg.BootstrapPath = storage.BootstrapPath(cfg.dir)
+		ncfg.BootstrapServers = cfg.bootstrapIDs()
 	}
 	if cfg.snapshotEvery > 0 {
 		ncfg.Snapshot, ncfg.SnapshotEvery = m.snapshot, cfg.snapshotEvery
@@ -139,7 +169,8 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 			_ = n.Close()
 			return exitFail
 		}
-		srv = newHTTPServer(newHandler(n, m))
+		local := node.VoterInfo{ID: cfg.id, DirectoryID: cfg.dirID, Endpoint: tr.Addr().String()}
+		srv = newHTTPServer(newHandler(n, m, local))
 		logger.Printf("kraftd: HTTP API on http://%s", ln.Addr())
 		go func() { httpErr <- srv.Serve(ln) }()
 	}
@@ -155,7 +186,7 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		defer cancel()
 		var err error
-		if len(cfg.voters) == 1 && !cfg.observer {
+		if onlyVoter(n, cfg.id) {
 			err = n.Close() // the only voter: nobody to hand over to
 		} else {
 			err = n.Shutdown(ctx)
@@ -181,7 +212,60 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 	return exitFail
 }
 
+// onlyVoter: the replica is the only voter of its voter set.
+func onlyVoter(n *node.Node, id kraft.NodeID) bool {
+	vs, _, err := n.Voters()
+	return err == nil && len(vs) == 1 && vs[0].ID == id
+}
+
+// directoryIDFile keeps a replica's directory id in its data directory
+// (Kafka keeps it in meta.properties).
+const directoryIDFile = "directory.id"
+
+// directoryID reads the directory id kept in dir, or makes a random one and
+// keeps it there durably.
+func directoryID(dir string) ([16]byte, error) {
+	path := filepath.Join(dir, directoryIDFile)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		id, err := parseUUID(strings.TrimSpace(string(b)))
+		if err != nil {
+			return id, fmt.Errorf("%s: %w", path, err)
+		}
+		return id, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return [16]byte{}, err
+	}
+	id := uuid.New()
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return id, err
+	}
+	_, werr := f.WriteString(id.String() + "\n")
+	serr := f.Sync()
+	cerr := f.Close()
+	for _, e := range []error{werr, serr, cerr} {
+		if e != nil {
+			return id, e
+		}
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return id, err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return id, err
+	}
+	defer func() { _ = d.Close() }()
+	return id, d.Sync()
+}
+
 func votersString(vs []voter) string {
+	if len(vs) == 0 {
+		return "none"
+	}
 	s := ""
 	for i, v := range vs {
 		if i > 0 {
