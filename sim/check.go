@@ -116,6 +116,9 @@ type Checker struct {
 	votes           map[voteKey]kraft.ReplicaKey
 	committed       []Record
 	per             []*nodeCheck
+	// stepFrom is the state before the step whose actions are carried
+	// out (the zero State at a start).
+	stepFrom kraft.State
 	// Checks counts the events after which the invariants were checked.
 	Checks int
 }
@@ -382,7 +385,9 @@ func (k *Checker) beforeAction(n *node, a kraft.Action, e kraft.Event) {
 		if a.HighWatermark > p.committed {
 			p.committed = a.HighWatermark
 		}
-		if n.st.Role() == kraft.Leader {
+		// A leader's, also in the step that ends its leadership (a leader
+		// whose removal commits resigns in that step).
+		if was := k.stepFrom; n.st.Role() == kraft.Leader || (was.Role() == kraft.Leader && was.Epoch() == n.st.Epoch()) {
 			k.leaderHighWatermark(n, a.HighWatermark)
 		}
 	case kraft.Fault:

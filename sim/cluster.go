@@ -528,6 +528,7 @@ func (c *Cluster) step(n *node, e kraft.Event) {
 	if c.OnStep != nil {
 		c.OnStep(n.id, e, before, next, acts)
 	}
+	c.check.stepFrom = before
 	c.carryOut(n, acts, e)
 	c.check.afterStep(n, before, e)
 	if v := n.snapVoters; v != nil && n.up {
@@ -575,6 +576,7 @@ func (c *Cluster) start(n *node) {
 		c.writeTrace(TraceLine{Kind: "start", T: c.now, Node: n.id, Config: &cfg, Record: rec, Log: &ls, Actions: encodeActions(acts), State: summarize(st)})
 	}
 	c.check.afterStart(n, before)
+	c.check.stepFrom = kraft.State{}
 	c.carryOut(n, acts, nil)
 	c.check.afterStep(n, before, nil)
 	c.reportWrites(n)

@@ -102,3 +102,116 @@ func TestReconfigGrowFromOneToThree(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("history %v, %d events", c.VoterHistory(), c.Stats().Events)
 }
+
+// aFollower is a running voter of the committed set other than l.
+func aFollower(t *testing.T, c *Cluster, l kraft.NodeID) kraft.NodeID {
+	t.Helper()
+	for _, id := range c.VoterIDs() {
+		if id != l && c.Up(id) {
+			return id
+		}
+	}
+	t.Fatalf("no follower of r%d", l)
+	return kraft.NoNode
+}
+
+// TestReconfigAddWhileFollowerDown: with one of three voters down, the
+// leader adds a fourth; the change commits on the leader, the other
+// running voter and the new one (3 of 4); the crashed voter comes back
+// and learns the new set from the log.
+func TestReconfigAddWhileFollowerDown(t *testing.T) {
+	for seed := int64(1); seed <= 3; seed++ {
+		c := dynamicCluster(t, 4, 3, seed, false)
+		l, err := c.WaitForLeader(20 * time.Second)
+		require.NoError(t, err)
+		f := aFollower(t, c, l)
+		c.Crash(f)
+		addCommitted(t, c, kraft.AddVoter, 3)
+		waitVoters(t, c, 5*time.Second, 0, 1, 2, 3)
+		require.NoError(t, c.RunFor(2*time.Second))
+		c.Restart(f)
+		_, err = c.CheckLiveness()
+		require.NoError(t, err)
+		require.True(t, c.State(f).IsVoter())
+		require.Len(t, c.State(f).Voters(), 4)
+	}
+}
+
+// TestReconfigRemoveLeader: the leader removes itself; it keeps leading
+// (without counting itself) until the removal commits, then resigns; the
+// two remaining voters elect a leader and go on, the removed replica
+// following as an observer.
+func TestReconfigRemoveLeader(t *testing.T) {
+	for seed := int64(1); seed <= 3; seed++ {
+		c := dynamicCluster(t, 3, 3, seed, false)
+		l, err := c.WaitForLeader(20 * time.Second)
+		require.NoError(t, err)
+		ep := c.State(l).Epoch()
+		addCommitted(t, c, kraft.RemoveVoter, l)
+		require.NotEqual(t, kraft.Leader, c.State(l).Role(), "a leader whose removal committed resigns")
+		var want []kraft.NodeID
+		for _, id := range []kraft.NodeID{0, 1, 2} {
+			if id != l {
+				want = append(want, id)
+			}
+		}
+		waitVoters(t, c, 5*time.Second, want...)
+		nl, err := c.WaitForLeader(20 * time.Second)
+		require.NoError(t, err)
+		require.NotEqual(t, l, nl)
+		require.Greater(t, c.State(nl).Epoch(), ep)
+		_, err = c.CheckLiveness()
+		require.NoError(t, err)
+		require.False(t, c.State(l).IsVoter())
+		require.Equal(t, kraft.Follower, c.State(l).Role())
+	}
+}
+
+// TestReconfigReplaceLostDiskByOperator: a voter loses its disk and comes
+// back with a new directory id, an observer; the operator removes its old
+// key and adds its new one.
+func TestReconfigReplaceLostDiskByOperator(t *testing.T) {
+	for seed := int64(1); seed <= 3; seed++ {
+		c := dynamicCluster(t, 3, 3, seed, false)
+		l, err := c.WaitForLeader(20 * time.Second)
+		require.NoError(t, err)
+		f := aFollower(t, c, l)
+		old := c.Key(f)
+		c.LoseDisk(f)
+		require.NotEqual(t, old, c.Key(f))
+		require.False(t, c.State(f).IsVoter())
+		addCommitted(t, c, kraft.RemoveVoter, f)
+		require.False(t, hasKey(c.Voters(), old))
+		addCommitted(t, c, kraft.AddVoter, f)
+		waitVoters(t, c, 5*time.Second, 0, 1, 2)
+		_, err = c.CheckLiveness()
+		require.NoError(t, err)
+		require.True(t, c.State(f).IsVoter())
+	}
+}
+
+// TestReconfigReplaceLostDiskByAutoJoin: the same with auto-join: the
+// replica back from the disk loss asks the leader to remove its old key,
+// then to add its new one.
+func TestReconfigReplaceLostDiskByAutoJoin(t *testing.T) {
+	for seed := int64(1); seed <= 3; seed++ {
+		c := dynamicCluster(t, 3, 3, seed, true)
+		l, err := c.WaitForLeader(20 * time.Second)
+		require.NoError(t, err)
+		f := aFollower(t, c, l)
+		old := c.Key(f)
+		c.LoseDisk(f)
+		waitVoters(t, c, 20*time.Second, 0, 1, 2)
+		require.False(t, hasKey(c.Voters(), old))
+		kinds := map[kraft.VoterChangeKind]bool{}
+		for _, v := range c.VoterChanges() {
+			require.Equal(t, f, v.From, "only r%d asked: %v", f, v)
+			if v.Error == kraft.ErrNone {
+				kinds[v.Kind] = true
+			}
+		}
+		require.True(t, kinds[kraft.RemoveVoter] && kinds[kraft.AddVoter], "%v", c.VoterChanges())
+		_, err = c.CheckLiveness()
+		require.NoError(t, err)
+	}
+}
