@@ -1,11 +1,14 @@
 package sim
 
 import (
+	"errors"
+	"math/rand"
 	"testing"
 	"time"
 
 	"github.com/kraftquorum/kraft"
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 )
 
 // Reconfiguration (KIP-853) in the simulator: clusters whose voter set
@@ -214,4 +217,134 @@ func TestReconfigReplaceLostDiskByAutoJoin(t *testing.T) {
 		_, err = c.CheckLiveness()
 		require.NoError(t, err)
 	}
+}
+
+// TestPropertyReconfigUnderFaults: random schedules of AddRaftVoter and
+// RemoveRaftVoter requests (operator and, with auto-join, the replicas'
+// own), crashes, restarts, resignations, partitions, lossy networks, slow
+// disks and disk losses (each a new directory id), over quorums
+// bootstrapped with 1 to all of 3-5 controllers, with and without
+// brokers and snapshots: every invariant holds after every event. Runs
+// without a disk loss must also settle once the faults stop (a disk loss
+// can leave a voter set whose majority is gone for good, which KIP-853
+// does not recover from). The default run is short; run it deeper with
+// go test ./sim/ -run TestPropertyReconfigUnderFaults -rapid.checks=2000.
+func TestPropertyReconfigUnderFaults(t *testing.T) {
+	var runs, events, changes, committed, settled, stale, stuck int
+	rapid.Check(t, func(t *rapid.T) {
+		opts := DefaultOptions()
+		opts.Seed = rapid.Int64().Draw(t, "seed")
+		opts.Dynamic = true
+		opts.Voters = rapid.IntRange(3, 5).Draw(t, "controllers")
+		opts.BootstrapVoters = rapid.IntRange(1, opts.Voters).Draw(t, "bootstrap")
+		opts.Observers = rapid.IntRange(0, 1).Draw(t, "brokers")
+		opts.AutoJoin = rapid.Bool().Draw(t, "auto-join")
+		opts.SnapshotEvery = rapid.SampledFrom([]int{-1, 8, 32}).Draw(t, "snapshot every")
+		opts.SnapshotsKept = rapid.IntRange(1, 2).Draw(t, "keep")
+		window := 10 * time.Second
+		r := rand.New(rand.NewSource(opts.Seed))
+		total := opts.Voters + opts.Observers
+		ops := RandomSchedule(r, opts.Voters, opts.Observers, window, rapid.IntRange(0, 15).Draw(t, "faults"))
+		ops = append(ops, RandomVoterChanges(r, total, window, rapid.IntRange(1, 12).Draw(t, "changes"))...)
+		// Disk losses (none in 3 runs of 5: the others check liveness).
+		losses := rapid.IntRange(0, 4).Draw(t, "disk losses") - 2
+		if losses < 0 {
+			losses = 0
+		}
+		for i := 0; i < losses; i++ {
+			ops = append(ops, Op{At: time.Duration(r.Int63n(int64(window))), Kind: OpLoseDisk, Node: kraft.NodeID(r.Intn(total))})
+		}
+		c, err := New(opts, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The known core bug of TestCoreBugRemovedLeaderLeadsOnAfterTimeout.
+		c.Checker().TolerateTimedOutSelfRemoval = true
+		c.Schedule(ops...)
+		if err := c.RunFor(window); err != nil {
+			t.Fatalf("seed %d: %v", opts.Seed, err)
+		}
+		if losses == 0 {
+			_, err := c.CheckLiveness()
+			var v Violation
+			switch {
+			case err == nil:
+				settled++
+			case !errors.As(err, &v) && selfRemovalStuck(c):
+				stuck++
+			default:
+				t.Fatalf("seed %d: %v\nchanges %v", opts.Seed, err, c.VoterChanges())
+			}
+		} else {
+			c.StopFaults()
+			if err := c.RunFor(time.Duration(LivenessBound) * opts.ElectionTimeout); err != nil {
+				t.Fatalf("seed %d: %v", opts.Seed, err)
+			}
+		}
+		runs++
+		events += c.Stats().Events
+		changes += len(c.VoterChanges())
+		committed += c.Stats().VoterChangesCommitted
+		stale += c.Checker().TimedOutSelfRemovals
+	})
+	t.Logf("%d runs (%d settled, %d stuck after an uncommitted self-removal), %d events, %d voter-change requests, %d VotersRecords committed; %d leaders led on after their timed-out removal committed (known core bug)",
+		runs, settled, stuck, events, changes, committed, stale)
+}
+
+// selfRemovalStuck reports whether a running replica's latest voter set
+// is an uncommitted VotersRecord that removed it: a leader that removed
+// itself and lost its leadership (check-quorum) before the record
+// committed. Once the voters of the previous set that lack the record
+// need its vote, no leader can be elected: it holds the longest log, so it
+// refuses them, and it may not campaign, being no voter in its latest set
+// (Kafka's QuorumState.isVoter; KIP-853 keeps the latest set in force,
+// committed or not). A protocol limit, not a bug of the implementation.
+func selfRemovalStuck(c *Cluster) bool {
+	for _, n := range c.nodes {
+		vs := n.st.VoterSets()
+		if !n.up || len(vs) < 2 {
+			continue
+		}
+		last, prev := vs[len(vs)-1], vs[len(vs)-2]
+		if last.Offset >= int64(c.CommittedLen()) && hasKey(prev.Voters, n.cfg.Local) && !hasKey(last.Voters, n.cfg.Local) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestCoreBugRemovedLeaderLeadsOnAfterTimeout pins a core bug: a leader
+// removes itself; one of the two remaining voters is down, so the removal
+// cannot commit, and after the request timeout (2 s) the leader answers
+// REQUEST_TIMED_OUT and drops the pending change (the VotersRecord stays,
+// as Kafka's maybeExpirePendingOperation leaves it). The voter comes back,
+// the VotersRecord commits, and the leader, no longer a voter, keeps
+// leading: the core resigns only when a pending removal commits
+// (changeCommitted), while KIP-853 says a leader resigns once the
+// VotersRecord that removes it commits. The checker's
+// removed-leader-resigns rule catches it. When the core is fixed, this
+// test fails: make it require no violation, and drop
+// Checker.TolerateTimedOutSelfRemoval from the property.
+func TestCoreBugRemovedLeaderLeadsOnAfterTimeout(t *testing.T) {
+	opts := DefaultOptions()
+	opts.Voters, opts.Seed, opts.Dynamic = 3, 1, true
+	// A long check-quorum window (1.5 T_f), so that the leader does not
+	// resign for want of fetches while the voter is down.
+	opts.FetchTimeout = 10 * time.Second
+	c, err := New(opts, nil)
+	require.NoError(t, err)
+	l, err := c.WaitForLeader(20 * time.Second)
+	require.NoError(t, err)
+	require.NoError(t, c.WaitForHighWatermark(5, 20*time.Second))
+	f := aFollower(t, c, l)
+	c.Crash(f)
+	c.RemoveVoter(l)
+	require.NoError(t, c.RunFor(2500*time.Millisecond))
+	v := lastChange(t, c)
+	require.True(t, v.Answered)
+	require.Equal(t, kraft.ErrRequestTimedOut, v.Error)
+	require.Equal(t, kraft.Leader, c.State(l).Role())
+	c.Restart(f)
+	err = c.RunFor(5 * time.Second)
+	require.Equal(t, "removed-leader-resigns", violationRule(t, err), "the core bug is fixed? see the comment")
 }
