@@ -720,12 +720,7 @@ func (c *Cluster) sendFetch(n *node, a kraft.Action) {
 	to, ev, _ := kraft.Deliver(n.cfg.Local, a)
 	if to == kraft.NoNode {
 		if c.opts.Dynamic {
-			// Another controller (Kafka's
-			// controller.quorum.bootstrap.servers).
-			to = kraft.NodeID(c.rng.Intn(c.opts.Voters))
-			if to == n.id && c.opts.Voters > 1 {
-				to = (to + 1 + kraft.NodeID(c.rng.Intn(c.opts.Voters-1))) % kraft.NodeID(c.opts.Voters)
-			}
+			to = c.bootstrapServer(n)
 		} else {
 			to = c.voters[c.rng.Intn(len(c.voters))].ID
 		}

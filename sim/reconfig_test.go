@@ -239,7 +239,7 @@ func TestPropertyReconfigUnderFaults(t *testing.T) {
 		opts.BootstrapVoters = rapid.IntRange(1, opts.Voters).Draw(t, "bootstrap")
 		opts.Observers = rapid.IntRange(0, 1).Draw(t, "brokers")
 		opts.AutoJoin = rapid.Bool().Draw(t, "auto-join")
-		opts.SnapshotEvery = rapid.SampledFrom([]int{-1, 8, 32}).Draw(t, "snapshot every")
+		opts.SnapshotEvery = rapid.SampledFrom([]int{-1, 16, 32}).Draw(t, "snapshot every")
 		opts.SnapshotsKept = rapid.IntRange(1, 2).Draw(t, "keep")
 		window := 10 * time.Second
 		r := rand.New(rand.NewSource(opts.Seed))

@@ -51,8 +51,10 @@ import (
 //     timer (kraft.Config.RequestTimeout, Kafka's default of 2 s) fails
 //     the AddRaftVoter with REQUEST_TIMED_OUT.
 //   - An unattached observer's Fetch to no one in particular goes to
-//     another controller drawn at random (Kafka's
-//     controller.quorum.bootstrap.servers).
+//     another replica drawn at random among the controllers (Kafka's
+//     controller.quorum.bootstrap.servers) and the voters of the set its
+//     state has in force (whose endpoints a VotersRecord holds): a voter
+//     added from the brokers can be found too.
 
 // votersPrefix starts a VotersRecord's payload.
 const votersPrefix = "Voters("
@@ -346,3 +348,26 @@ func (c *Cluster) reportVoters(n *node, from, to int) {
 // apiVersionsRange is the kraft.version range every simulated replica
 // supports.
 var apiVersionsRange = kraft.VersionRange{Min: 0, Max: kraft.KRaftVersionReconfig}
+
+// bootstrapServer draws the addressee of n's Fetch to no one in particular
+// (Options.Dynamic): another controller or a voter of n's set in force.
+func (c *Cluster) bootstrapServer(n *node) kraft.NodeID {
+	var ids []kraft.NodeID
+	seen := map[kraft.NodeID]bool{n.id: true}
+	add := func(id kraft.NodeID) {
+		if !seen[id] && id >= 0 && int(id) < len(c.nodes) {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	for i := 0; i < c.opts.Voters; i++ {
+		add(kraft.NodeID(i))
+	}
+	for _, v := range n.st.Voters() {
+		add(v.ID)
+	}
+	if len(ids) == 0 {
+		return n.id
+	}
+	return ids[c.rng.Intn(len(ids))]
+}
