@@ -36,6 +36,12 @@ var zeroEvents = []Event{
 	ReceiveFetchSnapshotResponse{},
 	SnapshotCreated{},
 	LogStartMoved{},
+	VotersAppended{},
+	ReceiveAddVoter{},
+	ReceiveRemoveVoter{},
+	ReceiveUpdateVoter{},
+	ReceiveAPIVersionsResponse{},
+	VoterChangeTimeout{},
 }
 
 // ownsTimer reports whether a role of s acts on the timeout event e.
@@ -95,8 +101,26 @@ func TestZeroValueEventsOnEveryRole(t *testing.T) {
 				require.True(t, ok, name)
 				require.Equal(t, LogEnd{}, id, name)
 				continue
+			case VotersAppended:
+				// An empty voter set is no set: the cluster is inconsistent.
+				requireFault(t, s, next, acts)
+				continue
+			case ReceiveAddVoter, ReceiveRemoveVoter:
+				// Addressed to epoch-less leadership: only a Leader takes
+				// it, and a zero voter key has no directory id.
+				code := ErrNotLeaderOrFollower
+				if s.Role() == Leader {
+					code = ErrInvalidRequest
+				}
+				kind := AddVoter
+				if _, ok := ev.(ReceiveRemoveVoter); ok {
+					kind = RemoveVoter
+				}
+				want = []Action{SendVoterChangeResponse{Kind: kind, Error: code, Epoch: e, LeaderID: l}}
+			case ReceiveUpdateVoter:
+				want = []Action{SendVoterChangeResponse{Kind: UpdateVoter, Error: ErrFencedLeaderEpoch, Epoch: e, LeaderID: l}}
 			case ReceiveVoteResponse, ReceiveFetchResponse, ReceiveLeaderlessEpoch, ReceiveQuorumResponse, LogAppended, LogFlushed,
-				ReceiveFetchSnapshotResponse, LogStartMoved:
+				ReceiveFetchSnapshotResponse, LogStartMoved, ReceiveAPIVersionsResponse, VoterChangeTimeout:
 			}
 			require.Equal(t, want, acts, "%s %T", name, ev)
 			require.Equal(t, s, next, "%s %T", name, ev)
@@ -451,7 +475,18 @@ func genEvent(rt *rapid.T, cur Epoch) Event {
 			ErrUnknownLeaderEpoch, ErrInvalidRequest, ErrBrokerNotAvailable, ErrInvalidVoterKey, ErrUnsupportedVersion, 999,
 		}).Draw(rt, "code")
 	}
-	switch rapid.IntRange(0, 18).Draw(rt, "kind") {
+	voters := func(l string) []ReplicaKey {
+		n := rapid.IntRange(0, 4).Draw(rt, l+"Len")
+		out := make([]ReplicaKey, n)
+		for i := range out {
+			out[i] = ReplicaKey{ID: id(l), DirectoryID: dir(l + "Dir")}
+		}
+		return out
+	}
+	versions := func() VersionRange {
+		return VersionRange{Min: int16(rapid.IntRange(-1, 2).Draw(rt, "min")), Max: int16(rapid.IntRange(-1, 2).Draw(rt, "max"))}
+	}
+	switch rapid.IntRange(0, 24).Draw(rt, "kind") {
 	case 0:
 		return ElectionTimeout{}
 	case 1:
@@ -523,6 +558,26 @@ func genEvent(rt *rapid.T, cur Epoch) Event {
 		return SnapshotCreated{Snapshot: LogEnd{Offset: off("snapOffset"), Epoch: ep("snapEpoch")}}
 	case 17:
 		return LogStartMoved{Snapshot: LogEnd{Offset: off("snapOffset"), Epoch: ep("snapEpoch")}}
+	case 18:
+		return VotersAppended{Offset: off("votersOffset"), Voters: voters("voters")}
+	case 19:
+		return ReceiveAddVoter{Ref: 1, From: id("from"), ClusterID: cluster(), Voter: ReplicaKey{ID: id("voter"), DirectoryID: dir("voterDir")}, Listener: rapid.Bool().Draw(rt, "listener")}
+	case 20:
+		return ReceiveRemoveVoter{Ref: 2, From: id("from"), ClusterID: cluster(), Voter: ReplicaKey{ID: id("voter"), DirectoryID: dir("voterDir")}}
+	case 21:
+		return ReceiveUpdateVoter{
+			Ref: 3, From: id("from"), ClusterID: cluster(), CurrentLeaderEpoch: ep("epoch"),
+			Voter: ReplicaKey{ID: id("voter"), DirectoryID: dir("voterDir")}, Listener: rapid.Bool().Draw(rt, "listener"), KRaftVersions: versions(),
+		}
+	case 22:
+		r := ReceiveAPIVersionsResponse{From: id("from"), Error: code()}
+		if rapid.Bool().Draw(rt, "withVersions") {
+			v := versions()
+			r.KRaftVersions = &v
+		}
+		return r
+	case 23:
+		return VoterChangeTimeout{}
 	}
 	return Resign{}
 }
@@ -540,8 +595,13 @@ func genStart(rt *rapid.T) (State, []Action, bool) {
 		{Local: local, Voters: []ReplicaKey{local, {ID: 2}, {ID: 3, DirectoryID: dirA}}, Seed: 7},
 		observerConfig(4, 1, 2, 3),
 		{Local: NoReplica, Observer: true, Voters: keys(1, 2, 3)},
+		// Dynamic voter sets (D50): the set comes from the log.
+		{Local: local, Seed: 8},
+		{Local: local, Seed: 9, AutoJoin: true},
+		{Local: ReplicaKey{ID: 4, DirectoryID: dirA}, Observer: true, AutoJoin: true, Seed: 10},
 	}
 	cfg := rapid.SampledFrom(cfgs).Draw(rt, "config")
+	dynamic := len(cfg.Voters) == 0
 	if rapid.Bool().Draw(rt, "withCluster") {
 		cfg.ClusterID = testClusterID
 	}
@@ -565,6 +625,13 @@ func genStart(rt *rapid.T) (State, []Action, bool) {
 			if rapid.Bool().Draw(rt, "cleaned") {
 				log.Start = id.Offset
 			}
+		}
+	}
+	if dynamic || rapid.IntRange(0, 3).Draw(rt, "voterSets") == 0 {
+		sets := [][]ReplicaKey{{local}, {local, {ID: 2, DirectoryID: dirA}}, {local, {ID: 2, DirectoryID: dirA}, {ID: 3, DirectoryID: dirB}}, {{ID: 2, DirectoryID: dirA}, {ID: 3}}}
+		log.VoterSets = []VoterSetAt{{Offset: -1, Voters: rapid.SampledFrom(sets).Draw(rt, "bootstrap")}}
+		if log.End.Offset > 0 && rapid.Bool().Draw(rt, "votersRecord") {
+			log.VoterSets = append(log.VoterSets, VoterSetAt{Offset: log.End.Offset - 1, Voters: rapid.SampledFrom(sets).Draw(rt, "record")})
 		}
 	}
 	s, acts, err := NewState(cfg, rec, log)
@@ -663,7 +730,14 @@ func TestStepRandomEventsProperty(t *testing.T) {
 				rt.Fatalf("step %d: state record %+v is not the persisted %+v after %#v (%v)", i, next.Record(), record, e, acts)
 			}
 			switch next.Role() {
-			case Prospective, Candidate, Leader:
+			case Leader:
+				// A leader removed from a dynamic voter set keeps leading
+				// until the removal commits (D51); no one else leads
+				// without being a voter.
+				if !next.IsVoter() && s.Role() != Leader {
+					rt.Fatalf("step %d: observer became %v", i, next.Role())
+				}
+			case Prospective, Candidate:
 				if !next.IsVoter() {
 					rt.Fatalf("step %d: observer became %v", i, next.Role())
 				}

@@ -5,9 +5,10 @@
 //
 // It covers KIP-595 elections and fetch-based replication, KIP-996 Pre-Vote,
 // check-quorum (KAFKA-15489), KIP-853 replica directory ids in replica keys,
-// and graceful resignation with EndQuorumEpoch. The voter set is fixed by
-// Config: voter changes at runtime (AddRaftVoter, RemoveRaftVoter) are not
-// modelled.
+// graceful resignation with EndQuorumEpoch, and KIP-853 voter-set changes
+// at run time (AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter): with
+// kraft.version 1 the voter set follows the VotersRecords of the log, which
+// the host reports (VotersAppended).
 //
 // kraft does no I/O. The host program owns the network, the disk, the clock
 // and the log: it turns what happens into Events, calls Step, and carries out

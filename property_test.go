@@ -451,11 +451,18 @@ var (
 	genLogEnd = rapid.Custom(func(t *rapid.T) kraft.LogEnd {
 		return kraft.LogEnd{Offset: genOffset.Draw(t, "offset"), Epoch: genEpoch.Draw(t, "epoch")}
 	})
+	genKey = rapid.Custom(func(t *rapid.T) kraft.ReplicaKey {
+		return kraft.ReplicaKey{ID: genNode.Draw(t, "id"), DirectoryID: genUUID.Draw(t, "dir")}
+	})
+	genKeys     = rapid.SliceOfN(genKey, 0, 6)
+	genVersions = rapid.Custom(func(t *rapid.T) kraft.VersionRange {
+		return kraft.VersionRange{Min: int16(rapid.IntRange(-1, 2).Draw(t, "min")), Max: int16(rapid.IntRange(-1, 2).Draw(t, "max"))}
+	})
 )
 
 // genEvent draws any kraft.Event.
 var genEvent = rapid.Custom(func(t *rapid.T) kraft.Event {
-	switch rapid.IntRange(0, 18).Draw(t, "event kind") {
+	switch rapid.IntRange(0, 24).Draw(t, "event kind") {
 	case 0:
 		return kraft.ElectionTimeout{}
 	case 1:
@@ -531,6 +538,26 @@ var genEvent = rapid.Custom(func(t *rapid.T) kraft.Event {
 		return kraft.SnapshotCreated{Snapshot: genLogEnd.Draw(t, "snapshot id")}
 	case 17:
 		return kraft.LogStartMoved{Snapshot: genLogEnd.Draw(t, "snapshot id")}
+	case 18:
+		return kraft.VotersAppended{Offset: genOffset.Draw(t, "voters offset"), Voters: genKeys.Draw(t, "voters")}
+	case 19:
+		return kraft.ReceiveAddVoter{Ref: 1, From: genNode.Draw(t, "from"), ClusterID: genNull.Draw(t, "cluster"), Voter: genKey.Draw(t, "voter"), Listener: rapid.Bool().Draw(t, "listener")}
+	case 20:
+		return kraft.ReceiveRemoveVoter{Ref: 2, From: genNode.Draw(t, "from"), ClusterID: genNull.Draw(t, "cluster"), Voter: genKey.Draw(t, "voter")}
+	case 21:
+		return kraft.ReceiveUpdateVoter{
+			Ref: 3, From: genNode.Draw(t, "from"), ClusterID: genNull.Draw(t, "cluster"), CurrentLeaderEpoch: genEpoch.Draw(t, "epoch"),
+			Voter: genKey.Draw(t, "voter"), Listener: rapid.Bool().Draw(t, "listener"), KRaftVersions: genVersions.Draw(t, "versions"),
+		}
+	case 22:
+		e := kraft.ReceiveAPIVersionsResponse{From: genNode.Draw(t, "from"), Error: genError.Draw(t, "error")}
+		if rapid.Bool().Draw(t, "with versions") {
+			v := genVersions.Draw(t, "versions")
+			e.KRaftVersions = &v
+		}
+		return e
+	case 23:
+		return kraft.VoterChangeTimeout{}
 	}
 	return kraft.Resign{}
 })

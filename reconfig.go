@@ -98,6 +98,11 @@ func (t *stepper) onAddVoter(e ReceiveAddVoter) {
 	if code == ErrNone && voterByID(t.s.c.voters, e.Voter.ID) >= 0 {
 		code = ErrDuplicateVoter
 	}
+	if code == ErrNone && len(t.s.c.voters) >= MaxVoters {
+		// kraft's hard limit (a set of voters is one machine word); Kafka
+		// has none (D51).
+		code = ErrInvalidRequest
+	}
 	if code != ErrNone {
 		t.respondChange(e.Ref, e.From, AddVoter, code)
 		return
@@ -317,9 +322,12 @@ func (t *stepper) syncVoters() {
 	var granted, rejected, check, begin voterSet
 	ends := newVoterEnds(len(c.voters))
 	for j, v := range c.voters {
+		// Kafka's getReplicaState: a voter keeps its state when its
+		// old key matches the new one (an old key without a directory id
+		// matches any).
 		i := -1
 		for k, w := range old.voters {
-			if w == v {
+			if w.Matches(v) {
 				i = k
 				break
 			}
@@ -334,6 +342,9 @@ func (t *stepper) syncVoters() {
 		}
 	}
 	s.granted, s.rejected, s.fetchedCheck, s.fetchedBegin = granted, rejected, check, begin
+	if old.isVoter() != c.isVoter() {
+		t.voterStatusChanged()
+	}
 	if s.role != Leader {
 		return
 	}
@@ -346,6 +357,30 @@ func (t *stepper) syncVoters() {
 	}
 	t.maybeAdvanceHighWatermark()
 	t.checkQuorum()
+}
+
+// voterStatusChanged: the local replica joined or left the voter set in
+// force. A Leader keeps leading (counted or not); a Follower keeps
+// following (its Fetch rules follow IsVoter); a Prospective or Candidate,
+// which only a voter may be, stops campaigning (Unattached in its epoch,
+// D50); an Unattached replica swaps a voter's election timer for an
+// observer's search, or the reverse.
+func (t *stepper) voterStatusChanged() {
+	switch t.s.role {
+	case Prospective, Candidate:
+		if !t.s.c.isVoter() {
+			t.toUnattached(t.s.epoch, t.s.leader, timerRandom, "left the voter set")
+		}
+	case Unattached:
+		if t.s.c.isVoter() {
+			t.emit(StopTimer{Timer: FetchTimer})
+			t.armElection(timerRandom)
+			return
+		}
+		t.emit(StopTimer{Timer: ElectionTimer})
+		t.enterUnattached(timerRandom)
+	case Leader, Follower, Resigned:
+	}
 }
 
 // moveBit is to with bit j set when bit i of from is.
