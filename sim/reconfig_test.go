@@ -241,6 +241,8 @@ func TestPropertyReconfigUnderFaults(t *testing.T) {
 		opts.AutoJoin = rapid.Bool().Draw(t, "auto-join")
 		opts.SnapshotEvery = rapid.SampledFrom([]int{-1, 16, 32}).Draw(t, "snapshot every")
 		opts.SnapshotsKept = rapid.IntRange(1, 2).Draw(t, "keep")
+		// The known core bug of TestCoreBugObserverFetchesUnflushedTail.
+		opts.FlushBeforeObserverFetch = true
 		window := 10 * time.Second
 		r := rand.New(rand.NewSource(opts.Seed))
 		total := opts.Voters + opts.Observers
@@ -258,7 +260,8 @@ func TestPropertyReconfigUnderFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The known core bug of TestCoreBugRemovedLeaderLeadsOnAfterTimeout.
+		// The known core bug of TestCoreBugRemovedLeaderLeadsOnAfterTimeout:
+		// counted, not stopping the run.
 		c.Checker().TolerateTimedOutSelfRemoval = true
 		c.Schedule(ops...)
 		if err := c.RunFor(window); err != nil {
@@ -347,4 +350,40 @@ func TestCoreBugRemovedLeaderLeadsOnAfterTimeout(t *testing.T) {
 	c.Restart(f)
 	err = c.RunFor(5 * time.Second)
 	require.Equal(t, "removed-leader-resigns", violationRule(t, err), "the core bug is fixed? see the comment")
+}
+
+// TestCoreBugObserverFetchesUnflushedTail pins a core bug: with a voter
+// set in the log, a replica that becomes an Unattached observer (here a
+// broker added as a voter whose AddRaftVoter record it has not fetched
+// yet, after a fetch timeout) sends its Fetch to no one in particular at
+// once (enterUnattached calls fetch(NoNode)), reporting its written log
+// end although a slow disk has not flushed it; D52 says a dynamic
+// observer waits for its flush (sendFetch does, this path does not). The
+// Fetch reaches the leader, whose set holds the replica, and the leader
+// counts the unflushed records: hwm-majority. The schedule is one that
+// TestPropertyReconfigUnderFaults found. With
+// Options.FlushBeforeObserverFetch the host flushes first and the run
+// holds every invariant. When the core is fixed, the first run passes:
+// make it require no violation and drop the option from the property.
+func TestCoreBugObserverFetchesUnflushedTail(t *testing.T) {
+	run := func(workaround bool) error {
+		opts := DefaultOptions()
+		opts.Seed, opts.Dynamic = -403675, true
+		opts.Voters, opts.BootstrapVoters, opts.Observers = 5, 2, 1
+		opts.SnapshotEvery, opts.SnapshotsKept = 16, 1
+		opts.FlushBeforeObserverFetch = workaround
+		window := 10 * time.Second
+		r := rand.New(rand.NewSource(opts.Seed))
+		ops := RandomSchedule(r, 5, 1, window, 10)
+		ops = append(ops, RandomVoterChanges(r, 6, window, 9)...)
+		c, err := New(opts, nil)
+		require.NoError(t, err)
+		c.Checker().TolerateTimedOutSelfRemoval = true
+		c.Schedule(ops...)
+		return c.RunFor(window)
+	}
+	err := run(false)
+	require.Equal(t, "hwm-majority", violationRule(t, err), "the core bug is fixed? see the comment")
+	require.Contains(t, err.Error(), "held by 1 of 2 voters")
+	require.NoError(t, run(true))
 }
