@@ -70,6 +70,11 @@ import (
 //     that left its high watermark past a VotersRecord without it, with no
 //     later set holding it (Kafka's leader resigns once its removal
 //     commits).
+//   - "host-voters": with a voter set in the log, the state's set in force
+//     differs from the host's (the latest VotersRecord of its log, else
+//     its latest snapshot's set, else its bootstrap set), checked at each
+//     start, after each VotersAppended (at its offset) and after each
+//     truncation.
 //   - "fault": Step returned a Fault action.
 //   - "restart", "trace": the host could not restart a replica or write the
 //     trace.
@@ -499,6 +504,33 @@ func (k *Checker) votersCommitted(n *node, from int) {
 	}
 }
 
+// hostVoters checks the state's voter set against the host's log at a
+// start (e nil), after a VotersAppended and after a truncation
+// ("host-voters"); records written and not reported yet do not count.
+func (k *Checker) hostVoters(n *node, s kraft.State, e kraft.Event) bool {
+	off := n.reported - 1
+	switch e := e.(type) {
+	case nil:
+	case kraft.VotersAppended:
+		off = int(e.Offset)
+	default:
+		if !n.truncated {
+			return true
+		}
+	}
+	n.truncated = false
+	host := n.votersAt(off)
+	state := s.Voters()
+	same := len(host) == len(state)
+	for i := 0; same && i < len(host); i++ {
+		same = host[i] == state[i]
+	}
+	if !same {
+		k.fail(n, "host-voters", "the state's voter set is %v, the host's log at %d says %v (after %T)", state, off, host, e)
+	}
+	return same
+}
+
 // leaderVoters checks a leader's log after its step: at most one
 // uncommitted voter change ("one-voter-change"), and no leadership left
 // once its removal committed ("removed-leader-resigns").
@@ -575,6 +607,9 @@ func (k *Checker) afterStep(n *node, before kraft.State, e kraft.Event) {
 				return
 			}
 		}
+	}
+	if k.c.opts.Dynamic && !k.hostVoters(n, s, e) {
+		return
 	}
 	if d := durable(n); s.Record() != d {
 		k.fail(n, "record-matches-state", "state %v has record %+v but the durable record is %+v (after %T)", s, s.Record(), d, e)

@@ -137,3 +137,22 @@ func TestForgedCheckerCatchesSecondLeaderAcrossVoterChange(t *testing.T) {
 	c.check.afterStep(f, before, nil)
 	require.Equal(t, "one-leader-per-epoch", violationRule(t, c.Err()))
 }
+
+// A host whose log says another voter set than its state (a VotersRecord
+// changed behind the state's back): caught at the next check.
+func TestForgedCheckerCatchesHostVoterSetMismatch(t *testing.T) {
+	c, _ := dynamicLeader(t, 3, 3)
+	f := follower(c)
+	c.check.afterStep(f, f.st, nil)
+	require.NoError(t, c.Err(), "the host's set and the state's agree")
+	last := -1
+	for i := f.start; i < f.reported; i++ {
+		if isVoters(f.log[i]) {
+			last = i
+		}
+	}
+	require.GreaterOrEqual(t, last, 0, "the follower's log holds the first leader's VotersRecord")
+	f.log[last].Payload = votersPayload(without(f.st.Voters(), 2))
+	c.check.afterStep(f, f.st, nil)
+	require.Equal(t, "host-voters", violationRule(t, c.Err()))
+}

@@ -74,6 +74,9 @@ type node struct {
 	// snapVoters is the set of a snapshot just installed, to report.
 	bootstrap  []kraft.ReplicaKey
 	snapVoters *kraft.VoterSetAt
+	// truncated: a TruncateLog was carried out in this step (the checker
+	// compares the voter sets after it).
+	truncated bool
 	// flushReport: the host flushed before a Fetch
 	// (Options.FlushBeforeObserverFetch) and reports it after the step.
 	flushReport bool
@@ -667,6 +670,7 @@ func (c *Cluster) carryOut(n *node, acts []kraft.Action, e kraft.Event) {
 				return
 			}
 			if a.To < int64(len(n.log)) {
+				n.truncated = true
 				n.log = n.log[:a.To:a.To]
 				if n.flushed > len(n.log) {
 					n.flushed = len(n.log)

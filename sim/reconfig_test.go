@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"errors"
 	"math/rand"
 	"testing"
@@ -386,4 +387,53 @@ func TestCoreBugObserverFetchesUnflushedTail(t *testing.T) {
 	require.Equal(t, "hwm-majority", violationRule(t, err), "the core bug is fixed? see the comment")
 	require.Contains(t, err.Error(), "held by 1 of 2 voters")
 	require.NoError(t, run(true))
+}
+
+// TestReconfigRestartFromLogAndSnapshots: a quorum grown from one voter to
+// three runs until every host cleaned its log past the VotersRecords (the
+// set is then only in the snapshots), then every replica crashes and
+// restarts: each rebuilds its voter set from LogState.VoterSets (bootstrap
+// set, latest snapshot's set, the log's VotersRecords), the three elect a
+// leader and the run replays exactly.
+func TestReconfigRestartFromLogAndSnapshots(t *testing.T) {
+	var trace bytes.Buffer
+	opts := DefaultOptions()
+	opts.Voters, opts.Observers, opts.Seed = 3, 1, 3
+	opts.Dynamic, opts.BootstrapVoters = true, 1
+	opts.SnapshotEvery, opts.SnapshotsKept = 8, 1
+	c, err := New(opts, &trace)
+	require.NoError(t, err)
+	_, err = c.WaitForLeader(20 * time.Second)
+	require.NoError(t, err)
+	addCommitted(t, c, kraft.AddVoter, 1)
+	addCommitted(t, c, kraft.AddVoter, 2)
+	want := c.Voters()
+	require.Len(t, want, 3)
+	last := c.VoterHistory()[len(c.VoterHistory())-1].Offset
+	cleaned := func() bool {
+		for _, id := range c.IDs() {
+			if start, _, _ := c.LogStart(id); start <= last+1 {
+				return false
+			}
+		}
+		return true
+	}
+	require.NoError(t, c.RunUntil(c.Now()+30*time.Second, cleaned))
+	require.True(t, cleaned(), "every log starts past the last VotersRecord at %d", last)
+	for _, id := range c.IDs() {
+		c.Crash(id)
+	}
+	for _, id := range c.IDs() {
+		c.Restart(id)
+		require.Equal(t, want, c.State(id).Voters(), "r%d after its restart", id)
+	}
+	_, err = c.CheckLiveness()
+	require.NoError(t, err)
+	c.EndTrace()
+	st, err := Replay(bytes.NewReader(trace.Bytes()))
+	require.NoError(t, err)
+	require.Equal(t, c.Stats().Events, st.Starts+st.Steps)
+	for _, typ := range []string{"VotersAppended", "ReceiveAddVoter", "ReceiveAPIVersionsResponse", "AppendVoters", "SendAPIVersions", "SendVoterChangeResponse"} {
+		require.Contains(t, trace.String(), `"type":"`+typ+`"`)
+	}
 }
