@@ -85,8 +85,9 @@
 // leader (the latest VotersRecord in its log), a leader's log holds at most
 // one uncommitted voter change, every voter change that commits overlaps
 // the previous committed set (one voter added, one removed at most), a
-// leader resigns once its removal commits, and one leader per epoch holds
-// across keys (a replica back from a disk loss is another).
+// leader resigns once its removal commits, one leader per epoch holds
+// across keys (a replica back from a disk loss is another), and each
+// state's voter set is the one its host's log holds.
 //
 // Disk loss makes a replica forget its votes, epoch and log, which KRaft does
 // not tolerate in general (KIP-853's directory ids exist because of it). The
