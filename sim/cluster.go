@@ -31,6 +31,10 @@ type Stats struct {
 	// SnapshotsInstalled the downloaded ones they installed
 	// (InstallSnapshot).
 	SnapshotsTaken, SnapshotsInstalled int
+	// VoterChangesCommitted counts the VotersRecords that entered the
+	// committed log (with Options.Dynamic; the first leader's copy of the
+	// bootstrap set included).
+	VoterChangesCommitted int
 }
 
 // node is one replica and its simulated host.
@@ -65,7 +69,19 @@ type node struct {
 	snapshotting bool
 	installed    int // snapshots installed, over every life
 
-	timerGen [5]uint64
+	// bootstrap is the bootstrap checkpoint's voter set (Options.Dynamic),
+	// nil without one (a static voter set, a broker, a lost disk);
+	// snapVoters is the set of a snapshot just installed, to report.
+	bootstrap  []kraft.ReplicaKey
+	snapVoters *kraft.VoterSetAt
+	// truncated: a TruncateLog was carried out in this step (the checker
+	// compares the voter sets after it).
+	truncated bool
+	// flushReport: the host flushed before a Fetch
+	// (Options.FlushBeforeObserverFetch) and reports it after the step.
+	flushReport bool
+
+	timerGen [6]uint64
 	// Requests in flight (Vote requests) by correlation id, and the one
 	// Fetch in flight.
 	inflight  map[uint64]bool
@@ -98,6 +114,9 @@ type message struct {
 	noPark      bool
 	// FetchSnapshot responses: the bytes carried.
 	snapData []byte
+	// apiVersions: an ApiVersions request, which the addressee's host
+	// answers without its state (event is nil).
+	apiVersions bool
 }
 
 type itemKind uint8
@@ -165,6 +184,12 @@ type Cluster struct {
 	err                     error
 	client                  uint64
 
+	// changes are the voter-change requests handled, refs the pending
+	// ones' handles (see voters.go); history the committed voter sets.
+	changes []VoterChange
+	refs    map[uint64]int
+	history []VoterSetChange
+
 	// ctx is the message being delivered, for matching responses.
 	ctx *message
 	// OnStep, if set, is called after every Step with the replica, the
@@ -196,9 +221,17 @@ func New(opts Options, trace io.Writer) (*Cluster, error) {
 		c.trace = json.NewEncoder(trace)
 	}
 	c.check = newChecker(c)
-	for i := 0; i < opts.Voters; i++ {
+	inSet := opts.Voters
+	if opts.Dynamic {
+		inSet = opts.BootstrapVoters
+	}
+	for i := 0; i < inSet; i++ {
 		c.voters = append(c.voters, kraft.ReplicaKey{ID: kraft.NodeID(i), DirectoryID: directoryID(opts, kraft.NodeID(i), 0)})
 	}
+	if opts.Dynamic {
+		c.history = append(c.history, VoterSetChange{Offset: -1, Voters: c.Voters()})
+	}
+	c.check.committedVoters = c.voters
 	c.writeTrace(TraceLine{Kind: "header", Seed: opts.Seed, Options: &opts})
 	for i := 0; i < opts.Voters+opts.Observers; i++ {
 		id := kraft.NodeID(i)
@@ -213,7 +246,17 @@ func New(opts Options, trace io.Writer) (*Cluster, error) {
 			ElectionBackoffMax: opts.ElectionBackoffMax,
 			Seed:               replicaSeed(opts.Seed, id),
 		}
-		c.nodes = append(c.nodes, &node{id: id, cfg: cfg})
+		n := &node{id: id, cfg: cfg}
+		if opts.Dynamic {
+			// The voter set is in the log: controllers start from the
+			// bootstrap checkpoint, brokers with none.
+			n.cfg.Voters = nil
+			if i < opts.Voters {
+				n.bootstrap = c.Voters()
+				n.cfg.AutoJoin = opts.AutoJoin
+			}
+		}
+		c.nodes = append(c.nodes, n)
 	}
 	for _, n := range c.nodes {
 		c.start(n)
@@ -274,7 +317,8 @@ func (c *Cluster) IDs() []kraft.NodeID {
 	return out
 }
 
-// VoterIDs lists the voters' ids.
+// VoterIDs lists the voters' ids: with Options.Dynamic, those of the
+// committed voter set (Voters).
 func (c *Cluster) VoterIDs() []kraft.NodeID {
 	out := make([]kraft.NodeID, len(c.voters))
 	for i, v := range c.voters {
@@ -418,12 +462,7 @@ func (c *Cluster) clientDelay() time.Duration {
 
 // clientAppend appends 1-3 records at the leader of the highest epoch.
 func (c *Cluster) clientAppend() {
-	var leader *node
-	for _, n := range c.nodes {
-		if n.up && n.st.Role() == kraft.Leader && (leader == nil || n.st.Epoch() > leader.st.Epoch()) {
-			leader = n
-		}
-	}
+	leader := c.highestLeader()
 	if leader == nil {
 		return
 	}
@@ -433,6 +472,7 @@ func (c *Cluster) clientAppend() {
 		leader.log = append(leader.log, Record{Epoch: leader.st.Epoch(), Payload: fmt.Sprintf("c%d", c.client)})
 		c.stats.Appends++
 	}
+
 	c.check.logChangedFrom(leader, len(leader.log))
 	c.reportWrites(leader)
 }
@@ -468,9 +508,12 @@ func (c *Cluster) reportWrites(n *node) {
 		return
 	}
 	n.reported = to
+	run := from
 	for i := from; i < to && n.up; i++ {
 		if i == to-1 || n.log[i+1].Epoch != n.log[i].Epoch {
 			c.step(n, kraft.LogAppended{End: kraft.LogEnd{Offset: int64(i + 1), Epoch: n.log[i].Epoch}})
+			c.reportVoters(n, run, i+1)
+			run = i + 1
 		}
 	}
 	c.scheduleFlush(n)
@@ -491,8 +534,18 @@ func (c *Cluster) step(n *node, e kraft.Event) {
 	if c.OnStep != nil {
 		c.OnStep(n.id, e, before, next, acts)
 	}
+	c.check.stepFrom = before
 	c.carryOut(n, acts, e)
 	c.check.afterStep(n, before, e)
+	if n.flushReport && n.up {
+		n.flushReport = false
+		c.step(n, kraft.LogFlushed{Offset: int64(n.flushed)})
+	}
+	if v := n.snapVoters; v != nil && n.up {
+		// The host contract: after InstallSnapshot, the snapshot's set.
+		n.snapVoters = nil
+		c.step(n, kraft.VotersAppended{Offset: v.Offset, Voters: v.Voters})
+	}
 	c.reportWrites(n)
 	if n.up && n.st.Role() == kraft.Leader && (next.LogEnd() != before.LogEnd() || next.HighWatermark() != before.HighWatermark()) {
 		c.wakeParked(n)
@@ -510,6 +563,7 @@ func (c *Cluster) start(n *node) {
 	n.fetchCorr = 0
 	n.parked = nil
 	n.flushAt = false
+	n.flushReport = false
 	n.hwm = -1
 	if s := n.latestSnapshot(); s != nil {
 		n.hwm = s.id.Offset
@@ -533,6 +587,7 @@ func (c *Cluster) start(n *node) {
 		c.writeTrace(TraceLine{Kind: "start", T: c.now, Node: n.id, Config: &cfg, Record: rec, Log: &ls, Actions: encodeActions(acts), State: summarize(st)})
 	}
 	c.check.afterStart(n, before)
+	c.check.stepFrom = kraft.State{}
 	c.carryOut(n, acts, nil)
 	c.check.afterStep(n, before, nil)
 	c.reportWrites(n)
@@ -589,6 +644,12 @@ func (c *Cluster) carryOut(n *node, acts []kraft.Action, e kraft.Event) {
 			}
 			c.serveSnapshot(n, ctx, a)
 		case kraft.SendFetch, kraft.SendFetchSnapshot:
+			if f, ok := a.(kraft.SendFetch); ok && c.opts.Dynamic && c.opts.FlushBeforeObserverFetch && f.FetchOffset > int64(n.flushed) {
+				// The workaround: flush first, report it after the step.
+				n.flushed = len(n.log)
+				n.flushReport = true
+				c.check.logChangedFrom(n, len(n.log))
+			}
 			c.sendFetch(n, a)
 		case kraft.WriteSnapshotChunk:
 			if ctx == nil {
@@ -609,6 +670,7 @@ func (c *Cluster) carryOut(n *node, acts []kraft.Action, e kraft.Event) {
 				return
 			}
 			if a.To < int64(len(n.log)) {
+				n.truncated = true
 				n.log = n.log[:a.To:a.To]
 				if n.flushed > len(n.log) {
 					n.flushed = len(n.log)
@@ -622,7 +684,32 @@ func (c *Cluster) carryOut(n *node, acts []kraft.Action, e kraft.Event) {
 			// Written at the log end, which is where the state put the
 			// epoch start; reported once the step's actions are done.
 			n.log = append(n.log, Record{Epoch: a.Epoch, Payload: fmt.Sprintf("LeaderChange(epoch=%d,leader=%d)", a.Epoch, a.LeaderID)})
+			if a.VotersRecord {
+				// Then a VotersRecord with the set in force (the bootstrap
+				// checkpoint's, which is never replicated).
+				n.log = append(n.log, Record{Epoch: a.Epoch, Payload: votersPayload(a.Voters)})
+			}
 			c.check.logChangedFrom(n, len(n.log))
+		case kraft.AppendVoters:
+			if n.st.Role() != kraft.Leader || n.st.Epoch() != a.Epoch {
+				c.fail(Violation{Node: n.id, Rule: "host-log", Detail: fmt.Sprintf("asked to append %+v as %v", a, n.st)})
+				return
+			}
+			n.log = append(n.log, Record{Epoch: a.Epoch, Payload: votersPayload(a.Voters)})
+			c.check.logChangedFrom(n, len(n.log))
+		case kraft.SendAPIVersions:
+			c.corr++
+			n.inflight[c.corr] = true
+			c.send(&message{from: n.id, to: a.To.ID, corr: c.corr, apiVersions: true})
+		case kraft.SendVoterChange:
+			// An auto-joining observer's request; its answer is not
+			// delivered (the state takes none), so nothing waits for it.
+			if to, ev, ok := kraft.Deliver(n.cfg.Local, a); ok {
+				c.corr++
+				c.send(&message{from: n.id, to: to, corr: c.corr, event: ev})
+			}
+		case kraft.SendVoterChangeResponse:
+			c.answered(a)
 		case kraft.ResetTimer:
 			n.timerGen[a.Timer]++
 			c.push(&item{at: c.now + a.After, kind: itemTimer, node: n.id, inc: n.inc, timer: a.Timer, gen: n.timerGen[a.Timer]})
@@ -650,7 +737,11 @@ func (c *Cluster) carryOut(n *node, acts []kraft.Action, e kraft.Event) {
 func (c *Cluster) sendFetch(n *node, a kraft.Action) {
 	to, ev, _ := kraft.Deliver(n.cfg.Local, a)
 	if to == kraft.NoNode {
-		to = c.voters[c.rng.Intn(len(c.voters))].ID
+		if c.opts.Dynamic {
+			to = c.bootstrapServer(n)
+		} else {
+			to = c.voters[c.rng.Intn(len(c.voters))].ID
+		}
 	}
 	c.corr++
 	n.fetchCorr = c.corr
@@ -816,6 +907,19 @@ func (c *Cluster) deliver(m *message) {
 			}
 			delete(n.inflight, m.corr)
 		}
+	}
+	if m.apiVersions {
+		// The host answers ApiVersions; the state never sees it.
+		c.ctx = m
+		c.send(&message{from: n.id, to: m.from, corr: m.corr, response: true, event: kraft.ReceiveAPIVersionsResponse{
+			From: n.id, KRaftVersions: &kraft.VersionRange{Min: apiVersionsRange.Min, Max: apiVersionsRange.Max},
+		}})
+		c.ctx = nil
+		return
+	}
+	switch m.event.(type) {
+	case kraft.ReceiveAddVoter, kraft.ReceiveRemoveVoter:
+		m = c.withRef(n, m)
 	}
 	if r, ok := m.event.(kraft.ReceiveFetchSnapshot); ok {
 		// The host looks up the snapshot's size (-1: it has none).

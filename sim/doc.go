@@ -46,6 +46,15 @@
 //     SendEndQuorumEpoch becomes ReceiveEndQuorumEpoch with the recipient's
 //     SuccessorRank.
 //
+// With Options.Dynamic the voter set lives in the log (KIP-853, kraft.version
+// 1; see voters.go): controllers start from a bootstrap checkpoint, hosts
+// write, replicate, snapshot and report VotersRecords as the README's rule
+// 11 says, OpAddVoter and OpRemoveVoter are an operator's AddRaftVoter and
+// RemoveRaftVoter at the leader (answers in Cluster.VoterChanges), the
+// addressee's host answers ApiVersions, Options.AutoJoin lets controllers
+// join by themselves, and a disk loss gives the replica a new directory id.
+// Cluster.Voters and VoterHistory follow the committed voter set.
+//
 // Faults are crashes and restarts (the replica is rebuilt with kraft.NewState
 // from its record, its flushed log and its snapshots), graceful resignation
 // (kraft.Resign), the loss of one replica's disk (a restart with no record,
@@ -71,7 +80,14 @@
 // snapshot ends at or below its replica's committed offset when created and
 // equals the committed log up to its end (created or installed); a log never
 // starts past its earliest snapshot. Records below a log start are the
-// snapshot's, checked when it was created or installed.
+// snapshot's, checked when it was created or installed. With a voter set in
+// the log, the majority rule counts the voters of the set in force at the
+// leader (the latest VotersRecord in its log), a leader's log holds at most
+// one uncommitted voter change, every voter change that commits overlaps
+// the previous committed set (one voter added, one removed at most), a
+// leader resigns once its removal commits, one leader per epoch holds
+// across keys (a replica back from a disk loss is another), and each
+// state's voter set is the one its host's log holds.
 //
 // Disk loss makes a replica forget its votes, epoch and log, which KRaft does
 // not tolerate in general (KIP-853's directory ids exist because of it). The

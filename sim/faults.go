@@ -34,6 +34,15 @@ const (
 	// completes after a delay drawn from [0, FlushDelay] (a slow disk
 	// phase; StopFaults goes back to Options.FlushDelayMax).
 	OpDisk OpKind = "disk"
+	// OpAddVoter asks the leader of the highest epoch to add Node (a spare
+	// controller, an observer, or a replica back from a disk loss) with its
+	// current key (AddRaftVoter; Options.Dynamic). The request and its
+	// answer are in Cluster.VoterChanges.
+	OpAddVoter OpKind = "add_voter"
+	// OpRemoveVoter asks the leader of the highest epoch to remove the
+	// voter with Node's id, by the key its voter set holds
+	// (RemoveRaftVoter; Options.Dynamic).
+	OpRemoveVoter OpKind = "remove_voter"
 )
 
 // Op is one operation of a fault schedule, at virtual time At.
@@ -50,7 +59,7 @@ type Op struct {
 // String describes the operation.
 func (o Op) String() string {
 	switch o.Kind {
-	case OpCrash, OpRestart, OpLoseDisk, OpResign:
+	case OpCrash, OpRestart, OpLoseDisk, OpResign, OpAddVoter, OpRemoveVoter:
 		return fmt.Sprintf("%v %s %d", o.At, o.Kind, o.Node)
 	case OpPartition, OpOneWay:
 		return fmt.Sprintf("%v %s %v", o.At, o.Kind, o.Group)
@@ -113,7 +122,13 @@ func (c *Cluster) apply(op Op) {
 		c.crash(n)
 		n.record, n.log, n.flushed, n.start, n.snaps, n.partial, n.applied = nil, nil, 0, 0, nil, nil, nil
 		n.disk++
-		if c.opts.DirectoryIDs {
+		n.bootstrap = nil
+		if c.opts.Dynamic {
+			// A new directory id and no bootstrap checkpoint: an observer
+			// that knows no voter set until it fetches one.
+			n.cfg.Local.DirectoryID = directoryID(c.opts, n.id, n.disk)
+			n.cfg.Observer = true
+		} else if c.opts.DirectoryIDs {
 			// KIP-853: a new disk is a new replica key; a voter whose key
 			// no longer matches comes back as an observer.
 			n.cfg.Local.DirectoryID = directoryID(c.opts, n.id, n.disk)
@@ -129,6 +144,14 @@ func (c *Cluster) apply(op Op) {
 	case OpResign:
 		if valid && c.nodes[op.Node].up {
 			c.step(c.nodes[op.Node], kraft.Resign{})
+		}
+	case OpAddVoter:
+		if valid {
+			c.adminChange(kraft.AddVoter, op.Node)
+		}
+	case OpRemoveVoter:
+		if valid {
+			c.adminChange(kraft.RemoveVoter, op.Node)
 		}
 	case OpPartition, OpOneWay:
 		in := map[kraft.NodeID]bool{}
@@ -185,6 +208,12 @@ func (c *Cluster) Restart(id kraft.NodeID) { c.Apply(Op{Kind: OpRestart, Node: i
 // LoseDisk wipes replica id's disk and restarts it (see OpLoseDisk).
 func (c *Cluster) LoseDisk(id kraft.NodeID) { c.Apply(Op{Kind: OpLoseDisk, Node: id}) }
 
+// AddVoter asks the leader to add replica id (see OpAddVoter).
+func (c *Cluster) AddVoter(id kraft.NodeID) { c.Apply(Op{Kind: OpAddVoter, Node: id}) }
+
+// RemoveVoter asks the leader to remove voter id (see OpRemoveVoter).
+func (c *Cluster) RemoveVoter(id kraft.NodeID) { c.Apply(Op{Kind: OpRemoveVoter, Node: id}) }
+
 // Resign asks replica id to resign gracefully (see OpResign).
 func (c *Cluster) Resign(id kraft.NodeID) { c.Apply(Op{Kind: OpResign, Node: id}) }
 
@@ -222,20 +251,25 @@ func (c *Cluster) StopFaults() {
 }
 
 // Leader returns a running leader that a majority of voters follows (the
-// leader itself included), if there is one.
+// leader itself included if it is one), if there is one. The voters are
+// those of the leader's voter set in force, each running with its key.
 func (c *Cluster) Leader() (kraft.NodeID, bool) {
 	for _, l := range c.nodes {
 		if !l.up || l.st.Role() != kraft.Leader {
 			continue
 		}
 		n := 0
-		for _, v := range c.voters {
+		voters := l.st.Voters()
+		for _, v := range voters {
+			if v.ID < 0 || int(v.ID) >= len(c.nodes) {
+				continue
+			}
 			s := c.nodes[v.ID]
-			if s.up && s.st.Epoch() == l.st.Epoch() && (s.id == l.id || (s.st.Role() == kraft.Follower && s.st.Leader() == l.id)) {
+			if s.up && s.cfg.Local == v && s.st.Epoch() == l.st.Epoch() && (s.id == l.id || (s.st.Role() == kraft.Follower && s.st.Leader() == l.id)) {
 				n++
 			}
 		}
-		if n >= len(c.voters)/2+1 {
+		if n >= len(voters)/2+1 {
 			return l.id, true
 		}
 	}

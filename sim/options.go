@@ -88,6 +88,27 @@ type Options struct {
 	// failovers exactly as Kafka runs them, without kraft's refinements
 	// (docs/design.md D39).
 	KafkaFailover bool `json:"kafka_failover,omitempty"`
+
+	// Dynamic keeps the voter set in the log (KIP-853, kraft.version 1):
+	// the Voters replicas are controllers that start from a bootstrap
+	// checkpoint holding the first BootstrapVoters of them (all if 0); the
+	// others are spares, observers until added (OpAddVoter, or AutoJoin).
+	// Observers are brokers that start with no voter set. Dynamic implies
+	// DirectoryIDs. See voters.go.
+	Dynamic         bool `json:"dynamic,omitempty"`
+	BootstrapVoters int  `json:"bootstrap_voters,omitempty"`
+	// AutoJoin sets kraft.Config.AutoJoin on every controller: one that is
+	// not in the voter set asks the leader to remove the voter with its id
+	// and another directory id, then to add it.
+	AutoJoin bool `json:"auto_join,omitempty"`
+	// FlushBeforeObserverFetch works around a core bug (docs/verification.md,
+	// "Reconfiguration"): with Dynamic, an Unattached observer's Fetch to no
+	// one in particular reports its written log end even when it is not
+	// flushed, and a leader whose set holds that replica counts it. With
+	// it, a host flushes its whole log before it sends a Fetch past its
+	// flushed offset (a host may flush whenever it likes) and reports the
+	// flush after the step. Off: the host sends what the state asks.
+	FlushBeforeObserverFetch bool `json:"flush_before_observer_fetch,omitempty"`
 }
 
 // DefaultOptions returns the defaults: Kafka's timeouts (T_e 1 s, T_f 2 s,
@@ -149,6 +170,12 @@ func (o Options) withDefaults() Options {
 	if o.SnapshotChunkBytes == 0 {
 		o.SnapshotChunkBytes = d.SnapshotChunkBytes
 	}
+	if o.Dynamic {
+		o.DirectoryIDs = true
+		if o.BootstrapVoters == 0 {
+			o.BootstrapVoters = o.Voters
+		}
+	}
 	return o
 }
 
@@ -162,6 +189,10 @@ func (o Options) validate() error {
 		return fmt.Errorf("sim: bad network delays [%v, %v]", o.Network.MinDelay, o.Network.MaxDelay)
 	case o.Network.Loss < 0 || o.Network.Loss > 1 || o.Network.Duplicate < 0 || o.Network.Duplicate > 1:
 		return fmt.Errorf("sim: bad network probabilities %+v", o.Network)
+	case o.Dynamic && (o.BootstrapVoters < 1 || o.BootstrapVoters > o.Voters):
+		return fmt.Errorf("sim: %d bootstrap voters of %d controllers", o.BootstrapVoters, o.Voters)
+	case !o.Dynamic && (o.BootstrapVoters != 0 || o.AutoJoin):
+		return fmt.Errorf("sim: BootstrapVoters and AutoJoin need Dynamic")
 	case o.SnapshotsKept < 1 || o.SnapshotChunkBytes < 1:
 		return fmt.Errorf("sim: bad snapshot options (keep %d, chunks of %d bytes)", o.SnapshotsKept, o.SnapshotChunkBytes)
 	}

@@ -121,3 +121,21 @@ func (c *Cluster) checkCaughtUp(leader kraft.NodeID, committed int) error {
 	}
 	return nil
 }
+
+// RandomVoterChanges draws n voter changes in [0, window) for a cluster
+// of the given number of replicas (Options.Dynamic): AddRaftVoter and
+// RemoveRaftVoter requests naming a replica drawn at random. Requests
+// that make no sense then (adding a voter, removing a non-voter, a second
+// change while one is pending) are refused by the leader, as they would be
+// in Kafka.
+func RandomVoterChanges(r *rand.Rand, replicas int, window time.Duration, n int) []Op {
+	ops := make([]Op, 0, n)
+	for i := 0; i < n; i++ {
+		op := Op{At: time.Duration(r.Int63n(int64(window))), Kind: OpAddVoter, Node: kraft.NodeID(r.Intn(replicas))}
+		if r.Intn(2) == 0 {
+			op.Kind = OpRemoveVoter
+		}
+		ops = append(ops, op)
+	}
+	return ops
+}

@@ -49,12 +49,15 @@ type snapshot struct {
 	id   kraft.LogEnd
 	recs []Record
 	data []byte
+	// voters is the voter set in force at the snapshot's end (nil for a
+	// static voter set), which its bytes hold too.
+	voters []kraft.ReplicaKey
 }
 
 // bytes are the snapshot's bytes; their length is its size.
 func (s *snapshot) bytes() []byte {
 	if s.data == nil {
-		s.data = encodeSnapshot(s.recs)
+		s.data = encodeSnapshotVoters(s.recs, s.voters)
 	}
 	return s.data
 }
@@ -77,8 +80,18 @@ func (p *partial) String() string {
 
 // encodeSnapshot writes records as text lines "epoch payload" (payloads
 // have no newline): the snapshot's bytes, whose length is its size.
-func encodeSnapshot(recs []Record) []byte {
+func encodeSnapshot(recs []Record) []byte { return encodeSnapshotVoters(recs, nil) }
+
+// encodeSnapshotVoters is encodeSnapshot with, for a voter set, a first
+// line "v " and the set as a VotersRecord's payload (Kafka's snapshot
+// header holds a VotersRecord).
+func encodeSnapshotVoters(recs []Record, voters []kraft.ReplicaKey) []byte {
 	var b bytes.Buffer
+	if voters != nil {
+		b.WriteString("v ")
+		b.WriteString(votersPayload(voters))
+		b.WriteByte('\n')
+	}
 	for _, r := range recs {
 		b.WriteString(strconv.FormatInt(int64(r.Epoch), 10))
 		b.WriteByte(' ')
@@ -90,25 +103,43 @@ func encodeSnapshot(recs []Record) []byte {
 
 // decodeSnapshot reads the bytes encodeSnapshot wrote.
 func decodeSnapshot(data []byte) ([]Record, error) {
+	recs, _, err := decodeSnapshotVoters(data)
+	return recs, err
+}
+
+// decodeSnapshotVoters reads the bytes encodeSnapshotVoters wrote.
+func decodeSnapshotVoters(data []byte) ([]Record, []kraft.ReplicaKey, error) {
 	var recs []Record
+	var voters []kraft.ReplicaKey
+	if bytes.HasPrefix(data, []byte("v ")) {
+		nl := bytes.IndexByte(data, '\n')
+		if nl < 0 {
+			return nil, nil, fmt.Errorf("the voter set has no end")
+		}
+		vs, ok := parseVoters(string(data[2:nl]))
+		if !ok {
+			return nil, nil, fmt.Errorf("bad voter set %q", data[2:nl])
+		}
+		voters, data = vs, data[nl+1:]
+	}
 	for len(data) > 0 {
 		nl := bytes.IndexByte(data, '\n')
 		if nl < 0 {
-			return nil, fmt.Errorf("record %d has no end", len(recs))
+			return nil, nil, fmt.Errorf("record %d has no end", len(recs))
 		}
 		line := data[:nl]
 		data = data[nl+1:]
 		sp := bytes.IndexByte(line, ' ')
 		if sp < 0 {
-			return nil, fmt.Errorf("record %d has no epoch", len(recs))
+			return nil, nil, fmt.Errorf("record %d has no epoch", len(recs))
 		}
 		e, err := strconv.ParseInt(string(line[:sp]), 10, 32)
 		if err != nil {
-			return nil, fmt.Errorf("record %d: %w", len(recs), err)
+			return nil, nil, fmt.Errorf("record %d: %w", len(recs), err)
 		}
 		recs = append(recs, Record{Epoch: kraft.Epoch(e), Payload: string(line[sp+1:])})
 	}
-	return recs, nil
+	return recs, voters, nil
 }
 
 // latestSnapshot is n's newest snapshot, nil if none.
@@ -155,6 +186,7 @@ func (n *node) logState() kraft.LogState {
 		latest, earliest := n.snaps[len(n.snaps)-1].id, n.snaps[0].id
 		ls.LatestSnapshot, ls.EarliestSnapshot = &latest, &earliest
 	}
+	ls.VoterSets = n.voterSets()
 	return ls
 }
 
@@ -219,7 +251,7 @@ func (c *Cluster) maybeSnapshot(n *node) {
 	// the log's after them (the applied records grow in place; the
 	// snapshots taken before see only their own prefix).
 	n.applied = append(n.applied[:latest], n.log[latest:off]...)
-	s := &snapshot{id: id, recs: n.applied[:off:off]}
+	s := &snapshot{id: id, recs: n.applied[:off:off], voters: n.votersAt(int(off) - 1)}
 	n.snaps = append(n.snaps, s)
 	c.stats.SnapshotsTaken++
 	c.check.snapshotCreated(n, s)
@@ -310,13 +342,17 @@ func (c *Cluster) install(n *node, a kraft.InstallSnapshot) {
 		c.fail(Violation{Node: n.id, Rule: "host-snapshot", Detail: fmt.Sprintf("asked to install %+v, but the partial snapshot is %v", a.Snapshot, p)})
 		return
 	}
-	recs, err := decodeSnapshot(p.data)
+	recs, voters, err := decodeSnapshotVoters(p.data)
 	if err != nil || int64(len(recs)) != a.Snapshot.Offset {
 		c.fail(Violation{Node: n.id, Rule: "host-snapshot", Detail: fmt.Sprintf("the downloaded snapshot %+v does not decode to its %d records (%d, %v)", a.Snapshot, a.Snapshot.Offset, len(recs), err)})
 		return
 	}
-	s := &snapshot{id: a.Snapshot, recs: recs[:len(recs):len(recs)], data: p.data}
+	s := &snapshot{id: a.Snapshot, recs: recs[:len(recs):len(recs)], data: p.data, voters: voters}
 	n.partial = nil
+	if voters != nil {
+		// Reported once the step's actions are carried out.
+		n.snapVoters = &kraft.VoterSetAt{Offset: a.Snapshot.Offset - 1, Voters: voters}
+	}
 	n.installed++
 	c.stats.SnapshotsInstalled++
 	c.check.snapshotInstalled(n, s)

@@ -42,6 +42,8 @@ var eventTypes = typeMap(
 	kraft.ReceiveEndQuorumEpoch{}, kraft.ReceiveFetch{}, kraft.ReceiveFetchSnapshot{},
 	kraft.ReceiveFetchResponse{}, kraft.ReceiveFetchSnapshotResponse{}, kraft.ReceiveLeaderlessEpoch{}, kraft.ReceiveQuorumResponse{},
 	kraft.LogAppended{}, kraft.LogFlushed{}, kraft.SnapshotCreated{}, kraft.LogStartMoved{}, kraft.Resign{},
+	kraft.VotersAppended{}, kraft.ReceiveAddVoter{}, kraft.ReceiveRemoveVoter{}, kraft.ReceiveUpdateVoter{},
+	kraft.ReceiveAPIVersionsResponse{}, kraft.VoterChangeTimeout{},
 )
 
 var actionTypes = typeMap(
@@ -51,6 +53,7 @@ var actionTypes = typeMap(
 	kraft.WriteSnapshotChunk{}, kraft.InstallSnapshot{}, kraft.TruncateLog{},
 	kraft.AppendLeaderChange{}, kraft.HighWatermarkChanged{}, kraft.ResetTimer{}, kraft.StopTimer{},
 	kraft.RoleChanged{}, kraft.Fault{},
+	kraft.SendAPIVersions{}, kraft.AppendVoters{}, kraft.SendVoterChangeResponse{}, kraft.SendVoterChange{},
 )
 
 func typeMap(vs ...interface{}) map[string]reflect.Type {

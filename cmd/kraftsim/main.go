@@ -11,6 +11,7 @@
 //
 //	kraftsim -scenario list
 //	kraftsim -scenario leader-partitioned -seed 7 -trace run.jsonl -svg run.svg
+//	kraftsim -scenario reconfig
 //	kraftsim -replay run.jsonl
 //	kraftsim -explore -voters 3 -max-epoch 1 -max-messages 2
 //
@@ -81,6 +82,11 @@ func usage(w *printer, fs *flag.FlagSet) {
 	w.printf("%s%s", usageText, defaults.String())
 	w.printf("\nScenarios (-scenario NAME):\n%s", listScenarios())
 	w.printf("%s", `
+Scenario reconfig runs a dynamic voter set (KIP-853): -voters counts the
+controllers (default 3), r0 alone bootstraps the voter set, the others join
+by AddRaftVoter, and a voter that lost its disk is replaced by its new
+directory id. The summary shows the committed voter set over time.
+
 Random faults (-crash-rate, -partition-rate, -slow-disk-rate, -loss, -dup)
 are layered over any scenario until the end of -duration; a crashed replica
 restarts after 1-5s, a partition heals after 1-5s and a slow disk phase
@@ -199,6 +205,9 @@ func command(args []string, stdout, stderr *printer, terminal bool) int {
 		stderr.printf("kraftsim: unknown scenario %q (kraftsim -scenario list lists them)\n", cfg.scenario)
 		return exitBad
 	}
+	if sc.voters > 0 && !cfg.set["voters"] {
+		cfg.voters = sc.voters
+	}
 	if msg := validate(cfg, sc); msg != "" {
 		return badUsage(stderr, "%s", msg)
 	}
@@ -258,6 +267,9 @@ func simulate(cfg config, sc scenario, stdout, stderr *printer, terminal bool) i
 	if opts.SnapshotEvery == 0 {
 		opts.SnapshotEvery = -1
 	}
+	if sc.dynamic {
+		opts.Dynamic, opts.BootstrapVoters = true, sc.bootstrap
+	}
 
 	var traceFile *os.File
 	var traceBuf *bufio.Writer
@@ -289,6 +301,10 @@ func simulate(cfg config, sc scenario, stdout, stderr *printer, terminal bool) i
 	stdout.printf("kraftsim: scenario %s, %d voters (%s), %d observers%s, seed %d\n", sc.name,
 		cfg.voters, idRange(0, cfg.voters), cfg.observers, observerRange(cfg.voters, cfg.observers), cfg.seed)
 	stdout.printf("  %s\n", sc.about)
+	if sc.dynamic {
+		stdout.printf("  the voters are controllers: the voter set lives in the log (kraft.version 1), bootstrapped with %s; the observers are brokers\n",
+			idRange(0, sc.bootstrap))
+	}
 	stdout.printf("  virtual duration %s; T_e %v, T_f %v; %s\n", durationText(length), opts.ElectionTimeout, opts.FetchTimeout, describeNetwork(opts.Network))
 	if opts.SnapshotEvery > 0 {
 		stdout.printf("  snapshots every %d committed records on each replica, %d kept, the log cleaned behind them; FetchSnapshot chunks of %d bytes\n",

@@ -78,6 +78,9 @@ type observer struct {
 	tick          time.Duration
 	nextTick      time.Duration
 	lastCommitted int
+
+	// votersSeen is how many committed voter sets the timeline printed.
+	votersSeen int
 }
 
 func newObserver(c *sim.Cluster, w *printer, tick time.Duration) *observer {
@@ -97,6 +100,10 @@ func newObserver(c *sim.Cluster, w *printer, tick time.Duration) *observer {
 		}
 	}
 	o.line(c.Now(), "start", "%s", strings.Join(roles, ", "))
+	if h := c.VoterHistory(); len(h) > 0 {
+		o.line(c.Now(), "voters", "bootstrap voter set %s", keysName(h[0].Voters))
+		o.votersSeen = 1
+	}
 	c.OnStep = o.onStep
 	c.OnOp = o.onOp
 	o.checkLeader(nil)
@@ -133,8 +140,25 @@ func (o *observer) onStep(id kraft.NodeID, e kraft.Event, before, _ kraft.State,
 		// the operation).
 		o.line(now, "resign", "%s is asked to resign gracefully (%s in epoch %d)", o.name(id), before.Role(), before.Epoch())
 	}
+	o.votersCommitted()
+	switch e := e.(type) {
+	case kraft.ReceiveAddVoter:
+		o.line(now, "voters", "%s asks %s for AddRaftVoter %s", o.requester(e.From), o.name(id), keyName(e.Voter))
+	case kraft.ReceiveRemoveVoter:
+		o.line(now, "voters", "%s asks %s for RemoveRaftVoter %s", o.requester(e.From), o.name(id), keyName(e.Voter))
+	}
 	changed := false
 	for _, a := range acts {
+		switch a := a.(type) {
+		case kraft.AppendVoters:
+			o.line(now, "voters", "%s writes a VotersRecord %s (%s %s), in force at once, uncommitted", o.name(id), keysName(a.Voters), a.Change.Kind, keyName(a.Change.Voter))
+		case kraft.SendVoterChangeResponse:
+			who := "the operator"
+			if a.To != kraft.NoNode {
+				who = o.name(a.To)
+			}
+			o.line(now, "voters", "%s answers %s's %s: %v", o.name(id), who, a.Kind, a.Error)
+		}
 		if in, ok := a.(kraft.InstallSnapshot); ok {
 			from := kraft.NoNode
 			if r, ok := e.(kraft.ReceiveFetchSnapshotResponse); ok {
@@ -202,7 +226,7 @@ func (o *observer) onOp(op sim.Op) {
 	c := o.c
 	valid := int(op.Node) >= 0 && int(op.Node) < len(o.up)
 	switch op.Kind {
-	case sim.OpCrash, sim.OpRestart, sim.OpLoseDisk, sim.OpResign:
+	case sim.OpCrash, sim.OpRestart, sim.OpLoseDisk, sim.OpResign, sim.OpAddVoter, sim.OpRemoveVoter:
 		if !valid {
 			return // Apply ignored it
 		}
@@ -275,6 +299,16 @@ func (o *observer) onOp(op sim.Op) {
 		o.line(now, "network", "%s", describeNetwork(*op.Network))
 	case sim.OpDisk:
 		o.line(now, "disk", "every flush now takes up to %v", op.FlushDelay)
+	case sim.OpAddVoter, sim.OpRemoveVoter:
+		vc := c.VoterChanges()
+		if len(vc) == 0 {
+			return
+		}
+		v := vc[len(vc)-1]
+		if v.Leader == kraft.NoNode {
+			// Otherwise onStep printed it, before what the leader did.
+			o.line(now, "voters", "the operator asks for %s %s: no leader, %v", v.Kind, keyName(v.Voter), v.Error)
+		}
 	}
 	o.checkLeader(&op)
 }
@@ -389,10 +423,33 @@ func (o *observer) commitLine(at time.Duration, cur *stepping) {
 	o.lastCommitted = committed
 }
 
+// requester names who sent a voter-change request.
+func (o *observer) requester(from kraft.NodeID) string {
+	if from == kraft.NoNode {
+		return "the operator"
+	}
+	return o.name(from) + " (auto-join)"
+}
+
+// votersCommitted prints the voter sets that became committed since the
+// last call (the checker records them as the high watermark passes their
+// VotersRecords).
+func (o *observer) votersCommitted() {
+	if o.c.Stats().VoterChangesCommitted+1 <= o.votersSeen {
+		return
+	}
+	h := o.c.VoterHistory()
+	for ; o.votersSeen < len(h); o.votersSeen++ {
+		v := h[o.votersSeen]
+		o.line(v.At, "voters", "committed voter set %s (VotersRecord at offset %d)", keysName(v.Voters), v.Offset)
+	}
+}
+
 // finish closes the books at the end of the run.
 func (o *observer) finish() {
 	now := o.c.Now()
 	o.ticks(now, nil)
+	o.votersCommitted()
 	if !o.hasLeader {
 		o.leaderless += now - o.leaderlessSince
 		o.leaderlessSince = now

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math/rand"
+	"strings"
 	"time"
 
 	"github.com/kraftquorum/kraft"
@@ -24,6 +25,12 @@ type scenario struct {
 	faults *faultRates
 	// snapshots: the script needs snapshots (-snapshot-every above 0).
 	snapshots bool
+	// dynamic: the voter set lives in the log (sim.Options.Dynamic), with
+	// bootstrap controllers in the bootstrap set; voters is the default
+	// -voters (the controllers).
+	dynamic   bool
+	bootstrap int
+	voters    int
 	script    func(d *driver, length time.Duration) error
 }
 
@@ -80,6 +87,10 @@ var scenarios = []scenario{
 	{
 		name: "snapshot", minVoters: 3, snapshots: true, script: snapshotCatchUp,
 		about: "a voter is down while the others snapshot and clean their logs past its end; it restarts and catches up through FetchSnapshot; then a replica loses its disk and gets the latest snapshot",
+	},
+	{
+		name: "reconfig", minVoters: 3, dynamic: true, bootstrap: 1, voters: 3, script: reconfig,
+		about: "KIP-853: the voter set lives in the log; r0 bootstraps it alone, r1 and r2 join by AddRaftVoter; a voter loses its disk, comes back with a new directory id, and is replaced: RemoveRaftVoter of its old key, AddRaftVoter of its new one",
 	},
 	{
 		name: "random", minVoters: 1, duration: time.Minute, script: func(*driver, time.Duration) error { return nil },
@@ -477,4 +488,131 @@ func listScenarios() string {
 		s += fmt.Sprintf("  %-22s %s\n", sc.name, sc.about)
 	}
 	return s
+}
+
+// reconfig grows a quorum bootstrapped with r0 alone to r0-r2, one
+// AddRaftVoter at a time (each answered once its VotersRecord commits),
+// then replaces a voter that lost its disk: it comes back empty with a new
+// directory id, an observer; the operator removes its old key and adds its
+// new one. The committed voter set must end as r0-r2, the replaced one with
+// its new key.
+func reconfig(d *driver, _ time.Duration) error {
+	c := d.c
+	o := c.Options()
+	spares := "none"
+	if o.Voters > o.BootstrapVoters {
+		spares = idRange(o.BootstrapVoters, o.Voters-o.BootstrapVoters)
+	}
+	d.obs.note("the voter set lives in the log: %s bootstraps it; spare controllers %s are observers until added", idRange(0, o.BootstrapVoters), spares)
+	if _, err := d.leader(); err != nil {
+		return err
+	}
+	if err := d.progress(10); err != nil {
+		return err
+	}
+	for _, id := range []kraft.NodeID{1, 2} {
+		if err := d.voterChange(kraft.AddVoter, id); err != nil {
+			return err
+		}
+	}
+	if err := d.progress(10); err != nil {
+		return err
+	}
+	l, err := d.leader()
+	if err != nil {
+		return err
+	}
+	victim := kraft.NodeID(2)
+	if l == victim {
+		victim = 1
+	}
+	old := c.Key(victim)
+	d.obs.note("%s loses its disk: it comes back empty with a new directory id, an observer", d.obs.name(victim))
+	c.LoseDisk(victim)
+	d.obs.note("%s's key is now %s; the voter set still holds %s", d.obs.name(victim), keyName(c.Key(victim)), keyName(old))
+	if c.State(victim).IsVoter() {
+		return d.fail("%s is a voter right after losing its disk", d.obs.name(victim))
+	}
+	if err := d.voterChange(kraft.RemoveVoter, victim); err != nil {
+		return err
+	}
+	if err := d.voterChange(kraft.AddVoter, victim); err != nil {
+		return err
+	}
+	if err := d.progress(10); err != nil {
+		return err
+	}
+	got := c.Voters()
+	want := []kraft.ReplicaKey{c.Key(0), c.Key(1), c.Key(2)}
+	if len(got) != len(want) {
+		return d.fail("committed voter set %s, want %s", keysName(got), keysName(want))
+	}
+	for _, k := range want {
+		found := false
+		for _, g := range got {
+			found = found || g == k
+		}
+		if !found {
+			return d.fail("committed voter set %s, want %s", keysName(got), keysName(want))
+		}
+	}
+	d.obs.note("the committed voter set is %s", keysName(got))
+	return nil
+}
+
+// voterChange asks the leader to add or remove replica id (an operator's
+// AddRaftVoter or RemoveRaftVoter) and waits for the answer, which must
+// be NONE (the VotersRecord committed). An added replica must first follow
+// the leader, as an operator adds a controller that runs and has caught
+// up.
+func (d *driver) voterChange(kind kraft.VoterChangeKind, id kraft.NodeID) error {
+	c := d.c
+	l, err := d.leader()
+	if err != nil {
+		return err
+	}
+	if kind == kraft.AddVoter {
+		if err := d.wait(fmt.Sprintf("%s following the leader", d.obs.name(id)), func() bool {
+			l, ok := c.Leader()
+			s := c.State(id)
+			return ok && c.Up(id) && s.Role() == kraft.Follower && s.Leader() == l
+		}); err != nil {
+			return err
+		}
+		if l, err = d.leader(); err != nil {
+			return err
+		}
+	}
+	n := len(c.VoterChanges())
+	if kind == kraft.AddVoter {
+		c.AddVoter(id)
+	} else {
+		c.RemoveVoter(id)
+	}
+	if err := d.wait(fmt.Sprintf("answer to %s of %s", kind, d.obs.name(id)), func() bool {
+		vc := c.VoterChanges()
+		return len(vc) > n && vc[n].Answered
+	}); err != nil {
+		return err
+	}
+	v := c.VoterChanges()[n]
+	if v.Error != kraft.ErrNone {
+		return d.fail("%s of %s at leader r%d answered %v", kind, keyName(v.Voter), l, v.Error)
+	}
+	return nil
+}
+
+// keyName names a voter key: the replica and its directory id's first 8
+// hex digits (the simulator's ids end in the disk generation).
+func keyName(k kraft.ReplicaKey) string {
+	return fmt.Sprintf("r%d/%s", k.ID, k.DirectoryID.String()[:8])
+}
+
+// keysName names a voter set.
+func keysName(ks []kraft.ReplicaKey) string {
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = keyName(k)
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+
+	"github.com/kraftquorum/kraft"
 	"strconv"
 	"strings"
 	"time"
@@ -85,13 +87,20 @@ func printSummary(w *printer, cfg config, sc scenario, d *driver, o *observer, r
 	}
 	add("leaderless time", "%s (%.1f%% of the run)", fmtDur(o.leaderless), share)
 	committed := c.Checker().Committed()
-	client := 0
+	client, voters := 0, 0
 	for _, r := range committed {
-		if strings.HasPrefix(r.Payload, "c") {
+		switch {
+		case strings.HasPrefix(r.Payload, "c"):
 			client++
+		case strings.HasPrefix(r.Payload, "Voters("):
+			voters++
 		}
 	}
-	add("records committed", "%s (%s client records, %s LeaderChange records)", thousands(len(committed)), thousands(client), thousands(len(committed)-client))
+	if voters > 0 {
+		add("records committed", "%s (%s client records, %s LeaderChange records, %s VotersRecords)", thousands(len(committed)), thousands(client), thousands(len(committed)-client-voters), thousands(voters))
+	} else {
+		add("records committed", "%s (%s client records, %s LeaderChange records)", thousands(len(committed)), thousands(client), thousands(len(committed)-client))
+	}
 	notCommitted := st.Appends - client
 	if notCommitted < 0 {
 		notCommitted = 0
@@ -106,6 +115,32 @@ func printSummary(w *printer, cfg config, sc scenario, d *driver, o *observer, r
 	} else {
 		add("snapshots", "none (-snapshot-every 0)")
 	}
+	if c.Options().Dynamic {
+		for i, h := range c.VoterHistory() {
+			what := fmt.Sprintf("from %s (VotersRecord at offset %d)", fmtTime(h.At), h.Offset)
+			if h.Offset < 0 {
+				what = "bootstrap checkpoint"
+			}
+			key := ""
+			if i == 0 {
+				key = "voter set over time"
+			}
+			add(key, "%s %s", keysName(h.Voters), what)
+		}
+		var ok, failed, open int
+		for _, v := range c.VoterChanges() {
+			switch {
+			case !v.Answered:
+				open++
+			case v.Error == kraft.ErrNone:
+				ok++
+			default:
+				failed++
+			}
+		}
+		add("voter changes", "%d requested: %d committed (answered NONE), %d refused or timed out, %d unanswered; %d VotersRecords committed",
+			len(c.VoterChanges()), ok, failed, open, st.VoterChangesCommitted)
+	}
 	add("Step calls", "%s (Step and NewState)", thousands(st.Events))
 	checks := c.Checker().Checks
 	if res.violation == nil {
@@ -116,6 +151,13 @@ func printSummary(w *printer, cfg config, sc scenario, d *driver, o *observer, r
 			run, passed = checks, checks-1
 		}
 		add("invariant checks", "%s run, %s passed, 1 failed (%s)", thousands(run), thousands(passed), res.violation.Rule)
+	}
+	if !c.Options().Dynamic {
+		// The static runs' summary stays as it was.
+	} else if res.violation == nil {
+		add("invariant violations", "0")
+	} else {
+		add("invariant violations", "1 (%s; the run stopped at it)", res.violation.Rule)
 	}
 	add("liveness checks", "%d run, %d passed (bounded waits for a leader or progress, %s each)", d.livenessRun, d.livenessPassed, fmtDur(d.bound))
 	if cfg.wall {
