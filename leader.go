@@ -248,6 +248,14 @@ func (t *stepper) raiseHighWatermark(hwm int64) {
 	if c := t.s.change; c != nil && c.stage == committing && t.s.hwm > c.offset {
 		t.changeCommitted()
 	}
+	if t.s.role == Leader && !t.s.c.isVoter() {
+		// A leader outside a committed voter set resigns, also when the
+		// RemoveRaftVoter that removed it timed out before the commit
+		// (Kafka resigns only when the pending removal commits; D51).
+		if at, ok := t.s.log.lastVoters(); ok && t.s.hwm > at.Offset {
+			t.resignDue = true
+		}
+	}
 }
 
 func (t *stepper) endOf(i int) int64 {

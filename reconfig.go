@@ -242,15 +242,11 @@ func (t *stepper) abortChange(code ErrorCode) {
 }
 
 // changeCommitted answers a pending change whose VotersRecord the high
-// watermark passed (Kafka's highWatermarkUpdated in both handlers); a
+// watermark passed (Kafka's highWatermarkUpdated in both handlers). A
 // leader that removed itself resigns at the end of the step (Kafka's
-// requestResign).
+// requestResign; raiseHighWatermark decides it).
 func (t *stepper) changeCommitted() {
-	c := t.s.change
 	t.abortChange(ErrNone)
-	if c.kind == RemoveVoter && !t.s.c.isVoter() {
-		t.resignDue = true
-	}
 }
 
 // onVoterChangeTimeout: a leader's pending change ran out of time (Kafka's

@@ -800,3 +800,49 @@ func toKeys(begins []SendBeginQuorumEpoch) []ReplicaKey {
 	}
 	return out
 }
+
+// TestRemovedLeaderResignsAfterTimedOutRemoval: a leader whose removal of
+// itself timed out (REQUEST_TIMED_OUT, the VotersRecord staying in force)
+// still resigns once that record commits: a leader outside the committed
+// voter set does not lead on (D51; Kafka resigns only when the pending
+// removal commits). Found by the simulator's reconfiguration property.
+func TestRemovedLeaderResignsAfterTimedOutRemoval(t *testing.T) {
+	s := dynamicLeader(t, key1A, key2B, key3C)
+	s, _ = step(t, s, ReceiveRemoveVoter{Ref: 8, From: NoNode, Voter: key1A})
+	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 3, Epoch: 1}})
+	s, _ = step(t, s, VotersAppended{Offset: 2, Voters: []ReplicaKey{key2B, key3C}})
+	s, _ = step(t, s, LogFlushed{Offset: 3})
+	s, acts := step(t, s, VoterChangeTimeout{})
+	require.Contains(t, acts, Action(changeResponse(8, NoNode, RemoveVoter, ErrRequestTimedOut, 1, 1)))
+	s, _ = step(t, s, ReceiveFetch{From: 2, FromDirectoryID: dirB, CurrentLeaderEpoch: 1, FetchOffset: 3, FetchEpoch: 1})
+	require.Equal(t, Leader, s.Role(), "not committed yet")
+	s, acts = step(t, s, ReceiveFetch{From: 3, FromDirectoryID: dirC, CurrentLeaderEpoch: 1, FetchOffset: 3, FetchEpoch: 1})
+	require.Equal(t, int64(3), s.CommittedOffset())
+	require.Equal(t, Resigned, s.Role())
+	require.Empty(t, ofType[SendVoterChangeResponse](acts), "the request was answered already")
+	require.Len(t, ofType[SendEndQuorumEpoch](acts), 2)
+}
+
+// TestDynamicUnattachedObserverSearchesAfterFlush: an Unattached observer
+// of a dynamic quorum sends its Fetch to any voter only once its written
+// log is flushed, as a Follower does (D52): the leader that answers may
+// count it as a voter already. Found by the simulator's reconfiguration
+// property.
+func TestDynamicUnattachedObserverSearchesAfterFlush(t *testing.T) {
+	cfg := dynamicConfig(key3C)
+	cfg.Observer = true
+	s, _, err := NewState(cfg, nil, bootstrap(key1A))
+	require.NoError(t, err)
+	s, _ = step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 0})
+	s, _ = step(t, s, LogAppended{End: LogEnd{Offset: 2, Epoch: 1}})
+	s, _ = step(t, s, VotersAppended{Offset: 1, Voters: []ReplicaKey{key1A}})
+	s, acts := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 2})
+	require.Empty(t, ofType[SendFetch](acts))
+	s, acts = step(t, s, FetchTimeout{})
+	require.Equal(t, Unattached, s.Role())
+	require.Empty(t, ofType[SendFetch](acts), "the log is not flushed")
+	s, acts = step(t, s, FetchTimeout{})
+	require.Empty(t, ofType[SendFetch](acts), "nor on the next search")
+	_, acts = step(t, s, LogFlushed{Offset: 2})
+	require.Equal(t, []SendFetch{{To: NoNode, CurrentLeaderEpoch: 1, FetchOffset: 2, FetchEpoch: 1, HighWatermark: 2}}, ofType[SendFetch](acts))
+}

@@ -293,10 +293,23 @@ func (t *stepper) toUnattached(epoch Epoch, leader NodeID, timer electionTimer, 
 func (t *stepper) enterUnattached(timer electionTimer) {
 	if !t.s.c.isVoter() {
 		t.emit(t.s.c.resetFetch)
-		t.fetch(NoNode)
+		t.searchFetch()
 		return
 	}
 	t.armElection(timer)
+}
+
+// searchFetch is an Unattached observer's Fetch to any voter. With a
+// dynamic voter set it waits for the written log to be flushed, as a
+// Follower's does (D52): the leader that answers may already count this
+// replica as a voter.
+func (t *stepper) searchFetch() {
+	if t.s.c.dynamic && t.s.log.flushed < t.s.log.end.Offset {
+		t.s.fetchPending = true
+		return
+	}
+	t.s.fetchPending = false
+	t.fetch(NoNode)
 }
 
 // leaveUnattachedTimer is the election timer rule for entering Unattached
@@ -646,7 +659,11 @@ func (t *stepper) afterFlush() {
 		if t.s.fetchPending {
 			t.sendFetch()
 		}
-	case Unattached, Prospective, Candidate, Resigned:
+	case Unattached:
+		if t.s.fetchPending {
+			t.searchFetch()
+		}
+	case Prospective, Candidate, Resigned:
 	}
 }
 

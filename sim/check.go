@@ -126,19 +126,6 @@ type Checker struct {
 	stepFrom kraft.State
 	// Checks counts the events after which the invariants were checked.
 	Checks int
-
-	// TolerateTimedOutSelfRemoval makes "removed-leader-resigns" count,
-	// in TimedOutSelfRemovals, instead of stopping the run, a leader that
-	// keeps leading after its removal committed when it has no pending
-	// voter change: its own RemoveRaftVoter was answered
-	// REQUEST_TIMED_OUT before the VotersRecord committed, and the core
-	// resigns only when a pending removal commits (a known core bug,
-	// docs/verification.md). Each leadership counts once, and may go on
-	// to take other voter changes. A leader whose removal commits while it
-	// is pending is always a violation.
-	TolerateTimedOutSelfRemoval bool
-	TimedOutSelfRemovals        int
-	tolerated                   map[kraft.Epoch]bool
 }
 
 func newChecker(c *Cluster) *Checker {
@@ -561,16 +548,6 @@ func (k *Checker) leaderVoters(n *node, s kraft.State) {
 	}
 	if h := s.HighWatermark(); h > 0 && !s.IsVoter() {
 		if vs := n.votersAt(int(h) - 1); vs != nil && !hasKey(vs, s.Local()) {
-			if _, _, pending := s.PendingVoterChange(); k.TolerateTimedOutSelfRemoval && (!pending || k.tolerated[s.Epoch()]) {
-				if !k.tolerated[s.Epoch()] {
-					if k.tolerated == nil {
-						k.tolerated = map[kraft.Epoch]bool{}
-					}
-					k.tolerated[s.Epoch()] = true
-					k.TimedOutSelfRemovals++
-				}
-				return
-			}
 			k.fail(n, "removed-leader-resigns", "still leader of epoch %d with its removal committed (high watermark %d, committed set %v)", s.Epoch(), h, vs)
 		}
 	}

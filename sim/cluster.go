@@ -77,9 +77,6 @@ type node struct {
 	// truncated: a TruncateLog was carried out in this step (the checker
 	// compares the voter sets after it).
 	truncated bool
-	// flushReport: the host flushed before a Fetch
-	// (Options.FlushBeforeObserverFetch) and reports it after the step.
-	flushReport bool
 
 	timerGen [6]uint64
 	// Requests in flight (Vote requests) by correlation id, and the one
@@ -537,10 +534,6 @@ func (c *Cluster) step(n *node, e kraft.Event) {
 	c.check.stepFrom = before
 	c.carryOut(n, acts, e)
 	c.check.afterStep(n, before, e)
-	if n.flushReport && n.up {
-		n.flushReport = false
-		c.step(n, kraft.LogFlushed{Offset: int64(n.flushed)})
-	}
 	if v := n.snapVoters; v != nil && n.up {
 		// The host contract: after InstallSnapshot, the snapshot's set.
 		n.snapVoters = nil
@@ -563,7 +556,6 @@ func (c *Cluster) start(n *node) {
 	n.fetchCorr = 0
 	n.parked = nil
 	n.flushAt = false
-	n.flushReport = false
 	n.hwm = -1
 	if s := n.latestSnapshot(); s != nil {
 		n.hwm = s.id.Offset
@@ -644,12 +636,6 @@ func (c *Cluster) carryOut(n *node, acts []kraft.Action, e kraft.Event) {
 			}
 			c.serveSnapshot(n, ctx, a)
 		case kraft.SendFetch, kraft.SendFetchSnapshot:
-			if f, ok := a.(kraft.SendFetch); ok && c.opts.Dynamic && c.opts.FlushBeforeObserverFetch && f.FetchOffset > int64(n.flushed) {
-				// The workaround: flush first, report it after the step.
-				n.flushed = len(n.log)
-				n.flushReport = true
-				c.check.logChangedFrom(n, len(n.log))
-			}
 			c.sendFetch(n, a)
 		case kraft.WriteSnapshotChunk:
 			if ctx == nil {

@@ -101,14 +101,6 @@ type Options struct {
 	// not in the voter set asks the leader to remove the voter with its id
 	// and another directory id, then to add it.
 	AutoJoin bool `json:"auto_join,omitempty"`
-	// FlushBeforeObserverFetch works around a core bug (docs/verification.md,
-	// "Reconfiguration"): with Dynamic, an Unattached observer's Fetch to no
-	// one in particular reports its written log end even when it is not
-	// flushed, and a leader whose set holds that replica counts it. With
-	// it, a host flushes its whole log before it sends a Fetch past its
-	// flushed offset (a host may flush whenever it likes) and reports the
-	// flush after the step. Off: the host sends what the state asks.
-	FlushBeforeObserverFetch bool `json:"flush_before_observer_fetch,omitempty"`
 }
 
 // DefaultOptions returns the defaults: Kafka's timeouts (T_e 1 s, T_f 2 s,

@@ -231,7 +231,7 @@ func TestReconfigReplaceLostDiskByAutoJoin(t *testing.T) {
 // does not recover from). The default run is short; run it deeper with
 // go test ./sim/ -run TestPropertyReconfigUnderFaults -rapid.checks=2000.
 func TestPropertyReconfigUnderFaults(t *testing.T) {
-	var runs, events, changes, committed, settled, stale, stuck int
+	var runs, events, changes, committed, settled, stuck int
 	rapid.Check(t, func(t *rapid.T) {
 		opts := DefaultOptions()
 		opts.Seed = rapid.Int64().Draw(t, "seed")
@@ -242,8 +242,6 @@ func TestPropertyReconfigUnderFaults(t *testing.T) {
 		opts.AutoJoin = rapid.Bool().Draw(t, "auto-join")
 		opts.SnapshotEvery = rapid.SampledFrom([]int{-1, 16, 32}).Draw(t, "snapshot every")
 		opts.SnapshotsKept = rapid.IntRange(1, 2).Draw(t, "keep")
-		// The known core bug of TestCoreBugObserverFetchesUnflushedTail.
-		opts.FlushBeforeObserverFetch = true
 		window := 10 * time.Second
 		r := rand.New(rand.NewSource(opts.Seed))
 		total := opts.Voters + opts.Observers
@@ -261,9 +259,6 @@ func TestPropertyReconfigUnderFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The known core bug of TestCoreBugRemovedLeaderLeadsOnAfterTimeout:
-		// counted, not stopping the run.
-		c.Checker().TolerateTimedOutSelfRemoval = true
 		c.Schedule(ops...)
 		if err := c.RunFor(window); err != nil {
 			t.Fatalf("seed %d: %v", opts.Seed, err)
@@ -289,10 +284,9 @@ func TestPropertyReconfigUnderFaults(t *testing.T) {
 		events += c.Stats().Events
 		changes += len(c.VoterChanges())
 		committed += c.Stats().VoterChangesCommitted
-		stale += c.Checker().TimedOutSelfRemovals
 	})
-	t.Logf("%d runs (%d settled, %d stuck after an uncommitted self-removal), %d events, %d voter-change requests, %d VotersRecords committed; %d leaders led on after their timed-out removal committed (known core bug)",
-		runs, settled, stuck, events, changes, committed, stale)
+	t.Logf("%d runs (%d settled, %d stuck after an uncommitted self-removal), %d events, %d voter-change requests, %d VotersRecords committed",
+		runs, settled, stuck, events, changes, committed)
 }
 
 // selfRemovalStuck reports whether a running replica's latest voter set
@@ -317,19 +311,16 @@ func selfRemovalStuck(c *Cluster) bool {
 	return false
 }
 
-// TestCoreBugRemovedLeaderLeadsOnAfterTimeout pins a core bug: a leader
-// removes itself; one of the two remaining voters is down, so the removal
-// cannot commit, and after the request timeout (2 s) the leader answers
-// REQUEST_TIMED_OUT and drops the pending change (the VotersRecord stays,
-// as Kafka's maybeExpirePendingOperation leaves it). The voter comes back,
-// the VotersRecord commits, and the leader, no longer a voter, keeps
-// leading: the core resigns only when a pending removal commits
-// (changeCommitted), while KIP-853 says a leader resigns once the
-// VotersRecord that removes it commits. The checker's
-// removed-leader-resigns rule catches it. When the core is fixed, this
-// test fails: make it require no violation, and drop
-// Checker.TolerateTimedOutSelfRemoval from the property.
-func TestCoreBugRemovedLeaderLeadsOnAfterTimeout(t *testing.T) {
+// TestReconfigRemovedLeaderResignsAfterTimeout: a leader removes itself;
+// one of the two remaining voters is down, so the removal cannot commit,
+// and after the request timeout (2 s) the leader answers REQUEST_TIMED_OUT
+// and drops the pending change (the VotersRecord stays, as Kafka's
+// maybeExpirePendingOperation leaves it). The voter comes back, the
+// VotersRecord commits, and the leader, no longer a voter, resigns
+// (docs/design.md D51; the checker's removed-leader-resigns rule). The
+// core once resigned only when a pending removal committed; this schedule
+// found it.
+func TestReconfigRemovedLeaderResignsAfterTimeout(t *testing.T) {
 	opts := DefaultOptions()
 	opts.Voters, opts.Seed, opts.Dynamic = 3, 1, true
 	// A long check-quorum window (1.5 T_f), so that the leader does not
@@ -349,44 +340,33 @@ func TestCoreBugRemovedLeaderLeadsOnAfterTimeout(t *testing.T) {
 	require.Equal(t, kraft.ErrRequestTimedOut, v.Error)
 	require.Equal(t, kraft.Leader, c.State(l).Role())
 	c.Restart(f)
-	err = c.RunFor(5 * time.Second)
-	require.Equal(t, "removed-leader-resigns", violationRule(t, err), "the core bug is fixed? see the comment")
+	require.NoError(t, c.RunFor(5*time.Second))
+	require.NotEqual(t, kraft.Leader, c.State(l).Role())
+	require.False(t, c.State(l).IsVoter())
 }
 
-// TestCoreBugObserverFetchesUnflushedTail pins a core bug: with a voter
-// set in the log, a replica that becomes an Unattached observer (here a
-// broker added as a voter whose AddRaftVoter record it has not fetched
-// yet, after a fetch timeout) sends its Fetch to no one in particular at
-// once (enterUnattached calls fetch(NoNode)), reporting its written log
-// end although a slow disk has not flushed it; D52 says a dynamic
-// observer waits for its flush (sendFetch does, this path does not). The
-// Fetch reaches the leader, whose set holds the replica, and the leader
-// counts the unflushed records: hwm-majority. The schedule is one that
-// TestPropertyReconfigUnderFaults found. With
-// Options.FlushBeforeObserverFetch the host flushes first and the run
-// holds every invariant. When the core is fixed, the first run passes:
-// make it require no violation and drop the option from the property.
-func TestCoreBugObserverFetchesUnflushedTail(t *testing.T) {
-	run := func(workaround bool) error {
-		opts := DefaultOptions()
-		opts.Seed, opts.Dynamic = -403675, true
-		opts.Voters, opts.BootstrapVoters, opts.Observers = 5, 2, 1
-		opts.SnapshotEvery, opts.SnapshotsKept = 16, 1
-		opts.FlushBeforeObserverFetch = workaround
-		window := 10 * time.Second
-		r := rand.New(rand.NewSource(opts.Seed))
-		ops := RandomSchedule(r, 5, 1, window, 10)
-		ops = append(ops, RandomVoterChanges(r, 6, window, 9)...)
-		c, err := New(opts, nil)
-		require.NoError(t, err)
-		c.Checker().TolerateTimedOutSelfRemoval = true
-		c.Schedule(ops...)
-		return c.RunFor(window)
-	}
-	err := run(false)
-	require.Equal(t, "hwm-majority", violationRule(t, err), "the core bug is fixed? see the comment")
-	require.Contains(t, err.Error(), "held by 1 of 2 voters")
-	require.NoError(t, run(true))
+// TestReconfigObserverSearchWaitsForFlush: with a voter set in the log, a
+// replica that becomes an Unattached observer (here a broker added as a
+// voter whose AddRaftVoter record it has not fetched yet, after a fetch
+// timeout) must not send its Fetch to no one in particular before its
+// written log is flushed (docs/design.md D52): the Fetch may reach the
+// leader, whose set holds the replica, and the leader would count records
+// a slow disk has not flushed (hwm-majority). The schedule is one that
+// TestPropertyReconfigUnderFaults found when the core's search skipped the
+// flush wait.
+func TestReconfigObserverSearchWaitsForFlush(t *testing.T) {
+	opts := DefaultOptions()
+	opts.Seed, opts.Dynamic = -403675, true
+	opts.Voters, opts.BootstrapVoters, opts.Observers = 5, 2, 1
+	opts.SnapshotEvery, opts.SnapshotsKept = 16, 1
+	window := 10 * time.Second
+	r := rand.New(rand.NewSource(opts.Seed))
+	ops := RandomSchedule(r, 5, 1, window, 10)
+	ops = append(ops, RandomVoterChanges(r, 6, window, 9)...)
+	c, err := New(opts, nil)
+	require.NoError(t, err)
+	c.Schedule(ops...)
+	require.NoError(t, c.RunFor(window))
 }
 
 // TestReconfigRestartFromLogAndSnapshots: a quorum grown from one voter to
