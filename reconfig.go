@@ -320,7 +320,9 @@ func (t *stepper) syncVoters() {
 	for j, v := range c.voters {
 		// Kafka's getReplicaState: a voter keeps its state when its
 		// old key matches the new one (an old key without a directory id
-		// matches any).
+		// matches any). A new voter starts unknown: Kafka carries its
+		// observer state over, kraft keeps none (D51), so the high
+		// watermark waits for its next Fetch.
 		i := -1
 		for k, w := range old.voters {
 			if w.Matches(v) {
@@ -369,6 +371,7 @@ func (t *stepper) voterStatusChanged() {
 		}
 	case Unattached:
 		if t.s.c.isVoter() {
+			t.s.fetchPending = false // an observer's search waiting for a flush
 			t.emit(StopTimer{Timer: FetchTimer})
 			t.armElection(timerRandom)
 			return
@@ -394,11 +397,11 @@ func (c *settings) leaderAlone() bool { return len(c.voters) == 1 && c.isVoter()
 // maybeAutoJoin is Kafka's pollFollowerAsObserver with
 // controller.quorum.auto.join.enable: an observer that has fetched from the
 // leader asks it to remove the voter with its id and another directory id,
-// or else to add it; once per voter-change timer period (T_f; D53).
+// or else to add it; once per voter-change timer period (T_f), which starts
+// with the Follower role (Kafka's updateVoterSetPeriodTimer; D53).
 func (t *stepper) maybeAutoJoin() {
 	c := t.s.c
-	if !c.autoJoin || !c.dynamic || c.isVoter() || t.s.role != Follower || !t.s.fetched || t.s.joinWait ||
-		c.local.ID < 0 || c.local.DirectoryID == uuid.Nil {
+	if !t.joins() || t.s.role != Follower || !t.s.fetched || t.s.joinWait {
 		return
 	}
 	req := SendVoterChange{To: t.s.leader, ClusterID: c.clusterID, Kind: AddVoter, Voter: c.local}
@@ -406,8 +409,21 @@ func (t *stepper) maybeAutoJoin() {
 		req.Kind, req.Voter = RemoveVoter, c.voters[i]
 	}
 	t.emit(req)
+	t.waitToJoin()
+}
+
+// joins: this replica auto-joins (an observer with an id and a directory
+// id, AutoJoin, a dynamic voter set).
+func (t *stepper) joins() bool {
+	c := t.s.c
+	return c.autoJoin && c.dynamic && !c.isVoter() && c.local.ID >= 0 && c.local.DirectoryID != uuid.Nil
+}
+
+// waitToJoin starts a voter-change timer period before the next join
+// request.
+func (t *stepper) waitToJoin() {
 	t.s.joinWait = true
-	t.emit(ResetTimer{Timer: VoterChangeTimer, After: c.fetchTimeout})
+	t.emit(ResetTimer{Timer: VoterChangeTimer, After: t.s.c.fetchTimeout})
 }
 
 // KRaftVersion is the kraft.version in force: 1 when the log holds the

@@ -648,9 +648,13 @@ func TestAutoJoin(t *testing.T) {
 	s, _, err := NewState(cfg, nil, bootstrap(key1A, key2B, key3C))
 	require.NoError(t, err)
 	require.False(t, s.IsVoter())
-	s, _ = step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 0})
-	require.Equal(t, Follower, s.Role())
 	s, acts := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 0})
+	require.Equal(t, Follower, s.Role())
+	require.Contains(t, acts, Action(ResetTimer{Timer: VoterChangeTimer, After: testTf}), "the period starts with the Follower role")
+	s, acts = step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 0})
+	require.Empty(t, ofType[SendVoterChange](acts), "not before a period")
+	s, _ = step(t, s, VoterChangeTimeout{})
+	s, acts = step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 0})
 	require.Contains(t, acts, Action(SendVoterChange{To: 1, Kind: AddVoter, Voter: key4A}))
 	require.Contains(t, acts, Action(ResetTimer{Timer: VoterChangeTimer, After: testTf}))
 	s, acts = step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 0})
@@ -658,6 +662,12 @@ func TestAutoJoin(t *testing.T) {
 	s, _ = step(t, s, VoterChangeTimeout{})
 	_, acts = step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 0})
 	require.Len(t, ofType[SendVoterChange](acts), 1)
+	// A new leader: a new period first.
+	n, acts := step(t, s, ReceiveBeginQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 2, VoterID: NoNode})
+	require.Equal(t, Follower, n.Role())
+	require.Contains(t, acts, Action(ResetTimer{Timer: VoterChangeTimer, After: testTf}))
+	_, acts = step(t, n, ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: 2, HighWatermark: 0})
+	require.Empty(t, ofType[SendVoterChange](acts))
 
 	// A replica whose id is a voter with another directory id (its disk
 	// was replaced) removes that key first.
@@ -666,14 +676,17 @@ func TestAutoJoin(t *testing.T) {
 	r, _, err := NewState(cfg, nil, bootstrap(key1A, key2B, key3C))
 	require.NoError(t, err)
 	r, _ = step(t, r, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 0})
+	r, _ = step(t, r, VoterChangeTimeout{})
 	_, acts = step(t, r, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 0})
 	require.Contains(t, acts, Action(SendVoterChange{To: 1, Kind: RemoveVoter, Voter: key2B}))
 
-	// Without AutoJoin nothing is asked.
+	// Without AutoJoin nothing is asked, and no timer runs.
 	cfg.AutoJoin = false
 	r, _, err = NewState(cfg, nil, bootstrap(key1A, key2B, key3C))
 	require.NoError(t, err)
-	r, _ = step(t, r, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 0})
+	r, acts = step(t, r, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 0})
+	require.NotContains(t, acts, Action(ResetTimer{Timer: VoterChangeTimer, After: testTf}))
+	r, _ = step(t, r, VoterChangeTimeout{})
 	_, acts = step(t, r, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 0})
 	require.Empty(t, ofType[SendVoterChange](acts))
 }

@@ -351,6 +351,10 @@ func (t *stepper) toFollower(epoch Epoch, leader NodeID, reason string) {
 
 func (t *stepper) enterFollower() {
 	t.s.endpoints = true
+	if t.joins() {
+		// The first join request waits a period (D53).
+		t.waitToJoin()
+	}
 	if n := len(t.s.c.fetchResets); n > 0 {
 		// D39: this Follower role's fetch timeout jitter.
 		var r uint64

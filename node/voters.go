@@ -245,6 +245,7 @@ func recoverVoters(l storage.Log, snaps *storage.Snapshots, boot []Voter, static
 	if static && boot == nil {
 		return sets, nil
 	}
+	from := l.StartOffset()
 	if snaps != nil {
 		if id, ok := snaps.Latest(); ok && id.Offset > 0 {
 			vs, err := snapshotVoters(snaps, id)
@@ -253,10 +254,18 @@ func recoverVoters(l storage.Log, snaps *storage.Snapshots, boot []Voter, static
 			}
 			if vs != nil {
 				sets = append(sets, voterSetAt{offset: id.Offset - 1, voters: vs})
+				// The snapshot holds the set in force at its end: the log's
+				// VotersRecords below it are read no more (Kafka's
+				// KRaftControlRecordStateMachine reads the log from the
+				// snapshot's end). A crash between taking a snapshot and
+				// cleaning the log leaves such records behind.
+				if from < id.Offset {
+					from = id.Offset
+				}
 			}
 		}
 	}
-	for from := l.StartOffset(); from < l.End().Offset; {
+	for from < l.End().Offset {
 		entries, err := l.Read(from, maxBytes)
 		if err != nil {
 			return nil, fmt.Errorf("node: reading the log at %d for its voter sets: %w", from, err)
