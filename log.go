@@ -31,7 +31,8 @@ type LogState struct {
 
 	// VoterSets are the voter sets the host found in the log, in offset
 	// order: the bootstrap checkpoint's (offset -1), the latest snapshot's
-	// (its end offset minus one) and every VotersRecord of the log. Empty
+	// (its end offset minus one) and every VotersRecord of the log past
+	// the latest snapshot's end. Empty
 	// for a quorum with a static voter set (kraft.version 0; docs/design.md
 	// D50).
 	VoterSets []VoterSetAt
