@@ -299,7 +299,7 @@ func TestNodeVotersSnapshotCarriesTheSet(t *testing.T) {
 
 	c.start(2)
 	st := c.waitStatus(2, "an installed snapshot", func(st Status) bool { return st.SnapshotsInstalled >= 1 })
-	require.Equal(t, 1, len(st.VoterSet))
+	require.Len(t, st.VoterSet, 1)
 	c.waitApplied(2, want)
 	nd := c.nodes[2]
 	require.NoError(t, nd.call(func() {

@@ -179,18 +179,18 @@ func readVoterBody(req *http.Request, w http.ResponseWriter, withEndpoint bool) 
 	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, 1<<16))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&b); err != nil {
-		return kraft.ReplicaKey{}, "", fmt.Errorf("the body: %v (want {\"id\": N, \"directory_id\": UUID, \"endpoint\": host:port})", err)
+		return kraft.ReplicaKey{}, "", fmt.Errorf("the body: %w (want {\"id\": N, \"directory_id\": UUID, \"endpoint\": host:port})", err)
 	}
 	if b.ID == nil || *b.ID < 0 {
 		return kraft.ReplicaKey{}, "", errors.New("the body: want a non-negative \"id\"")
 	}
 	dir, err := parseUUID(b.DirectoryID)
 	if err != nil {
-		return kraft.ReplicaKey{}, "", fmt.Errorf("the body: \"directory_id\" %q: %v", b.DirectoryID, err)
+		return kraft.ReplicaKey{}, "", fmt.Errorf("the body: \"directory_id\" %q: %w", b.DirectoryID, err)
 	}
 	if withEndpoint {
 		if err := checkAddr(b.Endpoint, false); err != nil {
-			return kraft.ReplicaKey{}, "", fmt.Errorf("the body: \"endpoint\" %q: %v", b.Endpoint, err)
+			return kraft.ReplicaKey{}, "", fmt.Errorf("the body: \"endpoint\" %q: %w", b.Endpoint, err)
 		}
 	} else if b.Endpoint != "" {
 		return kraft.ReplicaKey{}, "", errors.New("the body: no \"endpoint\" for a removal")

@@ -271,7 +271,8 @@ func TestHTTPVoters(t *testing.T) {
 		f.changeErr = tc.err
 		code, out := serveOnce(t, f, http.MethodPost, "/voters/add", body)
 		require.Equal(t, tc.code, code, "%v", tc.err)
-		if vc, ok := tc.err.(*node.VoterChangeError); ok {
+		var vc *node.VoterChangeError
+		if errors.As(tc.err, &vc) {
 			require.Equal(t, vc.Code.String(), out["code"])
 		}
 	}

@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-
-	"github.com/kraftquorum/kraft"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kraftquorum/kraft"
 )
 
 // fmtTime prints a virtual time in seconds with millisecond precision.
@@ -152,11 +152,12 @@ func printSummary(w *printer, cfg config, sc scenario, d *driver, o *observer, r
 		}
 		add("invariant checks", "%s run, %s passed, 1 failed (%s)", thousands(run), thousands(passed), res.violation.Rule)
 	}
-	if !c.Options().Dynamic {
-		// The static runs' summary stays as it was.
-	} else if res.violation == nil {
+	// The static runs' summary stays as it was.
+	switch {
+	case !c.Options().Dynamic:
+	case res.violation == nil:
 		add("invariant violations", "0")
-	} else {
+	default:
 		add("invariant violations", "1 (%s; the run stopped at it)", res.violation.Rule)
 	}
 	add("liveness checks", "%d run, %d passed (bounded waits for a leader or progress, %s each)", d.livenessRun, d.livenessPassed, fmtDur(d.bound))
