@@ -18,7 +18,7 @@ type exploreConfig struct {
 	maxMessages, maxCrashes, maxAppends int
 	maxDups, maxDepth, maxStates        int
 	timeout                             time.Duration
-	liveness                            bool
+	liveness, full                      bool
 }
 
 // exploreFlags registers the -explore flags on fs.
@@ -34,6 +34,7 @@ func exploreFlags(fs *flag.FlagSet) *exploreConfig {
 	fs.IntVar(&x.maxStates, "max-states", 0, "-explore: stop, incomplete, after this many distinct states (0: no limit)")
 	fs.DurationVar(&x.timeout, "explore-timeout", 0, "-explore: stop, incomplete, after this wall time (0: no limit)")
 	fs.BoolVar(&x.liveness, "liveness", false, "-explore: also check that a state with a leader is reachable from every explored state (keeps the state graph: more memory)")
+	fs.BoolVar(&x.full, "full-model", false, "-explore: turn the reductions off (every drop a move of its own, dead messages kept): for comparison")
 	return x
 }
 
@@ -41,7 +42,7 @@ func exploreFlags(fs *flag.FlagSet) *exploreConfig {
 var exploreFlagNames = map[string]bool{
 	"explore": true, "voters": true, "observers": true, "max-epoch": true, "max-messages": true, "max-crashes": true,
 	"max-appends": true, "max-dups": true, "max-depth": true, "max-states": true, "explore-timeout": true,
-	"liveness": true, "trace": true, "q": true, "wall": true,
+	"liveness": true, "full-model": true, "trace": true, "q": true, "wall": true,
 }
 
 // exploreRun is kraftsim -explore. The output depends only on the flags,
@@ -67,7 +68,7 @@ func exploreRun(cfg config, x *exploreConfig, stdout, stderr *printer) int {
 	if x.maxStates < 0 || x.timeout < 0 {
 		return badUsage(stderr, "-max-states and -explore-timeout: want 0 or more")
 	}
-	opts := explore.Options{Bounds: b, Liveness: x.liveness, MaxStates: x.maxStates, Timeout: x.timeout}
+	opts := explore.Options{Bounds: b, Liveness: x.liveness, Full: x.full, MaxStates: x.maxStates, Timeout: x.timeout}
 	if !cfg.quiet {
 		opts.Progress = func(s explore.Stats) {
 			if cfg.wall {
@@ -138,7 +139,7 @@ func exploreRun(cfg config, x *exploreConfig, stdout, stderr *printer) int {
 
 // exploreOnly returns a flag of set that only -explore takes, or "".
 func exploreOnly(set map[string]bool) string {
-	for _, name := range []string{"max-epoch", "max-messages", "max-crashes", "max-appends", "max-dups", "max-depth", "max-states", "explore-timeout", "liveness"} {
+	for _, name := range []string{"max-epoch", "max-messages", "max-crashes", "max-appends", "max-dups", "max-depth", "max-states", "explore-timeout", "liveness", "full-model"} {
 		if set[name] {
 			return name
 		}

@@ -40,6 +40,12 @@ type Options struct {
 	// that a world with a leader is reachable from every explored world
 	// (see Stats.Leaderless).
 	Liveness bool
+	// Full turns the reductions off: every message may be dropped at any
+	// moment, as a move of its own. By default (the reduced model) a
+	// message is lost only just before a move that the in-flight bound
+	// would otherwise cut off, as part of that move (Move.Drops), which
+	// reaches the same replica states (docs/verification.md).
+	Full bool
 	// MaxStates stops the exploration, incomplete, after this many
 	// distinct worlds; 0 for no limit. Timeout does the same after a wall
 	// time.
@@ -107,6 +113,8 @@ func New(opts Options) (*Model, error) {
 		return nil, fmt.Errorf("explore: %d observers, want 0 to 4", b.Observers)
 	case b.MaxEpoch < 0 || b.MaxEpoch > 100:
 		return nil, fmt.Errorf("explore: max epoch %d, want 0 to 100", b.MaxEpoch)
+	case !opts.Full && b.MaxMessages > 16:
+		return nil, fmt.Errorf("explore: %d messages in flight, want at most 16 (or Options.Full)", b.MaxMessages)
 	case b.MaxMessages < 0 || b.MaxCrashes < 0 || b.MaxAppends < 0 || b.MaxDuplicates < 0 || b.MaxDepth < 0:
 		return nil, errors.New("explore: negative bound")
 	}
@@ -136,7 +144,7 @@ func New(opts Options) (*Model, error) {
 func (m *Model) Configs() []kraft.Config { return append([]kraft.Config(nil), m.cfgs...) }
 
 func (m *Model) engine(r recorder) *engine {
-	return &engine{b: m.opts.Bounds, cfgs: m.cfgs, step: m.opts.Step, start: m.opts.Start, rec: r}
+	return &engine{b: m.opts.Bounds, cfgs: m.cfgs, step: m.opts.Step, start: m.opts.Start, rec: r, full: m.opts.Full}
 }
 
 // moves lists the moves available in w, in a fixed order.
@@ -156,7 +164,9 @@ func (g *engine) moves(w *world, out []Move) []Move {
 		} else if w.reps[m.to].up {
 			out = append(out, Move{Kind: Deliver, Msg: int32(i), Target: m.to, Node: m.from})
 		}
-		out = append(out, Move{Kind: Drop, Msg: int32(i), Node: m.from, Target: m.to})
+		if g.full {
+			out = append(out, Move{Kind: Drop, Msg: int32(i), Node: m.from, Target: m.to})
+		}
 		if w.dups < g.b.MaxDuplicates {
 			out = append(out, Move{Kind: Duplicate, Msg: int32(i), Node: m.from, Target: m.to})
 		}
@@ -187,6 +197,58 @@ func (g *engine) moves(w *world, out []Move) []Move {
 		}
 	}
 	return out
+}
+
+// successors takes the moves of w (from moves) in order and calls visit
+// with each result; visit returns false to stop. In the reduced model (not
+// Options.Full) a move that only the in-flight bound cuts off is visited
+// (pruned) and then followed by its variants that first lose just enough
+// of the messages already in flight, each choice of them once (equal
+// messages are interchangeable).
+func (g *engine) successors(w *world, moves []Move, visit func(mv Move, nw *world, viol *Violation, pruned bool) bool) {
+	for _, mv := range moves {
+		nw, viol, pruned := g.apply(w, mv)
+		over := g.over
+		if !visit(mv, nw, viol, pruned) {
+			return
+		}
+		if viol != nil || over == 0 || g.full {
+			continue
+		}
+		n := len(w.net)
+		skip := -1
+		if mv.Kind == Deliver || mv.Kind == Duplicate {
+			skip = int(mv.Msg)
+		}
+		for mask := 1; mask < 1<<uint(n); mask++ {
+			if bits.OnesCount(uint(mask)) != over || (skip >= 0 && mask&(1<<uint(skip)) != 0) || !canonicalDrops(w, mask, skip) {
+				continue
+			}
+			dm := mv
+			dm.Drops = uint16(mask)
+			nw, viol, pruned := g.apply(w, dm)
+			if pruned && viol == nil && g.over > 0 {
+				// The move itself removed some of the dropped messages:
+				// another choice covers it.
+				continue
+			}
+			if !visit(dm, nw, viol, pruned) {
+				return
+			}
+		}
+	}
+}
+
+// canonicalDrops: among equal messages in flight (adjacent in the sorted
+// network), the lowest indexes are dropped first, so that each multiset of
+// dropped messages is chosen once.
+func canonicalDrops(w *world, mask, skip int) bool {
+	for i := 1; i < len(w.net); i++ {
+		if mask&(1<<uint(i)) != 0 && mask&(1<<uint(i-1)) == 0 && i-1 != skip && w.net[i].enc == w.net[i-1].enc {
+			return false
+		}
+	}
+	return true
 }
 
 // fair: the moves a liveness path may use (no loss, no duplicate, no
@@ -310,8 +372,8 @@ func (m *Model) Run() Result {
 			}
 			level[li] = nil // let the expanded world go
 			moves = g.moves(w, moves)
-			for _, mv := range moves {
-				nw, viol, pruned := g.apply(w, mv)
+			var done bool
+			g.successors(w, moves, func(mv Move, nw *world, viol *Violation, pruned bool) bool {
 				res.Transitions++
 				if viol != nil {
 					res.Violation = viol
@@ -319,14 +381,15 @@ func (m *Model) Run() Result {
 					if len(res.Path) > res.Depth {
 						res.Depth = len(res.Path)
 					}
-					return finish()
+					done = true
+					return false
 				}
 				if pruned {
 					res.Pruned++
 					if live {
 						cut[id] = true
 					}
-					continue
+					return true
 				}
 				buf = nw.encode(buf[:0])
 				fp := hash128(buf)
@@ -344,10 +407,14 @@ func (m *Model) Run() Result {
 						cut = append(cut, false)
 					}
 				}
-				if live && fair(mv.Kind) {
+				if live && fair(mv.Kind) && mv.Drops == 0 {
 					edgeFrom = append(edgeFrom, id)
 					edgeTo = append(edgeTo, to)
 				}
+				return true
+			})
+			if done {
+				return finish()
 			}
 			if (m.opts.MaxStates > 0 && len(parents) >= m.opts.MaxStates) || (m.opts.Timeout > 0 && time.Since(began) > m.opts.Timeout) {
 				stopped = true
@@ -484,29 +551,38 @@ func (m *Model) ShortestPath(goal func(View) bool) ([]Move, bool) {
 	}
 	seen := map[fingerprint]bool{hash128(w0.encode(nil)): true}
 	level := []node{{w: w0}}
-	var moves []Move
+	var moves, path []Move
 	for depth := 0; len(level) > 0 && (m.opts.MaxDepth == 0 || depth < m.opts.MaxDepth); depth++ {
 		var next []node
 		for _, n := range level {
 			moves = g.moves(n.w, moves)
-			for _, mv := range moves {
-				nw, viol, pruned := g.apply(n.w, mv)
+			found, full := false, false
+			g.successors(n.w, moves, func(mv Move, nw *world, viol *Violation, pruned bool) bool {
 				if viol != nil || pruned {
-					continue
+					return true
 				}
 				fp := hash128(nw.encode(nil))
 				if seen[fp] {
-					continue
+					return true
 				}
 				seen[fp] = true
 				p := append(append([]Move(nil), n.path...), mv)
 				if goal(View{nw}) {
-					return p, true
+					path, found = p, true
+					return false
 				}
 				if m.opts.MaxStates > 0 && len(seen) >= m.opts.MaxStates {
-					return nil, false
+					full = true
+					return false
 				}
 				next = append(next, node{nw, p})
+				return true
+			})
+			if found {
+				return path, true
+			}
+			if full {
+				return nil, false
 			}
 		}
 		level = next

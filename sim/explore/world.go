@@ -265,3 +265,68 @@ func logEnd(log []rec) kraft.LogEnd {
 	}
 	return kraft.LogEnd{Offset: int64(len(log)), Epoch: log[len(log)-1].Epoch}
 }
+
+// reqEpoch is the epoch a request is judged by: a vote request's candidate
+// epoch, a BeginQuorumEpoch's or EndQuorumEpoch's leader epoch, a Fetch's
+// current leader epoch; ok is false for responses.
+func reqEpoch(e kraft.Event) (kraft.Epoch, bool) {
+	switch e := e.(type) {
+	case kraft.ReceiveVoteRequest:
+		return e.CandidateEpoch, true
+	case kraft.ReceiveBeginQuorumEpoch:
+		return e.LeaderEpoch, true
+	case kraft.ReceiveEndQuorumEpoch:
+		return e.LeaderEpoch, true
+	case kraft.ReceiveFetch:
+		return e.CurrentLeaderEpoch, true
+	}
+	return 0, false
+}
+
+// dead reports whether delivering m, in w and in every world reachable
+// from w while m is in flight, changes nothing and sends nothing, so that
+// m can be taken off the network at once (docs/verification.md, "dead
+// messages"):
+//
+//   - a stale request (its answer will be dropped by the requester's host)
+//     of an epoch older than its receiver's: every request handler rejects
+//     an older epoch first, with no change (validateVoterOnly,
+//     validateLeaderOnly), and the receiver's epoch never goes down while
+//     it is up (a crash takes the message off anyway);
+//   - a stale Fetch of the receiver's epoch to a receiver that is neither
+//     Leader nor Candidate: validateLeaderOnly rejects it with no change,
+//     and goes on doing so, since a replica becomes Leader of an epoch only
+//     as its Candidate, and becomes Candidate only by moving to a newer
+//     epoch (in the same life: a restart comes after a crash, which takes
+//     the message off);
+//   - a BeginQuorumEpoch or EndQuorumEpoch response, without error, of the
+//     receiver's epoch naming the receiver leader, to a Leader or Resigned
+//     receiver: commonResponse accepts it and does nothing more, and it
+//     goes on doing so until the receiver's next role change, when its
+//     host drops every response to it.
+func dead(w *world, m *msg) bool {
+	if m.to < 0 || int(m.to) >= len(w.reps) {
+		return false
+	}
+	r := &w.reps[m.to]
+	if !r.up {
+		return false
+	}
+	if e, ok := reqEpoch(m.ev); ok {
+		if !m.stale {
+			return false
+		}
+		if e < r.st.Epoch() {
+			return true
+		}
+		_, fetch := m.ev.(kraft.ReceiveFetch)
+		role := r.st.Role()
+		return fetch && e == r.st.Epoch() && role != kraft.Leader && role != kraft.Candidate
+	}
+	if q, ok := m.ev.(kraft.ReceiveQuorumResponse); ok {
+		role := r.st.Role()
+		return (role == kraft.Leader || role == kraft.Resigned) && q.Error == kraft.ErrNone &&
+			q.Epoch == r.st.Epoch() && q.LeaderID == m.to
+	}
+	return false
+}
