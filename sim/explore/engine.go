@@ -143,6 +143,12 @@ func (g *engine) apply(w *world, m Move) (*world, *Violation, bool) {
 	}
 	switch m.Kind {
 	case Deliver:
+		w.touch(m.Target)
+	case Fire, Flush, Crash, Restart, ResignLeader, Append:
+		w.touch(m.Node)
+	}
+	switch m.Kind {
+	case Deliver:
 		msg := w.net[m.Msg]
 		w.net = append(w.net[:m.Msg:m.Msg], w.net[m.Msg+1:]...)
 		g.deliver(msg, m.Target)
@@ -217,6 +223,9 @@ func (g *engine) crash(id kraft.NodeID) {
 	w := g.w
 	r := &w.reps[id]
 	r.up = false
+	if len(r.log) > r.flushed {
+		w.lostTail = true
+	}
 	r.log = r.log[:r.flushed:r.flushed]
 	r.timers = 0
 	r.fetching = false

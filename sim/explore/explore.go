@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"runtime"
 	"time"
 
 	"github.com/kraftquorum/kraft"
@@ -53,6 +52,9 @@ type Options struct {
 	Timeout   time.Duration
 	// Progress, when set, is called after every completed BFS level.
 	Progress func(Stats)
+	// Workers is how many goroutines expand a level; 0 for
+	// runtime.GOMAXPROCS(0). The result does not depend on it.
+	Workers int
 }
 
 // Stats say what an exploration did.
@@ -67,8 +69,18 @@ type Stats struct {
 	// world.
 	Depth int
 	// Complete: every world reachable within the bounds was explored (no
-	// violation, MaxStates or Timeout stopped the search).
-	Complete bool
+	// violation, MaxStates or Timeout stopped the search) and MaxDepth, if
+	// set, cut nothing off. DepthLimited: the search ended only at
+	// MaxDepth: every world within that many moves was explored, and the
+	// worlds at that depth have successors that were not.
+	Complete, DepthLimited bool
+	// Workers is the number of goroutines that expanded the levels.
+	Workers int
+	// Witness: how far into the bounds the explored worlds went.
+	Witness Witness
+	// Interned: the distinct replicas, messages and checker histories the
+	// worlds are made of.
+	Interned [3]int
 	// Elapsed is the wall time, StatesPerSec Distinct per second of it.
 	Elapsed      time.Duration
 	StatesPerSec float64
@@ -290,170 +302,6 @@ func hash128(b []byte) fingerprint {
 	h1 = mix(h1^h2, k2)
 	h2 = mix(h2^h1, k1)
 	return fingerprint{h1, h2}
-}
-
-// Run explores every world reachable from the initial one within the
-// bounds, breadth first, and stops at the first violation, whose path is
-// then a shortest one.
-func (m *Model) Run() Result {
-	began := time.Now()
-	var res Result
-	g := m.engine(nil)
-	var peak uint64
-	finish := func() Result {
-		res.Elapsed = time.Since(began)
-		if s := res.Elapsed.Seconds(); s > 0 {
-			res.StatesPerSec = float64(res.Distinct) / s
-		}
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		if ms.HeapInuse > peak {
-			peak = ms.HeapInuse
-		}
-		res.PeakHeap, res.Sys = peak, ms.Sys
-		return res
-	}
-	w0, v := g.initial()
-	res.Distinct = 1
-	if v != nil {
-		res.Violation = v
-		return finish()
-	}
-	seen := map[fingerprint]int32{}
-	var buf []byte
-	buf = w0.encode(buf[:0])
-	seen[hash128(buf)] = 0
-	parents := []int32{-1}
-	via := []Move{{}}
-	pathTo := func(idx int32, last *Move) []Move {
-		var p []Move
-		if last != nil {
-			p = append(p, *last)
-		}
-		for i := idx; i > 0; i = parents[i] {
-			p = append(p, via[i])
-		}
-		for i, j := 0, len(p)-1; i < j; i, j = i+1, j-1 {
-			p[i], p[j] = p[j], p[i]
-		}
-		return p
-	}
-	// Liveness: fair edges, worlds with a leader, worlds cut off.
-	var (
-		edgeFrom, edgeTo []int32
-		leader, cut      []bool
-	)
-	live := m.opts.Liveness
-	if live {
-		leader = append(leader, hasLeader(w0))
-		cut = append(cut, false)
-	}
-	level, ids := []*world{w0}, []int32{0}
-	var moves []Move
-	stopped := false
-	for depth := 0; len(level) > 0 && !stopped; depth++ {
-		if m.opts.MaxDepth > 0 && depth >= m.opts.MaxDepth {
-			for _, id := range ids {
-				if live {
-					cut[id] = true
-				}
-			}
-			break
-		}
-		var next []*world
-		var nextIDs []int32
-		for li, w := range level {
-			id := ids[li]
-			if stopped {
-				if live {
-					cut[id] = true
-				}
-				continue
-			}
-			level[li] = nil // let the expanded world go
-			moves = g.moves(w, moves)
-			var done bool
-			g.successors(w, moves, func(mv Move, nw *world, viol *Violation, pruned bool) bool {
-				res.Transitions++
-				if viol != nil {
-					res.Violation = viol
-					res.Path = pathTo(id, &mv)
-					if len(res.Path) > res.Depth {
-						res.Depth = len(res.Path)
-					}
-					done = true
-					return false
-				}
-				if pruned {
-					res.Pruned++
-					if live {
-						cut[id] = true
-					}
-					return true
-				}
-				buf = nw.encode(buf[:0])
-				fp := hash128(buf)
-				to, ok := seen[fp]
-				if !ok {
-					to = int32(len(parents))
-					seen[fp] = to
-					parents = append(parents, id)
-					via = append(via, mv)
-					next = append(next, nw)
-					nextIDs = append(nextIDs, to)
-					res.Depth = depth + 1
-					if live {
-						leader = append(leader, hasLeader(nw))
-						cut = append(cut, false)
-					}
-				}
-				if live && fair(mv.Kind) && mv.Drops == 0 {
-					edgeFrom = append(edgeFrom, id)
-					edgeTo = append(edgeTo, to)
-				}
-				return true
-			})
-			if done {
-				return finish()
-			}
-			if (m.opts.MaxStates > 0 && len(parents) >= m.opts.MaxStates) || (m.opts.Timeout > 0 && time.Since(began) > m.opts.Timeout) {
-				stopped = true
-			}
-		}
-		level, ids = next, nextIDs
-		res.Distinct = len(parents)
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		if ms.HeapInuse > peak {
-			peak = ms.HeapInuse
-		}
-		if m.opts.Progress != nil {
-			st := res.Stats
-			st.Elapsed = time.Since(began)
-			st.PeakHeap = peak
-			m.opts.Progress(st)
-		}
-		if stopped {
-			for _, id := range ids {
-				if live {
-					cut[id] = true
-				}
-			}
-		}
-	}
-	res.Distinct = len(parents)
-	res.Complete = !stopped && (m.opts.MaxDepth == 0 || len(level) == 0)
-	if live {
-		res.LivenessChecked = true
-		stuck := leaderless(len(parents), edgeFrom, edgeTo, leader, cut)
-		res.Leaderless = len(stuck)
-		if len(stuck) > 0 {
-			res.Violation = &Violation{Rule: "liveness", Node: kraft.NoNode, Detail: fmt.Sprintf(
-				"%d explored worlds reach no world with a leader by fair moves (and no cut-off world); the path leads to the first one found", len(stuck))}
-			res.Path = pathTo(stuck[0], nil)
-		}
-	}
-	return finish()
 }
 
 // leaderless returns the worlds from which no world with a leader and no

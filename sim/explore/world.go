@@ -72,13 +72,30 @@ type world struct {
 	dups             int
 	leaders          []kraft.NodeID // checker: leader of each epoch, NoNode
 	committed        []rec          // checker: the committed log
+	// ids: each replica's index in the search's table of replicas (see
+	// store.go), -1 when the replica changed since; nil when not kept.
+	ids []int32
+	// lostTail: the transition that made this world crashed a replica
+	// with an unflushed tail (a witness, not part of the world).
+	lostTail bool
 }
 
 func (w *world) clone() *world {
 	c := *w
 	c.reps = append([]replica(nil), w.reps...)
 	c.net = append([]msg(nil), w.net...)
+	if w.ids != nil {
+		c.ids = append([]int32(nil), w.ids...)
+	}
+	c.lostTail = false
 	return &c
+}
+
+// touch notes that replica id changed.
+func (w *world) touch(id kraft.NodeID) {
+	if w.ids != nil && id >= 0 && int(id) < len(w.ids) {
+		w.ids[id] = -1
+	}
 }
 
 func (w *world) sortNet() {
@@ -203,20 +220,7 @@ func encodeMsg(m *msg) string {
 // out: a restart rebuilds it from the record and the flushed log.
 func (w *world) encode(dst []byte) []byte {
 	for i := range w.reps {
-		r := &w.reps[i]
-		dst = putBool(dst, r.up)
-		dst = putBool(dst, r.hasRecord)
-		dst = putV(dst, int64(r.record.Epoch))
-		dst = putV(dst, int64(r.record.LeaderID))
-		dst = putKey(dst, r.record.VotedKey)
-		dst = putRecs(dst, r.log)
-		dst = putV(dst, int64(r.flushed))
-		dst = append(dst, r.timers)
-		dst = putBool(dst, r.fetching)
-		dst = putV(dst, int64(r.held))
-		if r.up {
-			dst = r.st.AppendCanonicalUntimed(dst)
-		}
+		dst = w.reps[i].encode(dst)
 	}
 	dst = putV(dst, int64(len(w.net)))
 	for i := range w.net {
@@ -226,11 +230,34 @@ func (w *world) encode(dst []byte) []byte {
 	dst = putV(dst, int64(w.crashes))
 	dst = putV(dst, int64(w.appends))
 	dst = putV(dst, int64(w.dups))
+	return w.encodeHistory(dst)
+}
+
+// encode appends the replica's part of the world's canonical encoding.
+func (r *replica) encode(dst []byte) []byte {
+	dst = putBool(dst, r.up)
+	dst = putBool(dst, r.hasRecord)
+	dst = putV(dst, int64(r.record.Epoch))
+	dst = putV(dst, int64(r.record.LeaderID))
+	dst = putKey(dst, r.record.VotedKey)
+	dst = putRecs(dst, r.log)
+	dst = putV(dst, int64(r.flushed))
+	dst = append(dst, r.timers)
+	dst = putBool(dst, r.fetching)
+	dst = putV(dst, int64(r.held))
+	if r.up {
+		dst = r.st.AppendCanonicalUntimed(dst)
+	}
+	return dst
+}
+
+// encodeHistory appends the checker's history: the leader of each epoch
+// and the committed log.
+func (w *world) encodeHistory(dst []byte) []byte {
 	for _, l := range w.leaders {
 		dst = putV(dst, int64(l))
 	}
-	dst = putRecs(dst, w.committed)
-	return dst
+	return putRecs(dst, w.committed)
 }
 
 func sameRecs(a, b []rec) bool {
