@@ -34,7 +34,9 @@ type Witness struct {
 }
 
 // HadLeader reports whether some explored world had a Leader of epoch e.
-func (x Witness) HadLeader(e kraft.Epoch) bool { return e >= 0 && e < 64 && x.LeaderEpochs&(1<<uint(e)) != 0 }
+func (x Witness) HadLeader(e kraft.Epoch) bool {
+	return e >= 0 && e < 64 && x.LeaderEpochs&(1<<uint(e)) != 0
+}
 
 // see adds world w, first reached by a transition that lost an unflushed
 // tail if lost.
@@ -112,11 +114,11 @@ type chunkResult struct {
 	expanded int // worlds expanded (fewer than n after a timeout or violation)
 	// per expanded world: transitions, pruned, end of its candidates and
 	// of its edges
-	trans, pruned   []int32
+	trans, pruned    []int32
 	candEnd, edgeEnd []int32
-	cands           []candidate
-	rows            []int32 // the candidates' rows
-	edges           []edge
+	cands            []candidate
+	rows             []int32 // the candidates' rows
+	edges            []edge
 	// viol: the last expanded world's move violMove broke an invariant.
 	viol     *Violation
 	violMove Move
