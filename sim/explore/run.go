@@ -27,9 +27,7 @@ type Witness struct {
 	// Appended those after at least one client append.
 	Crashed, Appended int
 	// MaxCommittedAppends is the most client records committed in an
-	// explored world; CommittedAfterLoss counts the explored worlds with a
-	// committed client record, after a crash, that were first reached by a
-	// path with a crash that lost an unflushed tail.
+	// explored world.
 	MaxCommittedAppends int
 }
 
