@@ -3,7 +3,6 @@ package explore
 import (
 	"encoding/binary"
 	"fmt"
-	"sort"
 
 	"github.com/kraftquorum/kraft"
 )
@@ -83,7 +82,7 @@ type world struct {
 func (w *world) clone() *world {
 	c := *w
 	c.reps = append([]replica(nil), w.reps...)
-	c.net = append([]msg(nil), w.net...)
+	c.net = append(make([]msg, 0, len(w.net)+4), w.net...)
 	if w.ids != nil {
 		c.ids = append([]int32(nil), w.ids...)
 	}
@@ -98,8 +97,14 @@ func (w *world) touch(id kraft.NodeID) {
 	}
 }
 
+// sortNet sorts the network by encoding (stable; an insertion sort, the
+// network being a few messages).
 func (w *world) sortNet() {
-	sort.SliceStable(w.net, func(i, j int) bool { return w.net[i].enc < w.net[j].enc })
+	for i := 1; i < len(w.net); i++ {
+		for j := i; j > 0 && w.net[j].enc < w.net[j-1].enc; j-- {
+			w.net[j], w.net[j-1] = w.net[j-1], w.net[j]
+		}
+	}
 }
 
 func putV(dst []byte, x int64) []byte {
