@@ -12,6 +12,9 @@ import (
 // not depend on which replicas were marked changed.
 func TestCompactRoundTrip(t *testing.T) {
 	b := Bounds{Voters: 2, Observers: 1, MaxEpoch: 1, MaxMessages: 2, MaxCrashes: 1, MaxAppends: 1, MaxDepth: 8}
+	if raceEnabled {
+		b.MaxDepth = 6
+	}
 	m, err := New(Options{Bounds: b})
 	require.NoError(t, err)
 	g := m.engine(nil)
@@ -58,6 +61,9 @@ func TestWorkersDoNotChangeTheResult(t *testing.T) {
 	b := ciBounds
 	b.MaxAppends = 1
 	b.MaxCrashes = 0
+	if raceEnabled {
+		b.MaxAppends = 0
+	}
 	var rs []Result
 	for _, n := range []int{1, 3} {
 		m, err := New(Options{Bounds: b, Workers: n, Liveness: true})
