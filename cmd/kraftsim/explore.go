@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/kraftquorum/kraft"
@@ -17,8 +18,9 @@ type exploreConfig struct {
 	maxEpoch                            int
 	maxMessages, maxCrashes, maxAppends int
 	maxDups, maxDepth, maxStates        int
+	workers                             int
 	timeout                             time.Duration
-	liveness                            bool
+	liveness, full                      bool
 }
 
 // exploreFlags registers the -explore flags on fs.
@@ -34,6 +36,8 @@ func exploreFlags(fs *flag.FlagSet) *exploreConfig {
 	fs.IntVar(&x.maxStates, "max-states", 0, "-explore: stop, incomplete, after this many distinct states (0: no limit)")
 	fs.DurationVar(&x.timeout, "explore-timeout", 0, "-explore: stop, incomplete, after this wall time (0: no limit)")
 	fs.BoolVar(&x.liveness, "liveness", false, "-explore: also check that a state with a leader is reachable from every explored state (keeps the state graph: more memory)")
+	fs.IntVar(&x.workers, "workers", 0, "-explore: goroutines that expand the states (0: GOMAXPROCS); the result does not depend on it")
+	fs.BoolVar(&x.full, "full-model", false, "-explore: turn the reductions off (every drop a move of its own, dead messages kept): for comparison")
 	return x
 }
 
@@ -41,7 +45,7 @@ func exploreFlags(fs *flag.FlagSet) *exploreConfig {
 var exploreFlagNames = map[string]bool{
 	"explore": true, "voters": true, "observers": true, "max-epoch": true, "max-messages": true, "max-crashes": true,
 	"max-appends": true, "max-dups": true, "max-depth": true, "max-states": true, "explore-timeout": true,
-	"liveness": true, "trace": true, "q": true, "wall": true,
+	"liveness": true, "full-model": true, "workers": true, "trace": true, "q": true, "wall": true,
 }
 
 // exploreRun is kraftsim -explore. The output depends only on the flags,
@@ -64,10 +68,10 @@ func exploreRun(cfg config, x *exploreConfig, stdout, stderr *printer) int {
 		MaxMessages: x.maxMessages, MaxCrashes: x.maxCrashes, MaxAppends: x.maxAppends,
 		MaxDuplicates: x.maxDups, MaxDepth: x.maxDepth,
 	}
-	if x.maxStates < 0 || x.timeout < 0 {
-		return badUsage(stderr, "-max-states and -explore-timeout: want 0 or more")
+	if x.maxStates < 0 || x.timeout < 0 || x.workers < 0 {
+		return badUsage(stderr, "-max-states, -explore-timeout and -workers: want 0 or more")
 	}
-	opts := explore.Options{Bounds: b, Liveness: x.liveness, MaxStates: x.maxStates, Timeout: x.timeout}
+	opts := explore.Options{Bounds: b, Liveness: x.liveness, Full: x.full, MaxStates: x.maxStates, Timeout: x.timeout, Workers: x.workers}
 	if !cfg.quiet {
 		opts.Progress = func(s explore.Stats) {
 			if cfg.wall {
@@ -89,19 +93,44 @@ func exploreRun(cfg config, x *exploreConfig, stdout, stderr *printer) int {
 	stdout.printf("  distinct states        %s\n", thousands(r.Distinct))
 	stdout.printf("  transitions            %s (%s cut off by a bound)\n", thousands(int(r.Transitions)), thousands(int(r.Pruned)))
 	stdout.printf("  depth reached          %d\n", r.Depth)
-	stdout.printf("  complete               %v\n", r.Complete)
+	switch {
+	case r.Complete:
+		stdout.printf("  complete               true\n")
+	case r.DepthLimited:
+		stdout.printf("  complete               only within depth %d (the depth limit cut deeper states off)\n", b.MaxDepth)
+	default:
+		stdout.printf("  complete               false\n")
+	}
+	wt := r.Witness
+	var leaders []string
+	for e := kraft.Epoch(0); e < 64; e++ {
+		if wt.HadLeader(e) {
+			leaders = append(leaders, fmt.Sprint(e))
+		}
+	}
+	if len(leaders) == 0 {
+		leaders = []string{"none"}
+	}
+	stdout.printf("  highest epoch          %d (a leader in epoch %s)\n", wt.MaxEpoch, strings.Join(leaders, ", "))
+	stdout.printf("  most in flight         %d\n", wt.MaxInFlight)
+	stdout.printf("  states after a crash   %s (%s first reached by a crash that lost an unflushed tail)\n", thousands(wt.Crashed), thousands(wt.TailLosses))
+	stdout.printf("  states after an append %s (at most %d client records committed)\n", thousands(wt.Appended), wt.MaxCommittedAppends)
 	if r.LivenessChecked {
 		stdout.printf("  stuck without leader   %s\n", thousands(r.Leaderless))
 	}
 	if cfg.wall {
+		stdout.printf("  workers                %d\n", r.Workers)
 		stdout.printf("  wall time              %v\n", r.Elapsed.Round(time.Millisecond))
 		stdout.printf("  states per second      %s\n", thousands(int(r.StatesPerSec)))
 		stdout.printf("  memory                 %s MB peak heap in use, %s MB from the OS\n", thousands(int(r.PeakHeap>>20)), thousands(int(r.Sys>>20)))
 	}
 	if r.Violation == nil {
-		if r.Complete {
+		switch {
+		case r.Complete:
 			stdout.printf("\nPASS: every invariant held in every reachable state within the bounds\n")
-		} else {
+		case r.DepthLimited:
+			stdout.printf("\nPASS (incomplete): every invariant held in every state reachable within %d moves and the other bounds; the depth limit cut the search off\n", b.MaxDepth)
+		default:
 			stdout.printf("\nPASS (incomplete): every invariant held in every explored state; the search stopped early\n")
 		}
 		if cfg.trace != "" {
@@ -138,7 +167,7 @@ func exploreRun(cfg config, x *exploreConfig, stdout, stderr *printer) int {
 
 // exploreOnly returns a flag of set that only -explore takes, or "".
 func exploreOnly(set map[string]bool) string {
-	for _, name := range []string{"max-epoch", "max-messages", "max-crashes", "max-appends", "max-dups", "max-depth", "max-states", "explore-timeout", "liveness"} {
+	for _, name := range []string{"max-epoch", "max-messages", "max-crashes", "max-appends", "max-dups", "max-depth", "max-states", "explore-timeout", "liveness", "full-model", "workers"} {
 		if set[name] {
 			return name
 		}

@@ -143,7 +143,10 @@ func (g *engine) checkWorld() {
 			g.fail(id, "committed-lost", "replica held committed records up to %d durably, now only up to %d", r.held, held)
 			return
 		}
-		r.held = held
+		if held != r.held {
+			r.held = held
+			w.touch(id)
+		}
 		if !r.up {
 			continue
 		}

@@ -26,7 +26,9 @@
 //     Responses to requests sent before the replica's latest RoleChanged,
 //     to a superseded Fetch or to an earlier incarnation are dropped (rule
 //     6), and only the first answer to the Fetch in flight is taken.
-//   - Drop any message; Duplicate any message (at most MaxDuplicates).
+//   - Drop any message (Options.Full only: by default a message is lost
+//     only as part of a move that the in-flight bound would otherwise cut
+//     off, Move.Drops); Duplicate any message (at most MaxDuplicates).
 //   - Fire any armed timer. The model is untimed: ResetTimer arms a timer
 //     whatever its duration, StopTimer disarms it, and an armed timer may
 //     fire at any moment, once. This over-approximates every timing a real
@@ -46,12 +48,23 @@
 // A move whose result breaks a bound (an epoch past MaxEpoch, more than
 // MaxMessages in flight) is not taken; Stats.Pruned counts them.
 //
+// Dead messages, whose delivery changes nothing now and in every world
+// reachable while they are in flight (see dead), are taken off the
+// network after each move (not with Options.Full). Both reductions keep
+// every replica state, checker history and counter of the full model
+// (docs/verification.md argues it; TestReductionsReachTheSameReplicas
+// checks it at small bounds).
+//
 // # Deduplication
 //
 // Worlds are deduplicated by a 128-bit fingerprint of a canonical
 // encoding: kraft.State.AppendCanonicalUntimed for each up replica, the
 // host's data, the network sorted by each message's encoding, the counters
-// and the checker's history. The PRNG state and the fetch-timeout jitter
+// and the checker's history. Run keeps each distinct replica, message and
+// history once (store.go) and a world as a row of their indexes; its
+// fingerprint hashes the fingerprints of its parts. Options.Workers
+// goroutines expand a level, merged in level order: the result does not
+// depend on their number or scheduling. The PRNG state and the fetch-timeout jitter
 // drawn from it are left out: they feed only timer durations, which the
 // untimed model ignores. Fingerprints
 // can collide (about n²/2¹²⁹ for n worlds) and a collision would hide a

@@ -39,10 +39,15 @@ const (
 
 // Move is one transition: Msg indexes the network of the state it is
 // taken from (sorted canonically), Target is the receiver of a delivered
-// message, Node the replica of the other moves.
+// message, Node the replica of the other moves. Drops, when not zero, is
+// the set (bit i: message i of the same network) of messages lost just
+// before the move: the reduced model has no Drop moves of its own, and
+// loses messages only where the in-flight bound would otherwise cut the
+// move off (see Options.Full).
 type Move struct {
 	Kind   MoveKind
 	Timer  kraft.Timer
+	Drops  uint16
 	Node   kraft.NodeID
 	Target kraft.NodeID
 	Msg    int32
@@ -85,11 +90,15 @@ type engine struct {
 	step  StepFunc
 	start StartFunc
 	rec   recorder
+	full  bool // Options.Full: Drop moves, no reduction
 
 	// per transition
 	w      *world
 	viol   *Violation
 	pruned bool
+	// over: how many messages past MaxMessages the result holds, when
+	// only the in-flight bound cut it off (0 otherwise).
+	over int
 }
 
 func (g *engine) fail(id kraft.NodeID, rule, format string, args ...interface{}) {
@@ -116,8 +125,28 @@ func (g *engine) initial() (*world, *Violation) {
 // apply takes move m from a copy of w. It returns the new world, a
 // violation found on the way, and whether a bound cut the transition off.
 func (g *engine) apply(w *world, m Move) (*world, *Violation, bool) {
-	g.w, g.viol, g.pruned = w.clone(), nil, false
+	g.w, g.viol, g.pruned, g.over = w.clone(), nil, false, 0
 	w = g.w
+	if m.Drops != 0 {
+		out := w.net[:0:0]
+		for i := range w.net {
+			switch {
+			case m.Drops&(1<<uint(i)) != 0:
+			case int32(i) == m.Msg:
+				m.Msg = int32(len(out))
+				out = append(out, w.net[i])
+			default:
+				out = append(out, w.net[i])
+			}
+		}
+		w.net = out
+	}
+	switch m.Kind {
+	case Deliver:
+		w.touch(m.Target)
+	case Fire, Flush, Crash, Restart, ResignLeader, Append:
+		w.touch(m.Node)
+	}
 	switch m.Kind {
 	case Deliver:
 		msg := w.net[m.Msg]
@@ -156,13 +185,33 @@ func (g *engine) apply(w *world, m Move) (*world, *Violation, bool) {
 // finish sorts the network, applies the bounds and runs the world checks.
 func (g *engine) finish() {
 	w := g.w
-	if len(w.net) > g.b.MaxMessages {
-		g.pruned = true
+	if !g.full {
+		// Dead messages (see dead) are taken off at once: the world with
+		// one is the world after its no-op delivery.
+		out := w.net[:0:0]
+		for i := range w.net {
+			if !dead(w, &w.net[i]) {
+				out = append(out, w.net[i])
+			}
+		}
+		if len(out) < len(w.net) {
+			w.net = out
+		}
 	}
+	epochOK := true
 	for i := range w.reps {
 		if w.reps[i].up && w.reps[i].st.Epoch() > g.b.MaxEpoch {
-			g.pruned = true
+			epochOK = false
 		}
+	}
+	if len(w.net) > g.b.MaxMessages {
+		g.pruned = true
+		if epochOK {
+			g.over = len(w.net) - g.b.MaxMessages
+		}
+	}
+	if !epochOK {
+		g.pruned = true
 	}
 	w.sortNet()
 	if g.viol == nil {
@@ -174,6 +223,9 @@ func (g *engine) crash(id kraft.NodeID) {
 	w := g.w
 	r := &w.reps[id]
 	r.up = false
+	if len(r.log) > r.flushed {
+		w.lostTail = true
+	}
 	r.log = r.log[:r.flushed:r.flushed]
 	r.timers = 0
 	r.fetching = false

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"runtime"
 	"time"
 
 	"github.com/kraftquorum/kraft"
@@ -40,6 +39,12 @@ type Options struct {
 	// that a world with a leader is reachable from every explored world
 	// (see Stats.Leaderless).
 	Liveness bool
+	// Full turns the reductions off: every message may be dropped at any
+	// moment, as a move of its own. By default (the reduced model) a
+	// message is lost only just before a move that the in-flight bound
+	// would otherwise cut off, as part of that move (Move.Drops), which
+	// reaches the same replica states (docs/verification.md).
+	Full bool
 	// MaxStates stops the exploration, incomplete, after this many
 	// distinct worlds; 0 for no limit. Timeout does the same after a wall
 	// time.
@@ -47,6 +52,9 @@ type Options struct {
 	Timeout   time.Duration
 	// Progress, when set, is called after every completed BFS level.
 	Progress func(Stats)
+	// Workers is how many goroutines expand a level; 0 for
+	// runtime.GOMAXPROCS(0). The result does not depend on it.
+	Workers int
 }
 
 // Stats say what an exploration did.
@@ -61,8 +69,18 @@ type Stats struct {
 	// world.
 	Depth int
 	// Complete: every world reachable within the bounds was explored (no
-	// violation, MaxStates or Timeout stopped the search).
-	Complete bool
+	// violation, MaxStates or Timeout stopped the search) and MaxDepth, if
+	// set, cut nothing off. DepthLimited: the search ended only at
+	// MaxDepth: every world within that many moves was explored, and the
+	// worlds at that depth have successors that were not.
+	Complete, DepthLimited bool
+	// Workers is the number of goroutines that expanded the levels.
+	Workers int
+	// Witness: how far into the bounds the explored worlds went.
+	Witness Witness
+	// Interned: the distinct replicas, messages and checker histories the
+	// worlds are made of.
+	Interned [3]int
 	// Elapsed is the wall time, StatesPerSec Distinct per second of it.
 	Elapsed      time.Duration
 	StatesPerSec float64
@@ -107,6 +125,8 @@ func New(opts Options) (*Model, error) {
 		return nil, fmt.Errorf("explore: %d observers, want 0 to 4", b.Observers)
 	case b.MaxEpoch < 0 || b.MaxEpoch > 100:
 		return nil, fmt.Errorf("explore: max epoch %d, want 0 to 100", b.MaxEpoch)
+	case !opts.Full && b.MaxMessages > 16:
+		return nil, fmt.Errorf("explore: %d messages in flight, want at most 16 (or Options.Full)", b.MaxMessages)
 	case b.MaxMessages < 0 || b.MaxCrashes < 0 || b.MaxAppends < 0 || b.MaxDuplicates < 0 || b.MaxDepth < 0:
 		return nil, errors.New("explore: negative bound")
 	}
@@ -136,7 +156,7 @@ func New(opts Options) (*Model, error) {
 func (m *Model) Configs() []kraft.Config { return append([]kraft.Config(nil), m.cfgs...) }
 
 func (m *Model) engine(r recorder) *engine {
-	return &engine{b: m.opts.Bounds, cfgs: m.cfgs, step: m.opts.Step, start: m.opts.Start, rec: r}
+	return &engine{b: m.opts.Bounds, cfgs: m.cfgs, step: m.opts.Step, start: m.opts.Start, rec: r, full: m.opts.Full}
 }
 
 // moves lists the moves available in w, in a fixed order.
@@ -156,7 +176,9 @@ func (g *engine) moves(w *world, out []Move) []Move {
 		} else if w.reps[m.to].up {
 			out = append(out, Move{Kind: Deliver, Msg: int32(i), Target: m.to, Node: m.from})
 		}
-		out = append(out, Move{Kind: Drop, Msg: int32(i), Node: m.from, Target: m.to})
+		if g.full {
+			out = append(out, Move{Kind: Drop, Msg: int32(i), Node: m.from, Target: m.to})
+		}
 		if w.dups < g.b.MaxDuplicates {
 			out = append(out, Move{Kind: Duplicate, Msg: int32(i), Node: m.from, Target: m.to})
 		}
@@ -187,6 +209,58 @@ func (g *engine) moves(w *world, out []Move) []Move {
 		}
 	}
 	return out
+}
+
+// successors takes the moves of w (from moves) in order and calls visit
+// with each result; visit returns false to stop. In the reduced model (not
+// Options.Full) a move that only the in-flight bound cuts off is visited
+// (pruned) and then followed by its variants that first lose just enough
+// of the messages already in flight, each choice of them once (equal
+// messages are interchangeable).
+func (g *engine) successors(w *world, moves []Move, visit func(mv Move, nw *world, viol *Violation, pruned bool) bool) {
+	for _, mv := range moves {
+		nw, viol, pruned := g.apply(w, mv)
+		over := g.over
+		if !visit(mv, nw, viol, pruned) {
+			return
+		}
+		if viol != nil || over == 0 || g.full {
+			continue
+		}
+		n := len(w.net)
+		skip := -1
+		if mv.Kind == Deliver || mv.Kind == Duplicate {
+			skip = int(mv.Msg)
+		}
+		for mask := 1; mask < 1<<uint(n); mask++ {
+			if bits.OnesCount(uint(mask)) != over || (skip >= 0 && mask&(1<<uint(skip)) != 0) || !canonicalDrops(w, mask, skip) {
+				continue
+			}
+			dm := mv
+			dm.Drops = uint16(mask)
+			nw, viol, pruned := g.apply(w, dm)
+			if pruned && viol == nil && g.over > 0 {
+				// The move itself removed some of the dropped messages:
+				// another choice covers it.
+				continue
+			}
+			if !visit(dm, nw, viol, pruned) {
+				return
+			}
+		}
+	}
+}
+
+// canonicalDrops: among equal messages in flight (adjacent in the sorted
+// network), the lowest indexes are dropped first, so that each multiset of
+// dropped messages is chosen once.
+func canonicalDrops(w *world, mask, skip int) bool {
+	for i := 1; i < len(w.net); i++ {
+		if mask&(1<<uint(i)) != 0 && mask&(1<<uint(i-1)) == 0 && i-1 != skip && w.net[i].enc == w.net[i-1].enc {
+			return false
+		}
+	}
+	return true
 }
 
 // fair: the moves a liveness path may use (no loss, no duplicate, no
@@ -228,165 +302,6 @@ func hash128(b []byte) fingerprint {
 	h1 = mix(h1^h2, k2)
 	h2 = mix(h2^h1, k1)
 	return fingerprint{h1, h2}
-}
-
-// Run explores every world reachable from the initial one within the
-// bounds, breadth first, and stops at the first violation, whose path is
-// then a shortest one.
-func (m *Model) Run() Result {
-	began := time.Now()
-	var res Result
-	g := m.engine(nil)
-	var peak uint64
-	finish := func() Result {
-		res.Elapsed = time.Since(began)
-		if s := res.Elapsed.Seconds(); s > 0 {
-			res.StatesPerSec = float64(res.Distinct) / s
-		}
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		if ms.HeapInuse > peak {
-			peak = ms.HeapInuse
-		}
-		res.PeakHeap, res.Sys = peak, ms.Sys
-		return res
-	}
-	w0, v := g.initial()
-	res.Distinct = 1
-	if v != nil {
-		res.Violation = v
-		return finish()
-	}
-	seen := map[fingerprint]int32{}
-	var buf []byte
-	buf = w0.encode(buf[:0])
-	seen[hash128(buf)] = 0
-	parents := []int32{-1}
-	via := []Move{{}}
-	pathTo := func(idx int32, last *Move) []Move {
-		var p []Move
-		if last != nil {
-			p = append(p, *last)
-		}
-		for i := idx; i > 0; i = parents[i] {
-			p = append(p, via[i])
-		}
-		for i, j := 0, len(p)-1; i < j; i, j = i+1, j-1 {
-			p[i], p[j] = p[j], p[i]
-		}
-		return p
-	}
-	// Liveness: fair edges, worlds with a leader, worlds cut off.
-	var (
-		edgeFrom, edgeTo []int32
-		leader, cut      []bool
-	)
-	live := m.opts.Liveness
-	if live {
-		leader = append(leader, hasLeader(w0))
-		cut = append(cut, false)
-	}
-	level, ids := []*world{w0}, []int32{0}
-	var moves []Move
-	stopped := false
-	for depth := 0; len(level) > 0 && !stopped; depth++ {
-		if m.opts.MaxDepth > 0 && depth >= m.opts.MaxDepth {
-			for _, id := range ids {
-				if live {
-					cut[id] = true
-				}
-			}
-			break
-		}
-		var next []*world
-		var nextIDs []int32
-		for li, w := range level {
-			id := ids[li]
-			if stopped {
-				if live {
-					cut[id] = true
-				}
-				continue
-			}
-			level[li] = nil // let the expanded world go
-			moves = g.moves(w, moves)
-			for _, mv := range moves {
-				nw, viol, pruned := g.apply(w, mv)
-				res.Transitions++
-				if viol != nil {
-					res.Violation = viol
-					res.Path = pathTo(id, &mv)
-					if len(res.Path) > res.Depth {
-						res.Depth = len(res.Path)
-					}
-					return finish()
-				}
-				if pruned {
-					res.Pruned++
-					if live {
-						cut[id] = true
-					}
-					continue
-				}
-				buf = nw.encode(buf[:0])
-				fp := hash128(buf)
-				to, ok := seen[fp]
-				if !ok {
-					to = int32(len(parents))
-					seen[fp] = to
-					parents = append(parents, id)
-					via = append(via, mv)
-					next = append(next, nw)
-					nextIDs = append(nextIDs, to)
-					res.Depth = depth + 1
-					if live {
-						leader = append(leader, hasLeader(nw))
-						cut = append(cut, false)
-					}
-				}
-				if live && fair(mv.Kind) {
-					edgeFrom = append(edgeFrom, id)
-					edgeTo = append(edgeTo, to)
-				}
-			}
-			if (m.opts.MaxStates > 0 && len(parents) >= m.opts.MaxStates) || (m.opts.Timeout > 0 && time.Since(began) > m.opts.Timeout) {
-				stopped = true
-			}
-		}
-		level, ids = next, nextIDs
-		res.Distinct = len(parents)
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		if ms.HeapInuse > peak {
-			peak = ms.HeapInuse
-		}
-		if m.opts.Progress != nil {
-			st := res.Stats
-			st.Elapsed = time.Since(began)
-			st.PeakHeap = peak
-			m.opts.Progress(st)
-		}
-		if stopped {
-			for _, id := range ids {
-				if live {
-					cut[id] = true
-				}
-			}
-		}
-	}
-	res.Distinct = len(parents)
-	res.Complete = !stopped && (m.opts.MaxDepth == 0 || len(level) == 0)
-	if live {
-		res.LivenessChecked = true
-		stuck := leaderless(len(parents), edgeFrom, edgeTo, leader, cut)
-		res.Leaderless = len(stuck)
-		if len(stuck) > 0 {
-			res.Violation = &Violation{Rule: "liveness", Node: kraft.NoNode, Detail: fmt.Sprintf(
-				"%d explored worlds reach no world with a leader by fair moves (and no cut-off world); the path leads to the first one found", len(stuck))}
-			res.Path = pathTo(stuck[0], nil)
-		}
-	}
-	return finish()
 }
 
 // leaderless returns the worlds from which no world with a leader and no
@@ -484,29 +399,38 @@ func (m *Model) ShortestPath(goal func(View) bool) ([]Move, bool) {
 	}
 	seen := map[fingerprint]bool{hash128(w0.encode(nil)): true}
 	level := []node{{w: w0}}
-	var moves []Move
+	var moves, path []Move
 	for depth := 0; len(level) > 0 && (m.opts.MaxDepth == 0 || depth < m.opts.MaxDepth); depth++ {
 		var next []node
 		for _, n := range level {
 			moves = g.moves(n.w, moves)
-			for _, mv := range moves {
-				nw, viol, pruned := g.apply(n.w, mv)
+			found, full := false, false
+			g.successors(n.w, moves, func(mv Move, nw *world, viol *Violation, pruned bool) bool {
 				if viol != nil || pruned {
-					continue
+					return true
 				}
 				fp := hash128(nw.encode(nil))
 				if seen[fp] {
-					continue
+					return true
 				}
 				seen[fp] = true
 				p := append(append([]Move(nil), n.path...), mv)
 				if goal(View{nw}) {
-					return p, true
+					path, found = p, true
+					return false
 				}
 				if m.opts.MaxStates > 0 && len(seen) >= m.opts.MaxStates {
-					return nil, false
+					full = true
+					return false
 				}
 				next = append(next, node{nw, p})
+				return true
+			})
+			if found {
+				return path, true
+			}
+			if full {
+				return nil, false
 			}
 		}
 		level = next

@@ -45,6 +45,9 @@ func TestNoViolationAtCIBound(t *testing.T) {
 
 func TestNoViolationThreeVotersShallow(t *testing.T) {
 	b := Bounds{Voters: 3, MaxEpoch: 1, MaxMessages: 3, MaxCrashes: 1, MaxAppends: 1, MaxDepth: 9}
+	if raceEnabled {
+		b.MaxDepth = 7
+	}
 	m, r := run(t, Options{Bounds: b})
 	if r.Violation != nil {
 		t.Fatalf("%v\n%s", r.Violation, describe(t, m, r))
@@ -204,4 +207,116 @@ func TestSingleVoterAndObserver(t *testing.T) {
 			t.Fatalf("%+v: %v\n%s", b, r.Violation, describe(t, m, r))
 		}
 	}
+}
+
+// projections explores b completely, by the plain breadth-first loop, and
+// returns the fingerprints of every reachable world without its network.
+func projections(t *testing.T, b Bounds, full bool) map[fingerprint]bool {
+	t.Helper()
+	m, err := New(Options{Bounds: b, Full: full})
+	require.NoError(t, err)
+	g := m.engine(nil)
+	w0, v := g.initial()
+	require.Nil(t, v)
+	seen := map[fingerprint]bool{hash128(w0.encode(nil)): true}
+	proj := map[fingerprint]bool{}
+	project := func(w *world) {
+		c := *w
+		c.net = nil
+		proj[hash128(c.encode(nil))] = true
+	}
+	project(w0)
+	level := []*world{w0}
+	var moves []Move
+	for len(level) > 0 {
+		var next []*world
+		for _, w := range level {
+			moves = g.moves(w, moves)
+			g.successors(w, moves, func(mv Move, nw *world, viol *Violation, pruned bool) bool {
+				require.Nil(t, viol)
+				if pruned {
+					return true
+				}
+				fp := hash128(nw.encode(nil))
+				if !seen[fp] {
+					seen[fp] = true
+					project(nw)
+					next = append(next, nw)
+				}
+				return true
+			})
+		}
+		level = next
+	}
+	t.Logf("%+v full %v: %d worlds, %d without their network", b, full, len(seen), len(proj))
+	return proj
+}
+
+// TestReductionsReachTheSameReplicas: the reduced model (messages lost only
+// where the in-flight bound needs it, dead messages taken off the network)
+// reaches exactly the replica states, histories and counters of the full
+// model (a Drop move at any moment, dead messages kept).
+func TestReductionsReachTheSameReplicas(t *testing.T) {
+	bounds := []Bounds{
+		{Voters: 1, Observers: 1, MaxEpoch: 1, MaxMessages: 2, MaxCrashes: 1, MaxAppends: 1},
+		ciBounds,
+	}
+	if raceEnabled {
+		bounds = bounds[:1]
+	}
+	for _, b := range bounds {
+		full := projections(t, b, true)
+		reduced := projections(t, b, false)
+		require.Equal(t, len(full), len(reduced), "%+v", b)
+		for fp := range full {
+			require.True(t, reduced[fp], "%+v: a world of the full model is missing", b)
+		}
+	}
+}
+
+// TestDeadMessagesAreNoOps: in every world of the full model at a small
+// bound, delivering a message that dead calls dead changes nothing: the
+// result is the world without the message (the "now" half of dead's
+// argument; the "forever" half is in its comment).
+func TestDeadMessagesAreNoOps(t *testing.T) {
+	b := Bounds{Voters: 2, MaxEpoch: 2, MaxMessages: 2, MaxCrashes: 1, MaxAppends: 1, MaxDepth: 14}
+	if raceEnabled {
+		b.MaxDepth = 11
+	}
+	m, err := New(Options{Bounds: b, Full: true})
+	require.NoError(t, err)
+	g := m.engine(nil)
+	w0, _ := g.initial()
+	seen := map[fingerprint]bool{hash128(w0.encode(nil)): true}
+	level := []*world{w0}
+	var moves []Move
+	checked := 0
+	for depth := 0; depth < b.MaxDepth && len(level) > 0; depth++ {
+		var next []*world
+		for _, w := range level {
+			for i := range w.net {
+				if !dead(w, &w.net[i]) {
+					continue
+				}
+				checked++
+				d, v, _ := g.apply(w, Move{Kind: Deliver, Msg: int32(i), Target: w.net[i].to})
+				require.Nil(t, v)
+				c := w.clone()
+				c.net = append(c.net[:i:i], c.net[i+1:]...)
+				require.Equal(t, c.encode(nil), d.encode(nil), "delivering the dead %T%+v changed the world", w.net[i].ev, w.net[i].ev)
+			}
+			moves = g.moves(w, moves)
+			g.successors(w, moves, func(mv Move, nw *world, viol *Violation, pruned bool) bool {
+				require.Nil(t, viol)
+				if fp := hash128(nw.encode(nil)); !pruned && !seen[fp] {
+					seen[fp] = true
+					next = append(next, nw)
+				}
+				return true
+			})
+		}
+		level = next
+	}
+	t.Logf("%d dead messages delivered in %d worlds", checked, len(seen))
+	require.Greater(t, checked, 500)
 }

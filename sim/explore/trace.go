@@ -14,6 +14,17 @@ import (
 
 // String describes the move for humans.
 func (m Move) String() string {
+	if m.Drops != 0 {
+		var lost []string
+		for i := 0; i < 16; i++ {
+			if m.Drops&(1<<uint(i)) != 0 {
+				lost = append(lost, fmt.Sprintf("#%d", i))
+			}
+		}
+		d := m
+		d.Drops = 0
+		return fmt.Sprintf("lose message %s, then %v", strings.Join(lost, ", "), d)
+	}
 	switch m.Kind {
 	case Deliver:
 		return fmt.Sprintf("deliver message #%d from %d to %d", m.Msg, m.Node, m.Target)
@@ -78,6 +89,9 @@ func (m *Model) Describe(path []Move) (string, error) {
 		if v != nil {
 			return b.String(), fmt.Errorf("explore: violation before move %d", i)
 		}
+		if mv.Drops>>uint(len(prev.net)) != 0 {
+			return b.String(), fmt.Errorf("explore: move %d drops no message", i)
+		}
 		if mv.Kind == Deliver || mv.Kind == Drop || mv.Kind == Duplicate {
 			if mv.Msg < 0 || int(mv.Msg) >= len(prev.net) {
 				return b.String(), fmt.Errorf("explore: move %d names no message", i)
@@ -90,6 +104,11 @@ func (m *Model) Describe(path []Move) (string, error) {
 			fmt.Fprintf(&b, "%d. %v: %T%+v%s\n", i+1, mv, msg.ev, msg.ev, stale)
 		} else {
 			fmt.Fprintf(&b, "%d. %v\n", i+1, mv)
+		}
+		for j := range prev.net {
+			if mv.Drops&(1<<uint(j)) != 0 {
+				fmt.Fprintf(&b, "    lost #%d: %T%+v\n", j, prev.net[j].ev, prev.net[j].ev)
+			}
 		}
 		w, v, _ = g.apply(prev, mv)
 		prev = w
@@ -196,7 +215,7 @@ func (m *Model) WriteTrace(out io.Writer, path []Move) error {
 	w, _ := g.initial()
 	for i, mv := range path {
 		t.t = time.Duration(i+1) * time.Millisecond
-		if (mv.Kind == Deliver || mv.Kind == Drop || mv.Kind == Duplicate) && (mv.Msg < 0 || int(mv.Msg) >= len(w.net)) {
+		if (mv.Kind == Deliver || mv.Kind == Drop || mv.Kind == Duplicate) && (mv.Msg < 0 || int(mv.Msg) >= len(w.net)) || mv.Drops>>uint(len(w.net)) != 0 {
 			return fmt.Errorf("explore: move %d names no message", i)
 		}
 		w, _, _ = g.apply(w, mv)

@@ -3,7 +3,6 @@ package explore
 import (
 	"encoding/binary"
 	"fmt"
-	"sort"
 
 	"github.com/kraftquorum/kraft"
 )
@@ -72,17 +71,40 @@ type world struct {
 	dups             int
 	leaders          []kraft.NodeID // checker: leader of each epoch, NoNode
 	committed        []rec          // checker: the committed log
+	// ids: each replica's index in the search's table of replicas (see
+	// store.go), -1 when the replica changed since; nil when not kept.
+	ids []int32
+	// lostTail: the transition that made this world crashed a replica
+	// with an unflushed tail (a witness, not part of the world).
+	lostTail bool
 }
 
 func (w *world) clone() *world {
 	c := *w
 	c.reps = append([]replica(nil), w.reps...)
-	c.net = append([]msg(nil), w.net...)
+	c.net = append(make([]msg, 0, len(w.net)+4), w.net...)
+	if w.ids != nil {
+		c.ids = append([]int32(nil), w.ids...)
+	}
+	c.lostTail = false
 	return &c
 }
 
+// touch notes that replica id changed.
+func (w *world) touch(id kraft.NodeID) {
+	if w.ids != nil && id >= 0 && int(id) < len(w.ids) {
+		w.ids[id] = -1
+	}
+}
+
+// sortNet sorts the network by encoding (stable; an insertion sort, the
+// network being a few messages).
 func (w *world) sortNet() {
-	sort.SliceStable(w.net, func(i, j int) bool { return w.net[i].enc < w.net[j].enc })
+	for i := 1; i < len(w.net); i++ {
+		for j := i; j > 0 && w.net[j].enc < w.net[j-1].enc; j-- {
+			w.net[j], w.net[j-1] = w.net[j-1], w.net[j]
+		}
+	}
 }
 
 func putV(dst []byte, x int64) []byte {
@@ -203,20 +225,7 @@ func encodeMsg(m *msg) string {
 // out: a restart rebuilds it from the record and the flushed log.
 func (w *world) encode(dst []byte) []byte {
 	for i := range w.reps {
-		r := &w.reps[i]
-		dst = putBool(dst, r.up)
-		dst = putBool(dst, r.hasRecord)
-		dst = putV(dst, int64(r.record.Epoch))
-		dst = putV(dst, int64(r.record.LeaderID))
-		dst = putKey(dst, r.record.VotedKey)
-		dst = putRecs(dst, r.log)
-		dst = putV(dst, int64(r.flushed))
-		dst = append(dst, r.timers)
-		dst = putBool(dst, r.fetching)
-		dst = putV(dst, int64(r.held))
-		if r.up {
-			dst = r.st.AppendCanonicalUntimed(dst)
-		}
+		dst = w.reps[i].encode(dst)
 	}
 	dst = putV(dst, int64(len(w.net)))
 	for i := range w.net {
@@ -226,11 +235,34 @@ func (w *world) encode(dst []byte) []byte {
 	dst = putV(dst, int64(w.crashes))
 	dst = putV(dst, int64(w.appends))
 	dst = putV(dst, int64(w.dups))
+	return w.encodeHistory(dst)
+}
+
+// encode appends the replica's part of the world's canonical encoding.
+func (r *replica) encode(dst []byte) []byte {
+	dst = putBool(dst, r.up)
+	dst = putBool(dst, r.hasRecord)
+	dst = putV(dst, int64(r.record.Epoch))
+	dst = putV(dst, int64(r.record.LeaderID))
+	dst = putKey(dst, r.record.VotedKey)
+	dst = putRecs(dst, r.log)
+	dst = putV(dst, int64(r.flushed))
+	dst = append(dst, r.timers)
+	dst = putBool(dst, r.fetching)
+	dst = putV(dst, int64(r.held))
+	if r.up {
+		dst = r.st.AppendCanonicalUntimed(dst)
+	}
+	return dst
+}
+
+// encodeHistory appends the checker's history: the leader of each epoch
+// and the committed log.
+func (w *world) encodeHistory(dst []byte) []byte {
 	for _, l := range w.leaders {
 		dst = putV(dst, int64(l))
 	}
-	dst = putRecs(dst, w.committed)
-	return dst
+	return putRecs(dst, w.committed)
 }
 
 func sameRecs(a, b []rec) bool {
@@ -264,4 +296,69 @@ func logEnd(log []rec) kraft.LogEnd {
 		return kraft.LogEnd{}
 	}
 	return kraft.LogEnd{Offset: int64(len(log)), Epoch: log[len(log)-1].Epoch}
+}
+
+// reqEpoch is the epoch a request is judged by: a vote request's candidate
+// epoch, a BeginQuorumEpoch's or EndQuorumEpoch's leader epoch, a Fetch's
+// current leader epoch; ok is false for responses.
+func reqEpoch(e kraft.Event) (kraft.Epoch, bool) {
+	switch e := e.(type) {
+	case kraft.ReceiveVoteRequest:
+		return e.CandidateEpoch, true
+	case kraft.ReceiveBeginQuorumEpoch:
+		return e.LeaderEpoch, true
+	case kraft.ReceiveEndQuorumEpoch:
+		return e.LeaderEpoch, true
+	case kraft.ReceiveFetch:
+		return e.CurrentLeaderEpoch, true
+	}
+	return 0, false
+}
+
+// dead reports whether delivering m, in w and in every world reachable
+// from w while m is in flight, changes nothing and sends nothing, so that
+// m can be taken off the network at once (docs/verification.md, "dead
+// messages"):
+//
+//   - a stale request (its answer will be dropped by the requester's host)
+//     of an epoch older than its receiver's: every request handler rejects
+//     an older epoch first, with no change (validateVoterOnly,
+//     validateLeaderOnly), and the receiver's epoch never goes down while
+//     it is up (a crash takes the message off anyway);
+//   - a stale Fetch of the receiver's epoch to a receiver that is neither
+//     Leader nor Candidate: validateLeaderOnly rejects it with no change,
+//     and goes on doing so, since a replica becomes Leader of an epoch only
+//     as its Candidate, and becomes Candidate only by moving to a newer
+//     epoch (in the same life: a restart comes after a crash, which takes
+//     the message off);
+//   - a BeginQuorumEpoch or EndQuorumEpoch response, without error, of the
+//     receiver's epoch naming the receiver leader, to a Leader or Resigned
+//     receiver: commonResponse accepts it and does nothing more, and it
+//     goes on doing so until the receiver's next role change, when its
+//     host drops every response to it.
+func dead(w *world, m *msg) bool {
+	if m.to < 0 || int(m.to) >= len(w.reps) {
+		return false
+	}
+	r := &w.reps[m.to]
+	if !r.up {
+		return false
+	}
+	if e, ok := reqEpoch(m.ev); ok {
+		if !m.stale {
+			return false
+		}
+		if e < r.st.Epoch() {
+			return true
+		}
+		_, fetch := m.ev.(kraft.ReceiveFetch)
+		role := r.st.Role()
+		return fetch && e == r.st.Epoch() && role != kraft.Leader && role != kraft.Candidate
+	}
+	if q, ok := m.ev.(kraft.ReceiveQuorumResponse); ok {
+		role := r.st.Role()
+		return (role == kraft.Leader || role == kraft.Resigned) && q.Error == kraft.ErrNone &&
+			q.Epoch == r.st.Epoch() && q.LeaderID == m.to
+	}
+	return false
 }

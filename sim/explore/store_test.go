@@ -1,0 +1,124 @@
+package explore
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestCompactRoundTrip: a world rebuilt from its compact row has the
+// canonical encoding of the world stored, and the fingerprint of a row does
+// not depend on which replicas were marked changed.
+func TestCompactRoundTrip(t *testing.T) {
+	b := Bounds{Voters: 2, Observers: 1, MaxEpoch: 1, MaxMessages: 2, MaxCrashes: 1, MaxAppends: 1, MaxDepth: 8}
+	if raceEnabled {
+		b.MaxDepth = 6
+	}
+	m, err := New(Options{Bounds: b})
+	require.NoError(t, err)
+	g := m.engine(nil)
+	in := newInterner()
+	l := layout{nreps: len(m.cfgs), maxNet: b.MaxMessages}
+	c := in.compactor(l)
+	w0, _ := g.initial()
+	row, _ := c.compact(w0, nil)
+	seen := map[fingerprint]bool{hash128(w0.encode(nil)): true}
+	level := []*world{in.world(l, row)}
+	var moves []Move
+	for d := 0; len(level) > 0 && d < b.MaxDepth; d++ {
+		var next []*world
+		for _, w := range level {
+			moves = g.moves(w, moves)
+			g.successors(w, moves, func(mv Move, nw *world, viol *Violation, pruned bool) bool {
+				require.Nil(t, viol)
+				if pruned {
+					return true
+				}
+				row, fp1 := c.compact(nw, nil)
+				all := nw.clone()
+				all.ids = nil
+				_, fp2 := c.compact(all, nil)
+				require.Equal(t, fp1, fp2, "after %v", mv)
+				rb := in.world(l, row)
+				require.True(t, bytes.Equal(rb.encode(nil), nw.encode(nil)), "after %v:\n%s\n%s", mv, describeWorld(nw), describeWorld(rb))
+				if fp := hash128(nw.encode(nil)); !seen[fp] {
+					seen[fp] = true
+					next = append(next, rb)
+				}
+				return true
+			})
+		}
+		level = next
+	}
+	t.Logf("%d worlds, %d replicas, %d messages, %d histories interned", len(seen), len(in.reps), len(in.msgs), len(in.hists))
+}
+
+// TestWorkersDoNotChangeTheResult: one worker and several find the same
+// counts, witnesses and shortest counterexample, and the counts are those
+// of a plain breadth-first search over whole worlds.
+func TestWorkersDoNotChangeTheResult(t *testing.T) {
+	b := ciBounds
+	b.MaxAppends = 1
+	b.MaxCrashes = 0
+	if raceEnabled {
+		b.MaxAppends = 0
+	}
+	var rs []Result
+	for _, n := range []int{1, 3} {
+		m, err := New(Options{Bounds: b, Workers: n, Liveness: true})
+		require.NoError(t, err)
+		rs = append(rs, m.Run())
+	}
+	require.Nil(t, rs[0].Violation)
+	require.True(t, rs[0].Complete)
+	for _, r := range rs[1:] {
+		require.Equal(t, rs[0].Distinct, r.Distinct)
+		require.Equal(t, rs[0].Transitions, r.Transitions)
+		require.Equal(t, rs[0].Pruned, r.Pruned)
+		require.Equal(t, rs[0].Depth, r.Depth)
+		require.Equal(t, rs[0].Witness, r.Witness)
+		require.Equal(t, rs[0].Leaderless, r.Leaderless)
+	}
+	ref := reachable(t, b)
+	require.Equal(t, ref, rs[0].Distinct)
+
+	var paths [][]Move
+	for _, n := range []int{1, 3} {
+		m, err := New(Options{Bounds: Bounds{Voters: 3, MaxEpoch: 1, MaxMessages: 4, MaxDepth: 12}, Step: bindingPreVote, Workers: n})
+		require.NoError(t, err)
+		r := m.Run()
+		require.NotNil(t, r.Violation)
+		paths = append(paths, r.Path)
+		if n > 1 {
+			require.Equal(t, paths[0], r.Path)
+		}
+	}
+}
+
+// reachable counts the worlds of b by a plain breadth-first search.
+func reachable(t *testing.T, b Bounds) int {
+	m, err := New(Options{Bounds: b})
+	require.NoError(t, err)
+	g := m.engine(nil)
+	w0, _ := g.initial()
+	seen := map[fingerprint]bool{hash128(w0.encode(nil)): true}
+	level := []*world{w0}
+	var moves []Move
+	for len(level) > 0 {
+		var next []*world
+		for _, w := range level {
+			moves = g.moves(w, moves)
+			g.successors(w, moves, func(mv Move, nw *world, viol *Violation, pruned bool) bool {
+				require.Nil(t, viol)
+				if fp := hash128(nw.encode(nil)); !pruned && !seen[fp] {
+					seen[fp] = true
+					next = append(next, nw)
+				}
+				return true
+			})
+		}
+		level = next
+	}
+	return len(seen)
+}
