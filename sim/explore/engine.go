@@ -146,6 +146,7 @@ func (g *engine) apply(w *world, m Move) (*world, *Violation, bool) {
 		w.touch(m.Target)
 	case Fire, Flush, Crash, Restart, ResignLeader, Append:
 		w.touch(m.Node)
+	case Drop, Duplicate:
 	}
 	switch m.Kind {
 	case Deliver:

@@ -397,7 +397,7 @@ func (m *Model) ShortestPath(goal func(View) bool) ([]Move, bool) {
 		w    *world
 		path []Move
 	}
-	seen := map[fingerprint]bool{hash128(w0.encode(nil)): true}
+	seen := map[fingerprint]bool{hash128(w0.encode()): true}
 	level := []node{{w: w0}}
 	var moves, path []Move
 	for depth := 0; len(level) > 0 && (m.opts.MaxDepth == 0 || depth < m.opts.MaxDepth); depth++ {
@@ -409,7 +409,7 @@ func (m *Model) ShortestPath(goal func(View) bool) ([]Move, bool) {
 				if viol != nil || pruned {
 					return true
 				}
-				fp := hash128(nw.encode(nil))
+				fp := hash128(nw.encode())
 				if seen[fp] {
 					return true
 				}

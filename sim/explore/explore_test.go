@@ -218,12 +218,12 @@ func projections(t *testing.T, b Bounds, full bool) map[fingerprint]bool {
 	g := m.engine(nil)
 	w0, v := g.initial()
 	require.Nil(t, v)
-	seen := map[fingerprint]bool{hash128(w0.encode(nil)): true}
+	seen := map[fingerprint]bool{hash128(w0.encode()): true}
 	proj := map[fingerprint]bool{}
 	project := func(w *world) {
 		c := *w
 		c.net = nil
-		proj[hash128(c.encode(nil))] = true
+		proj[hash128(c.encode())] = true
 	}
 	project(w0)
 	level := []*world{w0}
@@ -232,12 +232,12 @@ func projections(t *testing.T, b Bounds, full bool) map[fingerprint]bool {
 		var next []*world
 		for _, w := range level {
 			moves = g.moves(w, moves)
-			g.successors(w, moves, func(mv Move, nw *world, viol *Violation, pruned bool) bool {
+			g.successors(w, moves, func(_ Move, nw *world, viol *Violation, pruned bool) bool {
 				require.Nil(t, viol)
 				if pruned {
 					return true
 				}
-				fp := hash128(nw.encode(nil))
+				fp := hash128(nw.encode())
 				if !seen[fp] {
 					seen[fp] = true
 					project(nw)
@@ -267,7 +267,7 @@ func TestReductionsReachTheSameReplicas(t *testing.T) {
 	for _, b := range bounds {
 		full := projections(t, b, true)
 		reduced := projections(t, b, false)
-		require.Equal(t, len(full), len(reduced), "%+v", b)
+		require.Len(t, reduced, len(full), "%+v", b)
 		for fp := range full {
 			require.True(t, reduced[fp], "%+v: a world of the full model is missing", b)
 		}
@@ -287,7 +287,7 @@ func TestDeadMessagesAreNoOps(t *testing.T) {
 	require.NoError(t, err)
 	g := m.engine(nil)
 	w0, _ := g.initial()
-	seen := map[fingerprint]bool{hash128(w0.encode(nil)): true}
+	seen := map[fingerprint]bool{hash128(w0.encode()): true}
 	level := []*world{w0}
 	var moves []Move
 	checked := 0
@@ -303,12 +303,12 @@ func TestDeadMessagesAreNoOps(t *testing.T) {
 				require.Nil(t, v)
 				c := w.clone()
 				c.net = append(c.net[:i:i], c.net[i+1:]...)
-				require.Equal(t, c.encode(nil), d.encode(nil), "delivering the dead %T%+v changed the world", w.net[i].ev, w.net[i].ev)
+				require.Equal(t, c.encode(), d.encode(), "delivering the dead %T%+v changed the world", w.net[i].ev, w.net[i].ev)
 			}
 			moves = g.moves(w, moves)
-			g.successors(w, moves, func(mv Move, nw *world, viol *Violation, pruned bool) bool {
+			g.successors(w, moves, func(_ Move, nw *world, viol *Violation, pruned bool) bool {
 				require.Nil(t, viol)
-				if fp := hash128(nw.encode(nil)); !pruned && !seen[fp] {
+				if fp := hash128(nw.encode()); !pruned && !seen[fp] {
 					seen[fp] = true
 					next = append(next, nw)
 				}

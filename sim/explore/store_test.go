@@ -23,7 +23,7 @@ func TestCompactRoundTrip(t *testing.T) {
 	c := in.compactor(l)
 	w0, _ := g.initial()
 	row, _ := c.compact(w0, nil)
-	seen := map[fingerprint]bool{hash128(w0.encode(nil)): true}
+	seen := map[fingerprint]bool{hash128(w0.encode()): true}
 	level := []*world{in.world(l, row)}
 	var moves []Move
 	for d := 0; len(level) > 0 && d < b.MaxDepth; d++ {
@@ -41,8 +41,8 @@ func TestCompactRoundTrip(t *testing.T) {
 				_, fp2 := c.compact(all, nil)
 				require.Equal(t, fp1, fp2, "after %v", mv)
 				rb := in.world(l, row)
-				require.True(t, bytes.Equal(rb.encode(nil), nw.encode(nil)), "after %v:\n%s\n%s", mv, describeWorld(nw), describeWorld(rb))
-				if fp := hash128(nw.encode(nil)); !seen[fp] {
+				require.True(t, bytes.Equal(rb.encode(), nw.encode()), "after %v:\n%s\n%s", mv, describeWorld(nw), describeWorld(rb))
+				if fp := hash128(nw.encode()); !seen[fp] {
 					seen[fp] = true
 					next = append(next, rb)
 				}
@@ -102,16 +102,16 @@ func reachable(t *testing.T, b Bounds) int {
 	require.NoError(t, err)
 	g := m.engine(nil)
 	w0, _ := g.initial()
-	seen := map[fingerprint]bool{hash128(w0.encode(nil)): true}
+	seen := map[fingerprint]bool{hash128(w0.encode()): true}
 	level := []*world{w0}
 	var moves []Move
 	for len(level) > 0 {
 		var next []*world
 		for _, w := range level {
 			moves = g.moves(w, moves)
-			g.successors(w, moves, func(mv Move, nw *world, viol *Violation, pruned bool) bool {
+			g.successors(w, moves, func(_ Move, nw *world, viol *Violation, pruned bool) bool {
 				require.Nil(t, viol)
-				if fp := hash128(nw.encode(nil)); !pruned && !seen[fp] {
+				if fp := hash128(nw.encode()); !pruned && !seen[fp] {
 					seen[fp] = true
 					next = append(next, nw)
 				}

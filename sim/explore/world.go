@@ -219,11 +219,12 @@ func encodeMsg(m *msg) string {
 	return string(b)
 }
 
-// encode appends the world's canonical encoding to dst. A replica's State
+// encode is the world's canonical encoding. A replica's State
 // is encoded without its PRNG and fetch jitter (AppendCanonicalUntimed):
 // the model is untimed, and they feed only timer durations. A down replica's State is left
 // out: a restart rebuilds it from the record and the flushed log.
-func (w *world) encode(dst []byte) []byte {
+func (w *world) encode() []byte {
+	var dst []byte
 	for i := range w.reps {
 		dst = w.reps[i].encode(dst)
 	}
