@@ -377,6 +377,8 @@ func (n *Node) appendVoters(a kraft.AppendVoters) {
 	if err != nil {
 		return // write stopped the node
 	}
+	// The record holds the changed voter's endpoint from now on.
+	delete(n.changeEndpoints, a.Change.Voter)
 	n.queue = append(n.queue, inbound{ev: kraft.VotersAppended{Offset: end.Offset - 1, Voters: a.Voters}})
 	n.addVoterSet(end.Offset-1, vs)
 }
