@@ -218,37 +218,13 @@ func projections(t *testing.T, b Bounds, full bool) map[fingerprint]bool {
 	g := m.engine(nil)
 	w0, v := g.initial()
 	require.Nil(t, v)
-	seen := map[fingerprint]bool{hash128(w0.encode()): true}
 	proj := map[fingerprint]bool{}
-	project := func(w *world) {
+	worlds := plainBFS(t, g, w0, 0, func(w *world) {
 		c := *w
 		c.net = nil
 		proj[hash128(c.encode())] = true
-	}
-	project(w0)
-	level := []*world{w0}
-	var moves []Move
-	for len(level) > 0 {
-		var next []*world
-		for _, w := range level {
-			moves = g.moves(w, moves)
-			g.successors(w, moves, func(_ Move, nw *world, viol *Violation, pruned bool) bool {
-				require.Nil(t, viol)
-				if pruned {
-					return true
-				}
-				fp := hash128(nw.encode())
-				if !seen[fp] {
-					seen[fp] = true
-					project(nw)
-					next = append(next, nw)
-				}
-				return true
-			})
-		}
-		level = next
-	}
-	t.Logf("%+v full %v: %d worlds, %d without their network", b, full, len(seen), len(proj))
+	}, nil)
+	t.Logf("%+v full %v: %d worlds, %d without their network", b, full, worlds, len(proj))
 	return proj
 }
 
@@ -287,36 +263,59 @@ func TestDeadMessagesAreNoOps(t *testing.T) {
 	require.NoError(t, err)
 	g := m.engine(nil)
 	w0, _ := g.initial()
+	checked := 0
+	worlds := plainBFS(t, g, w0, b.MaxDepth, func(w *world) {
+		for i := range w.net {
+			if !dead(w, &w.net[i]) {
+				continue
+			}
+			checked++
+			d, v, _ := g.apply(w, Move{Kind: Deliver, Msg: int32(i), Target: w.net[i].to})
+			require.Nil(t, v)
+			c := w.clone()
+			c.net = append(c.net[:i:i], c.net[i+1:]...)
+			require.Equal(t, c.encode(), d.encode(), "delivering the dead %T%+v changed the world", w.net[i].ev, w.net[i].ev)
+		}
+	}, nil)
+	t.Logf("%d dead messages delivered in %d worlds", checked, worlds)
+	require.Greater(t, checked, 500)
+}
+
+// plainBFS explores the worlds reachable from w0 breadth first by the plain
+// loop (whole worlds, one goroutine, no compact frontier), at most maxDepth
+// levels (0: no limit), and returns how many distinct worlds it met. visit,
+// if set, sees each world before it is expanded; keep, if set, sees every
+// successor that is not pruned and returns the world to expand in its
+// place. No world may break an invariant.
+func plainBFS(t *testing.T, g *engine, w0 *world, maxDepth int, visit func(w *world), keep func(mv Move, nw *world) *world) int {
+	t.Helper()
 	seen := map[fingerprint]bool{hash128(w0.encode()): true}
 	level := []*world{w0}
 	var moves []Move
-	checked := 0
-	for depth := 0; depth < b.MaxDepth && len(level) > 0; depth++ {
+	for depth := 0; len(level) > 0 && (maxDepth == 0 || depth < maxDepth); depth++ {
 		var next []*world
 		for _, w := range level {
-			for i := range w.net {
-				if !dead(w, &w.net[i]) {
-					continue
-				}
-				checked++
-				d, v, _ := g.apply(w, Move{Kind: Deliver, Msg: int32(i), Target: w.net[i].to})
-				require.Nil(t, v)
-				c := w.clone()
-				c.net = append(c.net[:i:i], c.net[i+1:]...)
-				require.Equal(t, c.encode(), d.encode(), "delivering the dead %T%+v changed the world", w.net[i].ev, w.net[i].ev)
+			if visit != nil {
+				visit(w)
 			}
 			moves = g.moves(w, moves)
-			g.successors(w, moves, func(_ Move, nw *world, viol *Violation, pruned bool) bool {
+			g.successors(w, moves, func(mv Move, nw *world, viol *Violation, pruned bool) bool {
 				require.Nil(t, viol)
-				if fp := hash128(nw.encode()); !pruned && !seen[fp] {
+				if pruned {
+					return true
+				}
+				k := nw
+				if keep != nil {
+					k = keep(mv, nw)
+				}
+				if fp := hash128(nw.encode()); !seen[fp] {
 					seen[fp] = true
-					next = append(next, nw)
+					next = append(next, k)
 				}
 				return true
 			})
 		}
 		level = next
 	}
-	t.Logf("%d dead messages delivered in %d worlds", checked, len(seen))
-	require.Greater(t, checked, 500)
+	return len(seen)
 }

@@ -23,35 +23,17 @@ func TestCompactRoundTrip(t *testing.T) {
 	c := in.compactor(l)
 	w0, _ := g.initial()
 	row, _ := c.compact(w0, nil)
-	seen := map[fingerprint]bool{hash128(w0.encode()): true}
-	level := []*world{in.world(l, row)}
-	var moves []Move
-	for d := 0; len(level) > 0 && d < b.MaxDepth; d++ {
-		var next []*world
-		for _, w := range level {
-			moves = g.moves(w, moves)
-			g.successors(w, moves, func(mv Move, nw *world, viol *Violation, pruned bool) bool {
-				require.Nil(t, viol)
-				if pruned {
-					return true
-				}
-				row, fp1 := c.compact(nw, nil)
-				all := nw.clone()
-				all.ids = nil
-				_, fp2 := c.compact(all, nil)
-				require.Equal(t, fp1, fp2, "after %v", mv)
-				rb := in.world(l, row)
-				require.True(t, bytes.Equal(rb.encode(), nw.encode()), "after %v:\n%s\n%s", mv, describeWorld(nw), describeWorld(rb))
-				if fp := hash128(nw.encode()); !seen[fp] {
-					seen[fp] = true
-					next = append(next, rb)
-				}
-				return true
-			})
-		}
-		level = next
-	}
-	t.Logf("%d worlds, %d replicas, %d messages, %d histories interned", len(seen), len(in.reps), len(in.msgs), len(in.hists))
+	worlds := plainBFS(t, g, in.world(l, row), b.MaxDepth, nil, func(mv Move, nw *world) *world {
+		row, fp1 := c.compact(nw, nil)
+		all := nw.clone()
+		all.ids = nil
+		_, fp2 := c.compact(all, nil)
+		require.Equal(t, fp1, fp2, "after %v", mv)
+		rb := in.world(l, row)
+		require.True(t, bytes.Equal(rb.encode(), nw.encode()), "after %v:\n%s\n%s", mv, describeWorld(nw), describeWorld(rb))
+		return rb
+	})
+	t.Logf("%d worlds, %d replicas, %d messages, %d histories interned", worlds, len(in.reps), len(in.msgs), len(in.hists))
 }
 
 // TestWorkersDoNotChangeTheResult: one worker and several find the same
@@ -102,23 +84,5 @@ func reachable(t *testing.T, b Bounds) int {
 	require.NoError(t, err)
 	g := m.engine(nil)
 	w0, _ := g.initial()
-	seen := map[fingerprint]bool{hash128(w0.encode()): true}
-	level := []*world{w0}
-	var moves []Move
-	for len(level) > 0 {
-		var next []*world
-		for _, w := range level {
-			moves = g.moves(w, moves)
-			g.successors(w, moves, func(_ Move, nw *world, viol *Violation, pruned bool) bool {
-				require.Nil(t, viol)
-				if fp := hash128(nw.encode()); !pruned && !seen[fp] {
-					seen[fp] = true
-					next = append(next, nw)
-				}
-				return true
-			})
-		}
-		level = next
-	}
-	return len(seen)
+	return plainBFS(t, g, w0, 0, nil, nil)
 }
