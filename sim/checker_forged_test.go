@@ -40,11 +40,7 @@ func TestForgedCheckerCatchesSecondLeaderInEpoch(t *testing.T) {
 	s, _ = kraft.Step(s, kraft.ReceiveVoteResponse{From: other, Epoch: E, VoteGranted: true, LeaderID: kraft.NoNode})
 	require.Equal(t, kraft.Leader, s.Role())
 	require.Equal(t, E, s.Epoch())
-	before := f.st
-	f.st = s
-	r := s.Record()
-	f.record = &r
-	c.check.afterStep(f, before, nil)
+	forgeState(c, f, s, true)
 	require.Equal(t, "one-leader-per-epoch", violationRule(t, c.Err()))
 }
 
@@ -54,9 +50,7 @@ func TestForgedCheckerCatchesEpochGoingDown(t *testing.T) {
 	rec := kraft.QuorumRecord{Epoch: 0, LeaderID: kraft.NoNode, VotedKey: kraft.NoReplica}
 	s, _, err := kraft.NewState(f.cfg, &rec, kraft.LogState{})
 	require.NoError(t, err)
-	before := f.st
-	f.st = s
-	c.check.afterStep(f, before, nil)
+	forgeState(c, f, s, false)
 	require.Equal(t, "epoch-monotonic", violationRule(t, c.Err()))
 }
 
@@ -75,9 +69,7 @@ func TestForgedCheckerCatchesHighWatermarkGoingDown(t *testing.T) {
 	// handed to afterStep (not a restart).
 	s, _, err := kraft.NewState(f.cfg, f.record, logState(f.log[:f.flushed]))
 	require.NoError(t, err)
-	before := f.st
-	f.st = s
-	c.check.afterStep(f, before, nil)
+	forgeState(c, f, s, false)
 	require.Equal(t, "hwm-monotonic", violationRule(t, c.Err()))
 }
 
@@ -128,4 +120,17 @@ func TestForgedCheckerCatchesRecordMismatch(t *testing.T) {
 	f.record = &r
 	c.check.afterStep(f, f.st, nil)
 	require.Equal(t, "record-matches-state", violationRule(t, c.Err()))
+}
+
+// forgeState puts the forged state s on f, with its record as the one
+// persisted when persisted is set, and runs the checker's after-step
+// checks on it, as if f had stepped to s.
+func forgeState(c *Cluster, f *node, s kraft.State, persisted bool) {
+	before := f.st
+	f.st = s
+	if persisted {
+		r := s.Record()
+		f.record = &r
+	}
+	c.check.afterStep(f, before, nil)
 }

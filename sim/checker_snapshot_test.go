@@ -197,11 +197,7 @@ func forgeLeader(t *testing.T, c *Cluster, f *node) {
 	s, _ = kraft.Step(s, kraft.ReceiveVoteResponse{From: other, Epoch: E + 1, VoteGranted: true, LeaderID: kraft.NoNode})
 	require.Equal(t, kraft.Leader, s.Role())
 	require.Equal(t, E+1, s.Epoch())
-	before := f.st
-	f.st = s
-	r := s.Record()
-	f.record = &r
-	c.check.afterStep(f, before, nil)
+	forgeState(c, f, s, true)
 }
 
 // A replica that becomes leader without every committed record, with its

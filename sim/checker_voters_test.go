@@ -130,11 +130,7 @@ func TestForgedCheckerCatchesSecondLeaderAcrossVoterChange(t *testing.T) {
 	}
 	require.Equal(t, kraft.Leader, s.Role())
 	require.Equal(t, E, s.Epoch())
-	before := f.st
-	f.st = s
-	r := s.Record()
-	f.record = &r
-	c.check.afterStep(f, before, nil)
+	forgeState(c, f, s, true)
 	require.Equal(t, "one-leader-per-epoch", violationRule(t, c.Err()))
 }
 
