@@ -246,7 +246,7 @@ func (t *stepper) raiseHighWatermark(hwm int64) {
 		t.emitHighWatermark(HighWatermarkChanged{HighWatermark: hwm})
 	}
 	if c := t.s.change; c != nil && c.stage == committing && t.s.hwm > c.offset {
-		t.changeCommitted()
+		t.finishChange(ErrNone)
 	}
 	if t.s.role == Leader && !t.s.c.isVoter() {
 		// A leader outside a committed voter set resigns, also when the

@@ -124,9 +124,9 @@ func (t *stepper) onAPIVersionsResponse(e ReceiveAPIVersionsResponse) {
 	}
 	switch {
 	case e.Error != ErrNone:
-		t.abortChange(ErrRequestTimedOut)
+		t.finishChange(ErrRequestTimedOut)
 	case e.KRaftVersions == nil || !e.KRaftVersions.Has(KRaftVersionReconfig):
-		t.abortChange(ErrInvalidRequest)
+		t.finishChange(ErrInvalidRequest)
 	default:
 		n := *c
 		n.versions, n.stage = *e.KRaftVersions, awaitingCatchUp
@@ -233,20 +233,14 @@ func (t *stepper) appendChange() {
 	t.s.change = &c
 }
 
-// abortChange answers the pending change with code and drops it.
-func (t *stepper) abortChange(code ErrorCode) {
+// finishChange answers the pending change with code and drops it: NONE
+// when its VotersRecord committed (Kafka's highWatermarkUpdated in both
+// handlers), an error when it failed.
+func (t *stepper) finishChange(code ErrorCode) {
 	c := t.s.change
 	t.s.change = nil
 	t.emit(StopTimer{Timer: VoterChangeTimer})
 	t.respondChange(c.ref, c.from, c.kind, code)
-}
-
-// changeCommitted answers a pending change whose VotersRecord the high
-// watermark passed (Kafka's highWatermarkUpdated in both handlers). A
-// leader that removed itself resigns at the end of the step (Kafka's
-// requestResign; raiseHighWatermark decides it).
-func (t *stepper) changeCommitted() {
-	t.abortChange(ErrNone)
 }
 
 // onVoterChangeTimeout: a leader's pending change ran out of time (Kafka's
@@ -255,7 +249,7 @@ func (t *stepper) changeCommitted() {
 func (t *stepper) onVoterChangeTimeout() {
 	switch {
 	case t.s.role == Leader && t.s.change != nil:
-		t.abortChange(ErrRequestTimedOut)
+		t.finishChange(ErrRequestTimedOut)
 	case t.s.joinWait:
 		t.s.joinWait = false
 	}

@@ -299,12 +299,21 @@ func (t *stepper) enterUnattached(timer electionTimer) {
 	t.armElection(timer)
 }
 
+// fetchWaitsForFlush: a Fetch would tell the leader of records not yet
+// durable here, and the leader counts (or may come to count) this
+// replica's Fetch toward the high watermark: a voter's (D30), or, with a
+// dynamic voter set, an observer's, which may become a voter while its
+// Fetch is in flight (D52).
+func (t *stepper) fetchWaitsForFlush() bool {
+	return (t.s.c.isVoter() || t.s.c.dynamic) && t.s.log.flushed < t.s.log.end.Offset
+}
+
 // searchFetch is an Unattached observer's Fetch to any voter. With a
 // dynamic voter set it waits for the written log to be flushed, as a
 // Follower's does (D52): the leader that answers may already count this
 // replica as a voter.
 func (t *stepper) searchFetch() {
-	if t.s.c.dynamic && t.s.log.flushed < t.s.log.end.Offset {
+	if t.fetchWaitsForFlush() {
 		t.s.fetchPending = true
 		return
 	}
@@ -395,9 +404,7 @@ func (t *stepper) sendFetch() {
 		t.emit(SendFetchSnapshot{To: t.s.leader, ClusterID: t.s.c.clusterID, CurrentLeaderEpoch: t.s.epoch, Snapshot: d.id, Position: d.written})
 		return
 	}
-	if (t.s.c.isVoter() || t.s.c.dynamic) && t.s.log.flushed < t.s.log.end.Offset {
-		// With a dynamic voter set an observer waits too: it may become a
-		// voter while its Fetch is in flight (D52).
+	if t.fetchWaitsForFlush() {
 		t.s.fetchPending = true
 		return
 	}

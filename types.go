@@ -259,20 +259,7 @@ type Config struct {
 
 // Validate reports what is wrong with c, or nil.
 func (c Config) Validate() error {
-	var errs []error
-	if len(c.Voters) > MaxVoters {
-		errs = append(errs, fmt.Errorf("kraft: %d voters, at most %d are supported", len(c.Voters), MaxVoters))
-	}
-	for i, v := range c.Voters {
-		if v.ID < 0 {
-			errs = append(errs, fmt.Errorf("kraft: voter %d has negative id %d", i, v.ID))
-		}
-		for _, w := range c.Voters[:i] {
-			if w.ID == v.ID {
-				errs = append(errs, fmt.Errorf("kraft: voter id %d appears twice", v.ID))
-			}
-		}
-	}
+	errs := voterSetErrors(c.Voters)
 	switch {
 	case c.Local.ID < NoNode:
 		errs = append(errs, fmt.Errorf("kraft: local id %d is negative (use NoNode for an observer without id)", c.Local.ID))

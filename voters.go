@@ -1,6 +1,7 @@
 package kraft
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -196,22 +197,33 @@ func (SendVoterChange) isAction()         {}
 // MaxVoters voters with distinct non-negative ids.
 func validVoterSet(voters []ReplicaKey) error {
 	if len(voters) == 0 {
-		return fmt.Errorf("kraft: empty voter set")
+		return errors.New("kraft: empty voter set")
 	}
+	if errs := voterSetErrors(voters); len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
+// voterSetErrors lists what is wrong with a voter set's keys: more than
+// MaxVoters of them, negative ids, an id twice (Config.Validate reports
+// them all, validVoterSet the first).
+func voterSetErrors(voters []ReplicaKey) []error {
+	var errs []error
 	if len(voters) > MaxVoters {
-		return fmt.Errorf("kraft: %d voters, at most %d are supported", len(voters), MaxVoters)
+		errs = append(errs, fmt.Errorf("kraft: %d voters, at most %d are supported", len(voters), MaxVoters))
 	}
 	for i, v := range voters {
 		if v.ID < 0 {
-			return fmt.Errorf("kraft: voter %d has negative id %d", i, v.ID)
+			errs = append(errs, fmt.Errorf("kraft: voter %d has negative id %d", i, v.ID))
 		}
 		for _, w := range voters[:i] {
 			if w.ID == v.ID {
-				return fmt.Errorf("kraft: voter id %d appears twice", v.ID)
+				errs = append(errs, fmt.Errorf("kraft: voter id %d appears twice", v.ID))
 			}
 		}
 	}
-	return nil
+	return errs
 }
 
 // overlappingMajority is Kafka's VoterSet.hasOverlappingMajority: every
