@@ -143,6 +143,18 @@
 // InstallSnapshot makes the snapshot durable and resets its log to start
 // and end at it.
 //
+// # Voter sets
+//
+// With kraft.version 1 (KIP-853; docs/design.md D50-D53) the voter set
+// lives in the log. The host passes the sets it finds to NewState
+// (LogState.VoterSets) and reports every VotersRecord it writes or fetches,
+// and a snapshot's set after an install, with VotersAppended; the set in
+// force is the latest, committed or not. A leader takes AddRaftVoter,
+// RemoveRaftVoter and UpdateRaftVoter requests (ReceiveAddVoter,
+// ReceiveRemoveVoter, ReceiveUpdateVoter), asks the host to append the new
+// set (AppendVoters) and answers with SendVoterChangeResponse. Without
+// sets in the log, Config.Voters is a static voter set (kraft.version 0).
+//
 // # Events and actions
 //
 // Event and Action are closed sets of plain structs. The events:
@@ -169,6 +181,13 @@
 //   - SnapshotCreated: the host wrote a snapshot of the committed records.
 //   - LogStartMoved: the host deleted the log before a snapshot.
 //   - Resign: the leader gives up leadership (Kafka's resign, not its shutdown).
+//   - VotersAppended: the host wrote a VotersRecord (or installed a
+//     snapshot's voter set).
+//   - ReceiveAddVoter, ReceiveRemoveVoter, ReceiveUpdateVoter: a KIP-853
+//     voter change request arrived.
+//   - ReceiveAPIVersionsResponse: the kraft.version range of a voter being
+//     added.
+//   - VoterChangeTimeout: the voter-change timer fired.
 //
 // The actions:
 //
@@ -191,7 +210,14 @@
 //     into the snapshot being downloaded.
 //   - InstallSnapshot: finish the downloaded snapshot and reset the log to
 //     start and end at it.
-//   - AppendLeaderChange: append the LeaderChange record at the log end.
+//   - AppendLeaderChange: append the LeaderChange record at the log end
+//     (and, when asked, a VotersRecord after it).
+//   - AppendVoters: append a VotersRecord holding the new voter set.
+//   - SendAPIVersions: ask a voter being added which kraft.version levels
+//     it supports.
+//   - SendVoterChangeResponse: answer a voter change request.
+//   - SendVoterChange: an auto-joining observer's AddRaftVoter or
+//     RemoveRaftVoter to the leader.
 //   - HighWatermarkChanged: records below the new high watermark are
 //     committed.
 //   - ResetTimer: arm a timer, replacing any pending arming.
@@ -251,7 +277,8 @@
 // and may persist a granted vote, as Kafka's do: they are Unattached or
 // Follower, except that a former leader
 // that has left the voter set restarts Resigned until its election timer
-// fires. An Unattached observer looks for the leader with a SendFetch whose
+// fires, and a leader that removed itself from a dynamic voter set leads
+// until the removal commits, then resigns. An Unattached observer looks for the leader with a SendFetch whose
 // To is NoNode ("any bootstrap voter"), again on every FetchTimeout, and
 // follows the leader a response names. A leader answers observers' fetches
 // fully but does not track them, so the State does not grow with the number
