@@ -191,13 +191,23 @@ func (t *stepper) processFetchResponse(e *ReceiveFetchResponse) {
 			return
 		}
 		// Start downloading the snapshot (Kafka: setFetchingSnapshot with
-		// createNewSnapshotUnchecked, not checked against the local log);
-		// the next request is a FetchSnapshot. A snapshot already on disk
-		// is not downloaded again, and fetching goes on (D43).
-		if !t.s.log.hasSnapshots() || (id != t.s.log.latest() && id != t.s.log.earliest()) {
+		// createNewSnapshotUnchecked); the next request is a FetchSnapshot.
+		// A snapshot the log already covers (one on disk, or one inside
+		// the log that ends in the epoch of the record before its end) is
+		// not downloaded, and fetching goes on (D43, D57).
+		if !t.s.log.covers(id) {
 			t.s.download = &snapshotDownload{id: id}
 		}
 	default:
+		if e.HighWatermark >= 0 && min64(t.s.log.end.Offset, e.HighWatermark) < t.s.hwm {
+			// Kafka's FollowerState.updateHighWatermark throws
+			// ("Non-monotonic update of high watermark"): a leader never
+			// lowers the high watermark it published, and a host that
+			// keeps one Fetch in flight and drops stale responses never
+			// delivers an older answer (D58).
+			t.failf(fmt.Sprintf("the leader lowers the high watermark from %d to %d", t.s.hwm, e.HighWatermark))
+			return
+		}
 		t.accepted = true
 		if e.HighWatermark >= 0 {
 			t.raiseHighWatermark(min64(t.s.log.end.Offset, e.HighWatermark))
@@ -273,14 +283,14 @@ func (t *stepper) processFetchSnapshotResponse(e ReceiveFetchSnapshotResponse) {
 	if t.s.download.written < e.Size {
 		return
 	}
-	// Complete: Kafka freezes the snapshot and fully truncates the log to
-	// it (truncateToLatestSnapshot), which must happen: the snapshot is
-	// past the log end (by epoch, then offset) and removes no committed
-	// record.
-	if id.Compare(t.s.log.end) <= 0 {
-		t.failf(fmt.Sprintf("the downloaded snapshot %+v is not past the log end %+v", id, t.s.log.end))
-		return
-	}
+	// Complete: the snapshot replaces the whole log (Kafka's
+	// truncateToLatestSnapshot, but also when the snapshot is not past the
+	// log end: D57). The leader of this epoch answered this log's Fetch
+	// with it, so the log either ends before the snapshot or diverges from
+	// the leader's at or before the snapshot's last record: every record
+	// of the snapshot is committed, and none of this log's records from
+	// the divergence on is. Only a high watermark past the snapshot (a
+	// committed record it would remove) is a Fault.
 	if id.Offset < t.s.committed {
 		t.failf(fmt.Sprintf("the downloaded snapshot %+v ends below the high watermark %d", id, t.s.committed))
 		return

@@ -297,7 +297,7 @@ func TestFollowerHighWatermarkIsMinOfLogEndAndLeaders(t *testing.T) {
 		SendFetch{To: 1, CurrentLeaderEpoch: 1, FetchOffset: 5, FetchEpoch: 1, HighWatermark: 5},
 	}, acts)
 
-	for _, hwm := range []int64{3, -1, 5} {
+	for _, hwm := range []int64{-1, 5} {
 		var acts []Action
 		s, acts = step(t, s, fetchOK(1, 1, hwm))
 		require.Equal(t, int64(5), s.HighWatermark(), "leader hwm %d", hwm)
@@ -315,6 +315,26 @@ func TestFollowerHighWatermarkIsMinOfLogEndAndLeaders(t *testing.T) {
 		ResetTimer{Timer: FetchTimer, After: testTf},
 		SendFetch{To: 1, CurrentLeaderEpoch: 1, FetchOffset: 9, FetchEpoch: 1, HighWatermark: 8},
 	}, acts)
+}
+
+// TestFollowerFaultsWhenTheLeaderLowersTheHighWatermark: a Fetch answer of
+// the current leader in its epoch with a high watermark below the one the
+// follower knows is a Fault with the state unchanged: a leader never lowers
+// what it published, and a host that keeps one Fetch in flight and drops
+// stale answers never delivers an older one. An unknown high watermark (-1)
+// is no report at all.
+// Reference: FollowerState.updateHighWatermark ("Non-monotonic update of
+// high watermark"); docs/design.md D58.
+func TestFollowerFaultsWhenTheLeaderLowersTheHighWatermark(t *testing.T) {
+	s := newFollower(t)
+	s, _ = durable(t, s, LogEnd{Offset: 5, Epoch: 1})
+	s, _ = step(t, s, fetchOK(1, 1, 4))
+	require.Equal(t, int64(4), s.HighWatermark())
+	next, acts := step(t, s, fetchOK(1, 1, 3))
+	requireFault(t, s, next, acts)
+	require.False(t, s.AcceptsRecords(fetchOK(1, 1, 3)), "a host must not append the records of such an answer")
+	require.True(t, s.AcceptsRecords(fetchOK(1, 1, 4)))
+	require.True(t, s.AcceptsRecords(fetchOK(1, 1, -1)))
 }
 
 // TestSuccessfulFetchResponseEndsPreVoteGranting: a Follower grants pre-votes until

@@ -73,8 +73,9 @@ type logHistory struct {
 	snapshots        bool
 	latest, earliest LogEnd
 	// voters are the voter sets found in the log, by offset (Kafka's
-	// VoterSetHistory): the last one is in force. Only the last at or
-	// below the log start is kept of those before it (trimPrefixTo).
+	// VoterSetHistory): the last one is in force. Of the sets below the
+	// log start only the last is kept: the one in force at start-1, which
+	// no truncation can remove (votersTrimmed, D56).
 	voters []VoterSetAt
 }
 
@@ -221,6 +222,22 @@ func (v *logView) snapshotFits(id LogEnd) bool {
 	return id.Epoch <= v.epochs()[0].Epoch
 }
 
+// covers reports whether the log already holds what the snapshot id
+// holds: it is a snapshot on disk, or it ends inside the log (past the log
+// start, at or before the log end) in the epoch of the log's record before
+// its end, so by log matching the log holds the same records (D57). A
+// snapshot at the log start other than the earliest cannot be checked
+// against the log and is not covered.
+func (v *logView) covers(id LogEnd) bool {
+	switch {
+	case v.hasSnapshots() && (id == v.latest() || id == v.earliest()):
+		return true
+	case id.Offset <= v.start() || id.Offset > v.end.Offset:
+		return false
+	}
+	return v.epochAt(id.Offset-1) == id.Epoch
+}
+
 // epochAt is the epoch of the record at offset, which the log holds.
 func (v *logView) epochAt(offset int64) Epoch {
 	epoch := v.end.Epoch
@@ -363,7 +380,10 @@ func (v logView) startingAt(id LogEnd) logView {
 	epochs = append(epochs, h.epochs[n:]...)
 	h.epochs = epochs[:len(epochs):len(epochs)]
 	h.start, h.earliest = id.Offset, id
-	h.voters = votersTrimmed(h.voters, id.Offset)
+	// The snapshot holds the set in force at its last contained offset,
+	// id.Offset-1: keep that one. A set at id.Offset is a record after
+	// the snapshot, which a new leader may still truncate (D56).
+	h.voters = votersTrimmed(h.voters, id.Offset-1)
 	v.withHistory(h)
 	if v.flushed < id.Offset {
 		v.flushed = id.Offset
@@ -449,12 +469,18 @@ func votersBefore(vs []VoterSetAt, offset int64) []VoterSetAt {
 	return vs[:n:n]
 }
 
-// votersTrimmed drops every set before the last one at or below start
-// (Kafka's VoterSetHistory.truncateOldEntries: the log no longer holds
-// them, and none can come back in force).
-func votersTrimmed(vs []VoterSetAt, start int64) []VoterSetAt {
+// votersTrimmed drops every set before the last one at or below
+// lastCleaned, the last offset the log no longer holds (the log start
+// minus one: a snapshot's last contained offset). The log no longer holds
+// the dropped sets, and none can come back in force; the one kept is the
+// snapshot's, in force for every truncation the log still allows (D56).
+// Kafka's VoterSetHistory.truncateOldEntries keeps the last set at or
+// below the start offset itself, so a set at the start (a record after
+// the snapshot, not yet committed) replaces the snapshot's, and truncating
+// that record leaves no set at all.
+func votersTrimmed(vs []VoterSetAt, lastCleaned int64) []VoterSetAt {
 	i := 0
-	for i+1 < len(vs) && vs[i+1].Offset <= start {
+	for i+1 < len(vs) && vs[i+1].Offset <= lastCleaned {
 		i++
 	}
 	return vs[i:len(vs):len(vs)]
@@ -484,5 +510,5 @@ func checkVoterSets(l LogState) ([]VoterSetAt, error) {
 		}
 		out[i] = VoterSetAt{Offset: at.Offset, Voters: append([]ReplicaKey(nil), at.Voters...)}
 	}
-	return votersTrimmed(out, l.Start), nil
+	return votersTrimmed(out, l.Start-1), nil
 }

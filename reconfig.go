@@ -291,13 +291,15 @@ func (t *stepper) onVotersAppended(e VotersAppended) {
 	t.syncVoters()
 }
 
-// syncVoters makes the voter set in force the log's latest (or the static
-// one when the log holds none) after the log changed, and carries the
+// syncVoters makes the voter set in force the log's latest (the static one
+// when the log has never held one; none when a truncation removed every
+// set the log held, D56) after the log changed, and carries the
 // per-voter fields over to the new voter indexes: a voter that stays keeps
 // its tally, end offset and fetch marks, a new one starts unknown (Kafka's
 // LeaderState.updateVoterAndObserverStates).
 func (t *stepper) syncVoters() {
-	at, dynamic := t.s.log.lastVoters()
+	at, has := t.s.log.lastVoters()
+	dynamic := has || t.s.c.dynamic
 	voters := t.s.c.static
 	if dynamic {
 		voters = at.Voters

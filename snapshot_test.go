@@ -546,16 +546,63 @@ func TestFetchSnapshotResponseMismatchIsFault(t *testing.T) {
 			requireUnchanged(t, s, next, acts)
 		})
 	}
+}
 
-	// A complete snapshot that is not past the log end cannot replace the
-	// log (Kafka: "full log truncation expected but didn't happen").
-	for _, behind := range []LogEnd{{Offset: 7, Epoch: 4}, {Offset: 8, Epoch: 4}, {Offset: 9, Epoch: 2}} {
-		behind := behind
-		r := restartedFollower(t) // log end (8, 4)
-		r, _ = step(t, r, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 4, HighWatermark: -1, Snapshot: &behind})
-		next, acts = step(t, r, ReceiveFetchSnapshotResponse{From: 1, LeaderID: 1, LeaderEpoch: 4, Snapshot: behind, Size: 3, Bytes: 3})
-		requireFault(t, r, next, acts)
+// TestFollowerDoesNotDownloadASnapshotItsLogCovers: a Fetch answer naming a
+// snapshot that ends inside the follower's log, in the epoch of the log's
+// record before its end, starts no download (the log holds the same
+// records): the follower fetches on from its log end, as Kafka's follower
+// does when the snapshot is already on disk, and a FetchSnapshot answer
+// for it is then unsolicited (a Fault).
+// Reference: KafkaRaftClient.handleFetchResponse,
+// KafkaMetadataLog.createNewSnapshotUnchecked; docs/design.md D43, D57.
+func TestFollowerDoesNotDownloadASnapshotItsLogCovers(t *testing.T) {
+	for _, covered := range []LogEnd{{Offset: 7, Epoch: 4}, {Offset: 8, Epoch: 4}, {Offset: 4, Epoch: 2}} {
+		covered := covered
+		r := restartedFollower(t) // log end (8, 4): epoch 1 from 0, 2 from 3, 4 from 6
+		next, acts := step(t, r, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 4, HighWatermark: -1, Snapshot: &covered})
+		require.Equal(t, []Action{
+			ResetTimer{Timer: FetchTimer, After: testTf},
+			SendFetch{To: 1, CurrentLeaderEpoch: 4, FetchOffset: 8, FetchEpoch: 4, HighWatermark: -1},
+		}, acts, "snapshot %+v", covered)
+		after, acts := step(t, next, ReceiveFetchSnapshotResponse{From: 1, LeaderID: 1, LeaderEpoch: 4, Snapshot: covered, Size: 3, Bytes: 3})
+		requireFault(t, next, after, acts)
 	}
+}
+
+// TestFollowerInstallsASnapshotOverADivergentLog: a complete download of a
+// snapshot that does not compare past the log end (by epoch, then offset)
+// still replaces the whole log when the log does not cover it: the leader
+// of this epoch answered the log's Fetch with it, so the log diverges from
+// the leader's at or before the snapshot's last record (here the log's
+// record 7 is of epoch 4, the leader's record 8 of epoch 2) and none of its
+// records from there on is committed. Kafka throws ("full log truncation
+// expected but didn't happen"), and its follower can never rejoin.
+// Reference: KafkaRaftClient.handleFetchSnapshotResponse,
+// KafkaMetadataLog.truncateToLatestSnapshot; docs/design.md D57.
+func TestFollowerInstallsASnapshotOverADivergentLog(t *testing.T) {
+	id := LogEnd{Offset: 9, Epoch: 2}
+	r := restartedFollower(t) // log end (8, 4)
+	r, acts := step(t, r, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 4, HighWatermark: -1, Snapshot: &id})
+	require.Contains(t, acts, Action(SendFetchSnapshot{To: 1, CurrentLeaderEpoch: 4, Snapshot: id, Position: 0}))
+	next, acts := step(t, r, ReceiveFetchSnapshotResponse{From: 1, LeaderID: 1, LeaderEpoch: 4, Snapshot: id, Size: 3, Bytes: 3})
+	require.Equal(t, []Action{
+		WriteSnapshotChunk{Snapshot: id, Position: 0},
+		InstallSnapshot{Snapshot: id},
+		HighWatermarkChanged{HighWatermark: 9},
+		ResetTimer{Timer: FetchTimer, After: testTf},
+		SendFetch{To: 1, CurrentLeaderEpoch: 4, FetchOffset: 9, FetchEpoch: 2, HighWatermark: 9},
+	}, acts)
+	require.Equal(t, id, next.LogEnd())
+	require.Equal(t, int64(9), next.LogStart())
+
+	// A snapshot that would remove a committed record is still a Fault.
+	c := restartedFollower(t)
+	c, _ = step(t, c, fetchOK(1, 4, 8))
+	below := LogEnd{Offset: 7, Epoch: 3}
+	c, _ = step(t, c, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 4, HighWatermark: 8, Snapshot: &below})
+	next, acts = step(t, c, ReceiveFetchSnapshotResponse{From: 1, LeaderID: 1, LeaderEpoch: 4, Snapshot: below, Size: 3, Bytes: 3})
+	requireFault(t, c, next, acts)
 }
 
 // TestFollowerKeepsFetchingForAStoredSnapshot: a snapshot answer naming a

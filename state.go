@@ -76,12 +76,20 @@ type settings struct {
 	resetBegin       Action
 	// kafkaFailover: Config.KafkaFailover (no D39 refinements).
 	kafkaFailover bool
-	// static is Config.Voters, the set in force while the log holds none;
-	// dynamic says the log holds one (kraft.version 1). voters,
+	// static is Config.Voters, the set in force while the log has never
+	// held one; dynamic says the log holds or has held one (kraft.version
+	// 1). Once set, dynamic stays: a log whose every set was truncated away
+	// has an empty set in force, never the static one (D56). voters,
 	// voterIDs, localIndex and fetchResets follow the set in force: a
 	// change of the set gives the State a new settings (withVoters).
-	static         []ReplicaKey
-	dynamic        bool
+	static  []ReplicaKey
+	dynamic bool
+	// fetchAhead: this replica may Fetch past its flushed offset. Only an
+	// observer of a static quorum (Config.Voters set, this replica not in
+	// it, no voter set ever in the log), which no leader counts, may; any
+	// other replica waits for its flush whatever its current view of the
+	// voter set (D30, D52, D56).
+	fetchAhead     bool
 	autoJoin       bool
 	requestTimeout time.Duration
 	// fetchResets are a voter Follower's fetch timer armings, T_f plus a
@@ -152,12 +160,13 @@ func newSettings(c Config, log VoterSetAt, ok bool) *settings {
 // shared by older States and never written; the result is a copy unless
 // nothing changes.
 func (c *settings) withVoters(voters []ReplicaKey, dynamic bool) *settings {
-	if c.voters != nil && sameKeys(c.voters, voters) && c.dynamic == dynamic {
+	if c.voterIDs != nil && sameKeys(c.voters, voters) && c.dynamic == dynamic {
 		return c
 	}
 	s := *c
 	s.voters = voters
 	s.dynamic = dynamic
+	s.fetchAhead = !dynamic && len(s.static) > 0 && voterIndex(s.static, s.local) < 0
 	s.localIndex = voterIndex(voters, s.local)
 	s.voterIDs = make([]NodeID, len(voters))
 	for i, v := range voters {

@@ -303,9 +303,11 @@ func (t *stepper) enterUnattached(timer electionTimer) {
 // durable here, and the leader counts (or may come to count) this
 // replica's Fetch toward the high watermark: a voter's (D30), or, with a
 // dynamic voter set, an observer's, which may become a voter while its
-// Fetch is in flight (D52).
+// Fetch is in flight (D52). The rule does not follow the replica's view of
+// the voter set, which a truncation can change: only an observer of a
+// static quorum fetches ahead of its flush (settings.fetchAhead, D56).
 func (t *stepper) fetchWaitsForFlush() bool {
-	return (t.s.c.isVoter() || t.s.c.dynamic) && t.s.log.flushed < t.s.log.end.Offset
+	return !t.s.c.fetchAhead && t.s.log.flushed < t.s.log.end.Offset
 }
 
 // searchFetch is an Unattached observer's Fetch to any voter. With a

@@ -218,7 +218,9 @@ type Config struct {
 	// in force while the log holds none (kraft.version 0). Keys must have
 	// distinct ids. It may be empty when the log holds the voter set
 	// (LogState.VoterSets; a quorum bootstrapped with kraft.version 1), and
-	// it is ignored once the log holds one (docs/design.md D50).
+	// it is ignored once the log holds one, and stays ignored if a
+	// truncation later removes every set the log held (docs/design.md D50,
+	// D56).
 	Voters []ReplicaKey
 	// ElectionTimeout is T_e (default 1 s); election timers draw from
 	// [T_e, 2*T_e).
