@@ -26,23 +26,34 @@ func (t *stepper) onBeginQuorumEpoch(e ReceiveBeginQuorumEpoch) {
 
 // onEndQuorumEpoch is Kafka's KafkaRaftClient.handleEndQuorumEpochRequest.
 func (t *stepper) onEndQuorumEpoch(e ReceiveEndQuorumEpoch) {
-	// A replica that attaches to the resigning leader here does not fetch
-	// from it: Kafka's handleEndQuorumEpochRequest becomes Follower and
-	// campaigns on its next poll, after the backoff below.
+	// A replica that attaches to the resigning leader here sends its
+	// first Fetch, if any, after the answer (below).
 	t.deferFetch = true
 	code := t.leaderAnnouncement(e.ClusterID, e.LeaderID, e.LeaderEpoch, "EndQuorumEpoch")
 	if t.fault != "" {
 		return
 	}
+	fetch := false
 	if code == ErrNone && t.s.role == Follower && t.s.leader == e.LeaderID {
 		// Our leader resigns: campaign after a backoff that follows our
 		// rank among its preferred successors, and grant pre-votes again
 		// (the fix proposed in KAFKA-20895; docs/design.md, contract
 		// decision 3) so that the preferred successor can win.
 		t.s.leaderResigned = true
-		t.emitResetTimer(ResetTimer{Timer: FetchTimer, After: t.endQuorumBackoff(e.SuccessorRank)})
+		backoff := t.endQuorumBackoff(e.SuccessorRank)
+		t.emitResetTimer(ResetTimer{Timer: FetchTimer, After: backoff})
+		// Kafka's pollFollowerAsVoter on the next poll: at rank 0 the
+		// expired timer makes the replica Prospective; otherwise a replica
+		// that became Follower here fetches from its leader like any new
+		// Follower until the backoff runs out (the resigned leader answers
+		// NOT_LEADER_OR_FOLLOWER, which changes nothing). A Follower that
+		// was already following has its Fetch in flight.
+		fetch = t.fetchDue && backoff > 0
 	}
 	t.emit(SendEndQuorumEpochResponse{To: e.From, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader})
+	if fetch {
+		t.sendFetch()
+	}
 }
 
 // leaderAnnouncement validates a BeginQuorumEpoch or EndQuorumEpoch request

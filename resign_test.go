@@ -261,7 +261,10 @@ func TestEndQuorumEpochRejectsBadRequests(t *testing.T) {
 
 // TestEndQuorumEpochHigherEpochFollowsLeader: EndQuorumEpoch of a newer
 // epoch makes the receiver Follower of that leader (persisted), and, being
-// now a Follower of exactly that leader, it takes the backoff of its rank.
+// now a Follower of exactly that leader, it takes the backoff of its rank;
+// as any new Follower it then fetches from its leader (Kafka's
+// pollFollowerAsVoter on the next poll), unless its backoff is 0 (rank 0:
+// it becomes Prospective on the next poll instead).
 // Reference: KafkaRaftClient.handleEndQuorumEpochRequest, maybeTransition,
 // endEpochElectionBackoff.
 func TestEndQuorumEpochHigherEpochFollowsLeader(t *testing.T) {
@@ -274,6 +277,7 @@ func TestEndQuorumEpochHigherEpochFollowsLeader(t *testing.T) {
 		StopTimer{Timer: ElectionTimer},
 		ResetTimer{Timer: FetchTimer, After: 500 * time.Millisecond},
 		SendEndQuorumEpochResponse{To: 2, Epoch: 3, LeaderID: 2},
+		SendFetch{To: 2, CurrentLeaderEpoch: 3, FetchOffset: 0, FetchEpoch: 0, HighWatermark: -1},
 	}, acts)
 
 	// A Follower of leader 2 in epoch 1 hears that leader 3 of epoch 2
@@ -302,6 +306,7 @@ func TestEndQuorumEpochSameEpochUnknownLeaderFollowsKeepingVote(t *testing.T) {
 		StopTimer{Timer: ElectionTimer},
 		ResetTimer{Timer: FetchTimer, After: 250 * time.Millisecond},
 		SendEndQuorumEpochResponse{To: 3, Epoch: 2, LeaderID: 3},
+		SendFetch{To: 3, CurrentLeaderEpoch: 2, FetchOffset: 0, FetchEpoch: 0, HighWatermark: -1},
 	}, acts)
 }
 
@@ -764,12 +769,18 @@ func TestResignFiveVotersElectsFirstPreferredSuccessor(t *testing.T) {
 	require.Equal(t, int64(8), c.states[2].HighWatermark())
 }
 
-// TestEndQuorumEpochAttachesWithoutFetchingFromTheResigningLeader: an
-// Unattached voter of a 5-voter set that learns of the leader only from its
-// EndQuorumEpoch becomes its Follower and backs off by its rank, without a
-// Fetch to the leader that just resigned (Kafka's
-// handleEndQuorumEpochRequest).
-func TestEndQuorumEpochAttachesWithoutFetchingFromTheResigningLeader(t *testing.T) {
+// TestEndQuorumEpochAttachesAndFetchesByRank: an Unattached voter of a
+// 5-voter set that learns of the leader only from its EndQuorumEpoch
+// becomes its Follower and backs off by its rank. At rank 0 it sends no
+// Fetch to the leader that just resigned: its timer has run out, and it
+// becomes Prospective on the next poll (Kafka's pollFollowerAsVoter). At
+// any other rank it fetches, as Kafka's pollFollowerAsVoter does while the
+// fetch timer runs (maybeSendFetchToBestNode); the resigned leader's answer
+// (NOT_LEADER_OR_FOLLOWER) changes nothing, and the backoff still decides
+// when it campaigns.
+// Reference: KafkaRaftClient.handleEndQuorumEpochRequest,
+// pollFollowerAsVoter.
+func TestEndQuorumEpochAttachesAndFetchesByRank(t *testing.T) {
 	s := start(t, config(1, 1, 2, 3, 4, 5))
 	next, acts := step(t, s, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, SuccessorRank: SuccessorRank{Position: 0, Of: 4}})
 	require.Equal(t, Follower, next.Role())
@@ -779,6 +790,19 @@ func TestEndQuorumEpochAttachesWithoutFetchingFromTheResigningLeader(t *testing.
 	next, acts = step(t, next, FetchTimeout{})
 	require.Equal(t, Prospective, next.Role())
 	require.NotEmpty(t, ofType[SendVoteRequest](acts))
+
+	for _, rank := range []SuccessorRank{{Position: 2, Of: 4}, {Position: 4, Of: 4}} {
+		next, acts := step(t, s, ReceiveEndQuorumEpoch{From: 2, LeaderID: 2, LeaderEpoch: 1, SuccessorRank: rank})
+		require.Equal(t, Follower, next.Role())
+		require.Equal(t, []SendFetch{{To: 2, CurrentLeaderEpoch: 1, HighWatermark: -1}}, ofType[SendFetch](acts), "rank %+v", rank)
+		require.IsType(t, SendFetch{}, acts[len(acts)-1], "the Fetch follows the answer")
+		// The resigned leader's answer leaves the backoff running.
+		after, acts := step(t, next, ReceiveFetchResponse{From: 2, Error: ErrNotLeaderOrFollower, LeaderID: 2, LeaderEpoch: 1, HighWatermark: -1})
+		require.Empty(t, acts)
+		require.Equal(t, Follower, after.Role())
+		after, _ = step(t, after, FetchTimeout{})
+		require.Equal(t, Prospective, after.Role())
+	}
 }
 
 // TestResignedHasNoHighWatermark: Kafka's ResignedState has no high
