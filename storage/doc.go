@@ -6,12 +6,18 @@
 //
 // # Restarting a replica
 //
-// A host keeps the quorum-state file and the log segments in one directory,
-// as Kafka keeps them in its metadata partition's directory. At start it
-// reads both and hands them to kraft.NewState:
+// A host keeps a replica's files in one data directory. cmd/kraftd and
+// package node's example lay it out so: the quorum-state file
+// (QuorumStatePath) and a dynamic quorum's bootstrap checkpoint
+// (BootstrapPath) in the directory itself, the log (its segments and its
+// log-start-offset-checkpoint) in its log subdirectory, and the snapshots
+// in its snapshots subdirectory. (The log, the snapshots and the
+// quorum-state file ignore each other's files, so they may also share one
+// directory; docs/storage.md.) At start the host reads the quorum-state
+// file and the log and hands them to kraft.NewState:
 //
 //	rec, err := storage.ReadQuorumState(storage.QuorumStatePath(dir)) // nil: nothing stored
-//	log, recovery, err := storage.Open(dir, storage.Options{})
+//	log, recovery, err := storage.Open(filepath.Join(dir, "log"), storage.Options{})
 //	// recovery.DroppedBytes > 0: a torn tail was cut (records never synced)
 //	s, acts, err := kraft.NewState(cfg, rec, log.State())
 //
