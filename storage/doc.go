@@ -1,6 +1,7 @@
 // Package storage is durable storage for a kraft replica: the quorum-state
 // file in Kafka's format, a log of records in segment files, and snapshot
-// files. It uses the standard library only and is safe to use as is;
+// files. It uses the standard library and github.com/google/uuid (for
+// directory ids) only, and is safe to use as is;
 // docs/storage.md describes the on-disk formats and the recovery and
 // durability rules.
 //
