@@ -201,6 +201,9 @@ func (p parent) run() error {
 					if res.Leaked > 0 {
 						odd = append(odd, fmt.Sprintf("round %d %s clients=%d %s: %d goroutines left after close", r, c.Name, n, lib, res.Leaked))
 					}
+					if res.GoroutinesAt != "" {
+						odd = append(odd, fmt.Sprintf("round %d %s clients=%d %s: %d goroutines at the end of the timed phase (%s)", r, c.Name, n, lib, res.Goroutines, res.GoroutinesAt))
+					}
 					if res.Max > time.Second {
 						odd = append(odd, fmt.Sprintf("round %d %s clients=%d %s: slowest append took %v (p99 %v)", r, c.Name, n, lib, res.Max.Round(time.Millisecond), res.P99))
 					}

@@ -69,11 +69,17 @@ type result struct {
 	Errors      int64         `json:"errors"`
 	FirstError  string        `json:"first_error,omitempty"`
 	Startup     time.Duration `json:"startup"`    // start to first committed record
-	Goroutines  int           `json:"goroutines"` // while the cluster ran
-	Leaked      int           `json:"leaked"`     // goroutines left after close
-	LeakedAt    string        `json:"leaked_at,omitempty"`
-	Err         string        `json:"err,omitempty"`
+	Goroutines  int           `json:"goroutines"` // at the end of the timed phase
+	// GoroutinesAt summarizes them when there are more than manyGoroutines.
+	GoroutinesAt string `json:"goroutines_at,omitempty"`
+	Leaked       int    `json:"leaked"` // goroutines left after close
+	LeakedAt     string `json:"leaked_at,omitempty"`
+	Err          string `json:"err,omitempty"`
 }
+
+// manyGoroutines is more goroutines than either library's three voters
+// and the clients need at rest: beyond it, the result says where they are.
+const manyGoroutines = 200
 
 // measure starts a cluster, appends s.Records records and measures the
 // live heap, then appends from s.Clients clients for s.Duration and
@@ -189,6 +195,9 @@ func measure(s spec) (res result) {
 		pprof.StopCPUProfile()
 	}
 	res.Goroutines = runtime.NumGoroutine()
+	if res.Goroutines > manyGoroutines {
+		res.GoroutinesAt = goroutineSummary()
+	}
 
 	var all []time.Duration
 	for _, l := range lats {
