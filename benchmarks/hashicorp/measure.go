@@ -196,7 +196,9 @@ func measure(s spec) (res result) {
 	}
 	res.Goroutines = runtime.NumGoroutine()
 	if res.Goroutines > manyGoroutines {
-		res.GoroutinesAt = goroutineSummary()
+		// The count from the same dump as the summary: more may have
+		// started since NumGoroutine.
+		res.GoroutinesAt, res.Goroutines = goroutineSummary()
 	}
 
 	var all []time.Duration
@@ -239,7 +241,7 @@ func measure(s spec) (res result) {
 	}
 	res.Leaked = runtime.NumGoroutine() - baseGoroutines
 	if res.Leaked > 0 {
-		res.LeakedAt = goroutineSummary()
+		res.LeakedAt, _ = goroutineSummary()
 	}
 	return res
 }
@@ -267,16 +269,25 @@ func writeHeapProfile(path string) error {
 	return f.Close()
 }
 
-// goroutineSummary is the innermost function of every goroutine but the
-// caller's, with counts.
-func goroutineSummary() string {
+// goroutineSummary is the innermost function outside the runtime of every
+// goroutine, with counts, and how many goroutines there are.
+func goroutineSummary() (string, int) {
 	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	total := 0
 	counts := map[string]int{}
 	for i, g := range strings.Split(string(buf), "\n\n") {
 		if i == 0 {
 			continue // this goroutine
 		}
+		total++
 		lines := strings.Split(g, "\n")
 		if len(lines) < 2 {
 			continue
@@ -297,10 +308,19 @@ func goroutineSummary() string {
 		}
 		counts[f]++
 	}
-	var out []string
-	for f, n := range counts {
-		out = append(out, fmt.Sprintf("%d× %s", n, f))
+	fs := make([]string, 0, len(counts))
+	for f := range counts {
+		fs = append(fs, f)
 	}
-	sort.Strings(out)
-	return strings.Join(out, "; ")
+	sort.Slice(fs, func(i, j int) bool {
+		if counts[fs[i]] != counts[fs[j]] {
+			return counts[fs[i]] > counts[fs[j]]
+		}
+		return fs[i] < fs[j]
+	})
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = fmt.Sprintf("%d× %s", counts[f], f)
+	}
+	return strings.Join(out, "; "), total + 1
 }

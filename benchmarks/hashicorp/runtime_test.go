@@ -39,7 +39,8 @@ func TestCleanup(t *testing.T) {
 					time.Sleep(10 * time.Millisecond)
 				}
 				if n := runtime.NumGoroutine(); n > base {
-					t.Errorf("%d goroutines left: %s", n-base, goroutineSummary())
+					at, _ := goroutineSummary()
+					t.Errorf("%d goroutines left: %s", n-base, at)
 				}
 				if left, _ := os.ReadDir(tmp); len(left) > 0 {
 					t.Errorf("%d entries left in %s", len(left), tmp)
