@@ -958,6 +958,10 @@ type Status struct {
 	// PendingVoterChange, on the leader, is the AddRaftVoter or
 	// RemoveRaftVoter in progress, if any.
 	PendingVoterChange string `json:"pending_voter_change,omitempty"`
+	// TransportDropped is how many messages the transport dropped since it
+	// was made (not encodable, no connection, a full queue), if it counts
+	// them (a DropCounter: MemEndpoint, TCPTransport).
+	TransportDropped uint64 `json:"transport_dropped,omitempty"`
 }
 
 // SnapshotID is a snapshot's id in a Status: its end offset and the epoch
@@ -990,6 +994,9 @@ func (n *Node) Status() (Status, error) {
 			st.LatestSnapshot = &SnapshotID{Offset: id.Offset, Epoch: id.Epoch}
 		}
 		st.KRaftVersion, st.VoterSet = s.KRaftVersion(), n.voterInfos()
+		if dc, ok := n.cfg.Transport.(DropCounter); ok {
+			st.TransportDropped = dc.Dropped()
+		}
 		if c, _, ok := s.PendingVoterChange(); ok {
 			st.PendingVoterChange = fmt.Sprintf("%v %v", c.Kind, c.Voter)
 		}

@@ -36,6 +36,9 @@ type testCluster struct {
 	dynamic  bool
 	boot     []Voter
 	autoJoin bool // observers ask to join (kraft.Config.AutoJoin)
+	// disks counts each replica's disk losses (wipe): its directory id
+	// changes with each.
+	disks map[kraft.NodeID]byte
 }
 
 func newTestCluster(t *testing.T, n int) *testCluster { return newCluster(t, n, nil) }
@@ -69,7 +72,7 @@ func newCluster(t *testing.T, n int, snap *snapOpts) *testCluster {
 func (c *testCluster) kraftConfig(id kraft.NodeID) kraft.Config {
 	if c.dynamic {
 		return kraft.Config{
-			Local: dynKey(id), Observer: voterIndex(keysOf(c.boot), id) < 0, Seed: uint64(id) * 7919, AutoJoin: c.autoJoin,
+			Local: c.key(id), Observer: voterIndex(keysOf(c.boot), id) < 0, Seed: uint64(id) * 7919, AutoJoin: c.autoJoin,
 			ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond, ElectionBackoffMax: 100 * time.Millisecond,
 		}
 	}

@@ -25,6 +25,28 @@ func dynKey(id kraft.NodeID) kraft.ReplicaKey {
 	return kraft.ReplicaKey{ID: id, DirectoryID: uuid.UUID{0xd1, byte(id), 15: 1}}
 }
 
+// key is replica id's key in a dynamic cluster with the directory id of its
+// current disk: dynKey until a wipe.
+func (c *testCluster) key(id kraft.NodeID) kraft.ReplicaKey {
+	k := dynKey(id)
+	k.DirectoryID[14] = c.disks[id]
+	return k
+}
+
+// wipe crashes replica id and gives it an empty disk: no log, no
+// quorum-state record, no snapshots, a new directory id. It is not
+// started again.
+func (c *testCluster) wipe(id kraft.NodeID) {
+	c.crash(id)
+	if c.disks == nil {
+		c.disks = map[kraft.NodeID]byte{}
+	}
+	c.disks[id]++
+	c.logs[id] = storage.NewMemLog()
+	c.records[id] = &MemRecords{}
+	c.snapDirs[id] = c.t.TempDir()
+}
+
 func dynEndpoint(id kraft.NodeID) string { return fmt.Sprintf("mem-%d", id) }
 
 // newDynamicCluster starts replicas 1..running of n (more start with
@@ -189,6 +211,56 @@ func TestNodeVotersAutoJoin(t *testing.T) {
 	for _, id := range []kraft.NodeID{1, 2, 3} {
 		require.Len(t, c.waitCommitted(id, 1), 1, "node %d", id)
 	}
+}
+
+// TestNodeVotersAutoJoinReplacesAWipedVoter: a voter that lost its disk
+// comes back as an observer with a new directory id; with AutoJoin it asks
+// the leader to remove its old key (a RemoveRaftVoter, which carries no
+// endpoint) and to add the new one, over the in-memory network, which
+// encodes every message as TCP does. Every replica then has the new key in
+// its voter set, and the replaced voter commits records again.
+func TestNodeVotersAutoJoinReplacesAWipedVoter(t *testing.T) {
+	c := newDynamicCluster(t, 3, 1, 0, nil)
+	c.autoJoin = true
+	for _, id := range []kraft.NodeID{1, 2, 3} {
+		c.start(id)
+	}
+	voters := func(want kraft.ReplicaKey) func(st Status) bool {
+		return func(st Status) bool {
+			if len(st.VoterSet) != 3 {
+				return false
+			}
+			for _, v := range st.VoterSet {
+				k := c.key(v.ID)
+				if v.ID == want.ID {
+					k = want
+				}
+				if v.DirectoryID != k.DirectoryID || v.Endpoint != dynEndpoint(v.ID) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	for _, id := range []kraft.NodeID{1, 2, 3} {
+		c.waitStatus(id, "three voters", voters(c.key(3)))
+	}
+	c.appendCommitted("a")
+	if c.leader().local.ID == 3 {
+		require.NoError(t, c.nodes[3].Resign())
+		c.waitStatus(3, "another leader", func(st Status) bool { return st.Leader != 3 && st.Leader != kraft.NoNode })
+	}
+	old := c.key(3)
+	c.wipe(3)
+	require.NotEqual(t, old, c.key(3))
+	c.start(3)
+	for _, id := range []kraft.NodeID{1, 2, 3} {
+		c.waitStatus(id, "voter 3 replaced by its new key", voters(c.key(3)))
+	}
+	c.appendCommitted("b")
+	got := c.waitCommitted(3, 2)
+	require.Len(t, got, 2)
+	require.Equal(t, "ab", string(got[0].Data)+string(got[1].Data))
 }
 
 // TestNodeVotersRemoveAndLeaderLeaves: a voter is removed (a second
