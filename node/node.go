@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kraftquorum/kraft"
@@ -17,16 +18,29 @@ import (
 // channels, steps it, and carries out the actions in order as the README's
 // host contract says. Its methods are safe for concurrent use.
 type Node struct {
+	// timersLive counts the timers armed and neither fired nor stopped;
+	// timersMax is the most there were at once (tests read them). First in
+	// the struct: atomic 64-bit words must be aligned.
+	timersLive, timersMax int64
+
 	cfg   Config
 	local kraft.ReplicaKey
 
-	calls    chan func()   // client calls and internal wake-ups, run by the loop
+	calls    chan func()   // client calls, run by the loop
 	done     chan struct{} // closed when the loop has stopped
 	stopOnce sync.Once
 	stop     chan struct{}
 
 	mu  sync.Mutex // guards err and commit progress for the applier
 	err error
+
+	// Internal wake-ups (timer firings, completed flushes, snapshots
+	// taken) go to the loop apart from calls: a callback appends its
+	// function to internal and signals wake, which holds one signal, so
+	// it never waits and never takes a slot a client call needs.
+	internalMu sync.Mutex
+	internal   []func()
+	wake       chan struct{}
 
 	// Loop-owned.
 	st        kraft.State
@@ -36,10 +50,11 @@ type Node struct {
 	noPark    bool         // the request being stepped was parked: answer now
 	corr      uint64
 	timerGen  [kraft.VoterChangeTimer + 1]uint64
+	timers    [kraft.VoterChangeTimer + 1]*time.Timer // the latest arming of each kraft timer
 	inflight  map[reqKey]*request
 	lastFetch *Message // the latest Fetch request sent, re-sent on retries
 	bootNext  int      // round robin over bootstrap voters for To: NoNode
-	parked    []*Message
+	parked    []*parkedFetch
 	flushing  bool
 	waiters   []*waiter
 	hwm       int64
@@ -73,6 +88,13 @@ type inbound struct {
 	msg    *Message
 	ev     kraft.Event
 	noPark bool // a parked Fetch stepped again: answer now
+}
+
+// parkedFetch is a Fetch held until the leader has news or its timer
+// (FetchMaxWait) fires.
+type parkedFetch struct {
+	msg   Message
+	timer *time.Timer
 }
 
 type reqKey struct {
@@ -136,6 +158,7 @@ func Start(cfg Config) (*Node, error) {
 		cfg:        cfg,
 		local:      cfg.Kraft.Local,
 		calls:      make(chan func(), 64),
+		wake:       make(chan struct{}, 1),
 		done:       make(chan struct{}),
 		stop:       make(chan struct{}),
 		st:         st,
@@ -187,9 +210,39 @@ func (n *Node) run() {
 			n.onMessage(m, false)
 		case f := <-n.calls:
 			f()
+		case <-n.wake:
+			n.runInternal()
 		}
 		n.drain()
 		n.maybeFlush()
+	}
+}
+
+// internalCall runs f on the loop, after the input being handled. It
+// never blocks (timer callbacks, the flusher and the applier call it);
+// after the loop stopped, f never runs.
+func (n *Node) internalCall(f func()) {
+	n.internalMu.Lock()
+	n.internal = append(n.internal, f)
+	n.internalMu.Unlock()
+	select {
+	case n.wake <- struct{}{}:
+	default: // a wake-up is pending: it runs f too
+	}
+}
+
+// runInternal runs the functions internalCall queued.
+func (n *Node) runInternal() {
+	n.internalMu.Lock()
+	fs := n.internal
+	n.internal = nil
+	n.internalMu.Unlock()
+	for _, f := range fs {
+		if n.Err() != nil {
+			return
+		}
+		f()
+		n.drain()
 	}
 }
 
@@ -329,7 +382,7 @@ func (n *Node) onResponse(m Message) {
 	if found == nil {
 		return
 	}
-	found.timer.Stop()
+	n.stopTimer(found.timer)
 	delete(n.inflight, key)
 	if m.Event == nil {
 		return // an answer without an event (D28)
@@ -383,9 +436,28 @@ func (n *Node) fetching() bool {
 	return r == kraft.Follower || (r == kraft.Unattached && !n.st.IsVoter())
 }
 
-// afterFunc runs f on the loop after d.
+// afterFunc runs f on the loop after d, unless the timer is stopped
+// first with stopTimer.
 func (n *Node) afterFunc(d time.Duration, f func()) *time.Timer {
-	return time.AfterFunc(d, func() { n.post(f) })
+	live := atomic.AddInt64(&n.timersLive, 1)
+	for {
+		max := atomic.LoadInt64(&n.timersMax)
+		if live <= max || atomic.CompareAndSwapInt64(&n.timersMax, max, live) {
+			break
+		}
+	}
+	return time.AfterFunc(d, func() {
+		atomic.AddInt64(&n.timersLive, -1)
+		n.internalCall(f)
+	})
+}
+
+// stopTimer stops a timer afterFunc armed (nil: none). One that fired
+// already may still run its function: each checks that it is current.
+func (n *Node) stopTimer(t *time.Timer) {
+	if t != nil && t.Stop() {
+		atomic.AddInt64(&n.timersLive, -1)
+	}
 }
 
 // carry carries out one step's actions in order.
@@ -472,11 +544,17 @@ func (n *Node) carry(acts []kraft.Action) {
 			n.commitCond.Broadcast()
 			n.commitMu.Unlock()
 		case kraft.ResetTimer:
+			// One timer per kind: the new arming replaces the pending one,
+			// which is stopped (a firing already on its way is dropped by
+			// its generation).
 			n.timerGen[a.Timer]++
 			gen, t := n.timerGen[a.Timer], a.Timer
-			n.afterFunc(a.After, func() { n.fire(t, gen) })
+			n.stopTimer(n.timers[t])
+			n.timers[t] = n.afterFunc(a.After, func() { n.fire(t, gen) })
 		case kraft.StopTimer:
 			n.timerGen[a.Timer]++
+			n.stopTimer(n.timers[a.Timer])
+			n.timers[a.Timer] = nil
 		case kraft.RoleChanged:
 			n.onRoleChanged(a)
 		case kraft.Fault:
@@ -544,7 +622,7 @@ func (n *Node) bootstrapVoter() kraft.NodeID {
 func (n *Node) sendRequest(m Message, kind string) {
 	key := reqKey{m.To, kind}
 	if old := n.inflight[key]; old != nil {
-		old.timer.Stop()
+		n.stopTimer(old.timer)
 	}
 	n.corr++
 	m.Corr = n.corr
@@ -615,30 +693,32 @@ func (n *Node) fetchResponse(a kraft.SendFetchResponse) {
 	}
 	if len(records) == 0 && valid && a.HighWatermark <= req.HighWatermark &&
 		!n.noPark && n.st.Role() == kraft.Leader {
-		parked := *req
-		n.parked = append(n.parked, &parked)
-		n.afterFunc(n.cfg.FetchMaxWait, func() { n.unpark(&parked) })
+		p := &parkedFetch{msg: *req}
+		n.parked = append(n.parked, p)
+		p.timer = n.afterFunc(n.cfg.FetchMaxWait, func() { n.unpark(p) })
 		return
 	}
 	n.respond(a, records, nil)
 }
 
-// unpark steps a parked Fetch again and answers it now.
-func (n *Node) unpark(m *Message) {
+// unpark steps a parked Fetch again and answers it now (its timer
+// fired).
+func (n *Node) unpark(pf *parkedFetch) {
 	for i, p := range n.parked {
-		if p == m {
+		if p == pf {
 			n.parked = append(n.parked[:i:i], n.parked[i+1:]...)
-			n.queue = append(n.queue, inbound{msg: m, noPark: true})
+			n.queue = append(n.queue, inbound{msg: &pf.msg, noPark: true})
 			return
 		}
 	}
 }
 
 // wakeParked steps every parked Fetch again (the leader's log end or high
-// watermark moved, or it stopped leading).
+// watermark moved, or it stopped leading), and stops their timers.
 func (n *Node) wakeParked() {
 	for _, p := range n.parked {
-		n.queue = append(n.queue, inbound{msg: p, noPark: true})
+		n.stopTimer(p.timer)
+		n.queue = append(n.queue, inbound{msg: &p.msg, noPark: true})
 	}
 	n.parked = nil
 }
@@ -664,7 +744,7 @@ func (n *Node) maybeFlush() {
 	n.flushing = true
 	go func() {
 		err := n.cfg.Log.Sync()
-		n.post(func() {
+		n.internalCall(func() {
 			n.flushing = false
 			if err != nil {
 				n.fail(fmt.Errorf("node: syncing the log: %w", err))
@@ -683,7 +763,7 @@ func (n *Node) onRoleChanged(a kraft.RoleChanged) {
 	n.cfg.Logf("node %d: %v -> %v in epoch %d, leader %d (%s)", n.local.ID, a.From, a.To, a.Epoch, a.LeaderID, a.Reason)
 	// Kafka's resetConnections: responses to earlier requests are dropped.
 	for k, r := range n.inflight {
-		r.timer.Stop()
+		n.stopTimer(r.timer)
 		delete(n.inflight, k)
 	}
 	if a.From == kraft.Leader {
