@@ -48,12 +48,20 @@ type Config struct {
 	// owns it from Start on and closes it in Close.
 	Transport Transport
 
-	// RequestTimeout, RetryBackoff, FetchMaxWait and FetchMaxBytes default
-	// to Kafka's values when zero.
+	// RequestTimeout, RetryBackoff and FetchMaxBytes default to Kafka's
+	// values when zero.
 	RequestTimeout time.Duration
 	RetryBackoff   time.Duration
-	FetchMaxWait   time.Duration
-	FetchMaxBytes  int
+	// FetchMaxWait is how long a leader holds a Fetch that has nothing new
+	// (long poll). Zero: DefaultFetchMaxWait (Kafka's 500 ms), or a
+	// quarter of the fetch timeout (Kraft.FetchTimeout, kraft's default
+	// when zero) if that is shorter, the ratio of Kafka's defaults (2 s
+	// and 500 ms). Set, it must be below the fetch timeout: Start refuses
+	// a longer wait, with which a caught-up follower's fetch timer fires
+	// while its Fetch is parked at the leader and an idle cluster churns
+	// through elections (docs/design.md D56).
+	FetchMaxWait  time.Duration
+	FetchMaxBytes int
 
 	// OnCommit, if set, receives the committed records in order, each
 	// exactly once per node life, from one goroutine of its own (Kafka's
@@ -171,8 +179,21 @@ func (c Config) withDefaults() (Config, error) {
 	if c.RetryBackoff == 0 {
 		c.RetryBackoff = DefaultRetryBackoff
 	}
-	if c.FetchMaxWait == 0 {
+	fetchTimeout := c.Kraft.FetchTimeout
+	if fetchTimeout == 0 {
+		fetchTimeout = kraft.DefaultFetchTimeout
+	}
+	switch {
+	case c.FetchMaxWait == 0:
 		c.FetchMaxWait = DefaultFetchMaxWait
+		if fetchTimeout/4 < c.FetchMaxWait {
+			c.FetchMaxWait = fetchTimeout / 4
+		}
+	case c.FetchMaxWait >= fetchTimeout:
+		return c, fmt.Errorf("node: Config.FetchMaxWait %v is not below the fetch timeout %v: "+
+			"a caught-up follower's fetch timer would fire while its Fetch is parked at the leader "+
+			"(leave FetchMaxWait zero for a quarter of the fetch timeout, at most %v)",
+			c.FetchMaxWait, fetchTimeout, DefaultFetchMaxWait)
 	}
 	if c.FetchMaxBytes == 0 {
 		c.FetchMaxBytes = DefaultFetchMaxBytes

@@ -55,6 +55,7 @@ type Node struct {
 	lastFetch *Message // the latest Fetch request sent, re-sent on retries
 	bootNext  int      // round robin over bootstrap voters for To: NoNode
 	parked    []*parkedFetch
+	longPolls int // parked Fetches answered when their wait was up
 	flushing  bool
 	waiters   []*waiter
 	hwm       int64
@@ -708,6 +709,7 @@ func (n *Node) unpark(pf *parkedFetch) {
 		if p == pf {
 			n.parked = append(n.parked[:i:i], n.parked[i+1:]...)
 			n.queue = append(n.queue, inbound{msg: &pf.msg, noPark: true})
+			n.longPolls++
 			return
 		}
 	}
