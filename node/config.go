@@ -96,11 +96,12 @@ type Config struct {
 	// Restore, if set, replaces the application's state by the snapshot id
 	// read from r (the state after every committed record below id.Offset).
 	// It is called from OnCommit's goroutine before any OnCommit of a
-	// record at or after id.Offset: at Start with the latest snapshot, and
-	// when a follower installs a snapshot downloaded from the leader
-	// (records below it are never handed to OnCommit then). An error stops
-	// the node. It needs Snapshots, and is required with Snapshots and
-	// OnCommit.
+	// record at or after id.Offset: at Start with the latest snapshot
+	// (Start returns once it is done, and fails with its error), and when
+	// a follower installs a snapshot downloaded from the leader (records
+	// below it are never handed to OnCommit then; an error stops the
+	// node). The snapshot of Start always comes before an installed one.
+	// It needs Snapshots, and is required with Snapshots and OnCommit.
 	Restore func(id kraft.LogEnd, r io.Reader) error
 
 	// InitialVoters, if set, bootstraps a dynamic quorum (KIP-853,

@@ -178,16 +178,23 @@ func Start(cfg Config) (*Node, error) {
 		n.addVoterSet(s.offset, s.voters)
 	}
 	n.commitCond = sync.NewCond(&n.commitMu)
+	// The application starts from the latest snapshot, then takes the
+	// records after it. The applier restores it before anything else
+	// runs: a snapshot installed from the leader, which deletes the older
+	// snapshots, comes after it, as Restore's contract says.
+	var latest *kraft.LogEnd
 	if id, ok := st.LatestSnapshot(); ok && id.Offset > 0 {
-		// The application starts from the latest snapshot, then takes the
-		// records after it.
-		n.restore = &id
+		latest = &id
+	}
+	restored := make(chan error, 1)
+	go n.applier(latest, restored)
+	if err := <-restored; err != nil {
+		return nil, err
 	}
 	cfg.Logf("node %d: started %v", n.local.ID, st)
 	n.carry(acts)
 	n.drain()
 	n.maybeFlush()
-	go n.applier()
 	go n.run()
 	return n, nil
 }
@@ -927,11 +934,13 @@ func (n *Node) Close() error {
 }
 
 // applier hands committed records to OnCommit, in order, from its own
-// goroutine so the loop never waits for it. A snapshot to restore (the
-// latest at Start, an installed one) goes to Restore first, and the
-// records follow from its end; every SnapshotEvery offsets it has the
-// application write a snapshot (takeSnapshot).
-func (n *Node) applier() {
+// goroutine so the loop never waits for it. It first restores latest (the
+// latest snapshot at Start, if any) and reports on restored, where Start
+// waits before it starts the loop: an error there fails Start. A snapshot
+// installed later goes to Restore the same way, and the records follow
+// from its end; every SnapshotEvery offsets it has the application write
+// a snapshot (takeSnapshot).
+func (n *Node) applier(latest *kraft.LogEnd, restored chan<- error) {
 	defer close(n.applierOut)
 	var next, lastSnap int64
 	var lastEpoch kraft.Epoch
@@ -939,6 +948,18 @@ func (n *Node) applier() {
 	// voters is the voter set in force after the records applied, which
 	// the snapshots hold (nil: a static voter set).
 	voters := n.boot
+	if latest != nil {
+		vs, err := n.restoreSnapshot(*latest)
+		if err != nil {
+			restored <- err
+			return
+		}
+		if vs != nil {
+			voters = vs
+		}
+		next, lastEpoch, lastSnap = latest.Offset, latest.Epoch, latest.Offset
+	}
+	restored <- nil
 	for {
 		n.commitMu.Lock()
 		for n.commitHWM != stopApplier && n.restore == nil && (blocked || n.commitHWM <= next) {
