@@ -333,7 +333,7 @@ func TestNodeVotersRestartFromTheLog(t *testing.T) {
 	c.waitStatus(2, "campaigning", func(st Status) bool { return st.Role == "Prospective" || st.Role == "Candidate" })
 	c.net.Up(2)
 	// The leader alone is no majority of {1, 2}: it may have resigned
-	// (check-quorum), and a retried append may then commit twice.
+	// (check-quorum); appendCommitted appends at whichever replica leads.
 	c.appendCommitted("b")
 	got := c.waitCommitted(2, 2)
 	require.Equal(t, "ab", string(got[0].Data)+string(got[1].Data))
