@@ -16,8 +16,8 @@ const DefaultMemBuffer = 1024
 // an unknown or closed endpoint, a node that is down or across a cut link is
 // dropped (and counted by Dropped and the sender's MemEndpoint.Dropped, and
 // logged through SetLogf). Every message goes through the wire format:
-// EncodeMessage on the way in and DecodeMessage on the way out, as over
-// TCP, so sender and receiver share no memory, and a message the codec
+// EncodeMessage on the way in and decoded on the way out, as over TCP, so
+// sender and receiver share no memory, and a message the codec
 // refuses is dropped here as TCPTransport drops it.
 //
 // The knobs Partition, Isolate, Heal, Down and Up change the network while
@@ -147,7 +147,7 @@ func (n *MemNetwork) send(from *MemEndpoint, m Message) {
 	b, err := EncodeMessage(m)
 	var out Message
 	if err == nil {
-		out, err = DecodeMessage(b)
+		out, err = decodeShared(b)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()

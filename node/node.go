@@ -692,7 +692,7 @@ func (n *Node) fetchResponse(a kraft.SendFetchResponse) {
 	// log start).
 	valid := a.Error == kraft.ErrNone && a.Diverging == nil && a.Snapshot == nil
 	if valid && f.FetchOffset < n.st.LogEnd().Offset {
-		rs, err := n.cfg.Log.Read(f.FetchOffset, n.cfg.FetchMaxBytes)
+		rs, err := n.readShared(f.FetchOffset, n.cfg.FetchMaxBytes)
 		if err != nil {
 			n.fail(fmt.Errorf("node: reading the log at %d: %w", f.FetchOffset, err))
 			return
@@ -707,6 +707,16 @@ func (n *Node) fetchResponse(a kraft.SendFetchResponse) {
 		return
 	}
 	n.respond(a, records, nil)
+}
+
+// readShared reads the log for a Fetch response, without copying the
+// payloads when the log can share them (storage.SharedReader): the
+// transport encodes the response in Send and never modifies them.
+func (n *Node) readShared(from int64, maxBytes int) ([]storage.Entry, error) {
+	if sr, ok := n.cfg.Log.(storage.SharedReader); ok {
+		return sr.ReadShared(from, maxBytes)
+	}
+	return n.cfg.Log.Read(from, maxBytes)
 }
 
 // unpark steps a parked Fetch again and answers it now (its timer
@@ -732,10 +742,19 @@ func (n *Node) wakeParked() {
 	n.parked = nil
 }
 
-// write appends records of one epoch to the log and reports them.
+// write appends records of one epoch to the log and reports them. The
+// records are the node's own, made for the write and never touched again,
+// so a log that can keep them without a copy (storage.OwningAppender)
+// does.
 func (n *Node) write(epoch kraft.Epoch, records ...[]byte) (kraft.LogEnd, error) {
 	before := n.cfg.Log.End()
-	end, err := n.cfg.Log.Append(epoch, records...)
+	var end kraft.LogEnd
+	var err error
+	if oa, ok := n.cfg.Log.(storage.OwningAppender); ok {
+		end, err = oa.AppendOwned(epoch, records...)
+	} else {
+		end, err = n.cfg.Log.Append(epoch, records...)
+	}
 	if err != nil {
 		n.fail(fmt.Errorf("node: appending to the log: %w", err))
 		return before, err
@@ -823,9 +842,18 @@ func (n *Node) Append(ctx context.Context, records ...[]byte) (int64, error) {
 			notLeader = &NotLeaderError{Leader: leaderOrNone(n.st), Epoch: n.st.Epoch()}
 			return
 		}
+		// The one copy of the caller's records: with their type bytes, in
+		// one block (the log may keep it, OwningAppender).
+		size := len(records)
+		for _, r := range records {
+			size += len(r)
+		}
+		block := make([]byte, 0, size)
 		data := make([][]byte, len(records))
 		for i, r := range records {
-			data[i] = append([]byte{recordData}, r...)
+			start := len(block)
+			block = append(append(block, recordData), r...)
+			data[i] = block[start:len(block):len(block)]
 		}
 		end, err := n.write(n.st.Epoch(), data...)
 		if err != nil {

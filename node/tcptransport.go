@@ -419,7 +419,7 @@ func (t *TCPTransport) readMessages(c *tcpConn, r *bufio.Reader, incoming bool) 
 		if err != nil {
 			return
 		}
-		m, err := DecodeMessage(frame)
+		m, err := decodeShared(frame)
 		if err != nil {
 			// The stream is not what the peer should send: give up on it.
 			t.drop(true, "undecodable message from %v: %v", c.c.RemoteAddr(), err)

@@ -38,7 +38,10 @@ type Message struct {
 }
 
 // Transport carries Messages between the replicas of a cluster. A runtime
-// calls Send from its one loop goroutine and reads Inbox there too.
+// calls Send from its one loop goroutine and reads Inbox there too. Send
+// must not modify the message's byte slices: a Fetch response's records
+// may be the log's own memory (storage.SharedReader); the transports of
+// this package encode the message before Send returns.
 //
 // Send must not block for long: a message that cannot be sent now (no
 // connection, a full buffer) is dropped, and the runtime's request timeout
