@@ -532,7 +532,13 @@ func (n *Node) voterChangeResponse(a kraft.SendVoterChangeResponse) {
 		return
 	}
 	if a.Error == kraft.ErrNotLeaderOrFollower {
-		c.ch <- &NotLeaderError{Leader: a.LeaderID, Epoch: a.Epoch}
+		// A leader that resigns while the change is pending answers it so,
+		// still naming itself in its epoch: no other leader is known yet.
+		leader := a.LeaderID
+		if leader == n.local.ID {
+			leader = kraft.NoNode
+		}
+		c.ch <- &NotLeaderError{Leader: leader, Epoch: a.Epoch}
 		return
 	}
 	c.ch <- &VoterChangeError{Kind: a.Kind, Code: a.Error}

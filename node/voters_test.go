@@ -619,3 +619,21 @@ func TestRecoverVotersAfterSnapshotBeforeCleaning(t *testing.T) {
 	_, _, err = kraft.NewState(kraft.Config{Local: k(1).Key}, nil, ls)
 	require.NoError(t, err)
 }
+
+// TestVoterChangeAnswerWhenTheLeaderResigns: a change pending when its
+// leader resigns is answered NOT_LEADER_OR_FOLLOWER by the state, which
+// still names the resigning replica leader of its epoch; the caller gets
+// a NotLeaderError that names no leader rather than the replica itself.
+func TestVoterChangeAnswerWhenTheLeaderResigns(t *testing.T) {
+	c := newDynamicCluster(t, 1, 1, 1, nil)
+	nd := c.leader()
+	ch := make(chan error, 1)
+	require.NoError(t, nd.call(func() {
+		nd.voterCalls[99] = &voterCall{ch: ch}
+		nd.voterChangeResponse(kraft.SendVoterChangeResponse{Ref: 99, Kind: kraft.AddVoter, Error: kraft.ErrNotLeaderOrFollower, Epoch: 3, LeaderID: nd.local.ID})
+	}))
+	var nl *NotLeaderError
+	require.ErrorAs(t, <-ch, &nl)
+	require.Equal(t, kraft.NoNode, nl.Leader)
+	require.Equal(t, kraft.Epoch(3), nl.Epoch)
+}
