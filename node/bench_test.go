@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -14,9 +15,10 @@ import (
 
 // BenchmarkCommittedAppends measures committed appends per second on a
 // three-voter cluster in one process, with clients appending 100-byte
-// records concurrently at the leader: over the in-memory transport or
-// TCP on loopback, with in-memory logs or file logs (every flush an
-// fsync, group commit). b.N is the number of appends.
+// records (KRAFT_NODE_BENCH_RECORD bytes if set) concurrently at the
+// leader: over the in-memory transport or TCP on loopback, with in-memory
+// logs or file logs (every flush an fsync, group commit). b.N is the
+// number of appends.
 func BenchmarkCommittedAppends(b *testing.B) {
 	for _, tr := range []string{"mem", "tcp"} {
 		for _, lg := range []string{"memlog", "filelog"} {
@@ -80,7 +82,13 @@ func benchAppends(b *testing.B, tr, lg string, clients int) {
 		}
 	}()
 	leader := benchLeader(b, nodes)
-	rec := make([]byte, 100)
+	size := 100
+	if s := os.Getenv("KRAFT_NODE_BENCH_RECORD"); s != "" {
+		if _, err := fmt.Sscan(s, &size); err != nil || size < 1 {
+			b.Fatalf("KRAFT_NODE_BENCH_RECORD=%q: want a size in bytes", s)
+		}
+	}
+	rec := make([]byte, size)
 	b.SetBytes(int64(len(rec)))
 	b.ResetTimer()
 	start := time.Now()

@@ -132,7 +132,18 @@ func EncodeMessage(m Message) ([]byte, error) {
 // DecodeMessage decodes one message that EncodeMessage encoded; b must hold
 // exactly that message. The decoded message shares no memory with b.
 func DecodeMessage(b []byte) (Message, error) {
-	d := wireDecoder{b: b}
+	return decodeMessage(b, false)
+}
+
+// decodeShared is DecodeMessage for a b the caller hands over (a frame
+// the transport read, a message it encoded): the decoded records and chunk
+// are slices of b, not copies.
+func decodeShared(b []byte) (Message, error) {
+	return decodeMessage(b, true)
+}
+
+func decodeMessage(b []byte, share bool) (Message, error) {
+	d := wireDecoder{b: b, share: share}
 	m := d.message()
 	if d.err == nil && len(d.b) != 0 {
 		d.err = fmt.Errorf("node: decode message: %d trailing bytes", len(d.b))
@@ -447,8 +458,9 @@ func appendLogEnd(b []byte, e kraft.LogEnd) []byte {
 // wireDecoder reads a message from b. The first error sticks: later reads
 // return zero values, so the decoding code checks err only at the end.
 type wireDecoder struct {
-	b   []byte
-	err error
+	b     []byte
+	err   error
+	share bool // data fields are slices of b, not copies
 }
 
 func (d *wireDecoder) fail(err error) {
@@ -582,7 +594,11 @@ func (d *wireDecoder) data() []byte {
 		d.fail(errWireShort)
 		return nil
 	}
-	return append([]byte{}, d.take(int(l))...)
+	p := d.take(int(l))
+	if d.share {
+		return p[:len(p):len(p)]
+	}
+	return append([]byte{}, p...)
 }
 
 func (d *wireDecoder) records() []storage.Entry {

@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/google/uuid"
 	"github.com/kraftquorum/kraft"
@@ -373,4 +374,30 @@ func TestFrames(t *testing.T) {
 	f, err := appendFrameLimit(nil, m, len(b))
 	require.NoError(t, err)
 	require.Equal(t, b, f[4:])
+}
+
+// TestDecodeShared: DecodeMessage copies the records and the chunk out of
+// its input; decodeShared, for a buffer the transport hands over, slices
+// them out of it (capped), and decodes the same message.
+func TestDecodeShared(t *testing.T) {
+	m := Message{
+		From: 1, To: 2, Corr: 3, Response: true,
+		Event:   kraft.ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 2, HighWatermark: 5},
+		Records: []storage.Entry{{Offset: 4, Epoch: 2, Data: []byte("record four")}, {Offset: 5, Epoch: 2, Data: []byte{}}},
+	}
+	b, err := EncodeMessage(m)
+	require.NoError(t, err)
+	copied, err := DecodeMessage(b)
+	require.NoError(t, err)
+	shared, err := decodeShared(b)
+	require.NoError(t, err)
+	require.Equal(t, m, copied)
+	require.Equal(t, m, shared)
+	inB := func(p []byte) bool {
+		return uintptr(unsafe.Pointer(&p[0])) >= uintptr(unsafe.Pointer(&b[0])) &&
+			uintptr(unsafe.Pointer(&p[0])) < uintptr(unsafe.Pointer(&b[0]))+uintptr(len(b))
+	}
+	require.False(t, inB(copied.Records[0].Data), "DecodeMessage copies")
+	require.True(t, inB(shared.Records[0].Data), "decodeShared slices the input")
+	require.Equal(t, len(shared.Records[0].Data), cap(shared.Records[0].Data))
 }

@@ -48,12 +48,20 @@ type Config struct {
 	// owns it from Start on and closes it in Close.
 	Transport Transport
 
-	// RequestTimeout, RetryBackoff, FetchMaxWait and FetchMaxBytes default
-	// to Kafka's values when zero.
+	// RequestTimeout, RetryBackoff and FetchMaxBytes default to Kafka's
+	// values when zero.
 	RequestTimeout time.Duration
 	RetryBackoff   time.Duration
-	FetchMaxWait   time.Duration
-	FetchMaxBytes  int
+	// FetchMaxWait is how long a leader holds a Fetch that has nothing new
+	// (long poll). Zero: DefaultFetchMaxWait (Kafka's 500 ms), or a
+	// quarter of the fetch timeout (Kraft.FetchTimeout, kraft's default
+	// when zero) if that is shorter, the ratio of Kafka's defaults (2 s
+	// and 500 ms). Set, it must be below the fetch timeout: Start refuses
+	// a longer wait, with which a caught-up follower's fetch timer fires
+	// while its Fetch is parked at the leader and an idle cluster churns
+	// through elections (docs/design.md D60).
+	FetchMaxWait  time.Duration
+	FetchMaxBytes int
 
 	// OnCommit, if set, receives the committed records in order, each
 	// exactly once per node life, from one goroutine of its own (Kafka's
@@ -88,11 +96,12 @@ type Config struct {
 	// Restore, if set, replaces the application's state by the snapshot id
 	// read from r (the state after every committed record below id.Offset).
 	// It is called from OnCommit's goroutine before any OnCommit of a
-	// record at or after id.Offset: at Start with the latest snapshot, and
-	// when a follower installs a snapshot downloaded from the leader
-	// (records below it are never handed to OnCommit then). An error stops
-	// the node. It needs Snapshots, and is required with Snapshots and
-	// OnCommit.
+	// record at or after id.Offset: at Start with the latest snapshot
+	// (Start returns once it is done, and fails with its error), and when
+	// a follower installs a snapshot downloaded from the leader (records
+	// below it are never handed to OnCommit then; an error stops the
+	// node). The snapshot of Start always comes before an installed one.
+	// It needs Snapshots, and is required with Snapshots and OnCommit.
 	Restore func(id kraft.LogEnd, r io.Reader) error
 
 	// InitialVoters, if set, bootstraps a dynamic quorum (KIP-853,
@@ -171,8 +180,21 @@ func (c Config) withDefaults() (Config, error) {
 	if c.RetryBackoff == 0 {
 		c.RetryBackoff = DefaultRetryBackoff
 	}
-	if c.FetchMaxWait == 0 {
+	fetchTimeout := c.Kraft.FetchTimeout
+	if fetchTimeout == 0 {
+		fetchTimeout = kraft.DefaultFetchTimeout
+	}
+	switch {
+	case c.FetchMaxWait == 0:
 		c.FetchMaxWait = DefaultFetchMaxWait
+		if fetchTimeout/4 < c.FetchMaxWait {
+			c.FetchMaxWait = fetchTimeout / 4
+		}
+	case c.FetchMaxWait >= fetchTimeout:
+		return c, fmt.Errorf("node: Config.FetchMaxWait %v is not below the fetch timeout %v: "+
+			"a caught-up follower's fetch timer would fire while its Fetch is parked at the leader "+
+			"(leave FetchMaxWait zero for a quarter of the fetch timeout, at most %v)",
+			c.FetchMaxWait, fetchTimeout, DefaultFetchMaxWait)
 	}
 	if c.FetchMaxBytes == 0 {
 		c.FetchMaxBytes = DefaultFetchMaxBytes

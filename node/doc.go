@@ -49,5 +49,5 @@
 // (MemRecords, storage.NewMemLog). Transports: MemNetwork for tests and
 // TCPTransport (length-prefixed frames, responses on the request's
 // connection). cmd/kraftd runs a Node as a process. The decisions behind
-// the runtime are D32-D37 in docs/design.md.
+// the runtime are D32-D37 and D60 in docs/design.md.
 package node

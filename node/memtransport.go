@@ -4,7 +4,6 @@ import (
 	"sync"
 
 	"github.com/kraftquorum/kraft"
-	"github.com/kraftquorum/kraft/storage"
 )
 
 // DefaultMemBuffer is the Inbox capacity of an endpoint made by
@@ -15,8 +14,11 @@ const DefaultMemBuffer = 1024
 // endpoint (Endpoint), and a message sent to id goes into the Inbox of id's
 // endpoint. Delivery never blocks the sender: a message for a full Inbox,
 // an unknown or closed endpoint, a node that is down or across a cut link is
-// dropped (and counted by Dropped). Messages are copied, so sender and
-// receiver share no memory.
+// dropped (and counted by Dropped and the sender's MemEndpoint.Dropped, and
+// logged through SetLogf). Every message goes through the wire format:
+// EncodeMessage on the way in and decoded on the way out, as over TCP, so
+// sender and receiver share no memory, and a message the codec
+// refuses is dropped here as TCPTransport drops it.
 //
 // The knobs Partition, Isolate, Heal, Down and Up change the network while
 // it runs. All methods are safe for concurrent use.
@@ -28,6 +30,7 @@ type MemNetwork struct {
 	down      map[kraft.NodeID]bool
 	delivered uint64
 	dropped   uint64
+	logf      func(format string, args ...interface{})
 }
 
 // memLink is an unordered pair of nodes: a < b.
@@ -111,6 +114,15 @@ func (n *MemNetwork) Up(id kraft.NodeID) {
 	delete(n.down, id)
 }
 
+// SetLogf makes the network log the messages it drops through logf: every
+// message the codec refuses, and the other drops at the 1st, 2nd, 4th,
+// 8th... of the sending endpoint (see dropCounter).
+func (n *MemNetwork) SetLogf(logf func(format string, args ...interface{})) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.logf = logf
+}
+
 // Delivered returns how many messages went into an Inbox.
 func (n *MemNetwork) Delivered() uint64 {
 	n.mu.Lock()
@@ -130,25 +142,42 @@ func (n *MemNetwork) connected(a, b kraft.NodeID) bool {
 	return !n.down[a] && !n.down[b] && !n.isolated[a] && !n.isolated[b] && !n.cut[newMemLink(a, b)]
 }
 
-// send delivers a copy of m from endpoint from.
+// send delivers m from endpoint from, encoded and decoded again.
 func (n *MemNetwork) send(from *MemEndpoint, m Message) {
+	b, err := EncodeMessage(m)
+	var out Message
+	if err == nil {
+		out, err = decodeShared(b)
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if err != nil {
+		n.dropLocked(from, true, "message %d -> %d not encoded: %v", m.From, m.To, err)
+		return
+	}
 	to := n.endpoints[m.To]
 	if from.closed || to == nil || to.closed || !n.connected(from.id, m.To) {
-		n.dropped++
+		n.dropLocked(from, false, "%d -> %d unreachable", m.From, m.To)
 		return
 	}
 	select {
-	case to.inbox <- cloneMessage(m):
+	case to.inbox <- out:
 		n.delivered++
 	default:
-		n.dropped++
+		n.dropLocked(from, false, "%d -> %d: inbox full", m.From, m.To)
 	}
+}
+
+// dropLocked counts a dropped message and logs it; n.mu is held.
+func (n *MemNetwork) dropLocked(from *MemEndpoint, always bool, format string, args ...interface{}) {
+	n.dropped++
+	from.drops.logf = n.logf
+	from.drops.drop(always, "mem transport", format, args...)
 }
 
 // MemEndpoint is one replica's Transport on a MemNetwork.
 type MemEndpoint struct {
+	drops dropCounter // first: its counter is 64-bit aligned
 	net   *MemNetwork
 	id    kraft.NodeID
 	inbox chan Message
@@ -164,6 +193,10 @@ func (e *MemEndpoint) ID() kraft.NodeID { return e.id }
 // Send delivers a copy of m to m.To's endpoint, or drops it. It never
 // blocks.
 func (e *MemEndpoint) Send(m Message) { e.net.send(e, m) }
+
+// Dropped returns how many of the messages this endpoint sent were
+// dropped (not encodable, unreachable, or the receiver's Inbox full).
+func (e *MemEndpoint) Dropped() uint64 { return e.drops.count() }
 
 // Inbox delivers the messages sent to this endpoint.
 func (e *MemEndpoint) Inbox() <-chan Message { return e.inbox }
@@ -186,39 +219,4 @@ func (e *MemEndpoint) closeLocked() {
 		e.closed = true
 		close(e.inbox)
 	}
-}
-
-// cloneMessage returns a deep copy of m: its records and the pointers in
-// its event are copied.
-func cloneMessage(m Message) Message {
-	if m.Records != nil {
-		recs := make([]storage.Entry, len(m.Records))
-		for i, r := range m.Records {
-			recs[i] = r
-			if r.Data != nil {
-				recs[i].Data = append([]byte{}, r.Data...)
-			}
-		}
-		m.Records = recs
-	}
-	if m.Chunk != nil {
-		m.Chunk = append([]byte{}, m.Chunk...)
-	}
-	if e, ok := m.Event.(kraft.ReceiveFetchResponse); ok {
-		if e.Diverging != nil {
-			d := *e.Diverging
-			e.Diverging = &d
-		}
-		if e.Snapshot != nil {
-			s := *e.Snapshot
-			e.Snapshot = &s
-		}
-		m.Event = e
-	}
-	if e, ok := m.Event.(kraft.ReceiveAPIVersionsResponse); ok && e.KRaftVersions != nil {
-		r := *e.KRaftVersions
-		e.KRaftVersions = &r
-		m.Event = e
-	}
-	return m
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -233,4 +234,70 @@ func TestMemConcurrentSendAndClose(t *testing.T) {
 	require.NoError(t, b.Close())
 	wg.Wait()
 	require.Equal(t, uint64(4*500), n.Delivered()+n.Dropped())
+}
+
+// logLines collects what a Logf receives.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) logf(format string, args ...interface{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+func (l *logLines) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}
+
+// TestMemEncodesEveryMessage: the in-memory network runs every message
+// through the codec, as TCP does: what EncodeMessage refuses (an endpoint
+// with a RemoveRaftVoter, an event that is not a message) is dropped,
+// counted for the sender and logged, and the rest arrives as decoded.
+func TestMemEncodesEveryMessage(t *testing.T) {
+	n := NewMemNetwork()
+	var log logLines
+	n.SetLogf(log.logf)
+	a, b := n.Endpoint(1), n.Endpoint(2)
+
+	remove := Message{From: 1, To: 2, Corr: 1, Event: kraft.ReceiveRemoveVoter{From: 1, Voter: kraft.ReplicaKey{ID: 3}}, Endpoint: "mem-3"}
+	a.Send(remove)
+	requireInboxEmpty(t, b)
+	require.Equal(t, uint64(1), n.Dropped())
+	require.Equal(t, uint64(1), a.Dropped())
+	require.Zero(t, b.Dropped())
+	a.Send(Message{From: 1, To: 2, Event: kraft.LogFlushed{Offset: 3}})
+	requireInboxEmpty(t, b)
+	require.Equal(t, uint64(2), a.Dropped())
+	lines := log.get()
+	require.Len(t, lines, 2, "every refused message is logged")
+	require.Contains(t, lines[0], "endpoint with kraft.ReceiveRemoveVoter")
+	require.Contains(t, lines[1], "not a message event")
+
+	remove.Endpoint = ""
+	a.Send(remove)
+	require.Equal(t, remove, requireInbox(t, b))
+	require.Equal(t, uint64(2), a.Dropped())
+
+	// Unreachable: counted, and logged at the 1st, 2nd, 4th... drop.
+	for i := uint64(0); i < 8; i++ {
+		b.Send(memPing(2, 9, i))
+	}
+	require.Equal(t, uint64(8), b.Dropped())
+	require.Len(t, log.get(), 2+4)
+}
+
+// TestNodeStatusCountsTransportDrops: Status reports what the node's
+// transport dropped.
+func TestNodeStatusCountsTransportDrops(t *testing.T) {
+	c := newTestCluster(t, 1)
+	nd := c.leader()
+	nd.cfg.Transport.Send(Message{From: 1, To: 2, Event: kraft.ReceiveRemoveVoter{From: 1}, Endpoint: "x"})
+	st, err := nd.Status()
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), st.TransportDropped)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kraftquorum/kraft"
@@ -17,16 +18,29 @@ import (
 // channels, steps it, and carries out the actions in order as the README's
 // host contract says. Its methods are safe for concurrent use.
 type Node struct {
+	// timersLive counts the timers armed and neither fired nor stopped;
+	// timersMax is the most there were at once (tests read them). First in
+	// the struct: atomic 64-bit words must be aligned.
+	timersLive, timersMax int64
+
 	cfg   Config
 	local kraft.ReplicaKey
 
-	calls    chan func()   // client calls and internal wake-ups, run by the loop
+	calls    chan func()   // client calls, run by the loop
 	done     chan struct{} // closed when the loop has stopped
 	stopOnce sync.Once
 	stop     chan struct{}
 
 	mu  sync.Mutex // guards err and commit progress for the applier
 	err error
+
+	// Internal wake-ups (timer firings, completed flushes, snapshots
+	// taken) go to the loop apart from calls: a callback appends its
+	// function to internal and signals wake, which holds one signal, so
+	// it never waits and never takes a slot a client call needs.
+	internalMu sync.Mutex
+	internal   []func()
+	wake       chan struct{}
 
 	// Loop-owned.
 	st        kraft.State
@@ -36,10 +50,12 @@ type Node struct {
 	noPark    bool         // the request being stepped was parked: answer now
 	corr      uint64
 	timerGen  [kraft.VoterChangeTimer + 1]uint64
+	timers    [kraft.VoterChangeTimer + 1]*time.Timer // the latest arming of each kraft timer
 	inflight  map[reqKey]*request
 	lastFetch *Message // the latest Fetch request sent, re-sent on retries
 	bootNext  int      // round robin over bootstrap voters for To: NoNode
-	parked    []*Message
+	parked    []*parkedFetch
+	longPolls int // parked Fetches answered when their wait was up
 	flushing  bool
 	waiters   []*waiter
 	hwm       int64
@@ -73,6 +89,13 @@ type inbound struct {
 	msg    *Message
 	ev     kraft.Event
 	noPark bool // a parked Fetch stepped again: answer now
+}
+
+// parkedFetch is a Fetch held until the leader has news or its timer
+// (FetchMaxWait) fires.
+type parkedFetch struct {
+	msg   Message
+	timer *time.Timer
 }
 
 type reqKey struct {
@@ -136,6 +159,7 @@ func Start(cfg Config) (*Node, error) {
 		cfg:        cfg,
 		local:      cfg.Kraft.Local,
 		calls:      make(chan func(), 64),
+		wake:       make(chan struct{}, 1),
 		done:       make(chan struct{}),
 		stop:       make(chan struct{}),
 		st:         st,
@@ -154,16 +178,23 @@ func Start(cfg Config) (*Node, error) {
 		n.addVoterSet(s.offset, s.voters)
 	}
 	n.commitCond = sync.NewCond(&n.commitMu)
+	// The application starts from the latest snapshot, then takes the
+	// records after it. The applier restores it before anything else
+	// runs: a snapshot installed from the leader, which deletes the older
+	// snapshots, comes after it, as Restore's contract says.
+	var latest *kraft.LogEnd
 	if id, ok := st.LatestSnapshot(); ok && id.Offset > 0 {
-		// The application starts from the latest snapshot, then takes the
-		// records after it.
-		n.restore = &id
+		latest = &id
+	}
+	restored := make(chan error, 1)
+	go n.applier(latest, restored)
+	if err := <-restored; err != nil {
+		return nil, err
 	}
 	cfg.Logf("node %d: started %v", n.local.ID, st)
 	n.carry(acts)
 	n.drain()
 	n.maybeFlush()
-	go n.applier()
 	go n.run()
 	return n, nil
 }
@@ -187,9 +218,39 @@ func (n *Node) run() {
 			n.onMessage(m, false)
 		case f := <-n.calls:
 			f()
+		case <-n.wake:
+			n.runInternal()
 		}
 		n.drain()
 		n.maybeFlush()
+	}
+}
+
+// internalCall runs f on the loop, after the input being handled. It
+// never blocks (timer callbacks, the flusher and the applier call it);
+// after the loop stopped, f never runs.
+func (n *Node) internalCall(f func()) {
+	n.internalMu.Lock()
+	n.internal = append(n.internal, f)
+	n.internalMu.Unlock()
+	select {
+	case n.wake <- struct{}{}:
+	default: // a wake-up is pending: it runs f too
+	}
+}
+
+// runInternal runs the functions internalCall queued.
+func (n *Node) runInternal() {
+	n.internalMu.Lock()
+	fs := n.internal
+	n.internal = nil
+	n.internalMu.Unlock()
+	for _, f := range fs {
+		if n.Err() != nil {
+			return
+		}
+		f()
+		n.drain()
 	}
 }
 
@@ -329,7 +390,7 @@ func (n *Node) onResponse(m Message) {
 	if found == nil {
 		return
 	}
-	found.timer.Stop()
+	n.stopTimer(found.timer)
 	delete(n.inflight, key)
 	if m.Event == nil {
 		return // an answer without an event (D28)
@@ -383,9 +444,28 @@ func (n *Node) fetching() bool {
 	return r == kraft.Follower || (r == kraft.Unattached && !n.st.IsVoter())
 }
 
-// afterFunc runs f on the loop after d.
+// afterFunc runs f on the loop after d, unless the timer is stopped
+// first with stopTimer.
 func (n *Node) afterFunc(d time.Duration, f func()) *time.Timer {
-	return time.AfterFunc(d, func() { n.post(f) })
+	live := atomic.AddInt64(&n.timersLive, 1)
+	for {
+		max := atomic.LoadInt64(&n.timersMax)
+		if live <= max || atomic.CompareAndSwapInt64(&n.timersMax, max, live) {
+			break
+		}
+	}
+	return time.AfterFunc(d, func() {
+		atomic.AddInt64(&n.timersLive, -1)
+		n.internalCall(f)
+	})
+}
+
+// stopTimer stops a timer afterFunc armed (nil: none). One that fired
+// already may still run its function: each checks that it is current.
+func (n *Node) stopTimer(t *time.Timer) {
+	if t != nil && t.Stop() {
+		atomic.AddInt64(&n.timersLive, -1)
+	}
 }
 
 // carry carries out one step's actions in order.
@@ -472,11 +552,17 @@ func (n *Node) carry(acts []kraft.Action) {
 			n.commitCond.Broadcast()
 			n.commitMu.Unlock()
 		case kraft.ResetTimer:
+			// One timer per kind: the new arming replaces the pending one,
+			// which is stopped (a firing already on its way is dropped by
+			// its generation).
 			n.timerGen[a.Timer]++
 			gen, t := n.timerGen[a.Timer], a.Timer
-			n.afterFunc(a.After, func() { n.fire(t, gen) })
+			n.stopTimer(n.timers[t])
+			n.timers[t] = n.afterFunc(a.After, func() { n.fire(t, gen) })
 		case kraft.StopTimer:
 			n.timerGen[a.Timer]++
+			n.stopTimer(n.timers[a.Timer])
+			n.timers[a.Timer] = nil
 		case kraft.RoleChanged:
 			n.onRoleChanged(a)
 		case kraft.Fault:
@@ -544,7 +630,7 @@ func (n *Node) bootstrapVoter() kraft.NodeID {
 func (n *Node) sendRequest(m Message, kind string) {
 	key := reqKey{m.To, kind}
 	if old := n.inflight[key]; old != nil {
-		old.timer.Stop()
+		n.stopTimer(old.timer)
 	}
 	n.corr++
 	m.Corr = n.corr
@@ -606,7 +692,7 @@ func (n *Node) fetchResponse(a kraft.SendFetchResponse) {
 	// log start).
 	valid := a.Error == kraft.ErrNone && a.Diverging == nil && a.Snapshot == nil
 	if valid && f.FetchOffset < n.st.LogEnd().Offset {
-		rs, err := n.cfg.Log.Read(f.FetchOffset, n.cfg.FetchMaxBytes)
+		rs, err := n.readShared(f.FetchOffset, n.cfg.FetchMaxBytes)
 		if err != nil {
 			n.fail(fmt.Errorf("node: reading the log at %d: %w", f.FetchOffset, err))
 			return
@@ -615,38 +701,60 @@ func (n *Node) fetchResponse(a kraft.SendFetchResponse) {
 	}
 	if len(records) == 0 && valid && a.HighWatermark <= req.HighWatermark &&
 		!n.noPark && n.st.Role() == kraft.Leader {
-		parked := *req
-		n.parked = append(n.parked, &parked)
-		n.afterFunc(n.cfg.FetchMaxWait, func() { n.unpark(&parked) })
+		p := &parkedFetch{msg: *req}
+		n.parked = append(n.parked, p)
+		p.timer = n.afterFunc(n.cfg.FetchMaxWait, func() { n.unpark(p) })
 		return
 	}
 	n.respond(a, records, nil)
 }
 
-// unpark steps a parked Fetch again and answers it now.
-func (n *Node) unpark(m *Message) {
+// readShared reads the log for a Fetch response, without copying the
+// payloads when the log can share them (storage.SharedReader): the
+// transport encodes the response in Send and never modifies them.
+func (n *Node) readShared(from int64, maxBytes int) ([]storage.Entry, error) {
+	if sr, ok := n.cfg.Log.(storage.SharedReader); ok {
+		return sr.ReadShared(from, maxBytes)
+	}
+	return n.cfg.Log.Read(from, maxBytes)
+}
+
+// unpark steps a parked Fetch again and answers it now (its timer
+// fired).
+func (n *Node) unpark(pf *parkedFetch) {
 	for i, p := range n.parked {
-		if p == m {
+		if p == pf {
 			n.parked = append(n.parked[:i:i], n.parked[i+1:]...)
-			n.queue = append(n.queue, inbound{msg: m, noPark: true})
+			n.queue = append(n.queue, inbound{msg: &pf.msg, noPark: true})
+			n.longPolls++
 			return
 		}
 	}
 }
 
 // wakeParked steps every parked Fetch again (the leader's log end or high
-// watermark moved, or it stopped leading).
+// watermark moved, or it stopped leading), and stops their timers.
 func (n *Node) wakeParked() {
 	for _, p := range n.parked {
-		n.queue = append(n.queue, inbound{msg: p, noPark: true})
+		n.stopTimer(p.timer)
+		n.queue = append(n.queue, inbound{msg: &p.msg, noPark: true})
 	}
 	n.parked = nil
 }
 
-// write appends records of one epoch to the log and reports them.
+// write appends records of one epoch to the log and reports them. The
+// records are the node's own, made for the write and never touched again,
+// so a log that can keep them without a copy (storage.OwningAppender)
+// does.
 func (n *Node) write(epoch kraft.Epoch, records ...[]byte) (kraft.LogEnd, error) {
 	before := n.cfg.Log.End()
-	end, err := n.cfg.Log.Append(epoch, records...)
+	var end kraft.LogEnd
+	var err error
+	if oa, ok := n.cfg.Log.(storage.OwningAppender); ok {
+		end, err = oa.AppendOwned(epoch, records...)
+	} else {
+		end, err = n.cfg.Log.Append(epoch, records...)
+	}
 	if err != nil {
 		n.fail(fmt.Errorf("node: appending to the log: %w", err))
 		return before, err
@@ -664,7 +772,7 @@ func (n *Node) maybeFlush() {
 	n.flushing = true
 	go func() {
 		err := n.cfg.Log.Sync()
-		n.post(func() {
+		n.internalCall(func() {
 			n.flushing = false
 			if err != nil {
 				n.fail(fmt.Errorf("node: syncing the log: %w", err))
@@ -683,7 +791,7 @@ func (n *Node) onRoleChanged(a kraft.RoleChanged) {
 	n.cfg.Logf("node %d: %v -> %v in epoch %d, leader %d (%s)", n.local.ID, a.From, a.To, a.Epoch, a.LeaderID, a.Reason)
 	// Kafka's resetConnections: responses to earlier requests are dropped.
 	for k, r := range n.inflight {
-		r.timer.Stop()
+		n.stopTimer(r.timer)
 		delete(n.inflight, k)
 	}
 	if a.From == kraft.Leader {
@@ -734,9 +842,18 @@ func (n *Node) Append(ctx context.Context, records ...[]byte) (int64, error) {
 			notLeader = &NotLeaderError{Leader: leaderOrNone(n.st), Epoch: n.st.Epoch()}
 			return
 		}
+		// The one copy of the caller's records: with their type bytes, in
+		// one block (the log may keep it, OwningAppender).
+		size := len(records)
+		for _, r := range records {
+			size += len(r)
+		}
+		block := make([]byte, 0, size)
 		data := make([][]byte, len(records))
 		for i, r := range records {
-			data[i] = append([]byte{recordData}, r...)
+			start := len(block)
+			block = append(append(block, recordData), r...)
+			data[i] = block[start:len(block):len(block)]
 		}
 		end, err := n.write(n.st.Epoch(), data...)
 		if err != nil {
@@ -845,11 +962,13 @@ func (n *Node) Close() error {
 }
 
 // applier hands committed records to OnCommit, in order, from its own
-// goroutine so the loop never waits for it. A snapshot to restore (the
-// latest at Start, an installed one) goes to Restore first, and the
-// records follow from its end; every SnapshotEvery offsets it has the
-// application write a snapshot (takeSnapshot).
-func (n *Node) applier() {
+// goroutine so the loop never waits for it. It first restores latest (the
+// latest snapshot at Start, if any) and reports on restored, where Start
+// waits before it starts the loop: an error there fails Start. A snapshot
+// installed later goes to Restore the same way, and the records follow
+// from its end; every SnapshotEvery offsets it has the application write
+// a snapshot (takeSnapshot).
+func (n *Node) applier(latest *kraft.LogEnd, restored chan<- error) {
 	defer close(n.applierOut)
 	var next, lastSnap int64
 	var lastEpoch kraft.Epoch
@@ -857,6 +976,18 @@ func (n *Node) applier() {
 	// voters is the voter set in force after the records applied, which
 	// the snapshots hold (nil: a static voter set).
 	voters := n.boot
+	if latest != nil {
+		vs, err := n.restoreSnapshot(*latest)
+		if err != nil {
+			restored <- err
+			return
+		}
+		if vs != nil {
+			voters = vs
+		}
+		next, lastEpoch, lastSnap = latest.Offset, latest.Epoch, latest.Offset
+	}
+	restored <- nil
 	for {
 		n.commitMu.Lock()
 		for n.commitHWM != stopApplier && n.restore == nil && (blocked || n.commitHWM <= next) {
@@ -958,6 +1089,10 @@ type Status struct {
 	// PendingVoterChange, on the leader, is the AddRaftVoter or
 	// RemoveRaftVoter in progress, if any.
 	PendingVoterChange string `json:"pending_voter_change,omitempty"`
+	// TransportDropped is how many messages the transport dropped since it
+	// was made (not encodable, no connection, a full queue), if it counts
+	// them (a DropCounter: MemEndpoint, TCPTransport).
+	TransportDropped uint64 `json:"transport_dropped,omitempty"`
 }
 
 // SnapshotID is a snapshot's id in a Status: its end offset and the epoch
@@ -990,6 +1125,9 @@ func (n *Node) Status() (Status, error) {
 			st.LatestSnapshot = &SnapshotID{Offset: id.Offset, Epoch: id.Epoch}
 		}
 		st.KRaftVersion, st.VoterSet = s.KRaftVersion(), n.voterInfos()
+		if dc, ok := n.cfg.Transport.(DropCounter); ok {
+			st.TransportDropped = dc.Dropped()
+		}
 		if c, _, ok := s.PendingVoterChange(); ok {
 			st.PendingVoterChange = fmt.Sprintf("%v %v", c.Kind, c.Voter)
 		}

@@ -240,7 +240,7 @@ func (n *Node) takeSnapshot(id kraft.LogEnd, voters []Voter) {
 		}
 		return
 	}
-	n.post(func() { n.snapshotTaken(id) })
+	n.internalCall(func() { n.snapshotTaken(id) })
 }
 
 // snapshotTaken reports a snapshot the applier wrote in the host

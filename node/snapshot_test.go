@@ -2,6 +2,7 @@ package node
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -336,6 +337,10 @@ func TestNodeRestartsFromSnapshotAndLog(t *testing.T) {
 	t.Logf("crashed with the log [%d, %d) and the latest snapshot %+v", start, end, latest)
 
 	c.start(1)
+	// Start returns once the latest snapshot is restored: nothing the
+	// loop does (an installed snapshot) can come before it.
+	_, restores, _, _ := c.sm(1).view()
+	require.Equal(t, []kraft.LogEnd{latest}, restores, "Restore of the latest snapshot before Start returns")
 	st := c.waitStatus(1, "restarted at its snapshot", func(st Status) bool { return st.Role == "Leader" })
 	require.Equal(t, start, st.LogStart)
 	require.Equal(t, &SnapshotID{Offset: latest.Offset, Epoch: latest.Epoch}, st.LatestSnapshot)
@@ -345,6 +350,17 @@ func TestNodeRestartsFromSnapshotAndLog(t *testing.T) {
 	_, restores, order, errs := c.sm(1).view()
 	require.Empty(t, errs)
 	require.Equal(t, []kraft.LogEnd{latest}, restores)
+
+	// A Restore that fails at Start fails Start.
+	c.crash(1)
+	cfg := Config{Kraft: c.kraftConfig(1), Log: c.logs[1], Records: c.records[1], Transport: c.net.Endpoint(1)}
+	c.configureSnapshots(1, &cfg)
+	cfg.OnCommit = func([]Record) {}
+	cfg.Restore = func(kraft.LogEnd, io.Reader) error { return errors.New("bad state") }
+	nd, err := Start(cfg)
+	require.Nil(t, nd)
+	require.ErrorContains(t, err, "bad state")
+	require.NoError(t, cfg.Snapshots.Close())
 	require.Equal(t, fmt.Sprintf("restore %d", latest.Offset), order[0], "Restore goes before any OnCommit")
 	if latest.Offset < end {
 		require.Equal(t, fmt.Sprintf("commit %d", latest.Offset), order[1], "OnCommit goes on from the snapshot end, from the log")

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/kraftquorum/kraft"
@@ -51,6 +50,11 @@ type TCPConfig struct {
 	// dropped.
 	QueueSize int
 	InboxSize int
+	// Logf, if set, logs the messages the transport drops: each one that
+	// cannot be encoded or decoded, and the others (no address or
+	// connection, a full queue, a write error) at the 1st, 2nd, 4th,
+	// 8th... drop. Dropped counts them all.
+	Logf func(format string, args ...interface{})
 }
 
 func (c TCPConfig) withDefaults() (TCPConfig, error) {
@@ -109,7 +113,7 @@ const (
 // first frame a dialer sends is a hello with its id. Close stops every
 // goroutine of the transport before it returns.
 type TCPTransport struct {
-	dropped uint64 // atomic; first for alignment
+	drops dropCounter // first, for its counter's alignment
 
 	cfg    TCPConfig
 	ln     net.Listener
@@ -189,6 +193,7 @@ func NewTCPTransport(cfg TCPConfig) (*TCPTransport, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &TCPTransport{
+		drops:  dropCounter{logf: cfg.Logf},
 		cfg:    cfg,
 		ln:     ln,
 		inbox:  make(chan Message, cfg.InboxSize),
@@ -233,21 +238,25 @@ func (t *TCPTransport) SetPeer(id kraft.NodeID, addr string) {
 
 // Dropped returns how many messages the transport dropped: sent ones it
 // could not send and received ones it could not decode.
-func (t *TCPTransport) Dropped() uint64 { return atomic.LoadUint64(&t.dropped) }
+func (t *TCPTransport) Dropped() uint64 { return t.drops.count() }
 
-func (t *TCPTransport) drop() { atomic.AddUint64(&t.dropped, 1) }
+// drop counts a dropped message and logs it (TCPConfig.Logf; see
+// dropCounter).
+func (t *TCPTransport) drop(always bool, format string, args ...interface{}) {
+	t.drops.drop(always, fmt.Sprintf("tcp transport %d", t.cfg.ID), format, args...)
+}
 
 // Send queues m for m.To: a request for the connection dialed to m.To, a
 // response for the connection m.To's latest request came on. It never
 // blocks; a message it cannot queue is dropped.
 func (t *TCPTransport) Send(m Message) {
 	if m.To == t.cfg.ID {
-		t.drop()
+		t.drop(false, "a message to the local id %d", m.To)
 		return
 	}
 	frame, err := appendFrame(nil, m)
 	if err != nil {
-		t.drop()
+		t.drop(true, "message %d -> %d not encoded: %v", m.From, m.To, err)
 		return
 	}
 	var queue chan []byte
@@ -274,13 +283,13 @@ func (t *TCPTransport) Send(m Message) {
 	}
 	t.mu.Unlock()
 	if queue == nil {
-		t.drop()
+		t.drop(false, "no connection or address for %d (response %v)", m.To, m.Response)
 		return
 	}
 	select {
 	case queue <- frame:
 	default:
-		t.drop()
+		t.drop(false, "the queue for %d is full", m.To)
 	}
 }
 
@@ -410,10 +419,10 @@ func (t *TCPTransport) readMessages(c *tcpConn, r *bufio.Reader, incoming bool) 
 		if err != nil {
 			return
 		}
-		m, err := DecodeMessage(frame)
+		m, err := decodeShared(frame)
 		if err != nil {
 			// The stream is not what the peer should send: give up on it.
-			t.drop()
+			t.drop(true, "undecodable message from %v: %v", c.c.RemoteAddr(), err)
 			return
 		}
 		if incoming && !m.Response {
@@ -456,7 +465,7 @@ func (t *TCPTransport) write(c *tcpConn, w *bufio.Writer, frame []byte, more cha
 	_ = c.c.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout))
 	for frame != nil {
 		if _, err := w.Write(frame); err != nil {
-			t.drop()
+			t.drop(false, "writing to %v: %v", c.c.RemoteAddr(), err)
 			c.shut()
 			return false
 		}
@@ -467,7 +476,7 @@ func (t *TCPTransport) write(c *tcpConn, w *bufio.Writer, frame []byte, more cha
 		}
 	}
 	if err := w.Flush(); err != nil {
-		t.drop()
+		t.drop(false, "writing to %v: %v", c.c.RemoteAddr(), err)
 		c.shut()
 		return false
 	}
@@ -497,10 +506,10 @@ func (t *TCPTransport) runPeer(p *tcpPeer) {
 			if err != nil {
 				// The peer is unreachable: drop what waits for it, as
 				// its sender will retry, and back off.
-				t.drop()
+				t.drop(false, "%d unreachable: %v", p.id, err)
 				for n := len(p.queue); n > 0; n-- {
 					<-p.queue
-					t.drop()
+					t.drop(false, "%d unreachable: %v", p.id, err)
 				}
 				if !t.sleep(backoff) {
 					return

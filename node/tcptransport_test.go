@@ -525,3 +525,24 @@ func TestTCPSetPeerSameAddress(t *testing.T) {
 	a.Send(tcpRequest(1, 2, 2))
 	require.Equal(t, uint64(2), recv(t, b).Corr)
 }
+
+// TestTCPLogsDrops: a message the codec refuses is dropped, counted and
+// logged each time; the other drops are logged at the 1st, 2nd, 4th...
+func TestTCPLogsDrops(t *testing.T) {
+	var log logLines
+	tr, err := NewTCPTransport(TCPConfig{ID: 1, Listen: "127.0.0.1:0", Logf: log.logf})
+	require.NoError(t, err)
+	t.Cleanup(func() { closeWithin(t, tr, tcpWait) })
+	tr.Send(Message{From: 1, To: 2, Event: kraft.ReceiveRemoveVoter{From: 1}, Endpoint: "x"})
+	tr.Send(Message{From: 1, To: 2, Event: kraft.ReceiveRemoveVoter{From: 1}, Endpoint: "x"})
+	require.Equal(t, uint64(2), tr.Dropped())
+	lines := log.get()
+	require.Len(t, lines, 2)
+	require.Contains(t, lines[1], "endpoint with kraft.ReceiveRemoveVoter")
+	for i := uint64(0); i < 6; i++ {
+		tr.Send(tcpRequest(1, 7, i)) // no address for 7
+	}
+	require.Equal(t, uint64(8), tr.Dropped())
+	require.Len(t, log.get(), 2+2, "the 4th and 8th drop are logged")
+	require.Contains(t, log.get()[3], "no connection or address for 7")
+}

@@ -1,6 +1,9 @@
 package node
 
 import (
+	"fmt"
+	"sync/atomic"
+
 	"github.com/kraftquorum/kraft"
 	"github.com/kraftquorum/kraft/storage"
 )
@@ -35,7 +38,10 @@ type Message struct {
 }
 
 // Transport carries Messages between the replicas of a cluster. A runtime
-// calls Send from its one loop goroutine and reads Inbox there too.
+// calls Send from its one loop goroutine and reads Inbox there too. Send
+// must not modify the message's byte slices: a Fetch response's records
+// may be the log's own memory (storage.SharedReader); the transports of
+// this package encode the message before Send returns.
 //
 // Send must not block for long: a message that cannot be sent now (no
 // connection, a full buffer) is dropped, and the runtime's request timeout
@@ -50,3 +56,30 @@ type Transport interface {
 	// Close stops the transport; Inbox is closed after it.
 	Close() error
 }
+
+// DropCounter is a Transport that counts the messages it dropped
+// (MemEndpoint, TCPTransport); Node.Status reports the count.
+type DropCounter interface {
+	Dropped() uint64
+}
+
+// dropCounter counts the messages a transport drops and logs them: every
+// message that cannot be encoded (a sender's bug, which retries do not
+// cure), and the other drops (an unreachable peer, a full queue, which the
+// runtime's retries make up for) at the 1st, 2nd, 4th, 8th... drop, so an
+// outage logs a line per doubling of the count rather than one per
+// message. Keep it first in a struct: its counter is 64-bit.
+type dropCounter struct {
+	n    uint64 // atomic
+	logf func(format string, args ...interface{})
+}
+
+// drop counts one message and maybe logs it.
+func (d *dropCounter) drop(always bool, who, format string, args ...interface{}) {
+	n := atomic.AddUint64(&d.n, 1)
+	if d.logf != nil && (always || n&(n-1) == 0) {
+		d.logf("%s: dropped a message (%d so far): %s", who, n, fmt.Sprintf(format, args...))
+	}
+}
+
+func (d *dropCounter) count() uint64 { return atomic.LoadUint64(&d.n) }

@@ -532,7 +532,13 @@ func (n *Node) voterChangeResponse(a kraft.SendVoterChangeResponse) {
 		return
 	}
 	if a.Error == kraft.ErrNotLeaderOrFollower {
-		c.ch <- &NotLeaderError{Leader: a.LeaderID, Epoch: a.Epoch}
+		// A leader that resigns while the change is pending answers it so,
+		// still naming itself in its epoch: no other leader is known yet.
+		leader := a.LeaderID
+		if leader == n.local.ID {
+			leader = kraft.NoNode
+		}
+		c.ch <- &NotLeaderError{Leader: leader, Epoch: a.Epoch}
 		return
 	}
 	c.ch <- &VoterChangeError{Kind: a.Kind, Code: a.Error}
@@ -554,16 +560,24 @@ func (n *Node) answerAPIVersions(m Message) {
 	})
 }
 
-// sendVoterChange sends an auto-joining observer's request to its leader,
-// with this replica's endpoint; its answer is not awaited (the state sends
+// sendVoterChange sends an auto-joining observer's request to its leader:
+// an AddRaftVoter with this replica's endpoint, or a RemoveRaftVoter of its
+// old key, which has no endpoint (Kafka's RemoveRaftVoterRequest carries
+// only the cluster id and the voter's id and directory id; the codec
+// refuses one with an endpoint). Its answer is not awaited (the state sends
 // it again on its voter-change timer).
 func (n *Node) sendVoterChange(a kraft.SendVoterChange) {
 	to, ev, ok := kraft.Deliver(n.local, a)
 	if !ok {
 		return
 	}
+	m := Message{From: n.local.ID, To: to, Event: ev}
+	if _, add := ev.(kraft.ReceiveAddVoter); add {
+		m.Endpoint = n.cfg.Endpoint
+	}
 	n.corr++
-	n.cfg.Transport.Send(Message{From: n.local.ID, To: to, Corr: n.corr, Event: ev, Endpoint: n.cfg.Endpoint})
+	m.Corr = n.corr
+	n.cfg.Transport.Send(m)
 }
 
 // onVoterRequest steps a replica's AddRaftVoter or RemoveRaftVoter (an

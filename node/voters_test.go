@@ -25,6 +25,28 @@ func dynKey(id kraft.NodeID) kraft.ReplicaKey {
 	return kraft.ReplicaKey{ID: id, DirectoryID: uuid.UUID{0xd1, byte(id), 15: 1}}
 }
 
+// key is replica id's key in a dynamic cluster with the directory id of its
+// current disk: dynKey until a wipe.
+func (c *testCluster) key(id kraft.NodeID) kraft.ReplicaKey {
+	k := dynKey(id)
+	k.DirectoryID[14] = c.disks[id]
+	return k
+}
+
+// wipe crashes replica id and gives it an empty disk: no log, no
+// quorum-state record, no snapshots, a new directory id. It is not
+// started again.
+func (c *testCluster) wipe(id kraft.NodeID) {
+	c.crash(id)
+	if c.disks == nil {
+		c.disks = map[kraft.NodeID]byte{}
+	}
+	c.disks[id]++
+	c.logs[id] = storage.NewMemLog()
+	c.records[id] = &MemRecords{}
+	c.snapDirs[id] = c.t.TempDir()
+}
+
 func dynEndpoint(id kraft.NodeID) string { return fmt.Sprintf("mem-%d", id) }
 
 // newDynamicCluster starts replicas 1..running of n (more start with
@@ -78,10 +100,14 @@ func (c *testCluster) waitVoters(id kraft.NodeID, ids ...kraft.NodeID) Status {
 
 // voterChange runs f until it succeeds, as a client would: the leader
 // refuses a change while the previous one is not committed in its epoch
-// (REQUEST_TIMED_OUT).
+// (REQUEST_TIMED_OUT), and a leader change fails it (NOT_LEADER, or no
+// answer in time) with an unknown outcome: the change may still commit, so
+// a later DUPLICATE_VOTER or VOTER_NOT_FOUND means it did. f should ask
+// the current leader (c.leader()).
 func voterChange(t *testing.T, what string, f func(ctx context.Context) error) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
+	unknown := false
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		err := f(ctx)
@@ -90,7 +116,17 @@ func voterChange(t *testing.T, what string, f func(ctx context.Context) error) {
 			return
 		}
 		var vc *VoterChangeError
-		if !errors.As(err, &vc) || vc.Code != kraft.ErrRequestTimedOut || time.Now().After(deadline) {
+		var nl *NotLeaderError
+		switch {
+		case errors.As(err, &vc) && vc.Code == kraft.ErrRequestTimedOut:
+		case errors.As(err, &nl) || errors.Is(err, context.DeadlineExceeded):
+			unknown = true
+		case unknown && errors.As(err, &vc) && (vc.Code == kraft.ErrDuplicateVoter || vc.Code == kraft.ErrVoterNotFound):
+			return // made by the earlier attempt
+		default:
+			t.Fatalf("%s: %v", what, err)
+		}
+		if time.Now().After(deadline) {
 			t.Fatalf("%s: %v", what, err)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -98,18 +134,22 @@ func voterChange(t *testing.T, what string, f func(ctx context.Context) error) {
 }
 
 // voterChangeFails runs f until it fails with code (it is retried while
-// the previous change is not committed, REQUEST_TIMED_OUT).
+// the previous change is not committed, REQUEST_TIMED_OUT, and after a
+// leader change).
 func voterChangeFails(t *testing.T, code kraft.ErrorCode, f func(ctx context.Context) error) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		err := f(context.Background())
 		var vc *VoterChangeError
-		require.ErrorAs(t, err, &vc)
-		if vc.Code == code {
-			return
+		var nl *NotLeaderError
+		if !errors.As(err, &nl) {
+			require.ErrorAs(t, err, &vc)
+			if vc.Code == code {
+				return
+			}
+			require.Equal(t, kraft.ErrRequestTimedOut, vc.Code, "%v", err)
 		}
-		require.Equal(t, kraft.ErrRequestTimedOut, vc.Code, "%v", err)
 		require.True(t, time.Now().Before(deadline), "still %v", err)
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -129,14 +169,12 @@ func TestNodeVotersGrowFromOneToThree(t *testing.T) {
 	st := c.waitVoters(3, 1)
 	require.Equal(t, "Follower", st.Role, "an observer follows the leader it found through the bootstrap servers")
 
-	voterChange(t, "add 2", func(ctx context.Context) error { return l.AddVoter(ctx, dynKey(2), dynEndpoint(2)) })
-	voterChange(t, "add 3", func(ctx context.Context) error { return l.AddVoter(ctx, dynKey(3), dynEndpoint(3)) })
+	voterChange(t, "add 2", func(ctx context.Context) error { return c.leader().AddVoter(ctx, dynKey(2), dynEndpoint(2)) })
+	voterChange(t, "add 3", func(ctx context.Context) error { return c.leader().AddVoter(ctx, dynKey(3), dynEndpoint(3)) })
 	for _, id := range []kraft.NodeID{1, 2, 3} {
 		c.waitVoters(id, 1, 2, 3)
 	}
-	st, err := l.Status()
-	require.NoError(t, err)
-	require.Len(t, st.Voters, 3, "the leader tracks three voters")
+	c.waitStatus(c.leader().local.ID, "the leader tracks three voters", func(st Status) bool { return len(st.Voters) == 3 })
 
 	c.appendCommitted("b")
 	for _, id := range []kraft.NodeID{1, 2, 3} {
@@ -145,18 +183,23 @@ func TestNodeVotersGrowFromOneToThree(t *testing.T) {
 		require.Equal(t, "ab", string(got[0].Data)+string(got[1].Data))
 	}
 
-	voterChangeFails(t, kraft.ErrDuplicateVoter, func(ctx context.Context) error { return l.AddVoter(ctx, dynKey(2), dynEndpoint(2)) })
-	err = c.nodes[2].AddVoter(context.Background(), dynKey(4), "mem-4")
-	var nl *NotLeaderError
-	require.ErrorAs(t, err, &nl)
-	require.Equal(t, kraft.NodeID(1), nl.Leader)
+	voterChangeFails(t, kraft.ErrDuplicateVoter, func(ctx context.Context) error { return c.leader().AddVoter(ctx, dynKey(2), dynEndpoint(2)) })
+	// A follower refuses, naming the leader (asked again if the leader
+	// changed in between).
+	require.Eventually(t, func() bool {
+		l := c.leader()
+		err := c.nodes[l.local.ID%3+1].AddVoter(context.Background(), dynKey(4), "mem-4")
+		var nl *NotLeaderError
+		require.ErrorAs(t, err, &nl)
+		return nl.Leader == l.local.ID
+	}, 5*time.Second, 10*time.Millisecond, "a follower names the leader")
 
 	// UpdateVoter records a new endpoint, answered once written.
-	voterChange(t, "update 3", func(ctx context.Context) error { return l.UpdateVoter(ctx, dynKey(3), "mem-3-new") })
+	voterChange(t, "update 3", func(ctx context.Context) error { return c.leader().UpdateVoter(ctx, dynKey(3), "mem-3-new") })
 	c.waitStatus(2, "the new endpoint", func(st Status) bool {
 		return len(st.VoterSet) == 3 && st.VoterSet[2].Endpoint == "mem-3-new"
 	})
-	voterChangeFails(t, kraft.ErrVoterNotFound, func(ctx context.Context) error { return l.UpdateVoter(ctx, dynKey(4), "x") })
+	voterChangeFails(t, kraft.ErrVoterNotFound, func(ctx context.Context) error { return c.leader().UpdateVoter(ctx, dynKey(4), "x") })
 
 	// With three voters, one may be down.
 	c.crash(3)
@@ -191,26 +234,76 @@ func TestNodeVotersAutoJoin(t *testing.T) {
 	}
 }
 
+// TestNodeVotersAutoJoinReplacesAWipedVoter: a voter that lost its disk
+// comes back as an observer with a new directory id; with AutoJoin it asks
+// the leader to remove its old key (a RemoveRaftVoter, which carries no
+// endpoint) and to add the new one, over the in-memory network, which
+// encodes every message as TCP does. Every replica then has the new key in
+// its voter set, and the replaced voter commits records again.
+func TestNodeVotersAutoJoinReplacesAWipedVoter(t *testing.T) {
+	c := newDynamicCluster(t, 3, 1, 0, nil)
+	c.autoJoin = true
+	for _, id := range []kraft.NodeID{1, 2, 3} {
+		c.start(id)
+	}
+	voters := func(want kraft.ReplicaKey) func(st Status) bool {
+		return func(st Status) bool {
+			if len(st.VoterSet) != 3 {
+				return false
+			}
+			for _, v := range st.VoterSet {
+				k := c.key(v.ID)
+				if v.ID == want.ID {
+					k = want
+				}
+				if v.DirectoryID != k.DirectoryID || v.Endpoint != dynEndpoint(v.ID) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	for _, id := range []kraft.NodeID{1, 2, 3} {
+		c.waitStatus(id, "three voters", voters(c.key(3)))
+	}
+	c.appendCommitted("a")
+	if c.leader().local.ID == 3 {
+		require.NoError(t, c.nodes[3].Resign())
+		c.waitStatus(3, "another leader", func(st Status) bool { return st.Leader != 3 && st.Leader != kraft.NoNode })
+	}
+	old := c.key(3)
+	c.wipe(3)
+	require.NotEqual(t, old, c.key(3))
+	c.start(3)
+	for _, id := range []kraft.NodeID{1, 2, 3} {
+		c.waitStatus(id, "voter 3 replaced by its new key", voters(c.key(3)))
+	}
+	c.appendCommitted("b")
+	got := c.waitCommitted(3, 2)
+	require.Len(t, got, 2)
+	require.Equal(t, "ab", string(got[0].Data)+string(got[1].Data))
+}
+
 // TestNodeVotersRemoveAndLeaderLeaves: a voter is removed (a second
 // removal is VOTER_NOT_FOUND), then the leader removes itself: once the
 // removal commits it resigns, another voter leads, and the old leader
 // follows it as an observer.
 func TestNodeVotersRemoveAndLeaderLeaves(t *testing.T) {
 	c := newDynamicCluster(t, 4, 1, 4, nil)
-	l := c.leader()
+	c.leader()
 	c.appendCommitted("a")
 	for _, id := range []kraft.NodeID{2, 3, 4} {
 		id := id
-		voterChange(t, fmt.Sprintf("add %d", id), func(ctx context.Context) error { return l.AddVoter(ctx, dynKey(id), dynEndpoint(id)) })
+		voterChange(t, fmt.Sprintf("add %d", id), func(ctx context.Context) error { return c.leader().AddVoter(ctx, dynKey(id), dynEndpoint(id)) })
 	}
-	voterChange(t, "remove 4", func(ctx context.Context) error { return l.RemoveVoter(ctx, dynKey(4)) })
+	voterChange(t, "remove 4", func(ctx context.Context) error { return c.leader().RemoveVoter(ctx, dynKey(4)) })
 	for _, id := range []kraft.NodeID{1, 2, 3, 4} {
 		c.waitVoters(id, 1, 2, 3)
 	}
-	voterChangeFails(t, kraft.ErrVoterNotFound, func(ctx context.Context) error { return l.RemoveVoter(ctx, dynKey(4)) })
+	voterChangeFails(t, kraft.ErrVoterNotFound, func(ctx context.Context) error { return c.leader().RemoveVoter(ctx, dynKey(4)) })
 	c.waitStatus(4, "an observer", func(st Status) bool { return st.Role == "Follower" })
 
-	voterChange(t, "remove 1", func(ctx context.Context) error { return l.RemoveVoter(ctx, dynKey(1)) })
+	voterChange(t, "remove 1", func(ctx context.Context) error { return c.leader().RemoveVoter(ctx, dynKey(1)) })
 	deadline := time.Now().Add(5 * time.Second)
 	var next *Node
 	for next == nil && time.Now().Before(deadline) {
@@ -240,8 +333,8 @@ func TestNodeVotersRemoveAndLeaderLeaves(t *testing.T) {
 // as a voter; a bootstrap voter restarts from its log the same way.
 func TestNodeVotersRestartFromTheLog(t *testing.T) {
 	c := newDynamicCluster(t, 2, 1, 2, nil)
-	l := c.leader()
-	voterChange(t, "add 2", func(ctx context.Context) error { return l.AddVoter(ctx, dynKey(2), dynEndpoint(2)) })
+	c.leader()
+	voterChange(t, "add 2", func(ctx context.Context) error { return c.leader().AddVoter(ctx, dynKey(2), dynEndpoint(2)) })
 	c.appendCommitted("a")
 	c.waitVoters(2, 1, 2)
 
@@ -261,7 +354,7 @@ func TestNodeVotersRestartFromTheLog(t *testing.T) {
 	c.waitStatus(2, "campaigning", func(st Status) bool { return st.Role == "Prospective" || st.Role == "Candidate" })
 	c.net.Up(2)
 	// The leader alone is no majority of {1, 2}: it may have resigned
-	// (check-quorum), and a retried append may then commit twice.
+	// (check-quorum); appendCommitted appends at whichever replica leads.
 	c.appendCommitted("b")
 	got := c.waitCommitted(2, 2)
 	require.Equal(t, "ab", string(got[0].Data)+string(got[1].Data))
@@ -310,8 +403,8 @@ func TestNodeVotersSnapshotCarriesTheSet(t *testing.T) {
 		require.Greater(t, sets[0].Offset, int64(1), "%v", sets)
 	}))
 
-	l := c.leader()
-	voterChange(t, "add 2", func(ctx context.Context) error { return l.AddVoter(ctx, dynKey(2), dynEndpoint(2)) })
+	c.leader()
+	voterChange(t, "add 2", func(ctx context.Context) error { return c.leader().AddVoter(ctx, dynKey(2), dynEndpoint(2)) })
 	c.waitVoters(2, 1, 2)
 	want = append(want, "b")
 	c.appendCommitted("b")
@@ -525,4 +618,22 @@ func TestRecoverVotersAfterSnapshotBeforeCleaning(t *testing.T) {
 	ls.VoterSets = keySets(sets)
 	_, _, err = kraft.NewState(kraft.Config{Local: k(1).Key}, nil, ls)
 	require.NoError(t, err)
+}
+
+// TestVoterChangeAnswerWhenTheLeaderResigns: a change pending when its
+// leader resigns is answered NOT_LEADER_OR_FOLLOWER by the state, which
+// still names the resigning replica leader of its epoch; the caller gets
+// a NotLeaderError that names no leader rather than the replica itself.
+func TestVoterChangeAnswerWhenTheLeaderResigns(t *testing.T) {
+	c := newDynamicCluster(t, 1, 1, 1, nil)
+	nd := c.leader()
+	ch := make(chan error, 1)
+	require.NoError(t, nd.call(func() {
+		nd.voterCalls[99] = &voterCall{ch: ch}
+		nd.voterChangeResponse(kraft.SendVoterChangeResponse{Ref: 99, Kind: kraft.AddVoter, Error: kraft.ErrNotLeaderOrFollower, Epoch: 3, LeaderID: nd.local.ID})
+	}))
+	var nl *NotLeaderError
+	require.ErrorAs(t, <-ch, &nl)
+	require.Equal(t, kraft.NoNode, nl.Leader)
+	require.Equal(t, kraft.Epoch(3), nl.Epoch)
 }

@@ -128,6 +128,31 @@ func BenchmarkRead(b *testing.B) {
 	}
 }
 
+// BenchmarkReadTail reads the last records of a log as the runtime does
+// on every commit (a follower's Fetch, the applier): from a few records
+// before the end, with the runtime's 8 MiB limit, in logs of 101-byte and
+// 1 KiB records. MB/s counts payload bytes.
+func BenchmarkReadTail(b *testing.B) {
+	for _, size := range []int{101, 1024} {
+		for _, records := range []int{1, 16} {
+			b.Run(fmt.Sprintf("%dB/records=%d", size, records), func(b *testing.B) {
+				l := fillBenchLog(b, b.TempDir(), size, 1<<20)
+				defer func() { _ = l.Close() }()
+				from := l.End().Offset - int64(records)
+				b.SetBytes(int64(size * records))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					es, err := l.Read(from, 8<<20)
+					if err != nil || len(es) != records {
+						b.Fatal(len(es), err)
+					}
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkOpen opens (recovers) a log of KRAFT_STORAGE_BENCH_BYTES bytes
 // of 1 KB records, 16 MiB by default, from the page cache: every frame is
 // read and checked. MB/s counts the log's bytes.

@@ -310,7 +310,7 @@ func (l *FileLog) Read(from int64, maxBytes int) ([]Entry, error) {
 				return out, nil
 			}
 			if cap(arena)-len(arena) < len(payload) {
-				arena = make([]byte, 0, chunkSize(len(payload), maxBytes-total))
+				arena = make([]byte, 0, chunkSize(len(payload), maxBytes-total, seg.size-pos))
 			}
 			start := len(arena)
 			arena = append(arena, payload...)
@@ -323,12 +323,17 @@ func (l *FileLog) Read(from int64, maxBytes int) ([]Entry, error) {
 }
 
 // chunkSize is the size of the next chunk of a Read's payload copies: 64
-// KiB, or less if the read cannot take that much more, but room for the
-// payload at hand in any case.
-func chunkSize(payload, budget int) int {
+// KiB, or less if the read cannot take that much more (budget) or the
+// segment holds less from the frame at hand on (rest, frames included:
+// a read of the last record of a log copies about that record, not 64
+// KiB), but room for the payload at hand in any case.
+func chunkSize(payload, budget int, rest int64) int {
 	n := 64 << 10
 	if budget < n {
 		n = budget
+	}
+	if rest < int64(n) {
+		n = int(rest)
 	}
 	if n < payload {
 		n = payload

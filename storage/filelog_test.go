@@ -5,6 +5,8 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"sort"
 	"testing"
 
@@ -422,4 +424,51 @@ func TestFileLogAppendDuringSync(t *testing.T) {
 	require.NoError(t, l.Sync())
 	require.Equal(t, int64(2), l.Flushed())
 	require.NoError(t, l.Close())
+}
+
+// TestFileLogReadAllocatesWhatItReturns: a Read copies the payloads it
+// returns into chunks sized to what the segment holds from the first
+// record on, not 64 KiB each time: reading the last 101-byte record (as
+// the runtime does for each commit, several times) allocates its entry
+// and its payload, a few hundred bytes, and two allocations; a read of
+// 16 records of 1 KiB about their size.
+func TestFileLogReadAllocatesWhatItReturns(t *testing.T) {
+	l, _, err := Open(t.TempDir(), Options{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, l.Close()) }()
+	for i := 0; i < 200; i++ {
+		_, err := l.Append(1, make([]byte, 101))
+		require.NoError(t, err)
+	}
+	last := l.End().Offset - 1
+	read := func(from int64, n int) {
+		es, err := l.Read(from, 8<<20)
+		if err != nil || len(es) != n {
+			t.Fatalf("read %d: %d entries, %v", from, len(es), err)
+		}
+	}
+	read(last, 1) // the scanning buffer is the log's, allocated once
+	require.LessOrEqual(t, testing.AllocsPerRun(100, func() { read(last, 1) }), 2.0)
+	require.LessOrEqual(t, bytesPerRun(100, func() { read(last, 1) }), uint64(512), "bytes allocated to read one 101-byte record")
+
+	for i := 0; i < 16; i++ {
+		_, err := l.Append(1, make([]byte, 1024))
+		require.NoError(t, err)
+	}
+	from := l.End().Offset - 16
+	read(from, 16)
+	require.LessOrEqual(t, bytesPerRun(100, func() { read(from, 16) }), uint64(16*1024+4096), "bytes allocated to read 16 KiB of records")
+}
+
+// bytesPerRun is the average number of bytes f allocates, as
+// testing.AllocsPerRun counts allocations.
+func bytesPerRun(runs int, f func()) uint64 {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := 0; i < runs; i++ {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return (after.TotalAlloc - before.TotalAlloc) / uint64(runs)
 }

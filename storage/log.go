@@ -16,6 +16,24 @@ type Entry struct {
 	Data   []byte
 }
 
+// SharedReader is a Log that can read without copying. MemLog is one.
+type SharedReader interface {
+	// ReadShared is Read, except that the entries' Data are the log's own
+	// memory rather than the caller's: the caller must not modify them.
+	// The log never writes over a record's bytes (a truncation or a
+	// deletion only lets them go), so they stay valid and unchanged.
+	ReadShared(from int64, maxBytes int) ([]Entry, error)
+}
+
+// OwningAppender is a Log that can take records without copying them.
+// MemLog is one.
+type OwningAppender interface {
+	// AppendOwned is Append, except that the log may keep the records'
+	// memory as its own: the caller hands them over and must not modify
+	// them afterwards.
+	AppendOwned(epoch kraft.Epoch, records ...[]byte) (kraft.LogEnd, error)
+}
+
 // Log is a replica's local log: records at dense offsets from 0, each with
 // the epoch that wrote it, epochs never decreasing. FileLog keeps it in
 // segment files; MemLog keeps it in memory for tests and simulators.

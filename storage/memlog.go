@@ -25,13 +25,29 @@ var _ Log = (*MemLog)(nil)
 // NewMemLog returns an empty MemLog.
 func NewMemLog() *MemLog { return &MemLog{} }
 
+var (
+	_ SharedReader   = (*MemLog)(nil)
+	_ OwningAppender = (*MemLog)(nil)
+)
+
 // Append appends records in epoch and returns the new end. The log keeps
 // copies of the records.
 func (m *MemLog) Append(epoch kraft.Epoch, records ...[]byte) (kraft.LogEnd, error) {
 	return m.append(len(records),
 		func(int) kraft.Epoch { return epoch },
 		func(i int) []byte { return records[i] },
-		func(int) int64 { return -1 })
+		func(int) int64 { return -1 }, copyBytes)
+}
+
+// AppendOwned is Append without the copies: the log keeps the records'
+// memory (each capped at its length), which the caller must not modify
+// afterwards.
+func (m *MemLog) AppendOwned(epoch kraft.Epoch, records ...[]byte) (kraft.LogEnd, error) {
+	return m.append(len(records),
+		func(int) kraft.Epoch { return epoch },
+		func(i int) []byte { return records[i] },
+		func(int) int64 { return -1 },
+		func(b []byte) []byte { return b[:len(b):len(b)] })
 }
 
 // AppendEntries appends entries that continue the log (see Log) and returns
@@ -40,10 +56,12 @@ func (m *MemLog) AppendEntries(entries ...Entry) (kraft.LogEnd, error) {
 	return m.append(len(entries),
 		func(i int) kraft.Epoch { return entries[i].Epoch },
 		func(i int) []byte { return entries[i].Data },
-		func(i int) int64 { return entries[i].Offset })
+		func(i int) int64 { return entries[i].Offset }, copyBytes)
 }
 
-func (m *MemLog) append(n int, epoch func(int) kraft.Epoch, data func(int) []byte, offset func(int) int64) (kraft.LogEnd, error) {
+// append appends n records; keep makes the log's own copy of a payload,
+// or takes it as it is.
+func (m *MemLog) append(n int, epoch func(int) kraft.Epoch, data func(int) []byte, offset func(int) int64, keep func([]byte) []byte) (kraft.LogEnd, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -55,7 +73,7 @@ func (m *MemLog) append(n int, epoch func(int) kraft.Epoch, data func(int) []byt
 	}
 	for i := 0; i < n; i++ {
 		off := end.Offset + int64(i)
-		m.entries = append(m.entries, Entry{Offset: off, Epoch: epoch(i), Data: copyBytes(data(i))})
+		m.entries = append(m.entries, Entry{Offset: off, Epoch: epoch(i), Data: keep(data(i))})
 		m.epochs.add(epoch(i), off)
 	}
 	return m.endLocked(), nil
@@ -70,6 +88,16 @@ func copyBytes(b []byte) []byte { return append(make([]byte, 0, len(b)), b...) }
 // Read returns records from offset from on, as many as fit in maxBytes
 // bytes of payload and at least one.
 func (m *MemLog) Read(from int64, maxBytes int) ([]Entry, error) {
+	return m.read(from, maxBytes, copyBytes)
+}
+
+// ReadShared is Read without the copies: the entries' Data are the log's,
+// not to be modified.
+func (m *MemLog) ReadShared(from int64, maxBytes int) ([]Entry, error) {
+	return m.read(from, maxBytes, func(b []byte) []byte { return b })
+}
+
+func (m *MemLog) read(from int64, maxBytes int, data func([]byte) []byte) ([]Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -84,7 +112,7 @@ func (m *MemLog) Read(from int64, maxBytes int) ([]Entry, error) {
 		if len(out) > 0 && total+len(e.Data) > maxBytes {
 			break
 		}
-		out = append(out, Entry{Offset: e.Offset, Epoch: e.Epoch, Data: copyBytes(e.Data)})
+		out = append(out, Entry{Offset: e.Offset, Epoch: e.Epoch, Data: data(e.Data)})
 		total += len(e.Data)
 	}
 	return out, nil

@@ -44,3 +44,42 @@ func TestMemLogCrash(t *testing.T) {
 	l.Crash()
 	require.Equal(t, kraft.LogState{}, l.State())
 }
+
+// TestMemLogOwnedAndShared: Append and AppendEntries keep copies and Read
+// returns copies, so the caller's bytes and the log's stay apart; with
+// AppendOwned the log keeps the caller's memory, and ReadShared returns
+// the log's memory, unchanged by later appends, truncations and
+// deletions.
+func TestMemLogOwnedAndShared(t *testing.T) {
+	l := NewMemLog()
+	a, b := []byte("aaaa"), []byte("bbbb")
+	_, err := l.Append(1, a)
+	require.NoError(t, err)
+	_, err = l.AppendOwned(1, b)
+	require.NoError(t, err)
+	c := []byte("cccc")
+	_, err = l.AppendEntries(Entry{Offset: 2, Epoch: 1, Data: c})
+	require.NoError(t, err)
+
+	shared, err := l.ReadShared(0, 1<<20)
+	require.NoError(t, err)
+	require.Len(t, shared, 3)
+	require.NotSame(t, &a[0], &shared[0].Data[0], "Append copies")
+	require.Same(t, &b[0], &shared[1].Data[0], "AppendOwned keeps the caller's memory")
+	require.NotSame(t, &c[0], &shared[2].Data[0], "AppendEntries copies")
+	require.Equal(t, len(shared[1].Data), cap(shared[1].Data), "capped: an append to it reallocates")
+	again, err := l.ReadShared(1, 1)
+	require.NoError(t, err)
+	require.Same(t, &shared[1].Data[0], &again[0].Data[0], "ReadShared shares")
+	copied, err := l.Read(1, 1)
+	require.NoError(t, err)
+	require.NotSame(t, &shared[1].Data[0], &copied[0].Data[0], "Read copies")
+	require.Equal(t, []byte("bbbb"), copied[0].Data)
+
+	// Later changes of the log leave shared records as they were.
+	require.NoError(t, l.Truncate(1))
+	_, err = l.Append(2, []byte("dddd"), []byte("eeee"))
+	require.NoError(t, err)
+	require.NoError(t, l.DeleteBefore(2))
+	require.Equal(t, "aaaa|bbbb|cccc", string(shared[0].Data)+"|"+string(shared[1].Data)+"|"+string(shared[2].Data))
+}

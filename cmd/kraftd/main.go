@@ -111,7 +111,7 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 			return exitFail
 		}
 	}
-	tr, err := node.NewTCPTransport(node.TCPConfig{ID: cfg.id, Listen: cfg.listen, Peers: cfg.peers()})
+	tr, err := node.NewTCPTransport(node.TCPConfig{ID: cfg.id, Listen: cfg.listen, Peers: cfg.peers(), Logf: logger.Printf})
 	if err != nil {
 		_ = lg.Close()
 		_ = snaps.Close()
