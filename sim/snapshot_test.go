@@ -253,3 +253,37 @@ func TestRestartResetsLogToSnapshotPastItsEnd(t *testing.T) {
 	}
 	require.Positive(t, resets, "no run took a snapshot past its flushed log")
 }
+
+// TestLeaderKeepsSnapshotWhileFollowerDownloadsIt: a host does not delete
+// a snapshot it served a chunk of within the fetch timeout (the README's
+// host contract, rule 10; Options.SnapshotDownloadHold). Seed 124 of
+// reconfigSoakSchedule, with one snapshot kept and one every 8 records:
+// replica 0 comes back far behind the leader's log start and downloads
+// its snapshot, 8 chunks of about 550 bytes over a network of up to 95
+// ms. The leader takes a new snapshot every half second or so; without
+// the hold it deletes the one being downloaded, the follower's next chunk
+// is answered SNAPSHOT_NOT_FOUND and it starts over with the next
+// snapshot, again and again, and never catches up.
+func TestLeaderKeepsSnapshotWhileFollowerDownloadsIt(t *testing.T) {
+	run := func(hold time.Duration) (*Cluster, error) {
+		opts, ops := reconfigSoakSchedule(124)
+		opts.SnapshotEvery, opts.SnapshotsKept = 8, 1
+		opts.SnapshotDownloadHold = hold
+		c, err := New(opts, nil)
+		require.NoError(t, err)
+		c.Schedule(ops...)
+		require.NoError(t, c.RunFor(10*time.Second))
+		_, err = c.CheckLiveness()
+		return c, err
+	}
+	c, err := run(0)
+	require.NoError(t, err)
+	_, _, installed := c.LogStart(0)
+	require.Positive(t, installed, "replica 0 caught up through a snapshot")
+
+	// Without the hold: the treadmill.
+	c, err = run(-1)
+	require.ErrorContains(t, err, "replica 0 did not catch up", "%s", c.Describe())
+	var v Violation
+	require.NotErrorAs(t, err, &v)
+}
