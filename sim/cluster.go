@@ -740,6 +740,7 @@ func (c *Cluster) sendFetch(n *node, a kraft.Action) {
 	m := &message{from: n.id, to: to, corr: c.corr, event: ev}
 	if f, ok := a.(kraft.SendFetch); ok {
 		m.reqHWM = f.HighWatermark
+		c.check.fetchSent(n, to, f)
 	}
 	c.send(m)
 	c.push(&item{at: c.now + c.opts.RequestTimeout, kind: itemFetchRetry, node: n.id, inc: n.inc, gen: c.corr})
