@@ -344,7 +344,10 @@ func TestHostVotersAfterTruncationToCleanedStart(t *testing.T) {
 // CheckLiveness: a leader, every running replica following it and caught
 // up with what was committed half way through. With
 // KRAFT_SIM_RECONFIG_SMALL_FETCH=1 every run fetches 1-3 records at a
-// time (1 + seed mod 3). A violation or a liveness failure fails the test
+// time (1 + seed mod 3); with KRAFT_SIM_RECONFIG_KEEP1=1 every host keeps
+// one snapshot, and the runs that drew none take one every 8 records (a
+// follower behind its leader's log start downloads while the leader
+// snapshots again). A violation or a liveness failure fails the test
 // (all are reported, with their seeds); a run stuck after an uncommitted
 // self-removal (selfRemovalStuck, docs/design.md D55) is counted, then
 // run 200 election timeouts more to see whether a leader appears after
@@ -358,6 +361,7 @@ func TestReconfigSoak(t *testing.T) {
 	}
 	first := int64(soakEnv(t, "KRAFT_SIM_RECONFIG_FIRST_SEED", 0))
 	small := soakEnv(t, "KRAFT_SIM_RECONFIG_SMALL_FETCH", 0) == 1
+	keep1 := soakEnv(t, "KRAFT_SIM_RECONFIG_KEEP1", 0) == 1
 	violations := map[string]int{}
 	var settled, stuck, stuckLeader, liveness int
 	var st Stats
@@ -367,6 +371,12 @@ func TestReconfigSoak(t *testing.T) {
 		opts, ops := reconfigSoakSchedule(seed)
 		if small {
 			opts.MaxFetchRecords = 1 + int(seed%3)
+		}
+		if keep1 {
+			opts.SnapshotsKept = 1
+			if opts.SnapshotEvery < 0 {
+				opts.SnapshotEvery = 8
+			}
 		}
 		c, err := New(opts, nil)
 		require.NoError(t, err)
@@ -399,8 +409,8 @@ func TestReconfigSoak(t *testing.T) {
 		st.VoterChangesCommitted += s.VoterChangesCommitted
 		changes += len(c.VoterChanges())
 	}
-	t.Logf("seeds %d..%d (small fetches %v), %v: violations %v; %d settled, %d stuck after an uncommitted self-removal (%d found a leader later), %d other liveness failures; %d events, %d voter-change requests, %d VotersRecords committed, %d snapshots taken, %d installed",
-		first, first+int64(n)-1, small, time.Since(began).Round(time.Second), violations, settled, stuck, stuckLeader, liveness,
+	t.Logf("seeds %d..%d (small fetches %v, one snapshot kept %v), %v: violations %v; %d settled, %d stuck after an uncommitted self-removal (%d found a leader later), %d other liveness failures; %d events, %d voter-change requests, %d VotersRecords committed, %d snapshots taken, %d installed",
+		first, first+int64(n)-1, small, keep1, time.Since(began).Round(time.Second), violations, settled, stuck, stuckLeader, liveness,
 		st.Events, changes, st.VoterChangesCommitted, st.SnapshotsTaken, st.SnapshotsInstalled)
 }
 
