@@ -75,6 +75,12 @@ import (
 //     its latest snapshot's set, else its bootstrap set), checked at each
 //     start, after each VotersAppended (at its offset) and after each
 //     truncation.
+//   - "fetch-flushed": a replica's host sent a Fetch to the leader of the
+//     Fetch's epoch, whose voter set in force holds the replica's key, with
+//     a fetch offset past the replica's durable log (its flushed prefix,
+//     or its log start, below which a durable snapshot holds the records):
+//     the leader counts the offset toward its high watermark, and a crash
+//     can take those records back (docs/design.md D30, D52, D56).
 //   - "fault": Step returned a Fault action.
 //   - "restart", "trace": the host could not restart a replica or write the
 //     trace.
@@ -398,6 +404,28 @@ func (k *Checker) beforeAction(n *node, a kraft.Action, e kraft.Event) {
 	case kraft.Fault:
 		k.fail(n, "fault", "Step returned Fault %q on %v after %T %+v", a.Reason, n.st, e, e)
 	case kraft.TruncateLog, kraft.AppendLeaderChange, kraft.ResetTimer, kraft.StopTimer, kraft.RoleChanged:
+	}
+}
+
+// fetchSent checks a Fetch that n's host sends to replica to
+// ("fetch-flushed"), at the moment it leaves, retries included: if to
+// leads the Fetch's epoch and its voter set in force holds n, the fetch
+// offset must be within n's durable log.
+func (k *Checker) fetchSent(n *node, to kraft.NodeID, f kraft.SendFetch) {
+	if to < 0 || int(to) >= len(k.c.nodes) {
+		return
+	}
+	l := k.c.nodes[to]
+	if !l.up || l.st.Role() != kraft.Leader || l.st.Epoch() != f.CurrentLeaderEpoch || !hasKey(l.st.Voters(), n.cfg.Local) {
+		return
+	}
+	durable := n.flushed
+	if n.start > durable {
+		durable = n.start
+	}
+	if f.FetchOffset > int64(durable) {
+		k.fail(n, "fetch-flushed", "sent a Fetch from offset %d to r%d, leader of epoch %d whose voter set %v holds it, with its log durable up to %d only (%v)",
+			f.FetchOffset, to, l.st.Epoch(), l.st.Voters(), durable, n.st)
 	}
 }
 

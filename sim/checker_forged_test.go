@@ -134,3 +134,19 @@ func forgeState(c *Cluster, f *node, s kraft.State, persisted bool) {
 	}
 	c.check.afterStep(f, before, nil)
 }
+
+// A Fetch to the leader from a voter whose log is durable up to its
+// flushed offset only: from that offset it passes, one record further it
+// breaks fetch-flushed (the leader would count a record a crash can take
+// back).
+func TestForgedCheckerCatchesFetchPastDurableLog(t *testing.T) {
+	c := committedCluster(t)
+	l := leaderNode(c)
+	f := follower(c)
+	fetch := kraft.SendFetch{To: l.id, CurrentLeaderEpoch: l.st.Epoch(), FetchOffset: int64(f.flushed), FetchEpoch: l.st.Epoch()}
+	c.check.fetchSent(f, l.id, fetch)
+	require.NoError(t, c.Err())
+	fetch.FetchOffset++
+	c.check.fetchSent(f, l.id, fetch)
+	require.Equal(t, "fetch-flushed", violationRule(t, c.Err()))
+}

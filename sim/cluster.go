@@ -169,8 +169,11 @@ type Cluster struct {
 	nodes  []*node
 	voters []kraft.ReplicaKey
 	cut    map[[2]kraft.NodeID]bool // blocked directions (from, to)
-	// flushDelay is the current maximum flush delay (OpDisk).
+	// flushDelay is the current maximum flush delay (OpDisk), net the
+	// current network (OpNetwork); Options keeps the configured ones,
+	// which StopFaults brings back.
 	flushDelay time.Duration
+	net        Network
 	stats      Stats
 	check      *Checker
 	trace      *json.Encoder
@@ -213,6 +216,7 @@ func New(opts Options, trace io.Writer) (*Cluster, error) {
 		rng:        rand.New(rand.NewSource(opts.Seed)),
 		cut:        map[[2]kraft.NodeID]bool{},
 		flushDelay: opts.FlushDelayMax,
+		net:        opts.Network,
 	}
 	if trace != nil {
 		c.trace = json.NewEncoder(trace)
@@ -290,7 +294,8 @@ func replicaSeed(seed int64, id kraft.NodeID) uint64 {
 	return x
 }
 
-// Options returns the options in force (defaults filled in).
+// Options returns the options the cluster was built with (defaults
+// filled in); OpNetwork and OpDisk phases do not change them.
 func (c *Cluster) Options() Options { return c.opts }
 
 // Now is the virtual time.
@@ -735,6 +740,7 @@ func (c *Cluster) sendFetch(n *node, a kraft.Action) {
 	m := &message{from: n.id, to: to, corr: c.corr, event: ev}
 	if f, ok := a.(kraft.SendFetch); ok {
 		m.reqHWM = f.HighWatermark
+		c.check.fetchSent(n, to, f)
 	}
 	c.send(m)
 	c.push(&item{at: c.now + c.opts.RequestTimeout, kind: itemFetchRetry, node: n.id, inc: n.inc, gen: c.corr})
@@ -823,7 +829,7 @@ func (c *Cluster) send(m *message) {
 // transmit applies loss, duplication and delay.
 func (c *Cluster) transmit(m *message) {
 	c.stats.Messages++
-	net := c.opts.Network
+	net := c.net
 	if net.Loss > 0 && c.rng.Float64() < net.Loss {
 		c.stats.Lost++
 		return

@@ -72,6 +72,14 @@ type Options struct {
 	// chunk, or an eighth of the snapshot when that is more (so that a
 	// download takes at most 8 round trips however long the run).
 	SnapshotChunkBytes int `json:"snapshot_chunk_bytes,omitempty"`
+	// SnapshotDownloadHold: a host does not delete a snapshot it served a
+	// FetchSnapshot chunk of within this time, even past SnapshotsKept
+	// (its log start lags until the download is over), so that a lagging
+	// follower's download is not cut short by SNAPSHOT_NOT_FOUND at every
+	// new snapshot (the README's host contract, rule 10). 0: the fetch
+	// timeout, after which a follower would look for another leader
+	// anyway; negative: no hold (the host cleans by SnapshotsKept alone).
+	SnapshotDownloadHold time.Duration `json:"snapshot_download_hold,omitempty"`
 
 	// DirectoryIDs gives every replica a KIP-853 directory id, also in the
 	// voter keys; a disk loss gives the replica a new one, so a voter that

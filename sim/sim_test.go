@@ -235,3 +235,26 @@ func violationRule(t *testing.T, err error) string {
 	require.ErrorAs(t, err, &v)
 	return v.Rule
 }
+
+// TestStopFaultsRestoresConfiguredNetwork: StopFaults brings the network
+// back to Options.Network (without loss or duplicates), not the delays of
+// the last slow network phase. Seed 15 of reconfigSoakSchedule with
+// 1-record fetches: its schedule ends with a network of 1-58 ms. A
+// follower's Fetch costs one round trip plus one flush (D30); with those
+// delays that is about 70 ms, 14 records a second while the client
+// writes 20, and replica 2 never caught up with the records committed
+// half way through CheckLiveness. On the configured 1-20 ms it takes
+// about 31 ms, 32 records a second.
+func TestStopFaultsRestoresConfiguredNetwork(t *testing.T) {
+	opts, ops := reconfigSoakSchedule(15)
+	opts.MaxFetchRecords = 1
+	c, err := New(opts, nil)
+	require.NoError(t, err)
+	c.Schedule(ops...)
+	require.NoError(t, c.RunFor(10*time.Second))
+	require.NotEqual(t, opts.Network, c.net, "the schedule ends in a network phase")
+	_, err = c.CheckLiveness()
+	require.NoError(t, err)
+	require.Equal(t, opts.Network, c.net)
+	require.Equal(t, opts.Network, c.Options().Network)
+}

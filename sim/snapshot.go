@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/kraftquorum/kraft"
 )
@@ -25,6 +26,10 @@ import (
 //     deletes the log before the oldest one it keeps and every older
 //     snapshot, durably, and steps LogStartMoved (Kafka's
 //     deleteBeforeSnapshot). The records below the log start are gone.
+//     A snapshot it served a FetchSnapshot chunk of within
+//     Options.SnapshotDownloadHold (the fetch timeout by default) is kept
+//     too, and the log start stays at it until the hold lapses: a
+//     follower's download is not cut short by the leader's next snapshot.
 //   - A leader's host looks up the size of the snapshot a FetchSnapshot
 //     asks for (ReceiveFetchSnapshot.Size, -1 if it has none) and answers
 //     with the bytes read at the position: Options.SnapshotChunkBytes, or
@@ -52,6 +57,9 @@ type snapshot struct {
 	// voters is the voter set in force at the snapshot's end (nil for a
 	// static voter set), which its bytes hold too.
 	voters []kraft.ReplicaKey
+	// served is when the host last served a FetchSnapshot chunk of it
+	// (-1: never): cleaning keeps it while a download may go on.
+	served time.Duration
 }
 
 // bytes are the snapshot's bytes; their length is its size.
@@ -251,7 +259,7 @@ func (c *Cluster) maybeSnapshot(n *node) {
 	// the log's after them (the applied records grow in place; the
 	// snapshots taken before see only their own prefix).
 	n.applied = append(n.applied[:latest], n.log[latest:off]...)
-	s := &snapshot{id: id, recs: n.applied[:off:off], voters: n.votersAt(int(off) - 1)}
+	s := &snapshot{id: id, recs: n.applied[:off:off], voters: n.votersAt(int(off) - 1), served: -1}
 	n.snaps = append(n.snaps, s)
 	c.stats.SnapshotsTaken++
 	c.check.snapshotCreated(n, s)
@@ -259,9 +267,28 @@ func (c *Cluster) maybeSnapshot(n *node) {
 	defer func() { n.snapshotting = false }()
 	c.step(n, kraft.SnapshotCreated{Snapshot: id})
 	if keep := c.opts.SnapshotsKept; len(n.snaps) > keep && c.err == nil && n.up {
-		c.deleteBefore(n, n.snaps[len(n.snaps)-keep])
-		c.step(n, kraft.LogStartMoved{Snapshot: n.snaps[0].id})
+		oldest := len(n.snaps) - keep
+		for i := 0; i < oldest; i++ {
+			if c.downloading(n.snaps[i]) {
+				oldest = i
+				break
+			}
+		}
+		if s := n.snaps[oldest]; oldest > 0 || int64(n.start) < s.id.Offset {
+			c.deleteBefore(n, s)
+			c.step(n, kraft.LogStartMoved{Snapshot: n.snaps[0].id})
+		}
 	}
+}
+
+// downloading reports whether a follower may still be downloading s: its
+// host served a chunk of it within Options.SnapshotDownloadHold.
+func (c *Cluster) downloading(s *snapshot) bool {
+	hold := c.opts.SnapshotDownloadHold
+	if hold == 0 {
+		hold = c.opts.FetchTimeout
+	}
+	return hold > 0 && s.served >= 0 && c.now-s.served < hold
 }
 
 // deleteBefore deletes every record of n's log before snapshot s and every
@@ -310,6 +337,7 @@ func (c *Cluster) serveSnapshot(n *node, req *message, a kraft.SendFetchSnapshot
 			end = a.Size
 		}
 		m.snapData = s.bytes()[a.Position:end]
+		s.served = c.now
 		r.Bytes = end - a.Position
 	}
 	m.event = r
@@ -347,7 +375,7 @@ func (c *Cluster) install(n *node, a kraft.InstallSnapshot) {
 		c.fail(Violation{Node: n.id, Rule: "host-snapshot", Detail: fmt.Sprintf("the downloaded snapshot %+v does not decode to its %d records (%d, %v)", a.Snapshot, a.Snapshot.Offset, len(recs), err)})
 		return
 	}
-	s := &snapshot{id: a.Snapshot, recs: recs[:len(recs):len(recs)], data: p.data, voters: voters}
+	s := &snapshot{id: a.Snapshot, recs: recs[:len(recs):len(recs)], data: p.data, voters: voters, served: -1}
 	n.partial = nil
 	if voters != nil {
 		// Reported once the step's actions are carried out.

@@ -253,3 +253,46 @@ func TestRestartResetsLogToSnapshotPastItsEnd(t *testing.T) {
 	}
 	require.Positive(t, resets, "no run took a snapshot past its flushed log")
 }
+
+// TestLeaderKeepsSnapshotWhileFollowerDownloadsIt: a host does not delete
+// a snapshot it served a chunk of within the fetch timeout (the README's
+// host contract, rule 10; Options.SnapshotDownloadHold). Three voters on
+// a network of 20-100 ms, one snapshot kept and one every 4 records: a
+// follower down for 5 s comes back behind its leader's log start and
+// downloads the leader's snapshot, 8 chunks of one round trip each (40 to
+// 200 ms), while the client's 20 records a second make the leader take a
+// new snapshot every 200 ms. Without the hold the leader deletes
+// the snapshot being downloaded, the follower's next chunk is answered
+// SNAPSHOT_NOT_FOUND and it starts over with the newest one, again and
+// again, and never catches up (nor does the other follower once it falls
+// a few records behind); with it, the follower installs the snapshot and
+// every replica catches up.
+func TestLeaderKeepsSnapshotWhileFollowerDownloadsIt(t *testing.T) {
+	run := func(seed int64, hold time.Duration) (*Cluster, kraft.NodeID, error) {
+		opts := DefaultOptions()
+		opts.Seed = seed
+		opts.Network = Network{MinDelay: 20 * time.Millisecond, MaxDelay: 100 * time.Millisecond}
+		opts.SnapshotEvery, opts.SnapshotsKept, opts.SnapshotChunkBytes = 4, 1, 64
+		opts.SnapshotDownloadHold = hold
+		c, err := New(opts, nil)
+		require.NoError(t, err)
+		l, err := c.WaitForLeader(20 * time.Second)
+		require.NoError(t, err)
+		f := (l + 1) % 3
+		c.Crash(f)
+		require.NoError(t, c.RunFor(5*time.Second))
+		c.Restart(f)
+		_, err = c.CheckLiveness()
+		return c, f, err
+	}
+	for seed := int64(1); seed <= 3; seed++ {
+		c, f, err := run(seed, 0)
+		require.NoError(t, err, "seed %d", seed)
+		_, _, installed := c.LogStart(f)
+		require.Positive(t, installed, "seed %d: r%d caught up through a snapshot", seed, f)
+
+		// Without the hold: the treadmill.
+		c, f, err = run(seed, -1)
+		require.ErrorContains(t, err, "did not catch up", "seed %d", seed)
+	}
+}
