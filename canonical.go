@@ -18,9 +18,9 @@ func canonVarint(dst []byte, x int64) []byte {
 // returns the extended slice: every field that affects how s answers
 // future events (role, epoch, leader, vote, endpoints, high watermarks,
 // the log view with its epoch history, flushed offset, log start and
-// snapshot ids, the PRNG state, the Follower flags, fetch-timeout jitter and
+// snapshot ids, the PRNG state, the Follower flags and
 // snapshot download, the election tally and the
-// pre-vote yield (D39), the Leader's bookkeeping, the voter sets in the
+// rival (D59), the Leader's bookkeeping, the voter sets in the
 // log and a pending voter change),
 // and not the immutable per-replica settings, which a host keeps fixed
 // for a replica's life. States that are equal encode equal; states that
@@ -29,13 +29,11 @@ func canonVarint(dst []byte, x int64) []byte {
 // storage: it may change between versions.
 func (s State) AppendCanonical(dst []byte) []byte {
 	dst = s.appendCanonical(dst)
-	dst = append(dst, s.fetchJitter)
 	return canonUvarint(dst, s.rng)
 }
 
 // AppendCanonicalUntimed is AppendCanonical without what feeds only timer
-// durations: the PRNG state (election timeouts, D39's fetch jitter) and
-// the Follower's fetch-timeout jitter drawn from it. Two states that differ
+// durations: the PRNG state (election timeouts). Two states that differ
 // only there take every event alike apart from the durations of their
 // ResetTimer actions, so a model that lets any armed timer fire at any
 // time (an untimed model) may identify them.
@@ -56,9 +54,6 @@ func (s State) appendCanonical(dst []byte) []byte {
 	}
 	if s.fetchPending {
 		flags |= 8
-	}
-	if s.yielding {
-		flags |= 16
 	}
 	if s.download != nil {
 		flags |= 32
@@ -96,7 +91,9 @@ func (s State) appendCanonical(dst []byte) []byte {
 	}
 	dst = canonUvarint(dst, uint64(s.granted))
 	dst = canonUvarint(dst, uint64(s.rejected))
-	dst = canonVarint(dst, int64(s.lastYield))
+	dst = append(dst, s.rival)
+	dst = canonVarint(dst, s.rivalOffset)
+	dst = canonVarint(dst, int64(s.rivalEpoch))
 	dst = canonVarint(dst, s.epochStart)
 	for _, e := range s.ends.small {
 		dst = canonVarint(dst, e)

@@ -128,7 +128,6 @@ func TestCanonicalEveryField(t *testing.T) {
 		"fetched":        func(s *State) { s.fetched = !s.fetched },
 		"leaderResigned": func(s *State) { s.leaderResigned = !s.leaderResigned },
 		"fetchPending":   func(s *State) { s.fetchPending = !s.fetchPending },
-		"fetchJitter":    func(s *State) { s.fetchJitter++ },
 		"download": func(s *State) {
 			if s.download == nil {
 				s.download = &snapshotDownload{}
@@ -138,8 +137,9 @@ func TestCanonicalEveryField(t *testing.T) {
 		},
 		"granted":      func(s *State) { s.granted ^= 2 },
 		"rejected":     func(s *State) { s.rejected ^= 4 },
-		"yielding":     func(s *State) { s.yielding = !s.yielding },
-		"lastYield":    func(s *State) { s.lastYield++ },
+		"rival":        func(s *State) { s.rival++ },
+		"rivalEpoch":   func(s *State) { s.rivalEpoch++ },
+		"rivalOffset":  func(s *State) { s.rivalOffset++ },
 		"epochStart":   func(s *State) { s.epochStart++ },
 		"ends":         func(s *State) { s.ends.small[0]++ },
 		"fetchedCheck": func(s *State) { s.fetchedCheck ^= 1 },
@@ -249,7 +249,7 @@ func TestCanonicalEveryField(t *testing.T) {
 			m := deepCopy(s)
 			mutate(&m)
 			require.NotEqual(t, base, m.AppendCanonical(nil), "%s state: changing %s does not change the encoding", role, name)
-			if name != "rng" && name != "fetchJitter" {
+			if name != "rng" {
 				require.NotEqual(t, s.AppendCanonicalUntimed(nil), m.AppendCanonicalUntimed(nil), "%s state: changing %s does not change the encoding without the PRNG", role, name)
 			}
 		}
@@ -260,7 +260,6 @@ func TestCanonicalEveryField(t *testing.T) {
 		}
 		m := deepCopy(s)
 		m.rng++
-		m.fetchJitter++
 		require.Equal(t, s.AppendCanonicalUntimed(nil), m.AppendCanonicalUntimed(nil))
 	}
 }

@@ -2,11 +2,12 @@ package kraft
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
-// Tests of kraft's failover refinements over Kafka (docs/design.md D39),
+// Tests of kraft's failover refinements over Kafka (docs/design.md D59),
 // on by default and off with Config.KafkaFailover. The scenario tests of
 // the other files use KafkaFailover (config) and check Kafka's exact rules.
 
@@ -40,27 +41,29 @@ func fetchTimer(t *testing.T, acts []Action) ResetTimer {
 	return found[0]
 }
 
-// TestFollowerFetchTimeoutHasJitter: a voter Follower's fetch timer is T_f
-// plus a jitter in [0, T_e), drawn when it becomes Follower and kept for
-// the role (every successful fetch re-arms the same value); replicas and
-// roles draw different values. With KafkaFailover, and for observers,
-// it is exactly T_f, as in Kafka.
-func TestFollowerFetchTimeoutHasJitter(t *testing.T) {
-	seen := map[ResetTimer]bool{}
-	for _, local := range []NodeID{2, 3} {
-		for seed := uint64(0); seed < 8; seed++ {
-			cfg := failoverConfig(local, 1, 2, 3)
-			cfg.Seed = seed*10 + uint64(local)
-			s, acts := failoverFollower(t, cfg)
-			r := fetchTimer(t, acts)
-			require.GreaterOrEqual(t, r.After, testTf)
-			require.Less(t, r.After, testTf+testTe)
-			_, again := step(t, s, fetchOK(1, 1, 2))
-			require.Equal(t, r, fetchTimer(t, again), "the jitter is kept for the role")
-			seen[r] = true
-		}
+// TestFollowerFetchTimeoutFollowsRank: a voter Follower's fetch timer is
+// T_f plus T_e/64 for each voter with a lower replica key, at most two
+// (D59), kept for the role; on a leader's crash the survivors time out in
+// the order in which they rank on equal logs. With KafkaFailover, and for
+// observers, it is exactly T_f, as in Kafka.
+func TestFollowerFetchTimeoutFollowsRank(t *testing.T) {
+	step64 := testTe / 64
+	for _, c := range []struct {
+		local  NodeID
+		voters []NodeID
+		want   time.Duration
+	}{
+		{2, []NodeID{1, 2, 3}, testTf + step64},
+		{3, []NodeID{1, 2, 3}, testTf + 2*step64},
+		{3, []NodeID{3, 1, 2}, testTf + 2*step64}, // by key, not by place in the set
+		{5, []NodeID{1, 2, 3, 4, 5}, testTf + 2*step64},
+	} {
+		cfg := failoverConfig(c.local, c.voters...)
+		s, acts := failoverFollower(t, cfg)
+		require.Equal(t, ResetTimer{Timer: FetchTimer, After: c.want}, fetchTimer(t, acts), "voter %d of %v", c.local, c.voters)
+		_, again := step(t, s, fetchOK(1, 1, 2))
+		require.Equal(t, c.want, fetchTimer(t, again).After, "kept for the role")
 	}
-	require.Greater(t, len(seen), 8, "replicas draw different jitters")
 
 	_, acts := failoverFollower(t, config(2, 1, 2, 3))
 	require.Equal(t, ResetTimer{Timer: FetchTimer, After: testTf}, fetchTimer(t, acts))
@@ -82,81 +85,140 @@ func failoverProspective(t *testing.T, cfg Config) State {
 	return s
 }
 
-// TestProspectiveAsksAgainWhenAPeerCampaigns: voter 3, still a Follower
-// that has fetched, rejects 2's pre-vote (KIP-996). When 3 campaigns
-// itself with a log behind 2's, 2 rejects it and asks 3 again; 3, now
-// Prospective, grants, and 2 runs for epoch 2 at once, instead of waiting
-// out its election timeout and another fetch timeout.
-func TestProspectiveAsksAgainWhenAPeerCampaigns(t *testing.T) {
-	s := failoverProspective(t, failoverConfig(2, 1, 2, 3))
-	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: false, LeaderID: 1})
-	require.Equal(t, Prospective, s.Role())
+// TestProspectiveAsksAgainWhenALowerRankedPeerCampaigns: voter 3, still a
+// Follower that has fetched, rejects 2's pre-vote (KIP-996). When 3
+// campaigns itself, ranking below 2 (a log behind, or the same log and a
+// higher key), 2 rejects it and asks 3 again; 3, now Prospective, grants,
+// and 2 runs for epoch 2 at once, instead of waiting out its election
+// timeout and another fetch timeout. 2 asks again also when 3's rejection
+// is still on its way, and not when 3 has granted.
+// Reference: docs/design.md D59.
+func TestProspectiveAsksAgainWhenALowerRankedPeerCampaigns(t *testing.T) {
+	again := SendVoteRequest{To: ReplicaKey{ID: 3}, CandidateEpoch: 1, Candidate: ReplicaKey{ID: 2}, CandidateLogEnd: LogEnd{Offset: 2, Epoch: 1}, PreVote: true}
+	for _, last := range []LogEnd{{Offset: 1, Epoch: 1}, {Offset: 2, Epoch: 1}} {
+		s := failoverProspective(t, failoverConfig(2, 1, 2, 3))
+		s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: false, LeaderID: 1})
+		require.Equal(t, Prospective, s.Role())
+		s, acts := step(t, s, preVoteRequest(3, 1, last))
+		require.Equal(t, []Action{
+			SendVoteResponse{To: 3, Error: ErrNone, Epoch: 1, LeaderID: 1, VoteGranted: false},
+			again,
+		}, acts, "3 campaigns at %+v", last)
+		s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: true, LeaderID: 1})
+		require.Equal(t, Candidate, s.Role())
+	}
 
-	behind := preVoteRequest(3, 1, LogEnd{Offset: 1, Epoch: 1})
-	s, acts := step(t, s, behind)
-	require.Equal(t, []Action{
-		SendVoteResponse{To: 3, Error: ErrNone, Epoch: 1, LeaderID: 1, VoteGranted: false},
-		SendVoteRequest{To: ReplicaKey{ID: 3}, CandidateEpoch: 1, Candidate: ReplicaKey{ID: 2}, CandidateLogEnd: LogEnd{Offset: 2, Epoch: 1}, PreVote: true},
-	}, acts)
+	// The rejection is still on its way: 2 asks again, and the late
+	// rejection does not undo the grant.
+	s := failoverProspective(t, failoverConfig(2, 1, 2, 3))
+	s, acts := step(t, s, preVoteRequest(3, 1, LogEnd{Offset: 2, Epoch: 1}))
+	require.Equal(t, []SendVoteRequest{again}, ofType[SendVoteRequest](acts))
 	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: true, LeaderID: 1})
 	require.Equal(t, Candidate, s.Role())
+
+	// 3 granted already: no second request.
+	s, _ = failoverFollower(t, failoverConfig(2, 1, 2, 3, 4, 5))
+	s, _ = step(t, s, FetchTimeout{})
+	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: true, LeaderID: 1})
+	require.Equal(t, Prospective, s.Role())
+	_, acts = step(t, s, preVoteRequest(3, 1, LogEnd{Offset: 2, Epoch: 1}))
+	require.Empty(t, ofType[SendVoteRequest](acts))
 
 	// Kafka's rules: no second request.
 	k := failoverProspective(t, config(2, 1, 2, 3))
 	k, _ = step(t, k, ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: false, LeaderID: 1})
-	_, acts = step(t, k, behind)
-	require.Empty(t, ofType[SendVoteRequest](acts))
-
-	// A peer that never rejected is not asked again.
-	s = failoverProspective(t, failoverConfig(2, 1, 2, 3))
-	_, acts = step(t, s, behind)
+	_, acts = step(t, k, preVoteRequest(3, 1, LogEnd{Offset: 1, Epoch: 1}))
 	require.Empty(t, ofType[SendVoteRequest](acts))
 }
 
-// TestProspectiveYieldsToABetterPeer: 2 grants the pre-vote of 1, whose log
-// is as up to date and whose key is lower, so 2 yields this round: a grant
-// that would make it win does not make it Candidate. It yields once per
-// epoch: the next round in the same epoch runs as usual. A peer that is
-// behind or has a higher key is not yielded to.
-func TestProspectiveYieldsToABetterPeer(t *testing.T) {
-	s := failoverProspective(t, failoverConfig(2, 1, 2, 3))
+// TestProspectiveYieldsToARival: 2 hears the pre-vote of 1, whose log is as
+// up to date and whose key is lower: 1 ranks above 2 and is its rival. 2
+// grants it, and a grant that would make 2 win does not make it Candidate.
+// The rival is forgotten when the round times out: the next round runs as
+// usual. A Prospective grants no pre-vote to a voter that ranks below it,
+// and no replica grants one to a voter that ranks below its rival; a log
+// ahead of ours ranks above whatever its key.
+// Reference: docs/design.md D59.
+func TestProspectiveYieldsToARival(t *testing.T) {
 	equal := LogEnd{Offset: 2, Epoch: 1}
+	s := failoverProspective(t, failoverConfig(2, 1, 2, 3))
 	s, acts := step(t, s, preVoteRequest(1, 1, equal))
 	require.True(t, ofType[SendVoteResponse](acts)[0].VoteGranted)
 	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: true, LeaderID: 1})
-	require.Equal(t, Prospective, s.Role(), "a yielding round does not become Candidate")
+	require.Equal(t, Prospective, s.Role(), "a Prospective with a rival does not become Candidate")
 
-	// The round times out; the next one in epoch 1 does not yield again.
+	// The round times out; the next one runs as usual.
 	s, _ = step(t, s, ElectionTimeout{})
 	require.Equal(t, Follower, s.Role())
 	s, _ = step(t, s, FetchTimeout{})
 	require.Equal(t, Prospective, s.Role())
-	s, _ = step(t, s, preVoteRequest(1, 1, equal))
 	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: true, LeaderID: 1})
 	require.Equal(t, Candidate, s.Role())
 
-	for _, c := range []struct {
-		from NodeID
-		last LogEnd
-	}{
-		{3, equal},                       // higher key, same log
-		{1, LogEnd{Offset: 1, Epoch: 1}}, // lower key, log behind (rejected)
-	} {
-		s := failoverProspective(t, failoverConfig(2, 1, 2, 3))
-		s, _ = step(t, s, preVoteRequest(c.from, 1, c.last))
-		s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: true, LeaderID: 1})
-		require.Equal(t, Candidate, s.Role(), "pre-vote from %d at %+v", c.from, c.last)
-	}
-
-	// A log ahead of ours is yielded to whatever its key.
+	// A voter that ranks below: rejected by a Prospective.
 	s = failoverProspective(t, failoverConfig(2, 1, 2, 3))
-	s, _ = step(t, s, preVoteRequest(3, 1, LogEnd{Offset: 3, Epoch: 1}))
+	_, acts = step(t, s, preVoteRequest(3, 1, equal))
+	require.False(t, ofType[SendVoteResponse](acts)[0].VoteGranted)
+
+	// A log ahead ranks above whatever its key, and is a rival.
+	s = failoverProspective(t, failoverConfig(2, 1, 2, 3))
+	s, acts = step(t, s, preVoteRequest(3, 1, LogEnd{Offset: 3, Epoch: 1}))
+	require.True(t, ofType[SendVoteResponse](acts)[0].VoteGranted)
 	s, _ = step(t, s, ReceiveVoteResponse{From: 1, Epoch: 1, VoteGranted: true, LeaderID: 1})
 	require.Equal(t, Prospective, s.Role())
 
-	// Kafka's rules: no yielding.
+	// A Follower that heard of rival 1 grants none below it (here 4, whose
+	// log is up to date), and yields when it campaigns itself.
+	f, _ := failoverFollower(t, failoverConfig(3, 1, 2, 3, 4, 5))
+	f, acts = step(t, f, preVoteRequest(2, 1, equal))
+	require.False(t, ofType[SendVoteResponse](acts)[0].VoteGranted, "a Follower that has fetched")
+	f, _ = step(t, f, FetchTimeout{})
+	require.Equal(t, Prospective, f.Role())
+	_, acts = step(t, f, preVoteRequest(4, 1, LogEnd{Offset: 3, Epoch: 1}))
+	require.True(t, ofType[SendVoteResponse](acts)[0].VoteGranted, "4 ranks above rival 2")
+	_, acts = step(t, f, preVoteRequest(1, 1, LogEnd{Offset: 1, Epoch: 1}))
+	require.False(t, ofType[SendVoteResponse](acts)[0].VoteGranted)
+	f, _ = step(t, f, ReceiveVoteResponse{From: 4, Epoch: 1, VoteGranted: true, LeaderID: 1})
+	f, _ = step(t, f, ReceiveVoteResponse{From: 5, Epoch: 1, VoteGranted: true, LeaderID: 1})
+	require.Equal(t, Prospective, f.Role(), "it yields to rival 2")
+
+	// Kafka's rules: no rival.
 	k := failoverProspective(t, config(2, 1, 2, 3))
 	k, _ = step(t, k, preVoteRequest(1, 1, equal))
 	k, _ = step(t, k, ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: true, LeaderID: 1})
 	require.Equal(t, Candidate, k.Role())
+}
+
+// TestFollowerThatLostCampaignsAgainWhenALowerRankedPeerCampaigns: 2 runs
+// first and loses its pre-vote to Followers that still follow the dead
+// leader; it follows the leader again (Kafka's
+// prospectiveTransitionAfterElectionLoss). When 3, which ranks below 2,
+// campaigns, 2 has not heard from the leader since: it campaigns again at
+// once (answering 3 as a Prospective, with a rejection) instead of after
+// another fetch timeout.
+// Reference: docs/design.md D59.
+func TestFollowerThatLostCampaignsAgainWhenALowerRankedPeerCampaigns(t *testing.T) {
+	s := failoverProspective(t, failoverConfig(2, 1, 2, 3))
+	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: false, LeaderID: 1})
+	s, _ = step(t, s, ReceiveVoteResponse{From: 1, Epoch: 1, VoteGranted: false, LeaderID: 1})
+	require.Equal(t, Follower, s.Role())
+	s, acts := step(t, s, preVoteRequest(3, 1, LogEnd{Offset: 2, Epoch: 1}))
+	require.Equal(t, Prospective, s.Role())
+	require.Len(t, ofType[SendVoteRequest](acts), 2)
+	require.False(t, ofType[SendVoteResponse](acts)[0].VoteGranted)
+	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: true, LeaderID: 1})
+	require.Equal(t, Candidate, s.Role())
+
+	// A Follower that has fetched since does not.
+	f, _ := failoverFollower(t, failoverConfig(2, 1, 2, 3))
+	f, acts = step(t, f, preVoteRequest(3, 1, LogEnd{Offset: 2, Epoch: 1}))
+	require.Equal(t, Follower, f.Role())
+	require.Empty(t, ofType[SendVoteRequest](acts))
+
+	// Kafka's rules: it waits for its fetch timer.
+	k := failoverProspective(t, config(2, 1, 2, 3))
+	k, _ = step(t, k, ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: false, LeaderID: 1})
+	k, _ = step(t, k, ReceiveVoteResponse{From: 1, Epoch: 1, VoteGranted: false, LeaderID: 1})
+	k, _ = step(t, k, preVoteRequest(3, 1, LogEnd{Offset: 2, Epoch: 1}))
+	require.Equal(t, Follower, k.Role())
 }

@@ -28,7 +28,7 @@ func keys(ids ...NodeID) []ReplicaKey {
 }
 
 // config is a Config for local among voters. The scenario tests check
-// Kafka's exact rules, so it runs failovers as Kafka does (D39 has tests of
+// Kafka's exact rules, so it runs failovers as Kafka does (D59 has tests of
 // its own).
 func config(local NodeID, voters ...NodeID) Config {
 	return Config{Local: ReplicaKey{ID: local}, Voters: keys(voters...), Seed: uint64(local) + 1, KafkaFailover: true}

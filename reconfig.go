@@ -310,6 +310,8 @@ func (t *stepper) syncVoters() {
 		return
 	}
 	t.s.c = c
+	// The rival is known by its index in the old set (D59).
+	t.s.forgetRival()
 	s := t.s
 	var granted, rejected, check, begin voterSet
 	ends := newVoterEnds(len(c.voters))

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math/bits"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -74,13 +72,13 @@ type settings struct {
 	resetFetch       Action
 	resetCheckQuorum Action
 	resetBegin       Action
-	// kafkaFailover: Config.KafkaFailover (no D39 refinements).
+	// kafkaFailover: Config.KafkaFailover (no D59 refinements).
 	kafkaFailover bool
 	// static is Config.Voters, the set in force while the log has never
 	// held one; dynamic says the log holds or has held one (kraft.version
 	// 1). Once set, dynamic stays: a log whose every set was truncated away
 	// has an empty set in force, never the static one (D56). voters,
-	// voterIDs, localIndex and fetchResets follow the set in force: a
+	// voterIDs, localIndex and followerFetch follow the set in force: a
 	// change of the set gives the State a new settings (withVoters).
 	static  []ReplicaKey
 	dynamic bool
@@ -92,43 +90,34 @@ type settings struct {
 	fetchAhead     bool
 	autoJoin       bool
 	requestTimeout time.Duration
-	// fetchResets are a voter Follower's fetch timer armings, T_f plus a
-	// jitter of i/fetchJitterSteps of T_e (D39); nil with
-	// Config.KafkaFailover or for an observer.
-	fetchResets []Action
+	// followerFetch is a voter Follower's fetch timer arming: T_f plus
+	// its rank's offset (D59); resetFetch with Config.KafkaFailover and
+	// for an observer.
+	followerFetch Action
 }
 
-// fetchJitterSteps is how many jitter values a Follower's fetch timer can
-// take in [0, T_e): enough that two followers rarely draw values closer than
-// a network round trip, few enough to box each arming once.
-const fetchJitterSteps = 64
-
-// fetchResetTables caches the boxed fetch timer armings by (T_f, T_e):
-// replicas with the same timeouts share one immutable table, so NewState
-// does not box 64 actions each time. It holds at most maxFetchResetTables
-// tables (a fuzzer draws many timeouts); beyond that, tables are built and
-// not kept.
-var (
-	fetchResetTables     sync.Map // [2]time.Duration -> []Action
-	fetchResetTableCount int32
+// rankSteps: a voter Follower's fetch timer runs T_f plus min(rank,
+// rankSteps) steps of T_e/rankStepDivisor, rank being how many voters have
+// a lower replica key (D59): on a leader's crash the survivors time out in
+// the order in which they rank on equal logs, a step apart, rather than at
+// the same instant.
+const (
+	rankSteps       = 2
+	rankStepDivisor = 64
 )
 
-const maxFetchResetTables = 64
-
-func fetchResetTable(tf, te time.Duration) []Action {
-	key := [2]time.Duration{tf, te}
-	if t, ok := fetchResetTables.Load(key); ok {
-		return t.([]Action)
+// rankOffset is local's fetch timer offset among voters (D59).
+func rankOffset(voters []ReplicaKey, local ReplicaKey, te time.Duration) time.Duration {
+	rank := 0
+	for _, v := range voters {
+		if v.Compare(local) < 0 {
+			rank++
+		}
 	}
-	table := make([]Action, fetchJitterSteps)
-	for i := range table {
-		jitter := time.Duration(int64(te) * int64(i) / fetchJitterSteps)
-		table[i] = ResetTimer{Timer: FetchTimer, After: tf + jitter}
+	if rank > rankSteps {
+		rank = rankSteps
 	}
-	if atomic.AddInt32(&fetchResetTableCount, 1) <= maxFetchResetTables {
-		fetchResetTables.Store(key, table)
-	}
-	return table
+	return time.Duration(rank) * (te / rankStepDivisor)
 }
 
 // newSettings derives a replica's settings from its Config, with the voter
@@ -172,9 +161,9 @@ func (c *settings) withVoters(voters []ReplicaKey, dynamic bool) *settings {
 	for i, v := range voters {
 		s.voterIDs[i] = v.ID
 	}
-	s.fetchResets = nil
-	if !s.kafkaFailover && s.isVoter() && s.electionTimeout > 0 {
-		s.fetchResets = fetchResetTable(s.fetchTimeout, s.electionTimeout)
+	s.followerFetch = s.resetFetch
+	if !s.kafkaFailover && s.isVoter() {
+		s.followerFetch = ResetTimer{Timer: FetchTimer, After: s.fetchTimeout + rankOffset(voters, s.local, s.electionTimeout)}
 	}
 	return &s
 }
@@ -266,20 +255,23 @@ type State struct {
 	// Follower (voter): the next Fetch waits for the written log to be
 	// flushed (D30); LogFlushed sends it.
 	fetchPending bool
-	// Follower (voter): which jittered fetch timeout this Follower role
-	// arms (an index into settings.fetchResets, D39).
-	fetchJitter uint8
 	// Follower (auto-joining observer): a join request went out and the
 	// voter-change timer runs before the next (D53).
 	joinWait bool
-	// Prospective: this round yields to a peer's pre-vote (D39): grants
-	// are counted but do not make it Candidate. lastYield is the last epoch
-	// in which a round yielded (-1 if none): at most one per epoch.
-	yielding  bool
-	epoch     Epoch
-	leader    NodeID
-	lastYield Epoch
-	voted     ReplicaKey // NoReplica when there is no vote
+	// rival is the voter that ranks highest among the campaigners this
+	// replica heard of in its epoch, if it ranks above this replica (its
+	// voter index plus one; 0 for none), and rivalEpoch and rivalOffset
+	// are its log end (rivalLog; D59). While there is one, a Prospective
+	// does not become Candidate, and no pre-vote goes to a voter that
+	// ranks below it. It is forgotten with the epoch, when a pre-vote round
+	// times out, and when the voter set changes. (Two fields rather than a
+	// LogEnd keep the State 8 bytes smaller.)
+	rival       uint8
+	epoch       Epoch
+	leader      NodeID
+	rivalEpoch  Epoch
+	voted       ReplicaKey // NoReplica when there is no vote
+	rivalOffset int64
 
 	// hwm is the quorum's high watermark as Kafka's QuorumState keeps it
 	// (a new leader's starts unknown), committed the log's: the highest
@@ -365,7 +357,6 @@ func NewState(cfg Config, record *QuorumRecord, log LogState) (State, []Action, 
 		voted:     NoReplica,
 		hwm:       -1,
 		committed: -1,
-		lastYield: -1,
 		log:       view,
 		rng:       seedRand(cfg.Seed),
 	}

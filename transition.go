@@ -245,9 +245,12 @@ func (t *stepper) become(role Role, epoch Epoch, leader NodeID, voted ReplicaKey
 	n := old
 	n.role, n.epoch, n.leader, n.voted = role, epoch, leader, voted
 	n.endpoints = false
-	n.fetched, n.leaderResigned, n.fetchPending, n.fetchJitter = false, false, false, 0
+	n.fetched, n.leaderResigned, n.fetchPending = false, false, false
 	n.download = nil
-	n.granted, n.rejected, n.yielding = 0, 0, false
+	n.granted, n.rejected = 0, 0
+	if epoch != old.epoch {
+		n.forgetRival()
+	}
 	n.epochStart, n.ends, n.fetchedCheck, n.fetchedBegin = 0, voterEnds{}, 0, 0
 	n.change, n.joinWait = nil, false
 	*t.s = n
@@ -366,12 +369,6 @@ func (t *stepper) enterFollower() {
 		// The first join request waits a period (D53).
 		t.waitToJoin()
 	}
-	if n := len(t.s.c.fetchResets); n > 0 {
-		// D39: this Follower role's fetch timeout jitter.
-		var r uint64
-		t.s.rng, r = nextRand(t.s.rng)
-		t.s.fetchJitter = uint8(r % uint64(n))
-	}
 	if t.deferFetch {
 		t.fetchTimerDue, t.fetchDue = true, true
 		return
@@ -380,13 +377,10 @@ func (t *stepper) enterFollower() {
 	t.sendFetch()
 }
 
-// followerFetchReset arms a Follower's fetch timer: T_f, plus this role's
-// jitter unless Config.KafkaFailover (D39).
+// followerFetchReset arms a Follower's fetch timer: T_f, plus its rank's
+// offset unless Config.KafkaFailover (D59).
 func (t *stepper) followerFetchReset() Action {
-	if len(t.s.c.fetchResets) == 0 {
-		return t.s.c.resetFetch
-	}
-	return t.s.c.fetchResets[t.s.fetchJitter]
+	return t.s.c.followerFetch
 }
 
 // sendFetch sends a Follower's next Fetch to its leader. The Fetch tells
@@ -424,7 +418,7 @@ func (t *stepper) toProspective(reason string) {
 	t.s.endpoints = endpoints
 	t.newTally()
 	t.armElection(timerRandom)
-	if t.won() {
+	if t.won() && t.s.rival == 0 {
 		t.toCandidate("won pre-vote")
 		return
 	}

@@ -13,6 +13,8 @@ func (t *stepper) onElectionTimeout() {
 			t.toProspective("election timeout")
 		}
 	case Prospective:
+		// The round is over: the rival it yielded to did not win (D59).
+		t.s.forgetRival()
 		// The remaining time handed to Unattached is 0 at expiry, so the
 		// replica campaigns again at once with a fresh pre-vote round
 		// (Kafka's QuorumState.transitionToUnattached and
@@ -75,37 +77,92 @@ func (t *stepper) onVoteRequest(e ReceiveVoteRequest) {
 	}
 	candidate := ReplicaKey{ID: e.Candidate, DirectoryID: e.CandidateDirectoryID}
 	upToDate := last.Compare(t.s.log.end) >= 0
+	// D59: the campaigners of an epoch are ranked, and only the highest
+	// ranked one that a replica knows of gets its pre-vote.
+	ci := -1
+	if e.PreVote && !t.s.c.kafkaFailover && t.s.c.isVoter() {
+		ci = t.s.c.voterIndex(candidate)
+	}
+	above, recampaigned := false, false
+	if ci >= 0 && ci != t.s.c.localIndex {
+		above = ranksAbove(last, candidate, t.s.log.end, t.s.c.local)
+		if !above && t.s.rival == 0 && t.s.role == Follower && !t.s.fetched {
+			// A voter that ranks below this one campaigns, and this
+			// Follower has not heard from its leader since it lost a
+			// pre-vote (or began following): the election is on, and this
+			// replica is the better candidate. It campaigns again at once
+			// rather than after another fetch timeout.
+			t.toProspective("a voter that ranks below campaigns")
+			recampaigned = true
+		}
+		if above {
+			t.noteRival(ci, last)
+		}
+	}
 	granted := t.canGrantVote(candidate, upToDate, e.PreVote)
+	if granted && ci >= 0 && !t.rankedGrant(ci, last, above) {
+		granted = false
+	}
 	if granted && !e.PreVote && t.s.voted.ID == NoNode {
 		t.recordVote(candidate)
 	}
 	respond(ErrNone, granted)
-	if e.PreVote && t.s.role == Prospective && !t.s.c.kafkaFailover {
-		if !granted {
-			t.askAgain(candidate)
-		} else if t.s.lastYield != t.s.epoch && (last.Compare(t.s.log.end) > 0 || candidate.Compare(t.s.c.local) < 0) {
-			// D39: two Prospectives that grant each other's pre-votes would
-			// both run for the next epoch and split the vote. Of the two,
-			// the one with the less up-to-date log (on a tie, the higher
-			// replica key) yields this round: it keeps counting, but does
-			// not become Candidate. Once per epoch, so a peer that cannot
-			// win never holds it back for long.
-			t.s.yielding, t.s.lastYield = true, t.s.epoch
-		}
+	if ci >= 0 && !above && !recampaigned && t.s.role == Prospective {
+		// A voter that ranks below this Prospective campaigns: it has
+		// given up on the leader, so it grants now if asked again (it may
+		// have rejected this replica's pre-vote as a Follower, or its
+		// rejection may still be on the way).
+		t.askAgain(ci)
 	}
 }
 
-// askAgain: a Prospective whose log is ahead of a campaigning voter's asks
-// that voter for its pre-vote again, if the voter had rejected it. The
-// voter rejected it as a Follower that had fetched from the leader
-// (KIP-996); now that it campaigns itself it has given up on that leader
-// and grants a more up-to-date log. Without this the Prospective waits out
-// its election timeout and a whole fetch timeout again, while the voter,
-// whose log is behind, cannot win (docs/design.md D39). The request is an
+// ranksAbove reports whether a campaigner with log end a and key ka ranks
+// above one with log end b and key kb (D59): the more up-to-date log, then
+// the lower replica key.
+func ranksAbove(a LogEnd, ka ReplicaKey, b LogEnd, kb ReplicaKey) bool {
+	if c := a.Compare(b); c != 0 {
+		return c > 0
+	}
+	return ka.Compare(kb) < 0
+}
+
+// rivalLog is the rival's log end (D59).
+func (s *State) rivalLog() LogEnd { return LogEnd{Offset: s.rivalOffset, Epoch: s.rivalEpoch} }
+
+// forgetRival drops the rival (D59).
+func (s *State) forgetRival() { s.rival, s.rivalEpoch, s.rivalOffset = 0, 0, 0 }
+
+// noteRival remembers voter i, campaigning with log end end, as this
+// epoch's rival if it ranks above the rival known so far (D59).
+func (t *stepper) noteRival(i int, end LogEnd) {
+	if r := int(t.s.rival) - 1; r >= 0 && r != i && !ranksAbove(end, t.s.c.voters[i], t.s.rivalLog(), t.s.c.voters[r]) {
+		return
+	}
+	t.s.rival, t.s.rivalEpoch, t.s.rivalOffset = uint8(i+1), end.Epoch, end.Offset
+}
+
+// rankedGrant is D59's restriction of a pre-vote grant to voter i
+// campaigning with log end end (above: it ranks above this replica): a
+// Prospective grants only a voter that ranks above itself, and no replica
+// grants a voter that ranks below its rival.
+func (t *stepper) rankedGrant(i int, end LogEnd, above bool) bool {
+	if t.s.role == Prospective && !above {
+		return false
+	}
+	r := int(t.s.rival) - 1
+	return r < 0 || r == i || ranksAbove(end, t.s.c.voters[i], t.s.rivalLog(), t.s.c.voters[r])
+}
+
+// askAgain sends a Prospective's pre-vote again to voter i, a campaigner
+// that ranks below it, unless i granted this round (D59). The voter may
+// have rejected the first request as a Follower that had fetched from the
+// leader (KIP-996), or its rejection may still be on the way; now that it
+// campaigns itself it has given up on that leader and grants a
+// higher-ranked replica. Without this the Prospective waits out its
+// election timeout and a whole fetch timeout again. The request is an
 // ordinary pre-vote, so nothing changes on the wire.
-func (t *stepper) askAgain(candidate ReplicaKey) {
-	i := t.s.c.voterIndex(candidate)
-	if i < 0 || i == t.s.c.localIndex || !t.s.rejected.has(i) {
+func (t *stepper) askAgain(i int) {
+	if t.s.granted.has(i) {
 		return
 	}
 	t.s.rejected = t.s.rejected.without(i)
@@ -197,6 +254,11 @@ func (t *stepper) onVoteResponse(e ReceiveVoteResponse) {
 		return
 	}
 	granted := e.VoteGranted
+	if !granted && t.s.role == Prospective && t.s.granted.has(i) && !t.s.c.kafkaFailover {
+		// D59: a grant stands for the round; a rejection the voter sent
+		// before it (as a Follower) may arrive after it.
+		return
+	}
 	if (granted && t.s.granted.has(i)) || (!granted && t.s.rejected.has(i)) ||
 		(t.s.role == Candidate && (t.s.granted | t.s.rejected).has(i)) {
 		// A repeat changes nothing; a Candidate never changes a recorded
@@ -209,9 +271,9 @@ func (t *stepper) onVoteResponse(e ReceiveVoteResponse) {
 		t.s.granted, t.s.rejected = t.s.granted.without(i), t.s.rejected.with(i)
 	}
 	switch {
-	case granted && t.won() && t.s.role == Prospective && t.s.yielding:
-		// Yielding to a peer's pre-vote (D39): wait for its election, or
-		// for this round's election timer.
+	case granted && t.won() && t.s.role == Prospective && t.s.rival != 0:
+		// A voter that ranks above this one campaigns (D59): wait for its
+		// election, or for this round's election timer.
 	case granted && t.won() && t.s.role == Prospective:
 		t.toCandidate("won pre-vote")
 	case granted && t.won():

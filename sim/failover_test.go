@@ -8,16 +8,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestFailoverWithoutSplitVotes: over 200 seeds each of 3 and 5 voters,
-// a leader crash is followed by a new leader that commits within
-// T_f + 2 T_e (p99), and fewer than 5% of failovers split the vote
-// (docs/design.md D39; with Config.KafkaFailover the split rate is 30-40%).
+// TestFailoverWithoutSplitVotes: over 200 seeds each of 3, 5 and 7 voters,
+// a leader crash is followed by a new leader that commits within 1.25 T_f
+// (p99) and 1.06 T_f (p50), and no failover splits the vote
+// (docs/design.md D59; with Config.KafkaFailover the split rate is 30-45%
+// and the p99 about 2 T_f). The runs are deterministic: the same seeds give
+// the same figures on every machine.
 func TestFailoverWithoutSplitVotes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("200 failovers per cluster size")
 	}
-	bound := DefaultOptions().FetchTimeout + 2*DefaultOptions().ElectionTimeout
-	for _, voters := range []int{3, 5} {
+	tf := DefaultOptions().FetchTimeout
+	for _, voters := range []int{3, 5, 7} {
 		var fs []Failover
 		for seed := int64(0); seed < 200; seed++ {
 			opts := DefaultOptions()
@@ -30,14 +32,15 @@ func TestFailoverWithoutSplitVotes(t *testing.T) {
 		t.Logf("%d voters, %d failovers: p50 %v, p99 %v, max %v, split votes %d (%.1f%%)",
 			voters, st.N, st.P50.Round(time.Millisecond), st.P99.Round(time.Millisecond), st.Max.Round(time.Millisecond),
 			st.Splits, 100*float64(st.Splits)/float64(st.N))
-		assert.Less(t, float64(st.Splits)/float64(st.N), 0.05, "%d voters: split votes", voters)
-		assert.LessOrEqual(t, st.P99, bound, "%d voters: p99 failover", voters)
+		assert.Zero(t, st.Splits, "%d voters: split votes", voters)
+		assert.LessOrEqual(t, st.P50, tf*106/100, "%d voters: p50 failover", voters)
+		assert.LessOrEqual(t, st.P99, tf*125/100, "%d voters: p99 failover", voters)
 	}
 }
 
 // TestKafkaFailoverSplitsVotes: with Kafka's rules the followers of a
 // crashed leader time out together and often split the vote, which is
-// what D39 removes; the measurement sees it.
+// what D59 removes; the measurement sees it.
 func TestKafkaFailoverSplitsVotes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("200 failovers")

@@ -94,7 +94,7 @@ type Options struct {
 	PreVoteUnsupported []kraft.NodeID `json:"pre_vote_unsupported,omitempty"`
 	// KafkaFailover sets kraft.Config.KafkaFailover on every replica:
 	// failovers exactly as Kafka runs them, without kraft's refinements
-	// (docs/design.md D39).
+	// (docs/design.md D59).
 	KafkaFailover bool `json:"kafka_failover,omitempty"`
 
 	// Dynamic keeps the voter set in the log (KIP-853, kraft.version 1):

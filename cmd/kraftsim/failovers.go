@@ -9,7 +9,7 @@ import (
 // failovers measures -failovers leader crashes, one per seed: each
 // cluster settles with a leader that commits, the leader crashes, and the
 // time until a new leader commits is recorded, with whether the first
-// election after the crash split the vote (docs/design.md D39).
+// election after the crash split the vote (docs/design.md D59).
 func failovers(cfg config, stdout, stderr *printer) int {
 	switch {
 	case cfg.failovers < 1 || cfg.failovers > 100000:
@@ -33,7 +33,7 @@ func failovers(cfg config, stdout, stderr *printer) int {
 		fs = append(fs, f)
 	}
 	st := sim.SummarizeFailovers(fs)
-	rules := "kraft's (D39)"
+	rules := "kraft's (D59)"
 	if cfg.kafkaFailover {
 		rules = "Kafka's"
 	}

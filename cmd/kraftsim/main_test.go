@@ -287,7 +287,7 @@ func TestSVGHasOneLanePerReplica(t *testing.T) {
 func TestFailoversReportsSplitVotes(t *testing.T) {
 	code, out, errOut := runArgs(t, "-failovers", "100", "-voters", "3", "-observers", "0")
 	require.Equal(t, exitOK, code, out+errOut)
-	require.Contains(t, out, "100 leader crashes, 3 voters, 0 observers, seeds 1-100, kraft's (D39) failover rules")
+	require.Contains(t, out, "100 leader crashes, 3 voters, 0 observers, seeds 1-100, kraft's (D59) failover rules")
 	require.Contains(t, out, "split votes: 0 (0.0%)")
 	code, out, errOut = runArgs(t, "-failovers", "100", "-voters", "3", "-observers", "0", "-kafka-failover")
 	require.Equal(t, exitOK, code, out+errOut)
