@@ -43,13 +43,7 @@ func benchAppends(b *testing.B, tr, lg string, clients int) {
 			}
 			tcps[v.ID] = t
 		}
-		for id, t := range tcps {
-			for peer, o := range tcps {
-				if peer != id {
-					t.SetPeer(peer, o.Addr().String())
-				}
-			}
-		}
+		connectTCP(tcps)
 	}
 	var nodes []*Node
 	for _, v := range voters {
@@ -129,4 +123,16 @@ func benchLeader(b *testing.B, nodes []*Node) *Node {
 	}
 	b.Fatal("no leader")
 	return nil
+}
+
+// connectTCP tells each transport of trs the listening address of every
+// other one.
+func connectTCP(trs map[kraft.NodeID]*TCPTransport) {
+	for id, tr := range trs {
+		for peer, o := range trs {
+			if peer != id {
+				tr.SetPeer(peer, o.Addr().String())
+			}
+		}
+	}
 }

@@ -76,13 +76,7 @@ func TestNodeSoak(t *testing.T) {
 		require.NoError(t, err)
 		trs[v.ID] = tr
 	}
-	for id, tr := range trs {
-		for peer, o := range trs {
-			if peer != id {
-				tr.SetPeer(peer, o.Addr().String())
-			}
-		}
-	}
+	connectTCP(trs)
 	var nodes []*Node
 	closed := false
 	closeAll := func() {
