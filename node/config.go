@@ -86,9 +86,10 @@ type Config struct {
 	// SnapshotEvery offsets were applied since the last snapshot; the node
 	// then freezes the file, reports it to the state (SnapshotCreated),
 	// deletes the log before it (DeleteBefore, LogStartMoved) and the
-	// older snapshots. An error drops the snapshot; the next one is tried
-	// SnapshotEvery offsets later. It needs Snapshots, Restore and a
-	// positive SnapshotEvery.
+	// older snapshots, but for one a follower is downloading (kept until
+	// its download ends; docs/design.md D62). An error drops the
+	// snapshot; the next one is tried SnapshotEvery offsets later. It
+	// needs Snapshots, Restore and a positive SnapshotEvery.
 	Snapshot func(upTo kraft.LogEnd, w io.Writer) error
 	// SnapshotEvery is how many offsets (records, control records
 	// included) are applied between two snapshots.

@@ -66,6 +66,14 @@ type Node struct {
 	partial   *storage.SnapshotWriter // the snapshot being downloaded
 	installed int                     // snapshots installed from the leader
 	taken     int                     // snapshots taken and reported
+	// served is when the loop last served a FetchSnapshot chunk of each
+	// snapshot: one served within the fetch timeout is kept while newer
+	// ones are taken (snapshotTaken). Entries go with their snapshot.
+	served map[kraft.LogEnd]time.Time
+	now    func() time.Time // the clock of served; time.Now but in tests
+	// cleanTimer runs clean again when a download's hold on the log start
+	// lapses; nil when none is armed.
+	cleanTimer *time.Timer
 
 	// Dynamic voter sets (voters.go).
 	vsets           []voterSetAt                // the voter sets in the log, as the state's VoterSets
@@ -167,6 +175,8 @@ func Start(cfg Config) (*Node, error) {
 		hwm:        -1,
 		commitHWM:  -1,
 		applierOut: make(chan struct{}),
+		served:     map[kraft.LogEnd]time.Time{},
+		now:        time.Now,
 
 		boot:            boot,
 		static:          static,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/kraftquorum/kraft"
 	"github.com/kraftquorum/kraft/storage"
@@ -79,6 +80,13 @@ func (n *Node) fetchSnapshotResponse(a kraft.SendFetchSnapshotResponse) {
 			return
 		}
 		chunk = b
+		if a.Position+int64(len(b)) < a.Size {
+			n.served[a.Snapshot] = n.now()
+		} else if _, held := n.served[a.Snapshot]; held {
+			// The last chunk: the download is over, the log can be cleaned.
+			delete(n.served, a.Snapshot)
+			n.internalCall(n.clean)
+		}
 	}
 	n.respond(a, nil, chunk)
 }
@@ -155,6 +163,7 @@ func (n *Node) install(id kraft.LogEnd) error {
 			}
 		}
 	}
+	n.served = map[kraft.LogEnd]time.Time{}
 	n.installed++
 	n.cfg.Logf("node %d: installed snapshot %+v from the leader", n.local.ID, id)
 	// After the reset: the applier reads the log from the snapshot on.
@@ -244,9 +253,9 @@ func (n *Node) takeSnapshot(id kraft.LogEnd, voters []Voter) {
 }
 
 // snapshotTaken reports a snapshot the applier wrote in the host
-// contract's order: SnapshotCreated, then the log deleted before it and
-// LogStartMoved, then the older snapshots deleted. A snapshot that an
-// installed one overtook (below the log start now) is deleted instead.
+// contract's order: SnapshotCreated, then the log cleaned behind it
+// (clean). A snapshot that an installed one overtook (below the log start
+// now) is deleted instead.
 func (n *Node) snapshotTaken(id kraft.LogEnd) {
 	if n.Err() != nil {
 		return
@@ -261,17 +270,79 @@ func (n *Node) snapshotTaken(id kraft.LogEnd) {
 	if n.Err() != nil {
 		return
 	}
-	if err := n.cfg.Log.DeleteBefore(id.Offset); err != nil {
-		n.fail(fmt.Errorf("node: deleting the log before %d: %w", id.Offset, err))
+	n.taken++
+	n.clean()
+}
+
+// clean deletes the log before the snapshot it can be cleaned to
+// (cleanTo) and reports it (LogStartMoved), then deletes the snapshots
+// older than that one: the host contract's order. When a download holds
+// the log start back, it runs again once the hold lapses.
+func (n *Node) clean() {
+	latest, ok := n.st.LatestSnapshot()
+	if !ok || n.Err() != nil {
 		return
 	}
-	n.step(kraft.LogStartMoved{Snapshot: id})
+	to, until := n.cleanTo(latest)
+	if !until.IsZero() && n.cleanTimer == nil {
+		n.cleanTimer = n.afterFunc(until.Sub(n.now()), func() {
+			n.cleanTimer = nil
+			n.clean()
+		})
+	}
+	if to.Offset <= n.st.LogStart() {
+		return
+	}
+	if err := n.cfg.Log.DeleteBefore(to.Offset); err != nil {
+		n.fail(fmt.Errorf("node: deleting the log before %d: %w", to.Offset, err))
+		return
+	}
+	n.step(kraft.LogStartMoved{Snapshot: to})
 	if n.Err() != nil {
 		return
 	}
-	if err := n.cfg.Snapshots.DeleteBefore(id); err != nil {
-		n.fail(fmt.Errorf("node: deleting snapshots before %+v: %w", id, err))
+	if err := n.cfg.Snapshots.DeleteBefore(to); err != nil {
+		n.fail(fmt.Errorf("node: deleting snapshots before %+v: %w", to, err))
 		return
 	}
-	n.taken++
+	for s := range n.served {
+		if s.Compare(to) < 0 {
+			delete(n.served, s)
+		}
+	}
+}
+
+// cleanTo is the snapshot the log can be cleaned to, given the latest
+// snapshot: the latest, or the oldest snapshot a follower may still be
+// downloading (a chunk of it but not the last served within the fetch
+// timeout, after which the follower would look for another leader
+// anyway); until is when that hold lapses (zero: none). Deleting such a
+// snapshot would answer the follower's next chunk SNAPSHOT_NOT_FOUND and
+// make it start over with the newest snapshot; with snapshots taken
+// faster than a download takes, it would never catch up (the README's
+// host contract: keep a snapshot while it is downloaded; docs/design.md
+// D62). The log start lags until the download is over.
+func (n *Node) cleanTo(latest kraft.LogEnd) (to kraft.LogEnd, until time.Time) {
+	hold := n.cfg.Kraft.FetchTimeout
+	if hold == 0 {
+		hold = kraft.DefaultFetchTimeout
+	}
+	now, start := n.now(), n.st.LogStart()
+	to = latest
+	for s, at := range n.served {
+		if now.Sub(at) >= hold {
+			delete(n.served, s)
+			continue
+		}
+		if s.Offset < start || s.Compare(latest) >= 0 {
+			continue
+		}
+		if s.Compare(to) < 0 {
+			to = s
+		}
+		if end := at.Add(hold); until.IsZero() || end.Before(until) {
+			until = end
+		}
+	}
+	return to, until
 }

@@ -441,3 +441,95 @@ func TestNodeSnapshotConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, DefaultSnapshotChunkBytes, c.SnapshotChunkBytes)
 }
+
+// TestNodeKeepsASnapshotWhileItIsDownloaded: a snapshot the node served a
+// FetchSnapshot chunk of within the fetch timeout is not deleted when it
+// takes a newer one (the README's host contract: keep a snapshot while it
+// is downloaded); the log start stays at it, and the downloader's next
+// chunk is served. The hold ends when the fetch timeout passes without a
+// chunk, or when the last chunk is served: the log is then cleaned up to
+// the latest snapshot without waiting for the next one. A replica that is
+// not in the quorum asks through the in-memory network, so the requests
+// and the answers go through the codec as over TCP; the node's clock is a
+// test clock.
+func TestNodeKeepsASnapshotWhileItIsDownloaded(t *testing.T) {
+	c := newSnapshotCluster(t, 1, snapOpts{every: 10, chunk: 8})
+	nd := c.nodes[1]
+	var clock time.Time
+	require.NoError(t, nd.call(func() {
+		clock = time.Now()
+		nd.now = func() time.Time { return clock }
+	}))
+	appended := 0
+	appendN := func(n int) {
+		for i := 0; i < n; i++ {
+			appended++
+			c.appendCommitted(fmt.Sprintf("r%d", appended))
+		}
+	}
+	snapshotID := func(st Status) kraft.LogEnd {
+		return kraft.LogEnd{Offset: st.LatestSnapshot.Offset, Epoch: st.LatestSnapshot.Epoch}
+	}
+	peer := c.net.Endpoint(9)
+	var corr uint64
+	fetchChunk := func(epoch kraft.Epoch, id kraft.LogEnd, pos int64) kraft.ReceiveFetchSnapshotResponse {
+		t.Helper()
+		corr++
+		peer.Send(Message{From: 9, To: 1, Corr: corr, Event: kraft.ReceiveFetchSnapshot{
+			From: 9, CurrentLeaderEpoch: epoch, Snapshot: id, Position: pos,
+		}})
+		select {
+		case m := <-peer.Inbox():
+			r, ok := m.Event.(kraft.ReceiveFetchSnapshotResponse)
+			require.True(t, ok, "a FetchSnapshot response, not %T", m.Event)
+			require.Equal(t, corr, m.Corr)
+			return r
+		case <-time.After(5 * time.Second):
+			t.Fatal("no FetchSnapshot response")
+			return kraft.ReceiveFetchSnapshotResponse{}
+		}
+	}
+
+	appendN(12)
+	st := c.waitStatus(1, "a snapshot", func(st Status) bool { return st.SnapshotsTaken >= 1 && st.LogStart > 0 })
+	first := snapshotID(st)
+	require.Equal(t, first.Offset, st.LogStart)
+	r := fetchChunk(st.Epoch, first, 0)
+	require.Equal(t, kraft.ErrNone, r.Error)
+	require.EqualValues(t, 8, r.Bytes)
+	require.Greater(t, r.Size, int64(24), "a download of several chunks")
+
+	// A newer snapshot within the fetch timeout of the chunk: the first
+	// is kept, the log is not cleaned past it, and its next chunk is served.
+	appendN(10)
+	st = c.waitStatus(1, "a second snapshot", func(st Status) bool { return st.SnapshotsTaken >= 2 })
+	second := snapshotID(st)
+	require.Greater(t, second.Offset, first.Offset)
+	require.Equal(t, first.Offset, st.LogStart, "the log start stays at the snapshot being downloaded")
+	require.Contains(t, snapshotFiles(t, c.snapDirs[1]), storage.SnapshotFileName(first))
+	require.Equal(t, kraft.ErrNone, fetchChunk(st.Epoch, first, 8).Error, "the download goes on")
+
+	// The fetch timeout passes without a chunk: the log is cleaned up to
+	// the second snapshot and the first is deleted, with no new snapshot.
+	require.NoError(t, nd.call(func() { clock = clock.Add(200 * time.Millisecond) }))
+	st = c.waitStatus(1, "the log cleaned once the hold lapsed", func(st Status) bool { return st.LogStart == second.Offset })
+	require.Equal(t, 2, st.SnapshotsTaken)
+	require.Eventually(t, func() bool { return len(snapshotFiles(t, c.snapDirs[1])) == 1 }, 5*time.Second, 5*time.Millisecond)
+	require.Equal(t, kraft.ErrSnapshotNotFound, fetchChunk(st.Epoch, first, 16).Error)
+
+	// A download of the second snapshot holds the log start through a
+	// third snapshot until its last chunk is served.
+	r = fetchChunk(st.Epoch, second, 0)
+	require.Equal(t, kraft.ErrNone, r.Error)
+	appendN(10)
+	st = c.waitStatus(1, "a third snapshot", func(st Status) bool { return st.SnapshotsTaken >= 3 })
+	third := snapshotID(st)
+	require.Equal(t, second.Offset, st.LogStart)
+	for pos := r.Bytes; pos < r.Size; {
+		require.Equal(t, second.Offset, c.waitStatus(1, "", func(Status) bool { return true }).LogStart)
+		next := fetchChunk(st.Epoch, second, pos)
+		require.Equal(t, kraft.ErrNone, next.Error)
+		pos += next.Bytes
+	}
+	c.waitStatus(1, "the log cleaned once the download ended", func(st Status) bool { return st.LogStart == third.Offset })
+}
