@@ -19,7 +19,7 @@ type parkedFetch struct {
 // a response to no request in flight (stale, duplicated, from before the
 // latest role change) is dropped.
 func (r *Replica) onResponse(m Message) {
-	if _, ok := r.match(m); !ok {
+	if _, ok := r.match(m); !ok && plant != bugKeepStale {
 		return
 	}
 	if m.Event == nil {
@@ -35,6 +35,15 @@ func (r *Replica) onResponse(m Message) {
 		return
 	}
 	if len(m.Records) > 0 && r.st.AcceptsRecords(resp) {
+		if plant == bugWrongOffset && len(m.Records) > 1 {
+			// An off-by-one: the second record appended where the first
+			// belongs, and so on.
+			end := r.cfg.Log.End().Offset
+			m.Records = append([]storage.Entry(nil), m.Records[1:]...)
+			for i := range m.Records {
+				m.Records[i].Offset = end + int64(i)
+			}
+		}
 		if m.Records[0].Offset != r.cfg.Log.End().Offset {
 			// The log moved since the fetch was sent: fetch again.
 			r.retryFetch()
@@ -119,6 +128,9 @@ func (r *Replica) readShared(from int64, maxBytes int) ([]storage.Entry, error) 
 // wakeParked steps every parked Fetch again (the leader's log end or high
 // watermark moved, or it stopped leading).
 func (r *Replica) wakeParked() {
+	if plant == bugParkForever {
+		return
+	}
 	for _, p := range r.parked {
 		p := p
 		r.queue = append(r.queue, inbound{msg: &p.msg, noPark: true})
