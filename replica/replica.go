@@ -102,6 +102,7 @@ type Replica struct {
 	now   time.Duration
 
 	out   []Output
+	spare []Output // the slice Take returned last, reused
 	queue []inbound // events owed to the state, stepped before any input
 
 	cur    *Message // the request being stepped, for its response
@@ -201,10 +202,10 @@ func (r *Replica) LongPolls() int { return r.longPolls }
 
 // Take returns the outputs of the inputs since the last Take, in the order
 // to carry them out, and forgets them. The slice is the replica's: it is
-// valid until the next input.
+// valid until the next Take.
 func (r *Replica) Take() []Output {
 	out := r.out
-	r.out = r.out[:0:0]
+	r.out, r.spare = r.spare[:0], out
 	return out
 }
 
