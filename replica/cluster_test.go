@@ -2,6 +2,7 @@ package replica
 
 import (
 	"container/heap"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"testing"
@@ -29,6 +30,11 @@ type clusterOpts struct {
 	loss     float64
 	dup      float64
 	crashes  bool
+	// snapshotEvery, if positive, makes every host snapshot its
+	// application every so many applied offsets (in memory; frozen
+	// snapshots survive crashes), and the layer serve, download and
+	// install them.
+	snapshotEvery int64
 }
 
 type simHost struct {
@@ -39,6 +45,13 @@ type simHost struct {
 	up        bool
 	syncAt    time.Duration // when the Sync asked for completes; 0: none
 	committed int64         // the highest Commit seen since the start
+	// The application: the committed records applied in order (from the
+	// installed or restored snapshot on), snapshotted every
+	// snapshotEvery offsets.
+	snaps    *memSnapshots
+	app      []storage.Entry
+	applied  int64 // the offset after the last record applied
+	lastSnap int64
 	// parked are the Fetches delivered to this replica as leader and not
 	// answered yet, for the long-poll check.
 	parked []pendingFetch
@@ -84,6 +97,7 @@ type simCluster struct {
 	seq       int
 	leaders   map[kraft.Epoch]kraft.NodeID
 	committed []storage.Entry // the committed records by offset
+	installs  int
 	faulty    bool
 	nextOp    time.Duration
 	proposed  int
@@ -95,21 +109,29 @@ func (c *simCluster) config(id kraft.NodeID) Config {
 	for i := 0; i < c.opts.voters; i++ {
 		voters = append(voters, kraft.ReplicaKey{ID: kraft.NodeID(i)})
 	}
-	return Config{
+	cfg := Config{
 		Kraft: kraft.Config{
 			Local: kraft.ReplicaKey{ID: id}, Voters: voters, Seed: uint64(id)*7919 + uint64(c.rng.Int63()),
 			ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond, ElectionBackoffMax: 100 * time.Millisecond,
 		},
 		Log: c.hosts[id].log, Records: c.hosts[id].recs, Static: true,
 		RequestTimeout: 100 * time.Millisecond, RetryBackoff: 20 * time.Millisecond, FetchMaxWait: 40 * time.Millisecond,
-		FetchMaxBytes: 512,
+		FetchMaxBytes: 512, SnapshotChunkBytes: 2000,
 	}
+	if h := c.hosts[id]; h.snaps != nil {
+		cfg.Snapshots = h.snaps
+	}
+	return cfg
 }
 
 func newSimCluster(seed int64, opts clusterOpts) *simCluster {
 	c := &simCluster{opts: opts, rng: rand.New(rand.NewSource(seed)), leaders: map[kraft.Epoch]kraft.NodeID{}, faulty: true}
 	for i := 0; i < opts.voters; i++ {
-		c.hosts = append(c.hosts, &simHost{id: kraft.NodeID(i), log: storage.NewMemLog(), recs: &memRecords{}, committed: -1})
+		h := &simHost{id: kraft.NodeID(i), log: storage.NewMemLog(), recs: &memRecords{}, committed: -1}
+		if opts.snapshotEvery > 0 {
+			h.snaps = newMemSnapshots()
+		}
+		c.hosts = append(c.hosts, h)
 	}
 	for _, h := range c.hosts {
 		c.start(h)
@@ -124,7 +146,80 @@ func (c *simCluster) start(h *simHost) {
 		return
 	}
 	h.r, h.up, h.syncAt, h.parked = r, true, 0, nil
+	h.app, h.applied, h.lastSnap = nil, 0, 0
+	if id, ok := r.State().LatestSnapshot(); ok && id.Offset > 0 {
+		c.restore(h, id)
+	}
 	c.carry(h)
+}
+
+// restore replaces h's application by the snapshot id, checking that it
+// holds the committed records below its end.
+func (c *simCluster) restore(h *simHost, id kraft.LogEnd) {
+	rd, err := h.snaps.Open(id)
+	if err != nil {
+		c.fail("replica %d: opening snapshot %+v: %v", h.id, id, err)
+		return
+	}
+	defer func() { _ = rd.Close() }()
+	var app []storage.Entry
+	if err := json.NewDecoder(rd).Decode(&app); err != nil {
+		c.fail("replica %d: snapshot %+v: %v", h.id, id, err)
+		return
+	}
+	if int64(len(app)) != id.Offset {
+		c.fail("replica %d: snapshot %+v holds %d records", h.id, id, len(app))
+		return
+	}
+	for _, e := range app {
+		if e.Offset < int64(len(c.committed)) {
+			if w := c.committed[e.Offset]; w.Epoch != e.Epoch || string(w.Data) != string(e.Data) {
+				c.fail("replica %d: snapshot %+v holds record %d of epoch %d, committed was epoch %d", h.id, id, e.Offset, e.Epoch, w.Epoch)
+				return
+			}
+		}
+	}
+	h.app, h.applied, h.lastSnap = app, id.Offset, id.Offset
+}
+
+// apply applies the committed records below hwm that h has not applied,
+// and snapshots its application every snapshotEvery offsets.
+func (c *simCluster) apply(h *simHost, hwm int64) {
+	if h.snaps == nil {
+		return
+	}
+	for h.applied < hwm {
+		es, err := h.log.Read(h.applied, 1<<20)
+		if err != nil {
+			c.fail("replica %d: applying at %d: %v", h.id, h.applied, err)
+			return
+		}
+		for _, e := range es {
+			if e.Offset >= hwm {
+				break
+			}
+			h.app = append(h.app, storage.Entry{Offset: e.Offset, Epoch: e.Epoch, Data: append([]byte(nil), e.Data...)})
+			h.applied = e.Offset + 1
+		}
+	}
+	if h.applied-h.lastSnap < c.opts.snapshotEvery {
+		return
+	}
+	id := kraft.LogEnd{Offset: h.applied, Epoch: h.app[h.applied-1].Epoch}
+	h.lastSnap = h.applied
+	w, err := h.snaps.Create(id)
+	if err != nil {
+		return // installed or taken already
+	}
+	if err := json.NewEncoder(w.(*memSnapshotWriter)).Encode(h.app); err != nil {
+		c.fail("replica %d: writing snapshot: %v", h.id, err)
+		return
+	}
+	if err := w.Freeze(); err != nil {
+		c.fail("replica %d: freezing snapshot: %v", h.id, err)
+		return
+	}
+	h.r.SnapshotTaken(c.now, id)
 }
 
 func (c *simCluster) fail(format string, args ...interface{}) {
@@ -135,18 +230,10 @@ func (c *simCluster) fail(format string, args ...interface{}) {
 
 // carry carries out h's outputs, then checks.
 func (c *simCluster) carry(h *simHost) {
-	for _, o := range h.r.Take() {
-		switch o := o.(type) {
-		case Send:
-			c.sent(h, o.Message)
-			c.send(o.Message)
-		case Sync:
-			h.syncAt = c.now + time.Duration(1+c.rng.Intn(5))*time.Millisecond
-		case Commit:
-			c.commit(h, o.HighWatermark)
-		case Stopped:
-			c.fail("replica %d stopped: %v", h.id, o.Err)
-		}
+	// Applying commits may take a snapshot, an input with outputs of its
+	// own: carry out until there are none.
+	for outs := h.r.Take(); len(outs) > 0; outs = h.r.Take() {
+		c.carryOuts(h, outs)
 	}
 	if err := h.r.checkInvariants(); err != nil {
 		c.fail("replica %d: %v", h.id, err)
@@ -157,6 +244,26 @@ func (c *simCluster) carry(h *simHost) {
 			c.fail("two leaders in epoch %d: %d and %d", st.Epoch(), l, h.id)
 		}
 		c.leaders[st.Epoch()] = h.id
+	}
+}
+
+func (c *simCluster) carryOuts(h *simHost, outs []Output) {
+	for _, o := range outs {
+		switch o := o.(type) {
+		case Send:
+			c.sent(h, o.Message)
+			c.send(o.Message)
+		case Sync:
+			h.syncAt = c.now + time.Duration(1+c.rng.Intn(5))*time.Millisecond
+		case Commit:
+			c.commit(h, o.HighWatermark)
+			c.apply(h, o.HighWatermark)
+		case Installed:
+			c.installs++
+			c.restore(h, o.Snapshot)
+		case Stopped:
+			c.fail("replica %d stopped: %v", h.id, o.Err)
+		}
 	}
 }
 
@@ -311,6 +418,7 @@ func (c *simCluster) operate() {
 		h := c.hosts[c.rng.Intn(len(c.hosts))]
 		if h.up {
 			h.up = false
+			h.r.Close() // a crash loses the download in progress
 			h.log.Crash()
 		} else {
 			c.start(h)
@@ -371,7 +479,10 @@ func (c *simCluster) run() error {
 func runSchedules(t *testing.T, seeds int, opts clusterOpts) (failed int, first error) {
 	t.Helper()
 	for seed := int64(1); seed <= int64(seeds); seed++ {
-		if err := newSimCluster(seed, opts).run(); err != nil {
+		c := newSimCluster(seed, opts)
+		err := c.run()
+		installs += c.installs
+		if err != nil {
 			failed++
 			if first == nil {
 				first = fmt.Errorf("seed %d: %w", seed, err)
@@ -380,6 +491,9 @@ func runSchedules(t *testing.T, seeds int, opts clusterOpts) (failed int, first 
 	}
 	return failed, first
 }
+
+// installs counts the snapshots installed over the schedules run.
+var installs int
 
 var scheduleOpts = clusterOpts{voters: 3, duration: 10 * time.Second, loss: 0.05, dup: 0.05, crashes: true}
 
@@ -418,5 +532,25 @@ func TestRandomSchedulesCatchPlantedBugs(t *testing.T) {
 			require.NotZero(t, failed, "the planted bug went unnoticed in 10 schedules")
 			t.Logf("%d of 10 schedules failed; first: %v", failed, first)
 		})
+	}
+}
+
+// TestRandomSchedulesWithSnapshots: the same schedules with every replica
+// snapshotting its application every 20 offsets: replicas that fall
+// behind the leader's log start download and install its snapshot, and
+// what they restore is the committed prefix.
+func TestRandomSchedulesWithSnapshots(t *testing.T) {
+	seeds := 40
+	if testing.Short() {
+		seeds = 10
+	}
+	for _, voters := range []int{3, 5} {
+		opts := scheduleOpts
+		opts.voters, opts.snapshotEvery = voters, 20
+		installs = 0
+		failed, first := runSchedules(t, seeds, opts)
+		require.Zero(t, failed, "%d voters: %d of %d schedules failed; first: %v", voters, failed, seeds, first)
+		require.NotZero(t, installs, "%d voters: no schedule installed a snapshot", voters)
+		t.Logf("%d voters: %d snapshots installed over %d schedules", voters, installs, seeds)
 	}
 }
