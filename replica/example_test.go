@@ -15,7 +15,7 @@ import (
 type records struct{ rec *kraft.QuorumRecord }
 
 func (m *records) Read() (*kraft.QuorumRecord, error) { return m.rec, nil }
-func (m *records) Write(r kraft.QuorumRecord) error  { m.rec = &r; return nil }
+func (m *records) Write(r kraft.QuorumRecord) error   { m.rec = &r; return nil }
 
 // host is everything a host of the replica layer does: it hands inputs to
 // its Replica with the time, and carries out the outputs. Here the

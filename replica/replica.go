@@ -102,7 +102,7 @@ type Replica struct {
 	now   time.Duration
 
 	out   []Output
-	spare []Output // the slice Take returned last, reused
+	spare []Output  // the slice Take returned last, reused
 	queue []inbound // events owed to the state, stepped before any input
 
 	cur    *Message // the request being stepped, for its response
