@@ -88,7 +88,7 @@ func TestNodeIdleClusterKeepsItsLeader(t *testing.T) {
 	start, err := leader.Status()
 	require.NoError(t, err)
 	polls := func() (n int) {
-		require.NoError(t, leader.call(func() { n = leader.longPolls }))
+		require.NoError(t, leader.call(func() { n = leader.r.LongPolls() }))
 		return n
 	}
 	first := polls()

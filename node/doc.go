@@ -1,19 +1,13 @@
 // Package node runs one kraft replica: the host around kraft.Step that
 // every embedding otherwise writes by hand.
 //
-// A Node owns one goroutine that holds the replica's kraft.State and takes
-// every input from channels: messages from a Transport, timer firings,
-// completed log flushes and client calls. It steps each input and carries
-// out the actions in order, keeping the host contract of the module's
-// README: a Persist is written and fsynced (RecordStore) before anything
-// after it; writes are reported to the state (LogAppended) before any
-// other input and flushes when they complete (LogFlushed, group commit);
-// timers are generation-counted; requests are tracked as Kafka's
-// RequestManager does (correlation ids, one in flight per destination and
-// kind, timeouts and retries with Kafka's defaults); a leader parks Fetch
-// requests that have nothing new (long poll) and attaches records from its
-// written log to the answers; a follower appends fetched records when
-// kraft.State.AcceptsRecords says so.
+// A Node owns one goroutine that runs the replica's protocol layer
+// (package replica: request tracking as Kafka's RequestManager, long-poll
+// parking, the records decision, snapshots, voter sets) and feeds it every
+// input: messages from a Transport, its one timer (the replica's next
+// deadline), completed log syncs and client calls. It carries out the
+// layer's outputs: sends go to the Transport, syncs run on a goroutine of
+// their own (group commit), commits go to the applier.
 //
 // Clients call Append, which returns once the records are committed,
 // Resign, Shutdown (a leader hands leadership over first) and Status; a

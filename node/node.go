@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -10,13 +9,15 @@ import (
 	"time"
 
 	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/replica"
 	"github.com/kraftquorum/kraft/storage"
 )
 
-// Node runs one replica: one goroutine owns its kraft.State, takes every
-// input (messages, timer firings, completed flushes, client calls) from
-// channels, steps it, and carries out the actions in order as the README's
-// host contract says. Its methods are safe for concurrent use.
+// Node runs one replica: one goroutine owns its replica.Replica (the
+// protocol between kraft.State and the I/O), feeds it every input
+// (messages, the clock, completed log syncs, client calls) and carries out
+// its outputs: sends, syncs, commits for the applier. Its methods are safe
+// for concurrent use.
 type Node struct {
 	// timersLive counts the timers armed and neither fired nor stopped;
 	// timersMax is the most there were at once (tests read them). First in
@@ -31,58 +32,32 @@ type Node struct {
 	stopOnce sync.Once
 	stop     chan struct{}
 
-	mu  sync.Mutex // guards err and commit progress for the applier
+	mu  sync.Mutex // guards err
 	err error
 
-	// Internal wake-ups (timer firings, completed flushes, snapshots
-	// taken) go to the loop apart from calls: a callback appends its
-	// function to internal and signals wake, which holds one signal, so
-	// it never waits and never takes a slot a client call needs.
+	// Internal wake-ups (the timer, completed syncs, snapshots taken) go
+	// to the loop apart from calls: a callback appends its function to
+	// internal and signals wake, which holds one signal, so it never waits
+	// and never takes a slot a client call needs.
 	internalMu sync.Mutex
 	internal   []func()
 	wake       chan struct{}
 
 	// Loop-owned.
-	st        kraft.State
-	buf       kraft.Buffer // the actions of the step being carried out
-	queue     []inbound    // host events owed to the state, stepped before any input
-	cur       *Message     // the request being stepped, for its response
-	noPark    bool         // the request being stepped was parked: answer now
-	corr      uint64
-	timerGen  [kraft.VoterChangeTimer + 1]uint64
-	timers    [kraft.VoterChangeTimer + 1]*time.Timer // the latest arming of each kraft timer
-	inflight  map[reqKey]*request
-	lastFetch *Message // the latest Fetch request sent, re-sent on retries
-	bootNext  int      // round robin over bootstrap voters for To: NoNode
-	parked    []*parkedFetch
-	longPolls int // parked Fetches answered when their wait was up
-	flushing  bool
-	waiters   []*waiter
-	hwm       int64
-	resigned  bool // Shutdown: no election or fetch timeouts delivered
-	leaderCh  []chan struct{}
-	sentFetch bool                    // a Fetch or FetchSnapshot went out during the step
-	chunk     []byte                  // the snapshot bytes of the response being stepped
-	partial   *storage.SnapshotWriter // the snapshot being downloaded
-	installed int                     // snapshots installed from the leader
-	taken     int                     // snapshots taken and reported
-	// served is when the loop last served a FetchSnapshot chunk of each
-	// snapshot: one served within the fetch timeout is kept while newer
-	// ones are taken (snapshotTaken). Entries go with their snapshot.
-	served map[kraft.LogEnd]time.Time
-	now    func() time.Time // the clock of served; time.Now but in tests
-	// cleanTimer runs clean again when a download's hold on the log start
-	// lapses; nil when none is armed.
-	cleanTimer *time.Timer
+	r        *replica.Replica
+	st       kraft.State // the replica's state after the latest input
+	epoch    time.Time   // the replica's time 0
+	now      func() time.Time
+	timer    *time.Timer   // the one timer: the replica's next deadline
+	timerAt  time.Duration // when timer fires, if armed
+	armed    bool
+	waiters  []*waiter
+	hwm      int64
+	leaderCh []chan struct{}
 
-	// Dynamic voter sets (voters.go).
-	vsets           []voterSetAt                // the voter sets in the log, as the state's VoterSets
-	boot            []Voter                     // the bootstrap checkpoint's set; read-only after Start
-	static          bool                        // a static voter set: no VotersRecords, no voter set in snapshots
-	peerAddrs       map[kraft.NodeID]string     // the addresses given to the transport
-	changeEndpoints map[kraft.ReplicaKey]string // the endpoints of voters being added or updated
-	voterCalls      map[uint64]*voterCall       // client voter changes by Ref
-	nextRef         uint64
+	voterCalls map[uint64]*voterCall // client voter changes by Ref
+	boot       []Voter               // the bootstrap checkpoint's set; read-only after Start
+	static     bool                  // a static voter set: no VotersRecords, no voter set in snapshots
 
 	// Applier.
 	commitMu   sync.Mutex
@@ -92,60 +67,26 @@ type Node struct {
 	applierOut chan struct{}
 }
 
-// inbound is a message or a host event waiting to be stepped.
-type inbound struct {
-	msg    *Message
-	ev     kraft.Event
-	noPark bool // a parked Fetch stepped again: answer now
-}
-
-// parkedFetch is a Fetch held until the leader has news or its timer
-// (FetchMaxWait) fires.
-type parkedFetch struct {
-	msg   Message
-	timer *time.Timer
-}
-
-type reqKey struct {
-	to   kraft.NodeID
-	kind string
-}
-
-type request struct {
-	corr  uint64
-	msg   Message
-	timer *time.Timer
-}
-
 type waiter struct {
 	end   int64 // the offset after the last appended record
 	epoch kraft.Epoch
 	ch    chan error
 }
 
-// Record payloads carry a one-byte type: data records from Append, and
-// the control records kraft asks for (LeaderChange, VotersRecord: its
-// voter set as encodeVoters writes it). Kafka keeps control records in the
-// same log; OnCommit leaves them out.
+// Record payloads carry a one-byte type (replica.RecordData and the
+// control records); OnCommit leaves the control records out.
 const (
-	recordData         byte = 0
-	recordLeaderChange byte = 1
-	recordVoters       byte = 2
+	recordData         = replica.RecordData
+	recordLeaderChange = replica.RecordLeaderChange
+	recordVoters       = replica.RecordVoters
 )
 
 // Start opens the replica: it reads the quorum-state record, rebuilds the
 // state from it and the log with kraft.NewState (Kafka's startup rules),
-// and starts the loop. The node owns cfg.Log and cfg.Transport from now on.
+// restores the latest snapshot and starts the loop. The node owns
+// cfg.Log and cfg.Transport from now on.
 func Start(cfg Config) (*Node, error) {
 	cfg, err := cfg.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	rec, err := cfg.Records.Read()
-	if err != nil {
-		return nil, fmt.Errorf("node: reading the quorum state: %w", err)
-	}
-	ls, err := recoverLog(cfg.Log, cfg.Snapshots)
 	if err != nil {
 		return nil, err
 	}
@@ -154,15 +95,6 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	static := len(cfg.Kraft.Voters) > 0 && boot == nil
-	vsets, err := recoverVoters(cfg.Log, cfg.Snapshots, boot, static, cfg.FetchMaxBytes)
-	if err != nil {
-		return nil, err
-	}
-	ls.VoterSets = keySets(vsets)
-	st, acts, err := kraft.NewState(cfg.Kraft, rec, ls)
-	if err != nil {
-		return nil, err
-	}
 	n := &Node{
 		cfg:        cfg,
 		local:      cfg.Kraft.Local,
@@ -170,30 +102,37 @@ func Start(cfg Config) (*Node, error) {
 		wake:       make(chan struct{}, 1),
 		done:       make(chan struct{}),
 		stop:       make(chan struct{}),
-		st:         st,
-		inflight:   map[reqKey]*request{},
 		hwm:        -1,
 		commitHWM:  -1,
 		applierOut: make(chan struct{}),
-		served:     map[kraft.LogEnd]time.Time{},
 		now:        time.Now,
-
-		boot:            boot,
-		static:          static,
-		peerAddrs:       map[kraft.NodeID]string{},
-		changeEndpoints: map[kraft.ReplicaKey]string{},
-		voterCalls:      map[uint64]*voterCall{},
+		voterCalls: map[uint64]*voterCall{},
+		boot:       boot,
+		static:     static,
 	}
-	for _, s := range vsets {
-		n.addVoterSet(s.offset, s.voters)
+	n.epoch = n.now()
+	rcfg := replica.Config{
+		Kraft: cfg.Kraft, Log: cfg.Log, Records: cfg.Records,
+		RequestTimeout: cfg.RequestTimeout, RetryBackoff: cfg.RetryBackoff, FetchMaxWait: cfg.FetchMaxWait,
+		FetchMaxBytes: cfg.FetchMaxBytes, SnapshotChunkBytes: cfg.SnapshotChunkBytes,
+		Bootstrap: boot, Static: static, BootstrapServers: cfg.BootstrapServers, Endpoint: cfg.Endpoint,
+		Logf: cfg.Logf,
 	}
+	if cfg.Snapshots != nil {
+		rcfg.Snapshots = replica.StorageSnapshots(cfg.Snapshots)
+	}
+	r, err := replica.New(rcfg, 0)
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	n.r, n.st = r, r.State()
 	n.commitCond = sync.NewCond(&n.commitMu)
 	// The application starts from the latest snapshot, then takes the
 	// records after it. The applier restores it before anything else
 	// runs: a snapshot installed from the leader, which deletes the older
 	// snapshots, comes after it, as Restore's contract says.
 	var latest *kraft.LogEnd
-	if id, ok := st.LatestSnapshot(); ok && id.Offset > 0 {
+	if id, ok := n.st.LatestSnapshot(); ok && id.Offset > 0 {
 		latest = &id
 	}
 	restored := make(chan error, 1)
@@ -201,13 +140,14 @@ func Start(cfg Config) (*Node, error) {
 	if err := <-restored; err != nil {
 		return nil, err
 	}
-	cfg.Logf("node %d: started %v", n.local.ID, st)
-	n.carry(acts)
-	n.drain()
-	n.maybeFlush()
+	cfg.Logf("node %d: started %v", n.local.ID, n.st)
+	n.carry()
 	go n.run()
 	return n, nil
 }
+
+// clock is the replica's time: the monotonic time since Start.
+func (n *Node) clock() time.Duration { return n.now().Sub(n.epoch) }
 
 // run is the loop.
 func (n *Node) run() {
@@ -225,20 +165,19 @@ func (n *Node) run() {
 				n.fail(errors.New("node: transport closed"))
 				return
 			}
-			n.onMessage(m, false)
+			n.r.Receive(n.clock(), m)
 		case f := <-n.calls:
 			f()
 		case <-n.wake:
 			n.runInternal()
 		}
-		n.drain()
-		n.maybeFlush()
+		n.carry()
 	}
 }
 
 // internalCall runs f on the loop, after the input being handled. It
-// never blocks (timer callbacks, the flusher and the applier call it);
-// after the loop stopped, f never runs.
+// never blocks (the timer, the syncer and the applier call it); after the
+// loop stopped, f never runs.
 func (n *Node) internalCall(f func()) {
 	n.internalMu.Lock()
 	n.internal = append(n.internal, f)
@@ -260,7 +199,7 @@ func (n *Node) runInternal() {
 			return
 		}
 		f()
-		n.drain()
+		n.carry()
 	}
 }
 
@@ -315,147 +254,7 @@ func (n *Node) fail(err error) {
 	n.stopOnce.Do(func() { close(n.stop) })
 }
 
-// step feeds an event to the state and carries out the actions.
-func (n *Node) step(e kraft.Event) {
-	if n.Err() != nil {
-		return
-	}
-	before := n.st
-	// carry never steps: it queues what it owes the state, so the
-	// actions in n.buf stay valid while it runs.
-	next, acts := kraft.StepInto(&n.buf, n.st, e)
-	for _, a := range acts {
-		if f, ok := a.(kraft.Fault); ok {
-			n.fail(fmt.Errorf("node: fault on %T: %s", e, f.Reason))
-			return
-		}
-	}
-	n.st = next
-	n.carry(acts)
-	if n.st.Role() == kraft.Leader && (n.st.LogEnd() != before.LogEnd() || n.st.HighWatermark() != before.HighWatermark()) {
-		n.wakeParked()
-	}
-}
-
-// drain steps the host events owed to the state (write reports, parked
-// fetches): they go before any new input.
-func (n *Node) drain() {
-	for len(n.queue) > 0 && n.Err() == nil {
-		in := n.queue[0]
-		n.queue = n.queue[1:]
-		if in.msg != nil {
-			n.onMessage(*in.msg, in.noPark)
-			continue
-		}
-		n.step(in.ev)
-	}
-}
-
-// onMessage takes a message from the transport (or a parked Fetch).
-func (n *Node) onMessage(m Message, noPark bool) {
-	if m.To != n.local.ID || m.Event == nil && !m.Response && !m.APIVersions {
-		return
-	}
-	if m.Response {
-		n.onResponse(m)
-		return
-	}
-	if m.APIVersions {
-		n.answerAPIVersions(m)
-		return
-	}
-	switch m.Event.(type) {
-	case kraft.ReceiveVoteRequest, kraft.ReceiveBeginQuorumEpoch, kraft.ReceiveEndQuorumEpoch,
-		kraft.ReceiveFetch, kraft.ReceiveFetchSnapshot:
-	case kraft.ReceiveAddVoter, kraft.ReceiveRemoveVoter:
-		n.onVoterRequest(m)
-		return
-	default:
-		return // not a request
-	}
-	if fs, ok := m.Event.(kraft.ReceiveFetchSnapshot); ok {
-		// The size is the serving host's to look up (D44).
-		fs.Size = n.snapshotSize(fs.Snapshot)
-		m.Event = fs
-	}
-	n.cur = &m
-	n.noPark = noPark
-	n.step(m.Event)
-	n.cur = nil
-	n.noPark = false
-}
-
-// onResponse matches a response with the request in flight and steps it;
-// a response to no request in flight (stale, duplicated, from before the
-// latest role change) is dropped.
-func (n *Node) onResponse(m Message) {
-	var key reqKey
-	var found *request
-	for k, r := range n.inflight {
-		if k.to == m.From && r.corr == m.Corr {
-			key, found = k, r
-			break
-		}
-	}
-	if found == nil {
-		return
-	}
-	n.stopTimer(found.timer)
-	delete(n.inflight, key)
-	if m.Event == nil {
-		return // an answer without an event (D28)
-	}
-	if sr, ok := m.Event.(kraft.ReceiveFetchSnapshotResponse); ok {
-		n.onFetchSnapshotResponse(sr, m.Chunk)
-		return
-	}
-	resp, isFetch := m.Event.(kraft.ReceiveFetchResponse)
-	if !isFetch {
-		n.step(m.Event)
-		return
-	}
-	if len(m.Records) > 0 && n.st.AcceptsRecords(resp) {
-		if m.Records[0].Offset != n.cfg.Log.End().Offset {
-			// The log moved since the fetch was sent: fetch again.
-			n.retryFetch()
-			return
-		}
-		if _, err := n.cfg.Log.AppendEntries(m.Records...); err != nil {
-			n.fail(fmt.Errorf("node: appending fetched records: %w", err))
-			return
-		}
-		n.stepFetched(m.Records)
-	}
-	n.step(resp)
-	if resp.Error != kraft.ErrNone {
-		// D25: the state sends no new Fetch after an error answer; the
-		// host re-sends the latest one after its backoff.
-		n.retryFetch()
-	}
-}
-
-// retryFetch re-sends the latest Fetch after the retry backoff, unless a
-// newer Fetch goes out first.
-func (n *Node) retryFetch() {
-	last := n.lastFetch
-	if last == nil {
-		return
-	}
-	n.afterFunc(n.cfg.RetryBackoff, func() {
-		if n.lastFetch == last && n.inflight[reqKey{last.To, "fetch"}] == nil && n.fetching() {
-			n.sendRequest(*last, "fetch")
-		}
-	})
-}
-
-// fetching: the role fetches (a Follower, or an observer searching).
-func (n *Node) fetching() bool {
-	r := n.st.Role()
-	return r == kraft.Follower || (r == kraft.Unattached && !n.st.IsVoter())
-}
-
-// afterFunc runs f on the loop after d, unless the timer is stopped
-// first with stopTimer.
+// afterFunc arms a timer that runs f on the loop, counted in timersLive.
 func (n *Node) afterFunc(d time.Duration, f func()) *time.Timer {
 	live := atomic.AddInt64(&n.timersLive, 1)
 	for {
@@ -471,341 +270,95 @@ func (n *Node) afterFunc(d time.Duration, f func()) *time.Timer {
 }
 
 // stopTimer stops a timer afterFunc armed (nil: none). One that fired
-// already may still run its function: each checks that it is current.
+// already may still run its function.
 func (n *Node) stopTimer(t *time.Timer) {
 	if t != nil && t.Stop() {
 		atomic.AddInt64(&n.timersLive, -1)
 	}
 }
 
-// carry carries out one step's actions in order.
-func (n *Node) carry(acts []kraft.Action) {
-	for _, a := range acts {
+// carry carries out the replica's outputs in order, then arms the one
+// timer at the replica's next deadline.
+func (n *Node) carry() {
+	for _, o := range n.r.Take() {
 		if n.Err() != nil {
 			return
 		}
-		switch a := a.(type) {
-		case kraft.Persist:
-			if err := n.cfg.Records.Write(a.Record); err != nil {
-				n.fail(fmt.Errorf("node: persisting %+v: %w", a.Record, err))
-				return
-			}
-		case kraft.SendVoteRequest:
-			n.send(a, "vote")
-		case kraft.SendBeginQuorumEpoch:
-			n.send(a, "begin")
-		case kraft.SendEndQuorumEpoch:
-			n.send(a, "end")
-		case kraft.SendFetch:
-			n.send(a, "fetch")
-		case kraft.SendFetchSnapshot:
-			// One request of the two kinds in flight: a FetchSnapshot
-			// takes a Fetch's place, with its retries.
-			n.send(a, "fetch")
-		case kraft.SendVoteResponse, kraft.SendBeginQuorumEpochResponse, kraft.SendEndQuorumEpochResponse:
-			n.respond(a, nil, nil)
-		case kraft.SendFetchResponse:
-			n.fetchResponse(a)
-		case kraft.SendFetchSnapshotResponse:
-			n.fetchSnapshotResponse(a)
-		case kraft.WriteSnapshotChunk:
-			if err := n.writeChunk(a); err != nil {
-				n.fail(err)
-				return
-			}
-		case kraft.InstallSnapshot:
-			if err := n.install(a.Snapshot); err != nil {
-				n.fail(err)
-				return
-			}
-			if err := n.installedVoters(a.Snapshot); err != nil {
-				n.fail(err)
-				return
-			}
-		case kraft.TruncateLog:
-			if err := n.cfg.Log.Truncate(a.To); err != nil {
-				n.fail(fmt.Errorf("node: truncating to %d: %w", a.To, err))
-				return
-			}
-			n.truncateVoterSets(a.To)
-		case kraft.AppendLeaderChange:
-			data, _ := json.Marshal(a)
-			records := [][]byte{append([]byte{recordLeaderChange}, data...)}
-			var vs []Voter
-			if a.VotersRecord {
-				// The bootstrap set is never replicated: the leader writes
-				// it after the LeaderChange record.
-				vs = n.votersWithEndpoints(a.Voters, nil)
-				records = append(records, votersRecord(vs))
-			}
-			end, err := n.write(a.Epoch, records...)
-			if err != nil {
-				return // write stopped the node
-			}
-			if a.VotersRecord {
-				n.queue = append(n.queue, inbound{ev: kraft.VotersAppended{Offset: end.Offset - 1, Voters: a.Voters}})
-				n.addVoterSet(end.Offset-1, vs)
-			}
-		case kraft.AppendVoters:
-			n.appendVoters(a)
-		case kraft.SendAPIVersions:
-			n.sendAPIVersions(a.To)
-		case kraft.SendVoterChangeResponse:
-			n.voterChangeResponse(a)
-		case kraft.SendVoterChange:
-			n.sendVoterChange(a)
-		case kraft.HighWatermarkChanged:
-			n.hwm = a.HighWatermark
+		switch o := o.(type) {
+		case replica.Send:
+			n.cfg.Transport.Send(o.Message)
+		case replica.Sync:
+			n.sync()
+		case replica.Commit:
+			n.hwm = o.HighWatermark
 			n.completeWaiters()
 			n.commitMu.Lock()
-			n.commitHWM = a.HighWatermark
+			n.commitHWM = o.HighWatermark
 			n.commitCond.Broadcast()
 			n.commitMu.Unlock()
-		case kraft.ResetTimer:
-			// One timer per kind: the new arming replaces the pending one,
-			// which is stopped (a firing already on its way is dropped by
-			// its generation).
-			n.timerGen[a.Timer]++
-			gen, t := n.timerGen[a.Timer], a.Timer
-			n.stopTimer(n.timers[t])
-			n.timers[t] = n.afterFunc(a.After, func() { n.fire(t, gen) })
-		case kraft.StopTimer:
-			n.timerGen[a.Timer]++
-			n.stopTimer(n.timers[a.Timer])
-			n.timers[a.Timer] = nil
-		case kraft.RoleChanged:
-			n.onRoleChanged(a)
-		case kraft.Fault:
-			// step stops the node before carrying out a faulted step.
-		}
-	}
-}
-
-// fire delivers a timer's timeout if it is the latest arming.
-func (n *Node) fire(t kraft.Timer, gen uint64) {
-	if n.timerGen[t] != gen {
-		return
-	}
-	if n.resigned && (t == kraft.ElectionTimer || t == kraft.FetchTimer) {
-		return // Shutdown: a resigned leader waits for its successor (D27)
-	}
-	if e := t.Timeout(); e != nil {
-		n.step(e)
-	}
-}
-
-// send sends a request, replacing any request of the same kind in flight
-// to the same replica (at most one per destination and kind, as Kafka's
-// RequestManager keeps).
-func (n *Node) send(a kraft.Action, kind string) {
-	to, ev, ok := kraft.Deliver(n.local, a)
-	if !ok {
-		return
-	}
-	m := Message{From: n.local.ID, To: to, Event: ev}
-	if f, isFetch := a.(kraft.SendFetch); isFetch {
-		m.HighWatermark = f.HighWatermark
-		if to == kraft.NoNode {
-			m.To = n.bootstrapVoter()
-		}
-	}
-	n.sendRequest(m, kind)
-}
-
-func (n *Node) bootstrapVoter() kraft.NodeID {
-	voters := n.st.Voters()
-	if len(voters) == 0 {
-		// An observer that knows no voter yet (a new replica of a dynamic
-		// quorum): Config.BootstrapServers.
-		if len(n.cfg.BootstrapServers) == 0 {
-			return kraft.NoNode
-		}
-		id := n.cfg.BootstrapServers[n.bootNext%len(n.cfg.BootstrapServers)]
-		n.bootNext++
-		return id
-	}
-	for range voters {
-		v := voters[n.bootNext%len(voters)]
-		n.bootNext++
-		if v.ID != n.local.ID {
-			return v.ID
-		}
-	}
-	return voters[0].ID
-}
-
-// sendRequest sends m with a fresh correlation id and arms its timeout:
-// without an answer in time, it goes again after the retry backoff
-// (BeginQuorumEpoch is re-sent by the leader's own timer instead).
-func (n *Node) sendRequest(m Message, kind string) {
-	key := reqKey{m.To, kind}
-	if old := n.inflight[key]; old != nil {
-		n.stopTimer(old.timer)
-	}
-	n.corr++
-	m.Corr = n.corr
-	r := &request{corr: m.Corr, msg: m}
-	r.timer = n.afterFunc(n.cfg.RequestTimeout, func() {
-		if n.inflight[key] != r {
-			return
-		}
-		delete(n.inflight, key)
-		if kind == "begin" {
-			return
-		}
-		if kind == "apiversions" {
-			// No answer in time fails the AddRaftVoter waiting for it.
-			n.step(kraft.ReceiveAPIVersionsResponse{From: m.To, Error: kraft.ErrRequestTimedOut})
-			return
-		}
-		n.afterFunc(n.cfg.RetryBackoff, func() {
-			if n.inflight[key] == nil && (kind != "fetch" || (n.lastFetch != nil && n.lastFetch.Corr == r.corr && n.fetching())) {
-				n.sendRequest(r.msg, kind)
+		case replica.Installed:
+			// After the log reset: the applier reads the log from the
+			// snapshot on.
+			n.commitMu.Lock()
+			n.restore = &o.Snapshot
+			n.commitCond.Broadcast()
+			n.commitMu.Unlock()
+		case replica.RoleChange:
+			n.onRoleChanged(o.RoleChanged)
+		case replica.VoterChangeAnswer:
+			n.voterChangeResponse(o.Response)
+		case replica.Peer:
+			if pb, ok := n.cfg.Transport.(peerBook); ok {
+				pb.SetPeer(o.ID, o.Endpoint)
 			}
-		})
+		case replica.Stopped:
+			n.fail(fmt.Errorf("node: %w", o.Err))
+			return
+		}
+	}
+	n.st = n.r.State()
+	n.armTimer()
+}
+
+// armTimer arms the one timer at the replica's next deadline, unless it
+// is armed there already.
+func (n *Node) armTimer() {
+	at, ok := n.r.NextDeadline()
+	if !ok || (n.armed && at == n.timerAt) {
+		return
+	}
+	n.stopTimer(n.timer)
+	d := at - n.clock()
+	if d < 0 {
+		d = 0
+	}
+	n.timerAt, n.armed = at, true
+	n.timer = n.afterFunc(d, func() {
+		if n.timerAt == at {
+			n.armed = false
+		}
+		n.r.Tick(n.clock())
 	})
-	n.inflight[key] = r
-	if kind == "fetch" {
-		c := m
-		n.lastFetch = &c
-		n.sentFetch = true
-	}
-	n.cfg.Transport.Send(m)
 }
 
-// respond answers the request being stepped, with a Fetch response's
-// records or a FetchSnapshot response's chunk.
-func (n *Node) respond(a kraft.Action, records []storage.Entry, chunk []byte) {
-	to, ev, _ := kraft.Deliver(n.local, a)
-	if n.cur == nil || n.cur.From != to {
-		return
-	}
-	if sr, ok := ev.(kraft.ReceiveFetchSnapshotResponse); ok {
-		sr.Bytes = int64(len(chunk))
-		ev = sr
-	}
-	n.cfg.Transport.Send(Message{From: n.local.ID, To: to, Corr: n.cur.Corr, Response: true, Event: ev, Records: records, Chunk: chunk})
-}
-
-// fetchResponse answers a Fetch: records from the written log at the fetch
-// offset, up to the state's log end and FetchMaxBytes; a caught-up Fetch
-// with nothing new is parked up to FetchMaxWait (Kafka's long poll).
-func (n *Node) fetchResponse(a kraft.SendFetchResponse) {
-	req := n.cur
-	if req == nil || req.From != a.To {
-		return
-	}
-	f, _ := req.Event.(kraft.ReceiveFetch)
-	var records []storage.Entry
-	// Records only with a valid position: a diverging or snapshot answer
-	// carries none (and a snapshot answer's fetch offset may be below the
-	// log start).
-	valid := a.Error == kraft.ErrNone && a.Diverging == nil && a.Snapshot == nil
-	if valid && f.FetchOffset < n.st.LogEnd().Offset {
-		rs, err := n.readShared(f.FetchOffset, n.cfg.FetchMaxBytes)
-		if err != nil {
-			n.fail(fmt.Errorf("node: reading the log at %d: %w", f.FetchOffset, err))
-			return
-		}
-		records = rs
-	}
-	if len(records) == 0 && valid && a.HighWatermark <= req.HighWatermark &&
-		!n.noPark && n.st.Role() == kraft.Leader {
-		p := &parkedFetch{msg: *req}
-		n.parked = append(n.parked, p)
-		p.timer = n.afterFunc(n.cfg.FetchMaxWait, func() { n.unpark(p) })
-		return
-	}
-	n.respond(a, records, nil)
-}
-
-// readShared reads the log for a Fetch response, without copying the
-// payloads when the log can share them (storage.SharedReader): the
-// transport encodes the response in Send and never modifies them.
-func (n *Node) readShared(from int64, maxBytes int) ([]storage.Entry, error) {
-	if sr, ok := n.cfg.Log.(storage.SharedReader); ok {
-		return sr.ReadShared(from, maxBytes)
-	}
-	return n.cfg.Log.Read(from, maxBytes)
-}
-
-// unpark steps a parked Fetch again and answers it now (its timer
-// fired).
-func (n *Node) unpark(pf *parkedFetch) {
-	for i, p := range n.parked {
-		if p == pf {
-			n.parked = append(n.parked[:i:i], n.parked[i+1:]...)
-			n.queue = append(n.queue, inbound{msg: &pf.msg, noPark: true})
-			n.longPolls++
-			return
-		}
-	}
-}
-
-// wakeParked steps every parked Fetch again (the leader's log end or high
-// watermark moved, or it stopped leading), and stops their timers.
-func (n *Node) wakeParked() {
-	for _, p := range n.parked {
-		n.stopTimer(p.timer)
-		n.queue = append(n.queue, inbound{msg: &p.msg, noPark: true})
-	}
-	n.parked = nil
-}
-
-// write appends records of one epoch to the log and reports them. The
-// records are the node's own, made for the write and never touched again,
-// so a log that can keep them without a copy (storage.OwningAppender)
-// does.
-func (n *Node) write(epoch kraft.Epoch, records ...[]byte) (kraft.LogEnd, error) {
-	before := n.cfg.Log.End()
-	var end kraft.LogEnd
-	var err error
-	if oa, ok := n.cfg.Log.(storage.OwningAppender); ok {
-		end, err = oa.AppendOwned(epoch, records...)
-	} else {
-		end, err = n.cfg.Log.Append(epoch, records...)
-	}
-	if err != nil {
-		n.fail(fmt.Errorf("node: appending to the log: %w", err))
-		return before, err
-	}
-	n.queue = append(n.queue, inbound{ev: kraft.LogAppended{End: end}})
-	return end, nil
-}
-
-// maybeFlush starts a flush of what was written since the last one (group
-// commit: one Sync for every write made while the previous one ran).
-func (n *Node) maybeFlush() {
-	if n.flushing || n.Err() != nil || n.cfg.Log.Flushed() >= n.cfg.Log.End().Offset {
-		return
-	}
-	n.flushing = true
+// sync makes the log durable off the loop and reports it (group commit:
+// one Sync for every write made while the previous one ran).
+func (n *Node) sync() {
 	go func() {
 		err := n.cfg.Log.Sync()
 		n.internalCall(func() {
-			n.flushing = false
 			if err != nil {
 				n.fail(fmt.Errorf("node: syncing the log: %w", err))
 				return
 			}
-			// Read here, on the loop: a truncation since the Sync has
-			// already lowered it.
-			if f := n.cfg.Log.Flushed(); f > n.st.FlushedOffset() {
-				n.queue = append(n.queue, inbound{ev: kraft.LogFlushed{Offset: f}})
-			}
+			n.r.Synced(n.clock())
 		})
 	}()
 }
 
 func (n *Node) onRoleChanged(a kraft.RoleChanged) {
 	n.cfg.Logf("node %d: %v -> %v in epoch %d, leader %d (%s)", n.local.ID, a.From, a.To, a.Epoch, a.LeaderID, a.Reason)
-	// Kafka's resetConnections: responses to earlier requests are dropped.
-	for k, r := range n.inflight {
-		n.stopTimer(r.timer)
-		delete(n.inflight, k)
-	}
 	if a.From == kraft.Leader {
-		n.wakeParked()
 		for _, w := range n.waiters {
 			w.ch <- ErrLeadershipLost
 		}
@@ -854,26 +407,14 @@ func (n *Node) Append(ctx context.Context, records ...[]byte) (int64, error) {
 		}
 		// The one copy of the caller's records: with their type bytes, in
 		// one block (the log may keep it, OwningAppender).
-		size := len(records)
-		for _, r := range records {
-			size += len(r)
-		}
-		block := make([]byte, 0, size)
-		data := make([][]byte, len(records))
-		for i, r := range records {
-			start := len(block)
-			block = append(append(block, recordData), r...)
-			data[i] = block[start:len(block):len(block)]
-		}
-		end, err := n.write(n.st.Epoch(), data...)
+		end, err := n.r.Propose(n.clock(), replica.DataRecords(records))
 		if err != nil {
 			notLeader = err
 			return
 		}
 		last = end.Offset - 1
 		n.waiters = append(n.waiters, &waiter{end: end.Offset, epoch: end.Epoch, ch: ch})
-		n.drain()
-		n.maybeFlush()
+		n.carry()
 	})
 	if err != nil {
 		return 0, err
@@ -907,7 +448,7 @@ func (n *Node) Resign() error {
 			res = &NotLeaderError{Leader: leaderOrNone(n.st), Epoch: n.st.Epoch()}
 			return
 		}
-		n.step(kraft.Resign{})
+		n.r.Resign(n.clock())
 	}); err != nil {
 		return err
 	}
@@ -926,9 +467,9 @@ func (n *Node) Shutdown(ctx context.Context) error {
 			return
 		}
 		leading = true
-		n.resigned = true
+		n.r.HoldTimeouts()
 		n.leaderCh = append(n.leaderCh, ch)
-		n.step(kraft.Resign{})
+		n.r.Resign(n.clock())
 	}); err != nil {
 		return n.Close()
 	}
@@ -947,6 +488,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 func (n *Node) Close() error {
 	n.stopOnce.Do(func() { close(n.stop) })
 	<-n.done
+	n.stopTimer(n.timer)
 	n.commitMu.Lock()
 	n.commitHWM = stopApplier
 	n.commitCond.Broadcast()
@@ -957,7 +499,7 @@ func (n *Node) Close() error {
 	terr := n.cfg.Transport.Close()
 	var snerr error
 	if n.cfg.Snapshots != nil {
-		n.abortDownload()
+		n.r.Close()
 		snerr = n.cfg.Snapshots.Close()
 	}
 	if err := n.Err(); err != nil {
@@ -1043,8 +585,8 @@ func (n *Node) applier(latest *kraft.LogEnd, restored chan<- error) {
 			if len(e.Data) > 0 && e.Data[0] == recordData {
 				out = append(out, Record{Offset: e.Offset, Epoch: e.Epoch, Data: e.Data[1:]})
 			}
-			if isVotersRecord(e.Data) {
-				vs, err := decodeVoters(e.Data[1:])
+			if replica.IsVotersRecord(e.Data) {
+				vs, err := replica.DecodeVoters(e.Data[1:])
 				if err != nil {
 					n.fail(fmt.Errorf("node: the committed VotersRecord at %d: %w", e.Offset, err))
 					return
@@ -1129,8 +671,8 @@ func (n *Node) Status() (Status, error) {
 			ID: n.local.ID, Role: s.Role().String(), Epoch: s.Epoch(), Leader: s.Leader(),
 			HighWatermark: s.HighWatermark(), LogEnd: s.LogEnd().Offset, LogEndEpoch: s.LogEnd().Epoch,
 			Flushed: s.FlushedOffset(), LogStart: s.LogStart(),
-			SnapshotsTaken: n.taken, SnapshotsInstalled: n.installed,
 		}
+		st.SnapshotsTaken, st.SnapshotsInstalled = n.r.SnapshotCounts()
 		if id, ok := s.LatestSnapshot(); ok {
 			st.LatestSnapshot = &SnapshotID{Offset: id.Offset, Epoch: id.Epoch}
 		}

@@ -322,8 +322,9 @@ func TestNodeShutdownHandsLeadershipOver(t *testing.T) {
 	require.NotEqual(t, id, next.local.ID)
 }
 
-// TestNodeDropsStaleTimersAndResponses: a timer firing from an earlier
-// arming and a response that answers no request in flight change nothing.
+// TestNodeDropsStaleTimersAndResponses: a tick before the fetch timer's
+// deadline and a response that answers no request in flight change
+// nothing; a tick past the deadline fires it.
 func TestNodeDropsStaleTimersAndResponses(t *testing.T) {
 	c := newTestCluster(t, 3)
 	c.appendCommitted("x")
@@ -335,16 +336,18 @@ func TestNodeDropsStaleTimersAndResponses(t *testing.T) {
 		}
 	}
 	require.NoError(t, follower.call(func() {
-		before := follower.st
-		follower.fire(kraft.FetchTimer, follower.timerGen[kraft.FetchTimer]-1)
-		require.Equal(t, before, follower.st, "a stale fetch timeout was delivered")
-		follower.onResponse(Message{
+		before := follower.r.State()
+		now := follower.clock()
+		follower.r.Tick(now)
+		require.Equal(t, before, follower.r.State(), "a fetch timeout was delivered before its deadline")
+		follower.r.Receive(now, Message{
 			From: l.local.ID, To: follower.local.ID, Corr: 1 << 40, Response: true,
 			Event: kraft.ReceiveFetchResponse{From: l.local.ID, LeaderID: kraft.NoNode, LeaderEpoch: before.Epoch() + 5, HighWatermark: -1},
 		})
-		require.Equal(t, before, follower.st, "a response to no request in flight was stepped")
-		follower.fire(kraft.FetchTimer, follower.timerGen[kraft.FetchTimer])
-		require.Equal(t, kraft.Prospective, follower.st.Role(), "the latest arming must fire")
+		require.Equal(t, before, follower.r.State(), "a response to no request in flight was stepped")
+		follower.r.Tick(now + time.Minute)
+		require.Equal(t, kraft.Prospective, follower.r.State().Role(), "the fetch timer must fire")
+		follower.carry()
 	}))
 }
 
@@ -362,7 +365,7 @@ func TestNodeParksCaughtUpFetches(t *testing.T) {
 	c.appendCommitted("x")
 	var l *Node
 	polls := func() (n int) {
-		require.NoError(t, l.call(func() { n = l.longPolls }))
+		require.NoError(t, l.call(func() { n = l.r.LongPolls() }))
 		return n
 	}
 	counted := false
@@ -402,7 +405,7 @@ func TestNodeParksCaughtUpFetches(t *testing.T) {
 	l = c.leader()
 	c.waitStatus(l.local.ID, "both followers parked", func(Status) bool {
 		var parked int
-		require.NoError(t, l.call(func() { parked = len(l.parked) }))
+		require.NoError(t, l.call(func() { parked = l.r.Parked() }))
 		return parked == 2
 	})
 	c.appendCommitted("y")

@@ -252,55 +252,12 @@ func TestNodeDropsAnOvertakenSnapshot(t *testing.T) {
 	w, err := nd.cfg.Snapshots.Create(stale)
 	require.NoError(t, err)
 	require.NoError(t, w.Freeze())
-	require.NoError(t, nd.call(func() { nd.snapshotTaken(stale) }))
+	require.NoError(t, nd.call(func() { nd.r.SnapshotTaken(nd.clock(), stale); nd.carry() }))
 	require.NoError(t, nd.Err())
 	require.NotContains(t, snapshotFiles(t, c.snapDirs[1]), storage.SnapshotFileName(stale))
 	after, err := nd.Status()
 	require.NoError(t, err)
 	require.Equal(t, st.LogStart, after.LogStart)
-}
-
-// TestNodeDownloadChunks: a chunk at position 0 starts a new partial
-// snapshot and replaces an earlier one (of the same snapshot too); a chunk
-// that does not continue the download, or an install of a snapshot not
-// being downloaded, stops the node.
-func TestNodeDownloadChunks(t *testing.T) {
-	c := newSnapshotCluster(t, 1, snapOpts{every: 10})
-	c.appendCommitted("x")
-	nd := c.nodes[1]
-	id := kraft.LogEnd{Offset: 500, Epoch: 9}
-	other := kraft.LogEnd{Offset: 600, Epoch: 9}
-	parts := func() []string {
-		des, err := os.ReadDir(c.snapDirs[1])
-		require.NoError(t, err)
-		var names []string
-		for _, de := range des {
-			if strings.HasSuffix(de.Name(), ".part") {
-				names = append(names, de.Name())
-			}
-		}
-		return names
-	}
-	write := func(a kraft.WriteSnapshotChunk, chunk string) (err error) {
-		require.NoError(t, nd.call(func() {
-			nd.chunk = []byte(chunk)
-			err = nd.writeChunk(a)
-			nd.chunk = nil
-		}))
-		return err
-	}
-	require.NoError(t, write(kraft.WriteSnapshotChunk{Snapshot: id, Position: 0}, "abc"))
-	require.NoError(t, write(kraft.WriteSnapshotChunk{Snapshot: id, Position: 3}, "de"))
-	require.Error(t, write(kraft.WriteSnapshotChunk{Snapshot: id, Position: 3}, "de"), "a chunk that does not continue")
-	require.Error(t, write(kraft.WriteSnapshotChunk{Snapshot: other, Position: 5}, "f"), "a chunk of another snapshot")
-	require.Len(t, parts(), 1)
-	require.NoError(t, write(kraft.WriteSnapshotChunk{Snapshot: id, Position: 0}, "xyz"), "the download starts over")
-	require.Len(t, parts(), 1)
-	require.NoError(t, write(kraft.WriteSnapshotChunk{Snapshot: other, Position: 0}, "q"), "another download replaces it")
-	require.Equal(t, []string{storage.SnapshotFileName(other) + ".part"}, parts())
-	var err error
-	require.NoError(t, nd.call(func() { err = nd.install(id) }))
-	require.Error(t, err, "installing a snapshot that is not being downloaded")
 }
 
 // TestNodeRestartsFromSnapshotAndLog: a replica that took snapshots and
@@ -365,50 +322,6 @@ func TestNodeRestartsFromSnapshotAndLog(t *testing.T) {
 	if latest.Offset < end {
 		require.Equal(t, fmt.Sprintf("commit %d", latest.Offset), order[1], "OnCommit goes on from the snapshot end, from the log")
 	}
-}
-
-// TestRecoverLogAfterAnInterruptedInstall: a follower crashed after it
-// froze a downloaded snapshot and before it reset its log (and deleted
-// its older snapshot): Start's recovery resets the log to the snapshot
-// and deletes the snapshot below the new log start, so NewState takes it.
-func TestRecoverLogAfterAnInterruptedInstall(t *testing.T) {
-	lg := storage.NewMemLog()
-	_, err := lg.Append(1, []byte("a"), []byte("b"), []byte("c"), []byte("d"))
-	require.NoError(t, err)
-	snaps, err := storage.OpenSnapshots(t.TempDir())
-	require.NoError(t, err)
-	defer func() { require.NoError(t, snaps.Close()) }()
-	for _, id := range []kraft.LogEnd{{Offset: 2, Epoch: 1}, {Offset: 20, Epoch: 3}} {
-		w, err := snaps.Create(id)
-		require.NoError(t, err)
-		require.NoError(t, w.Append([]byte("state")))
-		require.NoError(t, w.Freeze())
-	}
-	ls, err := recoverLog(lg, snaps)
-	require.NoError(t, err)
-	id := kraft.LogEnd{Offset: 20, Epoch: 3}
-	require.Equal(t, kraft.LogState{End: id, Start: 20, LatestSnapshot: &id, EarliestSnapshot: &id}, ls)
-	require.Equal(t, []kraft.LogEnd{id}, snaps.List())
-	require.Equal(t, id, lg.End())
-	_, _, err = kraft.NewState(kraft.Config{Local: kraft.ReplicaKey{ID: 1}, Voters: []kraft.ReplicaKey{{ID: 1}, {ID: 2}}}, nil, ls)
-	require.NoError(t, err)
-
-	// A log that holds its snapshot needs nothing.
-	lg2 := storage.NewMemLog()
-	_, err = lg2.Append(1, []byte("a"), []byte("b"), []byte("c"))
-	require.NoError(t, err)
-	snaps2, err := storage.OpenSnapshots(t.TempDir())
-	require.NoError(t, err)
-	defer func() { require.NoError(t, snaps2.Close()) }()
-	w, err := snaps2.Create(kraft.LogEnd{Offset: 2, Epoch: 1})
-	require.NoError(t, err)
-	require.NoError(t, w.Freeze())
-	ls, err = recoverLog(lg2, snaps2)
-	require.NoError(t, err)
-	two := kraft.LogEnd{Offset: 2, Epoch: 1}
-	require.Equal(t, kraft.LogEnd{Offset: 3, Epoch: 1}, ls.End)
-	require.Equal(t, int64(0), ls.Start)
-	require.Equal(t, &two, ls.LatestSnapshot)
 }
 
 // TestNodeSnapshotConfig: the snapshot callbacks need the store, Restore

@@ -584,42 +584,6 @@ func TestNodeVotersAddUnreachable(t *testing.T) {
 	c.waitVoters(2, 1, 2)
 }
 
-// TestRecoverVotersAfterSnapshotBeforeCleaning: a crash between taking a
-// snapshot and cleaning the log behind it leaves VotersRecords below the
-// snapshot's end in the log. The snapshot holds the set in force at its
-// end, so those records are read no more (Kafka reads the log from the
-// snapshot's end) and the sets stay in offset order for kraft.NewState.
-func TestRecoverVotersAfterSnapshotBeforeCleaning(t *testing.T) {
-	k := func(id kraft.NodeID) Voter {
-		return Voter{Key: kraft.ReplicaKey{ID: id, DirectoryID: uuid.UUID{byte(id)}}, Endpoint: fmt.Sprintf("n%d", id), KRaftVersions: supportedKRaftVersions}
-	}
-	one, two := []Voter{k(1)}, []Voter{k(1), k(2)}
-	lg := storage.NewMemLog()
-	_, err := lg.Append(1, []byte{recordLeaderChange}, votersRecord(one), []byte{recordData, 'a'}, votersRecord(two), []byte{recordData, 'b'})
-	require.NoError(t, err)
-	snaps, err := storage.OpenSnapshots(t.TempDir())
-	require.NoError(t, err)
-	w, err := snaps.Create(kraft.LogEnd{Offset: 4, Epoch: 1})
-	require.NoError(t, err)
-	require.NoError(t, writeSnapshotVoters(w, two))
-	_, err = w.Write([]byte("app"))
-	require.NoError(t, err)
-	require.NoError(t, w.Freeze())
-
-	sets, err := recoverVoters(lg, snaps, one, false, 1<<20)
-	require.NoError(t, err)
-	require.Equal(t, []kraft.VoterSetAt{
-		{Offset: -1, Voters: keysOf(one)},
-		{Offset: 3, Voters: keysOf(two)},
-	}, keySets(sets))
-
-	ls, err := recoverLog(lg, snaps)
-	require.NoError(t, err)
-	ls.VoterSets = keySets(sets)
-	_, _, err = kraft.NewState(kraft.Config{Local: k(1).Key}, nil, ls)
-	require.NoError(t, err)
-}
-
 // TestVoterChangeAnswerWhenTheLeaderResigns: a change pending when its
 // leader resigns is answered NOT_LEADER_OR_FOLLOWER by the state, which
 // still names the resigning replica leader of its epoch; the caller gets

@@ -1,0 +1,504 @@
+package replica
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/storage"
+)
+
+// Kafka's defaults for the layer's knobs.
+const (
+	// DefaultRequestTimeout is controller.quorum.request.timeout.ms: a
+	// request with no answer within it is sent again.
+	DefaultRequestTimeout = 2 * time.Second
+	// DefaultRetryBackoff is controller.quorum.retry.backoff.ms: the wait
+	// before a request is sent again after a timeout or an error answer.
+	DefaultRetryBackoff = 20 * time.Millisecond
+	// DefaultFetchMaxWait is KafkaRaftClient's fetch max wait: how long a
+	// leader holds a Fetch that has nothing new (long poll).
+	DefaultFetchMaxWait = 500 * time.Millisecond
+	// DefaultFetchMaxBytes is KafkaRaftClient's MAX_FETCH_SIZE_BYTES: the
+	// most record bytes a leader attaches to one Fetch response (at least
+	// one record is always sent).
+	DefaultFetchMaxBytes = 8 << 20
+	// DefaultSnapshotChunkBytes is the max_bytes a Kafka follower puts in
+	// its FetchSnapshot requests: the most snapshot bytes one FetchSnapshot
+	// response carries.
+	DefaultSnapshotChunkBytes = 8 << 20
+)
+
+// Config says how to run one replica's protocol. Zero knobs take Kafka's
+// defaults (see the Default constants).
+type Config struct {
+	// Kraft is the replica's configuration (its key, the voters, the
+	// timeouts, the seed).
+	Kraft kraft.Config
+	// Log is the replica's log. The replica reads and writes it from its
+	// own methods only; Sync is the host's (an Output asks for it).
+	Log storage.Log
+	// Records keeps the quorum-state record; Write is durable when it
+	// returns.
+	Records RecordStore
+	// Snapshots, if set, keeps the replica's snapshots: the replica serves
+	// FetchSnapshot requests from it, downloads the leader's snapshot into
+	// it and installs it. Nil: no snapshots.
+	Snapshots Snapshots
+
+	RequestTimeout time.Duration
+	RetryBackoff   time.Duration
+	// FetchMaxWait is how long a leader holds a Fetch that has nothing new
+	// (long poll); it must be below the fetch timeout (docs/design.md D60).
+	FetchMaxWait       time.Duration
+	FetchMaxBytes      int
+	SnapshotChunkBytes int
+
+	// Bootstrap is the voter set a dynamic quorum starts from (the
+	// bootstrap checkpoint's, with endpoints), nil for none. Static says
+	// the voter set is Kraft.Voters and never in the log.
+	Bootstrap []Voter
+	Static    bool
+	// BootstrapServers are replicas an observer that knows no voter yet
+	// sends its first Fetch to, in turn.
+	BootstrapServers []kraft.NodeID
+	// Endpoint is this replica's endpoint as the others reach it: an
+	// auto-joining observer sends it to the leader.
+	Endpoint string
+
+	// Logf, if set, receives the replica's log lines.
+	Logf func(format string, args ...interface{})
+}
+
+// RecordStore keeps a replica's quorum-state record durably.
+type RecordStore interface {
+	// Read returns the stored record, nil if none was ever stored.
+	Read() (*kraft.QuorumRecord, error)
+	// Write stores r durably (written and fsynced) before it returns.
+	Write(r kraft.QuorumRecord) error
+}
+
+// Replica is one replica's protocol between kraft.State and the I/O:
+// everything a host does that is neither a network, a clock nor a
+// goroutine. It tracks requests as Kafka's RequestManager does (one in
+// flight per destination and kind, correlation ids, timeouts and retries),
+// drops stale responses, parks Fetch requests with nothing new (long poll),
+// attaches records to Fetch answers and appends fetched ones, serves and
+// downloads snapshots, and replays the voter sets of the log. Storage goes
+// through the Log, RecordStore and Snapshots it was given; sending, time
+// and syncing the log are the host's: each input takes the time, and the
+// host carries out the Outputs in order (Take) before the next input.
+//
+// A Replica is deterministic: the same inputs at the same times give the
+// same outputs. It is not safe for concurrent use.
+type Replica struct {
+	cfg   Config
+	local kraft.ReplicaKey
+	st    kraft.State
+	buf   kraft.Buffer // the actions of the step being carried out
+	err   error
+	now   time.Duration
+
+	out   []Output
+	spare []Output  // the slice Take returned last, reused
+	queue []inbound // events owed to the state, stepped before any input
+
+	cur    *Message // the request being stepped, for its response
+	noPark bool     // the request being stepped was parked: answer now
+	corr   uint64
+
+	timers    [kraft.VoterChangeTimer + 1]time.Duration // deadlines of kraft's timers; 0: not armed
+	inflight  []*request
+	retries   []retry
+	lastFetch *Message // the latest Fetch sent, sent again on retries
+	sentFetch bool     // a Fetch or FetchSnapshot went out during the step
+	bootNext  int
+	parked    []parkedFetch
+	longPolls int
+
+	syncing    bool // a Sync output is not answered yet
+	holdTimers bool // HoldTimeouts: no election or fetch timeouts
+	hwm        int64
+
+	snap snapshots
+
+	voters voterState
+}
+
+// inbound is a message or an event waiting to be stepped.
+type inbound struct {
+	msg    *Message
+	ev     kraft.Event
+	noPark bool // a parked Fetch stepped again: answer now
+}
+
+// New opens the replica: it completes what a crash interrupted in the log
+// and snapshots, finds the voter sets, reads the quorum-state record and
+// rebuilds the state from them with kraft.NewState (Kafka's startup
+// rules), carrying out its first actions at time now. Take the outputs.
+func New(cfg Config, now time.Duration) (*Replica, error) {
+	cfg = cfg.withDefaults()
+	rec, err := cfg.Records.Read()
+	if err != nil {
+		return nil, fmt.Errorf("replica: reading the quorum state: %w", err)
+	}
+	ls, err := recoverLog(cfg.Log, cfg.Snapshots)
+	if err != nil {
+		return nil, err
+	}
+	vsets, err := recoverVoters(cfg.Log, cfg.Snapshots, cfg.Bootstrap, cfg.Static, cfg.FetchMaxBytes)
+	if err != nil {
+		return nil, err
+	}
+	ls.VoterSets = keySets(vsets)
+	st, acts, err := kraft.NewState(cfg.Kraft, rec, ls)
+	if err != nil {
+		return nil, err
+	}
+	r := &Replica{cfg: cfg, local: cfg.Kraft.Local, st: st, hwm: -1, now: now}
+	r.snap.served = map[kraft.LogEnd]time.Duration{}
+	r.voters.init()
+	for _, s := range vsets {
+		r.addVoterSet(s.offset, s.voters)
+	}
+	r.carry(acts)
+	r.settle()
+	return r, nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.RetryBackoff == 0 {
+		c.RetryBackoff = DefaultRetryBackoff
+	}
+	if c.FetchMaxWait == 0 {
+		c.FetchMaxWait = DefaultFetchMaxWait
+	}
+	if c.FetchMaxBytes == 0 {
+		c.FetchMaxBytes = DefaultFetchMaxBytes
+	}
+	if c.SnapshotChunkBytes == 0 {
+		c.SnapshotChunkBytes = DefaultSnapshotChunkBytes
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...interface{}) {}
+	}
+	return c
+}
+
+// State is the replica's kraft.State (a value: reading it is safe).
+func (r *Replica) State() kraft.State { return r.st }
+
+// Err is the error that stopped the replica (a Fault, a storage error), or
+// nil. A stopped replica ignores every input.
+func (r *Replica) Err() error { return r.err }
+
+// LongPolls counts the parked Fetches answered when their wait was up.
+func (r *Replica) LongPolls() int { return r.longPolls }
+
+// Take returns the outputs of the inputs since the last Take, in the order
+// to carry them out, and forgets them. The slice is the replica's: it is
+// valid until the next Take.
+func (r *Replica) Take() []Output {
+	out := r.out
+	r.out, r.spare = r.spare[:0], out
+	return out
+}
+
+func (r *Replica) emit(o Output) { r.out = append(r.out, o) }
+
+func (r *Replica) fail(err error) {
+	if r.err == nil {
+		r.err = err
+		r.cfg.Logf("replica %d: stopping: %v", r.local.ID, err)
+		r.emit(Stopped{Err: err})
+	}
+}
+
+// input starts an input at time now; false: the replica is stopped.
+func (r *Replica) input(now time.Duration) bool {
+	if now > r.now {
+		r.now = now
+	}
+	return r.err == nil
+}
+
+// settle steps what the input left owed to the state, then asks for a
+// sync of what was written since the last one (group commit).
+func (r *Replica) settle() {
+	r.drain()
+	if r.err == nil && !r.syncing && r.cfg.Log.Flushed() < r.cfg.Log.End().Offset {
+		r.syncing = true
+		r.emit(Sync{})
+	}
+}
+
+// step feeds an event to the state and carries out the actions.
+func (r *Replica) step(e kraft.Event) {
+	if r.err != nil {
+		return
+	}
+	before := r.st
+	// carry never steps: it queues what it owes the state, so the
+	// actions in r.buf stay valid while it runs.
+	next, acts := kraft.StepInto(&r.buf, r.st, e)
+	for _, a := range acts {
+		if f, ok := a.(kraft.Fault); ok {
+			r.fail(fmt.Errorf("replica: fault on %T: %s", e, f.Reason))
+			return
+		}
+	}
+	r.st = next
+	r.carry(acts)
+	if r.st.Role() == kraft.Leader && (r.st.LogEnd() != before.LogEnd() || r.st.HighWatermark() != before.HighWatermark()) {
+		r.wakeParked()
+	}
+}
+
+// drain steps the events owed to the state (write reports, parked
+// fetches): they go before any new input.
+func (r *Replica) drain() {
+	for len(r.queue) > 0 && r.err == nil {
+		in := r.queue[0]
+		r.queue = r.queue[1:]
+		if in.msg != nil {
+			r.onMessage(*in.msg, in.noPark)
+			continue
+		}
+		r.step(in.ev)
+	}
+}
+
+// carry carries out one step's actions in order.
+func (r *Replica) carry(acts []kraft.Action) {
+	for _, a := range acts {
+		if r.err != nil {
+			return
+		}
+		switch a := a.(type) {
+		case kraft.Persist:
+			if err := r.cfg.Records.Write(a.Record); err != nil {
+				r.fail(fmt.Errorf("replica: persisting %+v: %w", a.Record, err))
+				return
+			}
+		case kraft.SendVoteRequest:
+			r.send(a, kindVote)
+		case kraft.SendBeginQuorumEpoch:
+			r.send(a, kindBegin)
+		case kraft.SendEndQuorumEpoch:
+			r.send(a, kindEnd)
+		case kraft.SendFetch, kraft.SendFetchSnapshot:
+			// One request of the two kinds in flight: a FetchSnapshot
+			// takes a Fetch's place, with its retries.
+			r.send(a, kindFetch)
+		case kraft.SendVoteResponse, kraft.SendBeginQuorumEpochResponse, kraft.SendEndQuorumEpochResponse:
+			r.respond(a, nil, nil)
+		case kraft.SendFetchResponse:
+			r.fetchResponse(a)
+		case kraft.SendFetchSnapshotResponse:
+			r.fetchSnapshotResponse(a)
+		case kraft.WriteSnapshotChunk:
+			if err := r.writeChunk(a); err != nil {
+				r.fail(err)
+				return
+			}
+		case kraft.InstallSnapshot:
+			if err := r.install(a.Snapshot); err != nil {
+				r.fail(err)
+				return
+			}
+		case kraft.TruncateLog:
+			if err := r.cfg.Log.Truncate(a.To); err != nil {
+				r.fail(fmt.Errorf("replica: truncating to %d: %w", a.To, err))
+				return
+			}
+			r.truncateVoterSets(a.To)
+		case kraft.AppendLeaderChange:
+			r.appendLeaderChange(a)
+		case kraft.AppendVoters:
+			r.appendVoters(a)
+		case kraft.SendAPIVersions:
+			r.sendRequest(Message{From: r.local.ID, To: a.To.ID, APIVersions: true}, kindAPIVersions)
+		case kraft.SendVoterChangeResponse:
+			r.emit(VoterChangeAnswer{Response: a})
+		case kraft.SendVoterChange:
+			r.sendVoterChange(a)
+		case kraft.HighWatermarkChanged:
+			r.hwm = a.HighWatermark
+			r.emit(Commit{HighWatermark: a.HighWatermark})
+		case kraft.ResetTimer:
+			r.timers[a.Timer] = r.now + a.After
+			if r.timers[a.Timer] == 0 {
+				r.timers[a.Timer] = 1 // 0 means not armed
+			}
+		case kraft.StopTimer:
+			r.timers[a.Timer] = 0
+		case kraft.RoleChanged:
+			r.onRoleChanged(a)
+		case kraft.Fault:
+			// step stops the replica before carrying out a faulted step.
+		}
+	}
+}
+
+// appendLeaderChange writes the LeaderChange record of a new leader's
+// epoch, then the bootstrap voter set when asked (it is never replicated
+// otherwise).
+func (r *Replica) appendLeaderChange(a kraft.AppendLeaderChange) {
+	data, _ := json.Marshal(a)
+	records := [][]byte{append([]byte{RecordLeaderChange}, data...)}
+	var vs []Voter
+	if a.VotersRecord {
+		vs = r.votersWithEndpoints(a.Voters, nil)
+		records = append(records, votersRecord(vs))
+	}
+	end, err := r.write(a.Epoch, records...)
+	if err != nil {
+		return
+	}
+	if a.VotersRecord {
+		r.queue = append(r.queue, inbound{ev: kraft.VotersAppended{Offset: end.Offset - 1, Voters: a.Voters}})
+		r.addVoterSet(end.Offset-1, vs)
+	}
+}
+
+// write appends records of one epoch to the log and queues their report.
+// The records are the replica's own, made for the write and never touched
+// again, so a log that can keep them without a copy
+// (storage.OwningAppender) does.
+func (r *Replica) write(epoch kraft.Epoch, records ...[]byte) (kraft.LogEnd, error) {
+	before := r.cfg.Log.End()
+	var end kraft.LogEnd
+	var err error
+	if oa, ok := r.cfg.Log.(storage.OwningAppender); ok {
+		end, err = oa.AppendOwned(epoch, records...)
+	} else {
+		end, err = r.cfg.Log.Append(epoch, records...)
+	}
+	if err != nil {
+		r.fail(fmt.Errorf("replica: appending to the log: %w", err))
+		return before, err
+	}
+	r.queue = append(r.queue, inbound{ev: kraft.LogAppended{End: end}})
+	return end, nil
+}
+
+func (r *Replica) onRoleChanged(a kraft.RoleChanged) {
+	// Kafka's resetConnections: responses to earlier requests are dropped.
+	r.inflight = r.inflight[:0]
+	r.retries = r.retries[:0]
+	if a.From == kraft.Leader {
+		r.wakeParked()
+	}
+	r.emit(RoleChange{RoleChanged: a})
+}
+
+// ErrNotLeader is Propose's answer on a replica that does not lead.
+var ErrNotLeader = errors.New("replica: not the leader")
+
+// Propose appends data records at the leader at time now (each gets the
+// RecordData type byte in front: data must have room for it at data[i][0],
+// see NewRecord) and returns the log end after them. The records are
+// committed when a Commit output's high watermark reaches the end.
+func (r *Replica) Propose(now time.Duration, records [][]byte) (kraft.LogEnd, error) {
+	if !r.input(now) {
+		return kraft.LogEnd{}, r.err
+	}
+	if r.st.Role() != kraft.Leader {
+		return kraft.LogEnd{}, ErrNotLeader
+	}
+	end, err := r.write(r.st.Epoch(), records...)
+	r.settle()
+	return end, err
+}
+
+// Resign makes the leader give up leadership gracefully (kraft.Resign).
+func (r *Replica) Resign(now time.Duration) {
+	if !r.input(now) {
+		return
+	}
+	r.step(kraft.Resign{})
+	r.settle()
+}
+
+// HoldTimeouts stops delivering election and fetch timeouts (a leader
+// that resigned to shut down waits for its successor, docs/design.md D27).
+func (r *Replica) HoldTimeouts() { r.holdTimers = true }
+
+// Synced reports that the Sync asked for completed at time now (the
+// host read nothing: the replica reads the log's flushed offset itself).
+func (r *Replica) Synced(now time.Duration) {
+	r.syncing = false
+	if !r.input(now) {
+		return
+	}
+	// A truncation since the Sync started has already lowered it.
+	if f := r.cfg.Log.Flushed(); f > r.st.FlushedOffset() {
+		r.step(kraft.LogFlushed{Offset: f})
+	}
+	r.settle()
+}
+
+// Receive takes a message from the network at time now.
+func (r *Replica) Receive(now time.Duration, m Message) {
+	if !r.input(now) {
+		return
+	}
+	r.onMessage(m, false)
+	r.settle()
+}
+
+// onMessage takes a message from the transport (or a parked Fetch).
+func (r *Replica) onMessage(m Message, noPark bool) {
+	if m.To != r.local.ID || m.Event == nil && !m.Response && !m.APIVersions {
+		return
+	}
+	if m.Response {
+		r.onResponse(m)
+		return
+	}
+	if m.APIVersions {
+		r.answerAPIVersions(m)
+		return
+	}
+	switch m.Event.(type) {
+	case kraft.ReceiveVoteRequest, kraft.ReceiveBeginQuorumEpoch, kraft.ReceiveEndQuorumEpoch,
+		kraft.ReceiveFetch, kraft.ReceiveFetchSnapshot:
+	case kraft.ReceiveAddVoter, kraft.ReceiveRemoveVoter:
+		r.onVoterRequest(m)
+		return
+	default:
+		return // not a request
+	}
+	if fs, ok := m.Event.(kraft.ReceiveFetchSnapshot); ok {
+		// The size is the serving host's to look up (D44).
+		fs.Size = r.snapshotSize(fs.Snapshot)
+		m.Event = fs
+	}
+	r.cur = &m
+	r.noPark = noPark
+	r.step(m.Event)
+	r.cur = nil
+	r.noPark = false
+}
+
+// respond answers the request being stepped, with a Fetch response's
+// records or a FetchSnapshot response's chunk.
+func (r *Replica) respond(a kraft.Action, records []storage.Entry, chunk []byte) {
+	to, ev, _ := kraft.Deliver(r.local, a)
+	if r.cur == nil || r.cur.From != to {
+		return
+	}
+	if sr, ok := ev.(kraft.ReceiveFetchSnapshotResponse); ok {
+		sr.Bytes = int64(len(chunk))
+		ev = sr
+	}
+	r.emit(Send{Message: Message{From: r.local.ID, To: to, Corr: r.cur.Corr, Response: true, Event: ev, Records: records, Chunk: chunk}})
+}
+
+// Parked is how many Fetch requests the leader holds (long poll).
+func (r *Replica) Parked() int { return len(r.parked) }

@@ -1,0 +1,277 @@
+package replica
+
+import (
+	"time"
+
+	"github.com/kraftquorum/kraft"
+)
+
+// Requests, as Kafka's RequestManager keeps them: at most one request in
+// flight per destination and kind, each with a correlation id; a response
+// that matches none (stale, duplicated, from before the latest role
+// change) is dropped; a request with no answer within the request timeout
+// is sent again after the retry backoff. Time is an input: every deadline
+// here fires from Tick.
+
+// kind is a request kind: one of each in flight per destination.
+type kind uint8
+
+const (
+	kindVote kind = iota
+	kindBegin
+	kindEnd
+	kindFetch // Fetch and FetchSnapshot: a follower's one fetch request
+	kindAPIVersions
+)
+
+type request struct {
+	kind     kind
+	corr     uint64
+	msg      Message
+	deadline time.Duration
+}
+
+// retry sends msg again at at, if no request of its kind to its
+// destination is in flight then and, for a fetch, it is still the latest
+// Fetch (corr) and the role fetches.
+type retry struct {
+	at   time.Duration
+	kind kind
+	corr uint64
+	msg  Message
+}
+
+// send sends a request made from a state action.
+func (r *Replica) send(a kraft.Action, k kind) {
+	to, ev, ok := kraft.Deliver(r.local, a)
+	if !ok {
+		return
+	}
+	m := Message{From: r.local.ID, To: to, Event: ev}
+	if f, isFetch := a.(kraft.SendFetch); isFetch {
+		m.HighWatermark = f.HighWatermark
+		if to == kraft.NoNode {
+			m.To = r.bootstrapVoter()
+		}
+	}
+	r.sendRequest(m, k)
+}
+
+// bootstrapVoter picks the replica a Fetch to no one in particular goes
+// to (an observer that knows no leader): the voters in turn, or
+// Config.BootstrapServers while it knows no voter.
+func (r *Replica) bootstrapVoter() kraft.NodeID {
+	voters := r.st.Voters()
+	if len(voters) == 0 {
+		if len(r.cfg.BootstrapServers) == 0 {
+			return kraft.NoNode
+		}
+		id := r.cfg.BootstrapServers[r.bootNext%len(r.cfg.BootstrapServers)]
+		r.bootNext++
+		return id
+	}
+	for range voters {
+		v := voters[r.bootNext%len(voters)]
+		r.bootNext++
+		if v.ID != r.local.ID {
+			return v.ID
+		}
+	}
+	return voters[0].ID
+}
+
+// sendRequest sends m with a fresh correlation id and arms its timeout,
+// replacing any request of its kind in flight to its destination.
+func (r *Replica) sendRequest(m Message, k kind) {
+	if plant != bugTwoFetches || k != kindFetch {
+		r.dropRequest(m.To, k)
+	}
+	r.corr++
+	m.Corr = r.corr
+	r.inflight = append(r.inflight, &request{kind: k, corr: m.Corr, msg: m, deadline: r.now + r.cfg.RequestTimeout})
+	if k == kindFetch {
+		c := m
+		r.lastFetch = &c
+		r.sentFetch = true
+	}
+	r.emit(Send{Message: m})
+}
+
+// dropRequest forgets the request of kind k in flight to to, if any.
+func (r *Replica) dropRequest(to kraft.NodeID, k kind) {
+	for i, q := range r.inflight {
+		if q.msg.To == to && q.kind == k {
+			r.inflight = append(r.inflight[:i:i], r.inflight[i+1:]...)
+			return
+		}
+	}
+}
+
+// inFlight reports whether a request of kind k to to is in flight.
+func (r *Replica) inFlight(to kraft.NodeID, k kind) bool {
+	for _, q := range r.inflight {
+		if q.msg.To == to && q.kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+// match finds and forgets the request a response answers.
+func (r *Replica) match(m Message) (*request, bool) {
+	for i, q := range r.inflight {
+		if q.msg.To == m.From && q.corr == m.Corr {
+			r.inflight = append(r.inflight[:i:i], r.inflight[i+1:]...)
+			return q, true
+		}
+	}
+	return nil, false
+}
+
+// timedOut handles a request with no answer within the request timeout:
+// a BeginQuorumEpoch is left to the leader's own timer, an ApiVersions
+// fails the voter change waiting for it, and the others go again after the
+// retry backoff.
+func (r *Replica) timedOut(q *request) {
+	switch q.kind {
+	case kindBegin:
+	case kindAPIVersions:
+		r.step(kraft.ReceiveAPIVersionsResponse{From: q.msg.To, Error: kraft.ErrRequestTimedOut})
+	default:
+		if plant == bugTwoFetches && q.kind == kindFetch {
+			r.sendRequest(q.msg, q.kind) // at once, and again after the backoff
+			q.corr = r.corr
+		}
+		r.retries = append(r.retries, retry{at: r.now + r.cfg.RetryBackoff, kind: q.kind, corr: q.corr, msg: q.msg})
+	}
+}
+
+// retryFetch sends the latest Fetch again after the retry backoff, unless
+// a newer Fetch goes out first (D25: the state sends no new Fetch after an
+// error answer).
+func (r *Replica) retryFetch() {
+	if last := r.lastFetch; last != nil {
+		r.retries = append(r.retries, retry{at: r.now + r.cfg.RetryBackoff, kind: kindFetch, corr: last.Corr, msg: *last})
+	}
+}
+
+func (r *Replica) runRetry(q retry) {
+	if r.inFlight(q.msg.To, q.kind) && plant != bugTwoFetches {
+		return
+	}
+	if q.kind == kindFetch && (r.lastFetch == nil || r.lastFetch.Corr != q.corr || !r.fetching()) {
+		return
+	}
+	r.sendRequest(q.msg, q.kind)
+}
+
+// fetching: the role fetches (a Follower, or an observer searching).
+func (r *Replica) fetching() bool {
+	role := r.st.Role()
+	return role == kraft.Follower || (role == kraft.Unattached && !r.st.IsVoter())
+}
+
+// fire delivers a kraft timer's timeout.
+func (r *Replica) fire(t kraft.Timer) {
+	r.timers[t] = 0
+	if r.holdTimers && (t == kraft.ElectionTimer || t == kraft.FetchTimer) {
+		return
+	}
+	if e := t.Timeout(); e != nil {
+		r.step(e)
+	}
+}
+
+// NextDeadline is the earliest time at which Tick has something to do:
+// a kraft timer, a request timeout, a retry, a parked Fetch's wait, a
+// snapshot download's hold. ok is false when nothing is armed.
+func (r *Replica) NextDeadline() (at time.Duration, ok bool) {
+	if r.err != nil {
+		return 0, false
+	}
+	d := deadline{}
+	for _, at := range r.timers {
+		if at != 0 {
+			d.add(at)
+		}
+	}
+	for _, q := range r.inflight {
+		d.add(q.deadline)
+	}
+	for _, q := range r.retries {
+		d.add(q.at)
+	}
+	for _, p := range r.parked {
+		d.add(p.deadline)
+	}
+	if r.snap.cleanAt != 0 {
+		d.add(r.snap.cleanAt)
+	}
+	return d.at, d.ok
+}
+
+type deadline struct {
+	at time.Duration
+	ok bool
+}
+
+func (d *deadline) add(at time.Duration) {
+	if !d.ok || at < d.at {
+		d.at, d.ok = at, true
+	}
+}
+
+// Tick runs, at time now, everything whose deadline has come, earliest
+// first (ties: kraft timers by kind, request timeouts, retries, parked
+// Fetches, the snapshot hold, each in the order armed).
+func (r *Replica) Tick(now time.Duration) {
+	if !r.input(now) {
+		return
+	}
+	for r.err == nil && r.tickOne() {
+		r.drain()
+	}
+	r.settle()
+}
+
+// tickOne runs the earliest due deadline; false: none is due.
+func (r *Replica) tickOne() bool {
+	at, ok := r.NextDeadline()
+	if !ok || at > r.now {
+		return false
+	}
+	for t, d := range r.timers {
+		if d != 0 && d == at {
+			r.fire(kraft.Timer(t))
+			return true
+		}
+	}
+	for i, q := range r.inflight {
+		if q.deadline == at {
+			r.inflight = append(r.inflight[:i:i], r.inflight[i+1:]...)
+			r.timedOut(q)
+			return true
+		}
+	}
+	for i, q := range r.retries {
+		if q.at == at {
+			r.retries = append(r.retries[:i:i], r.retries[i+1:]...)
+			r.runRetry(q)
+			return true
+		}
+	}
+	for i, p := range r.parked {
+		if p.deadline == at {
+			r.parked = append(r.parked[:i:i], r.parked[i+1:]...)
+			if plant == bugParkForever {
+				return true
+			}
+			r.queue = append(r.queue, inbound{msg: &p.msg, noPark: true})
+			r.longPolls++
+			return true
+		}
+	}
+	r.snap.cleanAt = 0
+	r.clean()
+	return true
+}

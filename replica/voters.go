@@ -1,0 +1,516 @@
+package replica
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/storage"
+)
+
+// Dynamic voter sets (KIP-853): VotersRecords in the log, the voter set a
+// snapshot holds, the endpoints of the voters, the voter changes of the
+// host's clients and of auto-joining replicas, and ApiVersions.
+
+// Voter is one voter of a dynamic voter set: its key, the endpoint the
+// other replicas reach it at (Kafka's default listener), and the
+// kraft.version levels it supports.
+type Voter struct {
+	Key           kraft.ReplicaKey
+	Endpoint      string
+	KRaftVersions kraft.VersionRange
+}
+
+// SupportedKRaftVersions is the kraft.version range this layer supports,
+// sent in ApiVersions answers and UpdateRaftVoter requests.
+var SupportedKRaftVersions = kraft.VersionRange{Min: 0, Max: kraft.KRaftVersionReconfig}
+
+// Record payloads carry a one-byte type: data records, and the control
+// records kraft asks for (LeaderChange, VotersRecord: its voter set as
+// EncodeVoters writes it). Kafka keeps control records in the same log.
+const (
+	RecordData         byte = 0
+	RecordLeaderChange byte = 1
+	RecordVoters       byte = 2
+)
+
+// DataRecords makes the log payloads of a client's records: each with the
+// RecordData type byte in front, all in one new block (one copy; a log
+// that can keep memory it is handed keeps the block).
+func DataRecords(records [][]byte) [][]byte {
+	size := len(records)
+	for _, r := range records {
+		size += len(r)
+	}
+	block := make([]byte, 0, size)
+	data := make([][]byte, len(records))
+	for i, r := range records {
+		start := len(block)
+		block = append(append(block, RecordData), r...)
+		data[i] = block[start:len(block):len(block)]
+	}
+	return data
+}
+
+// The encoding of a voter set (a VotersRecord's payload after its type
+// byte, the bootstrap checkpoint's payload, and a snapshot's voter set):
+//
+//	voters   = version:u8 (0) count:u16 voter*
+//	voter    = id:i32 directoryID:uuid minVersion:i16 maxVersion:i16
+//	           endpointLen:u16 endpoint
+const votersVersion = 0
+
+// EncodeVoters encodes a voter set.
+func EncodeVoters(vs []Voter) []byte {
+	b := []byte{votersVersion}
+	b = appendU16(b, uint16(len(vs)))
+	for _, v := range vs {
+		b = appendU32(b, uint32(v.Key.ID))
+		b = append(b, v.Key.DirectoryID[:]...)
+		b = appendU16(b, uint16(v.KRaftVersions.Min))
+		b = appendU16(b, uint16(v.KRaftVersions.Max))
+		ep := v.Endpoint
+		if len(ep) > 0xFFFF {
+			ep = ep[:0xFFFF]
+		}
+		b = appendU16(b, uint16(len(ep)))
+		b = append(b, ep...)
+	}
+	return b
+}
+
+var errShort = errors.New("replica: voter set: truncated")
+
+// DecodeVoters decodes what EncodeVoters wrote; the set must be a valid
+// voter set (1 to kraft.MaxVoters voters with distinct ids).
+func DecodeVoters(b []byte) ([]Voter, error) {
+	take := func(n int) []byte {
+		if len(b) < n {
+			b = nil
+			return nil
+		}
+		out := b[:n]
+		b = b[n:]
+		return out
+	}
+	head := take(3)
+	if head == nil {
+		return nil, errShort
+	}
+	if head[0] != votersVersion {
+		return nil, fmt.Errorf("replica: voter set: unknown version %d", head[0])
+	}
+	n := int(binary.BigEndian.Uint16(head[1:]))
+	if n == 0 || n > kraft.MaxVoters {
+		return nil, fmt.Errorf("replica: voter set: %d voters", n)
+	}
+	vs := make([]Voter, 0, n)
+	for i := 0; i < n; i++ {
+		f := take(4 + 16 + 2 + 2 + 2)
+		if f == nil {
+			return nil, errShort
+		}
+		var v Voter
+		v.Key.ID = kraft.NodeID(int32(binary.BigEndian.Uint32(f)))
+		copy(v.Key.DirectoryID[:], f[4:20])
+		v.KRaftVersions.Min = int16(binary.BigEndian.Uint16(f[20:]))
+		v.KRaftVersions.Max = int16(binary.BigEndian.Uint16(f[22:]))
+		ep := take(int(binary.BigEndian.Uint16(f[24:])))
+		if ep == nil && binary.BigEndian.Uint16(f[24:]) > 0 {
+			return nil, errShort
+		}
+		v.Endpoint = string(ep)
+		if v.Key.ID < 0 {
+			return nil, fmt.Errorf("replica: voter set: negative id %d", v.Key.ID)
+		}
+		for _, w := range vs {
+			if w.Key.ID == v.Key.ID {
+				return nil, fmt.Errorf("replica: voter set: id %d appears twice", v.Key.ID)
+			}
+		}
+		vs = append(vs, v)
+	}
+	if len(b) != 0 {
+		return nil, fmt.Errorf("replica: voter set: %d trailing bytes", len(b))
+	}
+	return vs, nil
+}
+
+// votersRecord is a VotersRecord's log payload.
+func votersRecord(vs []Voter) []byte { return append([]byte{RecordVoters}, EncodeVoters(vs)...) }
+
+// IsVotersRecord reports whether a log payload is a VotersRecord.
+func IsVotersRecord(data []byte) bool { return len(data) > 0 && data[0] == RecordVoters }
+
+// KeysOf are the voters' keys.
+func KeysOf(vs []Voter) []kraft.ReplicaKey {
+	keys := make([]kraft.ReplicaKey, len(vs))
+	for i, v := range vs {
+		keys[i] = v.Key
+	}
+	return keys
+}
+
+// snapshotVotersMagic starts a snapshot that holds a voter set: the bytes
+// of a snapshot of a dynamic quorum are the magic, the voter set's length
+// (u32) and encoding, then the application's bytes. A snapshot of a static
+// quorum holds the application's bytes alone. docs/design.md records the
+// choice.
+const snapshotVotersMagic = "\xffkraft-voters\x00"
+
+// WriteSnapshotVoters writes the voter set header of a snapshot.
+func WriteSnapshotVoters(w io.Writer, vs []Voter) error {
+	enc := EncodeVoters(vs)
+	b := make([]byte, 0, len(snapshotVotersMagic)+4+len(enc))
+	b = append(b, snapshotVotersMagic...)
+	b = appendU32(b, uint32(len(enc)))
+	b = append(b, enc...)
+	_, err := w.Write(b)
+	return err
+}
+
+// ReadSnapshotVoters reads the voter set at the start of a snapshot's
+// bytes, if it has one, and returns a reader of the application's bytes.
+func ReadSnapshotVoters(r io.Reader) ([]Voter, io.Reader, error) {
+	head := make([]byte, len(snapshotVotersMagic))
+	n, err := io.ReadFull(r, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, nil, err
+	}
+	head = head[:n]
+	if string(head) != snapshotVotersMagic {
+		return nil, io.MultiReader(bytes.NewReader(head), r), nil
+	}
+	var l [4]byte
+	if _, err := io.ReadFull(r, l[:]); err != nil {
+		return nil, nil, fmt.Errorf("replica: snapshot voter set: %w", err)
+	}
+	size := binary.BigEndian.Uint32(l[:])
+	if size > 1<<20 {
+		return nil, nil, fmt.Errorf("replica: snapshot voter set of %d bytes", size)
+	}
+	enc := make([]byte, size)
+	if _, err := io.ReadFull(r, enc); err != nil {
+		return nil, nil, fmt.Errorf("replica: snapshot voter set: %w", err)
+	}
+	vs, err := DecodeVoters(enc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return vs, r, nil
+}
+
+// snapshotVoters reads the voter set of the snapshot id, nil if it holds
+// none.
+func snapshotVoters(snaps Snapshots, id kraft.LogEnd) ([]Voter, error) {
+	rd, err := snaps.Open(id)
+	if err != nil {
+		return nil, fmt.Errorf("replica: opening snapshot %+v: %w", id, err)
+	}
+	defer func() { _ = rd.Close() }()
+	vs, _, err := ReadSnapshotVoters(rd)
+	if err != nil {
+		return nil, fmt.Errorf("replica: snapshot %+v: %w", id, err)
+	}
+	return vs, nil
+}
+
+// voterSetAt is a voter set in the log with its endpoints: the layer's
+// copy of what the state keeps as kraft.VoterSetAt.
+type voterSetAt struct {
+	offset int64
+	voters []Voter
+}
+
+// voterState is the layer's part of the voter sets.
+type voterState struct {
+	vsets           []voterSetAt                // the voter sets in the log, as the state's VoterSets
+	peerAddrs       map[kraft.NodeID]string     // the endpoints given to the host
+	changeEndpoints map[kraft.ReplicaKey]string // the endpoints of voters being added or updated
+	nextRef         uint64
+}
+
+func (v *voterState) init() {
+	v.peerAddrs = map[kraft.NodeID]string{}
+	v.changeEndpoints = map[kraft.ReplicaKey]string{}
+}
+
+// recoverVoters finds the voter sets of a restarted replica: the bootstrap
+// set at -1, the latest snapshot's set at its end minus one, and every
+// VotersRecord of the log (the host contract's voter-set replay). The log
+// is read from its start to its end for them unless the voter set is
+// static (a static Kraft.Voters and no bootstrap set: a leader never
+// writes a VotersRecord nor a snapshot's voter set then), so a static
+// quorum restarts as fast as before and its snapshots are the
+// application's bytes alone.
+func recoverVoters(l storage.Log, snaps Snapshots, boot []Voter, static bool, maxBytes int) ([]voterSetAt, error) {
+	var sets []voterSetAt
+	if boot != nil {
+		sets = append(sets, voterSetAt{offset: -1, voters: boot})
+	}
+	if static && boot == nil {
+		return sets, nil
+	}
+	from := l.StartOffset()
+	if snaps != nil {
+		if id, ok := snaps.Latest(); ok && id.Offset > 0 {
+			vs, err := snapshotVoters(snaps, id)
+			if err != nil {
+				return nil, err
+			}
+			if vs != nil {
+				sets = append(sets, voterSetAt{offset: id.Offset - 1, voters: vs})
+				// The snapshot holds the set in force at its end: the log's
+				// VotersRecords below it are read no more (Kafka's
+				// KRaftControlRecordStateMachine reads the log from the
+				// snapshot's end). A crash between taking a snapshot and
+				// cleaning the log leaves such records behind.
+				if from < id.Offset {
+					from = id.Offset
+				}
+			}
+		}
+	}
+	for from < l.End().Offset {
+		entries, err := l.Read(from, maxBytes)
+		if err != nil {
+			return nil, fmt.Errorf("replica: reading the log at %d for its voter sets: %w", from, err)
+		}
+		if len(entries) == 0 {
+			break
+		}
+		for _, e := range entries {
+			if IsVotersRecord(e.Data) {
+				vs, err := DecodeVoters(e.Data[1:])
+				if err != nil {
+					return nil, fmt.Errorf("replica: the VotersRecord at %d: %w", e.Offset, err)
+				}
+				sets = append(sets, voterSetAt{offset: e.Offset, voters: vs})
+			}
+			from = e.Offset + 1
+		}
+	}
+	return sets, nil
+}
+
+func keySets(sets []voterSetAt) []kraft.VoterSetAt {
+	var out []kraft.VoterSetAt
+	for _, s := range sets {
+		out = append(out, kraft.VoterSetAt{Offset: s.offset, Voters: KeysOf(s.voters)})
+	}
+	return out
+}
+
+// CurrentVoters is the voter set in force with its endpoints, nil for a
+// static voter set.
+func (r *Replica) CurrentVoters() []Voter {
+	if len(r.voters.vsets) == 0 {
+		return nil
+	}
+	return r.voters.vsets[len(r.voters.vsets)-1].voters
+}
+
+// addVoterSet records a VotersRecord (or a snapshot's set) and gives the
+// host its voters' endpoints.
+func (r *Replica) addVoterSet(offset int64, vs []Voter) {
+	r.voters.vsets = append(r.voters.vsets, voterSetAt{offset: offset, voters: vs})
+	for _, v := range vs {
+		r.setPeer(v.Key.ID, v.Endpoint)
+	}
+}
+
+// setPeer gives the host an endpoint it did not have. Endpoints are only
+// added or changed, never forgotten: a removed voter may still be asked to
+// leave.
+func (r *Replica) setPeer(id kraft.NodeID, addr string) {
+	if addr == "" || id == r.local.ID || r.voters.peerAddrs[id] == addr {
+		return
+	}
+	r.voters.peerAddrs[id] = addr
+	r.emit(Peer{ID: id, Endpoint: addr})
+}
+
+// truncateVoterSets drops the sets at or after offset to (TruncateLog).
+func (r *Replica) truncateVoterSets(to int64) {
+	k := len(r.voters.vsets)
+	for k > 0 && r.voters.vsets[k-1].offset >= to {
+		k--
+	}
+	r.voters.vsets = r.voters.vsets[:k]
+}
+
+// votersWithEndpoints gives keys their endpoints and kraft.version ranges:
+// change's voter from the request for an added or updated voter, the
+// others from the set in force.
+func (r *Replica) votersWithEndpoints(keys []kraft.ReplicaKey, change *kraft.VoterChange) []Voter {
+	prev := r.CurrentVoters()
+	out := make([]Voter, len(keys))
+	for i, k := range keys {
+		v := Voter{Key: k, KRaftVersions: SupportedKRaftVersions}
+		for _, p := range prev {
+			if p.Key.ID == k.ID {
+				v.Endpoint, v.KRaftVersions = p.Endpoint, p.KRaftVersions
+			}
+		}
+		if change != nil && change.Kind != kraft.RemoveVoter && change.Voter == k {
+			if ep, ok := r.voters.changeEndpoints[k]; ok {
+				v.Endpoint = ep
+			}
+			v.KRaftVersions = change.KRaftVersions
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// appendVoters carries out AppendVoters: the VotersRecord at the log end,
+// then LogAppended and VotersAppended.
+func (r *Replica) appendVoters(a kraft.AppendVoters) {
+	vs := r.votersWithEndpoints(a.Voters, &a.Change)
+	end, err := r.write(a.Epoch, votersRecord(vs))
+	if err != nil {
+		return
+	}
+	// The record holds the changed voter's endpoint from now on.
+	delete(r.voters.changeEndpoints, a.Change.Voter)
+	r.queue = append(r.queue, inbound{ev: kraft.VotersAppended{Offset: end.Offset - 1, Voters: a.Voters}})
+	r.addVoterSet(end.Offset-1, vs)
+}
+
+// installedVoters reports the voter set of the snapshot id just installed.
+func (r *Replica) installedVoters(id kraft.LogEnd) error {
+	if r.cfg.Static {
+		return nil
+	}
+	vs, err := snapshotVoters(r.cfg.Snapshots, id)
+	if err != nil || vs == nil {
+		return err
+	}
+	kept := r.voters.vsets[:0]
+	for _, s := range r.voters.vsets {
+		if s.offset < 0 {
+			kept = append(kept, s)
+		}
+	}
+	r.voters.vsets = kept
+	r.addVoterSet(id.Offset-1, vs)
+	r.queue = append(r.queue, inbound{ev: kraft.VotersAppended{Offset: id.Offset - 1, Voters: KeysOf(vs)}})
+	return nil
+}
+
+// AddVoter asks this replica, the leader, at time now to add key, reached
+// at endpoint, to the voter set (Kafka's AddRaftVoter). The answer comes
+// as a VoterChangeAnswer with the returned Ref; ErrNotLeader if it does
+// not lead.
+func (r *Replica) AddVoter(now time.Duration, key kraft.ReplicaKey, endpoint string) (uint64, error) {
+	return r.voterCall(now, func(ref uint64) kraft.Event {
+		r.voters.changeEndpoints[key] = endpoint
+		if voterIndex(r.st.Voters(), key.ID) < 0 {
+			// ApiVersions goes to the new voter before it is in the set.
+			r.setPeer(key.ID, endpoint)
+		}
+		return kraft.ReceiveAddVoter{Ref: ref, From: kraft.NoNode, ClusterID: r.cfg.Kraft.ClusterID, Voter: key, Listener: true}
+	})
+}
+
+// RemoveVoter asks this replica, the leader, to remove the voter key
+// (Kafka's RemoveRaftVoter); answered as AddVoter.
+func (r *Replica) RemoveVoter(now time.Duration, key kraft.ReplicaKey) (uint64, error) {
+	return r.voterCall(now, func(ref uint64) kraft.Event {
+		return kraft.ReceiveRemoveVoter{Ref: ref, From: kraft.NoNode, ClusterID: r.cfg.Kraft.ClusterID, Voter: key}
+	})
+}
+
+// UpdateVoter asks this replica, the leader, to record a new endpoint for
+// the voter key (Kafka's UpdateRaftVoter); answered as AddVoter.
+func (r *Replica) UpdateVoter(now time.Duration, key kraft.ReplicaKey, endpoint string) (uint64, error) {
+	return r.voterCall(now, func(ref uint64) kraft.Event {
+		r.voters.changeEndpoints[key] = endpoint
+		return kraft.ReceiveUpdateVoter{
+			Ref: ref, From: kraft.NoNode, ClusterID: r.cfg.Kraft.ClusterID, CurrentLeaderEpoch: r.st.Epoch(),
+			Voter: key, Listener: true, KRaftVersions: SupportedKRaftVersions,
+		}
+	})
+}
+
+func (r *Replica) voterCall(now time.Duration, ev func(ref uint64) kraft.Event) (uint64, error) {
+	if !r.input(now) {
+		return 0, r.err
+	}
+	if r.st.Role() != kraft.Leader {
+		return 0, ErrNotLeader
+	}
+	r.voters.nextRef++
+	ref := r.voters.nextRef
+	r.step(ev(ref))
+	r.settle()
+	return ref, nil
+}
+
+// answerAPIVersions answers an ApiVersions request with the range this
+// layer supports.
+func (r *Replica) answerAPIVersions(m Message) {
+	v := SupportedKRaftVersions
+	r.emit(Send{Message: Message{
+		From: r.local.ID, To: m.From, Corr: m.Corr, Response: true,
+		Event: kraft.ReceiveAPIVersionsResponse{From: r.local.ID, KRaftVersions: &v},
+	}})
+}
+
+// sendVoterChange sends an auto-joining observer's request to its leader:
+// an AddRaftVoter with this replica's endpoint, or a RemoveRaftVoter of its
+// old key, which has no endpoint (Kafka's RemoveRaftVoterRequest carries
+// only the cluster id and the voter's id and directory id). Its answer is
+// not awaited (the state sends it again on its voter-change timer).
+func (r *Replica) sendVoterChange(a kraft.SendVoterChange) {
+	to, ev, ok := kraft.Deliver(r.local, a)
+	if !ok {
+		return
+	}
+	m := Message{From: r.local.ID, To: to, Event: ev}
+	if _, add := ev.(kraft.ReceiveAddVoter); add {
+		m.Endpoint = r.cfg.Endpoint
+	}
+	r.corr++
+	m.Corr = r.corr
+	r.emit(Send{Message: m})
+}
+
+// onVoterRequest steps a replica's AddRaftVoter or RemoveRaftVoter (an
+// auto-joining observer's) with a Ref of the layer's.
+func (r *Replica) onVoterRequest(m Message) {
+	r.voters.nextRef++
+	switch e := m.Event.(type) {
+	case kraft.ReceiveAddVoter:
+		e.Ref = r.voters.nextRef
+		if m.Endpoint != "" {
+			r.voters.changeEndpoints[e.Voter] = m.Endpoint
+			if voterIndex(r.st.Voters(), e.Voter.ID) < 0 {
+				r.setPeer(e.Voter.ID, m.Endpoint)
+			}
+		}
+		r.step(e)
+	case kraft.ReceiveRemoveVoter:
+		e.Ref = r.voters.nextRef
+		r.step(e)
+	}
+}
+
+func voterIndex(vs []kraft.ReplicaKey, id kraft.NodeID) int {
+	for i, v := range vs {
+		if v.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func appendU16(b []byte, v uint16) []byte { return append(b, byte(v>>8), byte(v)) }
+
+func appendU32(b []byte, v uint32) []byte {
+	return append(b, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+}
