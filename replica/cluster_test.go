@@ -502,7 +502,7 @@ var scheduleOpts = clusterOpts{voters: 3, duration: 10 * time.Second, loss: 0.05
 // breaks, and every schedule commits once healed.
 func TestRandomSchedules(t *testing.T) {
 	seeds := 40
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		seeds = 10
 	}
 	for _, voters := range []int{3, 5} {
@@ -541,7 +541,7 @@ func TestRandomSchedulesCatchPlantedBugs(t *testing.T) {
 // what they restore is the committed prefix.
 func TestRandomSchedulesWithSnapshots(t *testing.T) {
 	seeds := 40
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		seeds = 10
 	}
 	for _, voters := range []int{3, 5} {
