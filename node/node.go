@@ -53,7 +53,7 @@ type Node struct {
 	armed    bool
 	waiters  []*waiter
 	hwm      int64
-	leaderCh []chan struct{}
+	leaderCh []chan Handover // Shutdowns waiting for a successor
 
 	voterCalls map[uint64]*voterCall // client voter changes by Ref
 	boot       []Voter               // the bootstrap checkpoint's set; read-only after Start
@@ -65,6 +65,18 @@ type Node struct {
 	commitHWM  int64
 	restore    *kraft.LogEnd // a snapshot to hand to Restore before any later record
 	applierOut chan struct{}
+
+	// Applied progress, for WaitApplied: applied is the offset after the
+	// last record OnCommit was handed (or a restored snapshot covers);
+	// appliedWait are the callers waiting for an offset below it.
+	appliedMu   sync.Mutex
+	applied     int64
+	appliedWait []appliedWaiter
+}
+
+type appliedWaiter struct {
+	offset int64
+	ch     chan struct{}
 }
 
 type waiter struct {
@@ -366,7 +378,7 @@ func (n *Node) onRoleChanged(a kraft.RoleChanged) {
 	}
 	if a.LeaderID != kraft.NoNode && a.LeaderID != n.local.ID {
 		for _, ch := range n.leaderCh {
-			close(ch)
+			ch <- Handover{WasLeader: true, Successor: a.LeaderID, Epoch: a.Epoch}
 		}
 		n.leaderCh = nil
 	}
@@ -393,10 +405,19 @@ func (n *Node) completeWaiters() {
 // one once it is committed (the high watermark passed it). It fails with a
 // *NotLeaderError when the replica is not the leader, with
 // ErrLeadershipLost when leadership is lost first, and with ctx's error.
+// A committed record may not be applied yet on this replica when Append
+// returns: WaitApplied waits for that.
 func (n *Node) Append(ctx context.Context, records ...[]byte) (int64, error) {
 	if len(records) == 0 {
 		return 0, errors.New("node: no records")
 	}
+	// The one copy of the caller's records: with their type bytes, in one
+	// block (the log may keep it, OwningAppender).
+	return n.propose(ctx, replica.DataRecords(records))
+}
+
+// propose appends log payloads at the leader and waits for their commit.
+func (n *Node) propose(ctx context.Context, data [][]byte) (int64, error) {
 	ch := make(chan error, 1)
 	var last int64
 	var notLeader error
@@ -405,9 +426,7 @@ func (n *Node) Append(ctx context.Context, records ...[]byte) (int64, error) {
 			notLeader = &NotLeaderError{Leader: leaderOrNone(n.st), Epoch: n.st.Epoch()}
 			return
 		}
-		// The one copy of the caller's records: with their type bytes, in
-		// one block (the log may keep it, OwningAppender).
-		end, err := n.r.Propose(n.clock(), replica.DataRecords(records))
+		end, err := n.r.Propose(n.clock(), data)
 		if err != nil {
 			notLeader = err
 			return
@@ -430,6 +449,66 @@ func (n *Node) Append(ctx context.Context, records ...[]byte) (int64, error) {
 	case <-n.done:
 		return last, n.stoppedErr()
 	}
+}
+
+// WaitApplied returns once every committed record up to offset has been
+// handed to OnCommit on this replica (or is covered by a snapshot given
+// to Restore): after Append returned offset, the application of this
+// replica holds the record. It fails with ctx's error, or ErrStopped.
+func (n *Node) WaitApplied(ctx context.Context, offset int64) error {
+	n.appliedMu.Lock()
+	if n.applied > offset {
+		n.appliedMu.Unlock()
+		return nil
+	}
+	w := appliedWaiter{offset: offset, ch: make(chan struct{})}
+	n.appliedWait = append(n.appliedWait, w)
+	n.appliedMu.Unlock()
+	select {
+	case <-w.ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.done:
+		return n.stoppedErr()
+	}
+}
+
+// appliedTo records that the records below next are applied, and wakes
+// the WaitApplied callers it satisfies.
+func (n *Node) appliedTo(next int64) {
+	n.appliedMu.Lock()
+	defer n.appliedMu.Unlock()
+	if next <= n.applied {
+		return
+	}
+	n.applied = next
+	kept := n.appliedWait[:0]
+	for _, w := range n.appliedWait {
+		if w.offset < next {
+			close(w.ch)
+			continue
+		}
+		kept = append(kept, w)
+	}
+	n.appliedWait = kept
+}
+
+// ReadBarrier makes reads of this replica's application linearizable: it
+// returns once every record committed before the call is applied here
+// (Kafka's KafkaRaftClient has no such read; etcd's ReadIndex is the
+// model). The leader appends a barrier record (an empty control record
+// that OnCommit never sees) and waits for it to commit, which proves it
+// still led after the call began, then for it to be applied. It returns
+// the barrier's offset. A replica that does not lead fails with a
+// *NotLeaderError naming the leader if known: ask it. Each call costs one
+// record and one commit round (docs/design.md D65).
+func (n *Node) ReadBarrier(ctx context.Context) (int64, error) {
+	off, err := n.propose(ctx, [][]byte{{replica.RecordBarrier}})
+	if err != nil {
+		return off, err
+	}
+	return off, n.WaitApplied(ctx, off)
 }
 
 func leaderOrNone(s kraft.State) kraft.NodeID {
@@ -455,32 +534,79 @@ func (n *Node) Resign() error {
 	return res
 }
 
-// Shutdown stops the node gracefully. A leader first hands leadership
-// over (docs/design.md D27): it resigns, stops taking election and fetch
-// timeouts, and waits until another replica leads or ctx is done. Then it
-// closes the node.
-func (n *Node) Shutdown(ctx context.Context) error {
-	ch := make(chan struct{})
-	leading := false
+// Handover says how Shutdown left leadership.
+type Handover struct {
+	// WasLeader: the node led when Shutdown was called.
+	WasLeader bool
+	// Successor is the replica that led after it, in Epoch; kraft.NoNode
+	// when Shutdown closed the node before another replica led.
+	Successor kraft.NodeID
+	Epoch     kraft.Epoch
+}
+
+// HandedOver reports whether another replica took over the leadership
+// the node had.
+func (h Handover) HandedOver() bool { return h.WasLeader && h.Successor != kraft.NoNode }
+
+// Shutdown stops the node gracefully and says how it left leadership. A
+// leader first hands leadership over (docs/design.md D27, D64): it
+// resigns, stops taking election and fetch timeouts, and waits until
+// another replica leads, ctx is done, or no handover can happen: it is the
+// only voter, or no successor appeared within the handover bound (twice
+// the fetch timeout plus the election timeout: a majority of the voters is
+// then likely gone). Then it closes the node; the error is Close's.
+func (n *Node) Shutdown(ctx context.Context) (Handover, error) {
+	ch := make(chan Handover, 1)
+	h := Handover{Successor: kraft.NoNode}
+	alone := false
 	if err := n.call(func() {
 		if n.st.Role() != kraft.Leader {
 			return
 		}
-		leading = true
+		h.WasLeader, h.Epoch = true, n.st.Epoch()
+		alone = true
+		for _, v := range n.st.Voters() {
+			if v.ID != n.local.ID {
+				alone = false
+			}
+		}
+		if alone {
+			return // nobody to hand over to
+		}
 		n.r.HoldTimeouts()
 		n.leaderCh = append(n.leaderCh, ch)
 		n.r.Resign(n.clock())
 	}); err != nil {
-		return n.Close()
+		return h, n.Close()
 	}
-	if leading {
+	if h.WasLeader && !alone {
+		bound := time.NewTimer(n.handoverBound())
+		defer bound.Stop()
 		select {
-		case <-ch:
+		case got := <-ch:
+			h = got
 		case <-ctx.Done():
+		case <-bound.C:
+			n.cfg.Logf("node %d: no successor within %v of resigning: closing without a handover", n.local.ID, n.handoverBound())
 		case <-n.done:
 		}
 	}
-	return n.Close()
+	return h, n.Close()
+}
+
+// handoverBound is how long Shutdown waits for a successor at most: twice
+// the fetch timeout plus the election timeout. A follower that got the
+// EndQuorumEpoch campaigns within an election timeout, or, had it missed
+// it, after its fetch timeout; an election takes round trips on top.
+func (n *Node) handoverBound() time.Duration {
+	ft, et := n.cfg.Kraft.FetchTimeout, n.cfg.Kraft.ElectionTimeout
+	if ft == 0 {
+		ft = kraft.DefaultFetchTimeout
+	}
+	if et == 0 {
+		et = kraft.DefaultElectionTimeout
+	}
+	return 2*ft + et
 }
 
 // Close stops the node at once, syncs and closes the log and closes the
@@ -538,6 +664,7 @@ func (n *Node) applier(latest *kraft.LogEnd, restored chan<- error) {
 			voters = vs
 		}
 		next, lastEpoch, lastSnap = latest.Offset, latest.Epoch, latest.Offset
+		n.appliedTo(next)
 	}
 	restored <- nil
 	for {
@@ -561,6 +688,7 @@ func (n *Node) applier(latest *kraft.LogEnd, restored chan<- error) {
 				voters = vs
 			}
 			next, lastEpoch, lastSnap, blocked = restore.Offset, restore.Epoch, restore.Offset, false
+			n.appliedTo(next)
 			continue
 		}
 		entries, err := n.cfg.Log.Read(next, n.cfg.FetchMaxBytes)
@@ -597,6 +725,7 @@ func (n *Node) applier(latest *kraft.LogEnd, restored chan<- error) {
 		if len(out) > 0 && n.cfg.OnCommit != nil {
 			n.cfg.OnCommit(out)
 		}
+		n.appliedTo(next)
 		if n.cfg.Snapshot != nil && next-lastSnap >= n.cfg.SnapshotEvery {
 			lastSnap = next
 			n.takeSnapshot(kraft.LogEnd{Offset: next, Epoch: lastEpoch}, voters)

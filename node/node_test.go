@@ -307,19 +307,84 @@ func TestNodeFailoverKeepsCommittedRecords(t *testing.T) {
 }
 
 // TestNodeShutdownHandsLeadershipOver: a leader's graceful shutdown makes
-// another node leader before it returns (D27).
+// another node leader before it returns (D27), and says which.
 func TestNodeShutdownHandsLeadershipOver(t *testing.T) {
 	c := newTestCluster(t, 3)
 	c.appendCommitted("x")
 	l := c.leader()
 	id := l.local.ID
+	epoch := l.st.Epoch()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	require.NoError(t, l.Shutdown(ctx))
+	h, err := l.Shutdown(ctx)
+	require.NoError(t, err)
 	delete(c.nodes, id)
 	require.NoError(t, ctx.Err(), "shutdown waited for its timeout: no successor")
+	require.True(t, h.HandedOver(), "%+v", h)
+	require.Greater(t, h.Epoch, epoch)
 	next := c.leader()
 	require.NotEqual(t, id, next.local.ID)
+	require.Equal(t, next.local.ID, h.Successor)
+
+	// A follower's shutdown hands nothing over.
+	for fid, nd := range c.nodes {
+		h, err := nd.Shutdown(context.Background())
+		require.NoError(t, err)
+		if fid != next.local.ID {
+			require.False(t, h.WasLeader)
+		}
+		delete(c.nodes, fid)
+		break
+	}
+}
+
+// shutdownReturns runs Shutdown(context.Background()) and fails the test
+// if it has not returned within a minute (it must end on its own).
+func shutdownReturns(t *testing.T, nd *Node) Handover {
+	t.Helper()
+	type result struct {
+		h   Handover
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		h, err := nd.Shutdown(context.Background())
+		ch <- result{h, err}
+	}()
+	select {
+	case r := <-ch:
+		require.NoError(t, r.err)
+		return r.h
+	case <-time.After(time.Minute):
+		t.Fatal("Shutdown(context.Background()) did not return")
+		return Handover{}
+	}
+}
+
+// TestNodeShutdownEndsWithoutASuccessor: Shutdown with no deadline ends
+// when no handover can happen: at once for the only voter, and after the
+// handover bound for a leader whose followers are gone. Neither reports a
+// handover.
+func TestNodeShutdownEndsWithoutASuccessor(t *testing.T) {
+	c := newTestCluster(t, 1)
+	c.appendCommitted("x")
+	h := shutdownReturns(t, c.nodes[1])
+	delete(c.nodes, 1)
+	require.True(t, h.WasLeader)
+	require.False(t, h.HandedOver(), "%+v", h)
+
+	c = newTestCluster(t, 3)
+	c.appendCommitted("x")
+	l := c.leader()
+	for id := range c.nodes {
+		if id != l.local.ID {
+			c.crash(id)
+		}
+	}
+	h = shutdownReturns(t, l)
+	require.True(t, h.WasLeader)
+	require.False(t, h.HandedOver(), "%+v", h)
+	require.Equal(t, kraft.NoNode, h.Successor)
 }
 
 // TestNodeDropsStaleTimersAndResponses: a tick before the fetch timer's

@@ -29,13 +29,16 @@ type Voter struct {
 // sent in ApiVersions answers and UpdateRaftVoter requests.
 var SupportedKRaftVersions = kraft.VersionRange{Min: 0, Max: kraft.KRaftVersionReconfig}
 
-// Record payloads carry a one-byte type: data records, and the control
+// Record payloads carry a one-byte type: data records, the control
 // records kraft asks for (LeaderChange, VotersRecord: its voter set as
-// EncodeVoters writes it). Kafka keeps control records in the same log.
+// EncodeVoters writes it), and read barriers (a leader's no-op whose
+// commit proves it still led after a read began; docs/design.md D65).
+// Kafka keeps control records in the same log.
 const (
 	RecordData         byte = 0
 	RecordLeaderChange byte = 1
 	RecordVoters       byte = 2
+	RecordBarrier      byte = 3
 )
 
 // DataRecords makes the log payloads of a client's records: each with the

@@ -39,7 +39,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/kraftquorum/kraft"
 	"github.com/kraftquorum/kraft/node"
 	"github.com/kraftquorum/kraft/storage"
 )
@@ -185,11 +184,12 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		}()
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		defer cancel()
-		var err error
-		if onlyVoter(n, cfg.id) {
-			err = n.Close() // the only voter: nobody to hand over to
-		} else {
-			err = n.Shutdown(ctx)
+		h, err := n.Shutdown(ctx)
+		switch {
+		case h.HandedOver():
+			logger.Printf("kraftd: handed leadership over to %d in epoch %d", h.Successor, h.Epoch)
+		case h.WasLeader:
+			logger.Printf("kraftd: stopped leading without a successor")
 		}
 		if srv != nil {
 			srv.stop(time.Second)
@@ -213,11 +213,6 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 }
 
 // onlyVoter: the replica is the only voter of its voter set.
-func onlyVoter(n *node.Node, id kraft.NodeID) bool {
-	vs, _, err := n.Voters()
-	return err == nil && len(vs) == 1 && vs[0].ID == id
-}
-
 // directoryIDFile keeps a replica's directory id in its data directory
 // (Kafka keeps it in meta.properties).
 const directoryIDFile = "directory.id"
