@@ -2,16 +2,20 @@ package sim
 
 import (
 	"fmt"
+
 	"sort"
 	"time"
+
+	"github.com/kraftquorum/kraft"
 )
 
-// Failover is what MeasureFailover saw after one leader crash.
+// Failover is what MeasureFailover saw after one leader crash, or
+// MeasureHandover after one resignation.
 type Failover struct {
-	// Took is the virtual time from the crash to a new leader whose high
-	// watermark passed the one committed at the crash.
+	// Took is the virtual time from the crash (or resignation) to a new
+	// leader whose high watermark passed the one committed then.
 	Took time.Duration
-	// Split: the first election after the crash did not elect a leader
+	// Split: the first election after it did not elect a leader
 	// (the new leader's epoch is more than one past the old one).
 	Split bool
 }
@@ -19,6 +23,17 @@ type Failover struct {
 // MeasureFailover runs a cluster with opts until it has a leader and has
 // committed for settle, crashes the leader, and measures the failover.
 func MeasureFailover(opts Options, settle time.Duration) (Failover, error) {
+	return measure(opts, settle, false)
+}
+
+// MeasureHandover is MeasureFailover with a graceful resignation
+// (kraft.Resign: EndQuorumEpoch to the voters) instead of the crash; the
+// old leader stays up.
+func MeasureHandover(opts Options, settle time.Duration) (Failover, error) {
+	return measure(opts, settle, true)
+}
+
+func measure(opts Options, settle time.Duration, resign bool) (Failover, error) {
 	c, err := New(opts, nil)
 	if err != nil {
 		return Failover{}, err
@@ -31,22 +46,34 @@ func MeasureFailover(opts Options, settle time.Duration) (Failover, error) {
 		return Failover{}, err
 	}
 	epoch, hwm := c.State(old).Epoch(), c.State(old).HighWatermark()
-	c.Crash(old)
+	what := "crash"
+	if resign {
+		what = "resignation"
+		c.Resign(old)
+	} else {
+		c.Crash(old)
+	}
 	start := c.Now()
 	leader := old
+	// A leader of a later epoch that committed past hwm: after a crash
+	// another replica; after a resignation possibly the old leader again,
+	// elected in a new epoch.
+	done := func(l kraft.NodeID) bool {
+		return (resign || l != old) && c.State(l).Epoch() > epoch && c.State(l).HighWatermark() > hwm
+	}
 	err = c.RunUntil(start+time.Duration(LivenessBound)*c.opts.ElectionTimeout, func() bool {
 		l, ok := c.Leader()
-		if !ok || l == old {
+		if !ok {
 			return false
 		}
 		leader = l
-		return c.State(l).HighWatermark() > hwm
+		return done(l)
 	})
 	if err != nil {
 		return Failover{}, err
 	}
-	if leader == old || c.State(leader).HighWatermark() <= hwm {
-		return Failover{}, fmt.Errorf("sim: seed %d: no new leader committed within %d election timeouts of the crash", opts.Seed, LivenessBound)
+	if !done(leader) {
+		return Failover{}, fmt.Errorf("sim: seed %d: no new leader committed within %d election timeouts of the %s", opts.Seed, LivenessBound, what)
 	}
 	return Failover{Took: c.Now() - start, Split: c.State(leader).Epoch() > epoch+1}, nil
 }

@@ -9,7 +9,9 @@ import (
 // failovers measures -failovers leader crashes, one per seed: each
 // cluster settles with a leader that commits, the leader crashes, and the
 // time until a new leader commits is recorded, with whether the first
-// election after the crash split the vote (docs/design.md D59).
+// election after the crash split the vote (docs/design.md D59). With
+// -handovers the leader resigns gracefully instead (EndQuorumEpoch to the
+// voters, which rank the successors) and stays up.
 func failovers(cfg config, stdout, stderr *printer) int {
 	switch {
 	case cfg.failovers < 1 || cfg.failovers > 100000:
@@ -25,7 +27,11 @@ func failovers(cfg config, stdout, stderr *printer) int {
 		opts := sim.DefaultOptions()
 		opts.Voters, opts.Observers, opts.Seed = cfg.voters, cfg.observers, cfg.seed+int64(i)
 		opts.KafkaFailover = cfg.kafkaFailover
-		f, err := sim.MeasureFailover(opts, 3*time.Second)
+		measure := sim.MeasureFailover
+		if cfg.handovers {
+			measure = sim.MeasureHandover
+		}
+		f, err := measure(opts, 3*time.Second)
 		if err != nil {
 			stdout.printf("failover with seed %d FAILED: %v\n", opts.Seed, err)
 			return exitFail
@@ -38,9 +44,13 @@ func failovers(cfg config, stdout, stderr *printer) int {
 		rules = "Kafka's"
 	}
 	o := sim.DefaultOptions()
-	stdout.printf("%s leader crashes, %d voters, %d observers, seeds %d-%d, %s failover rules (T_e %v, T_f %v)\n",
-		thousands(st.N), cfg.voters, cfg.observers, cfg.seed, cfg.seed+int64(cfg.failovers)-1, rules, o.ElectionTimeout, o.FetchTimeout)
-	stdout.printf("  failover (crash to a new leader that commits): p50 %s, p99 %s, max %s\n", fmtDur(st.P50), fmtDur(st.P99), fmtDur(st.Max))
+	what, path := "leader crashes", "crash"
+	if cfg.handovers {
+		what, path = "graceful resignations", "resignation"
+	}
+	stdout.printf("%s %s, %d voters, %d observers, seeds %d-%d, %s failover rules (T_e %v, T_f %v)\n",
+		thousands(st.N), what, cfg.voters, cfg.observers, cfg.seed, cfg.seed+int64(cfg.failovers)-1, rules, o.ElectionTimeout, o.FetchTimeout)
+	stdout.printf("  failover (%s to a new leader that commits): p50 %s, p99 %s, max %s\n", path, fmtDur(st.P50), fmtDur(st.P99), fmtDur(st.Max))
 	stdout.printf("  split votes: %d (%.1f%%)\n", st.Splits, 100*float64(st.Splits)/float64(st.N))
 	stdout.printf("  wall time %s\n", fmtDur(time.Since(start)))
 	return exitOK

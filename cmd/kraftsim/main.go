@@ -57,6 +57,7 @@ type config struct {
 	svg               string
 	quiet, wall       bool
 	failovers         int
+	handovers         bool
 	kafkaFailover     bool
 	snapshotEvery     int
 	set               map[string]bool
@@ -160,6 +161,7 @@ func command(args []string, stdout, stderr *printer, terminal bool) int {
 	fs.StringVar(&cfg.svg, "svg", "", "draw each replica's role over virtual time as SVG to `FILE`")
 	fs.BoolVar(&cfg.quiet, "q", false, "print only the summary, not the timeline")
 	fs.IntVar(&cfg.failovers, "failovers", 0, "measure `N` leader crashes (seeds -seed to -seed+N-1): failover times and split votes")
+	fs.BoolVar(&cfg.handovers, "handovers", false, "with -failovers: the leader resigns gracefully (kraft.Resign) instead of crashing")
 	fs.BoolVar(&cfg.kafkaFailover, "kafka-failover", false, "run failovers with Kafka's exact rules (kraft.Config.KafkaFailover)")
 	fs.BoolVar(&cfg.wall, "wall", true, "include wall-clock figures (wall time, events per second) in the summary")
 	fs.IntVar(&cfg.snapshotEvery, "snapshot-every", sim.DefaultOptions().SnapshotEvery, "each replica snapshots every `N` committed records and cleans its log behind its 2 newest snapshots (0: no snapshots)")
