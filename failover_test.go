@@ -222,3 +222,40 @@ func TestFollowerThatLostCampaignsAgainWhenALowerRankedPeerCampaigns(t *testing.
 	k, _ = step(t, k, preVoteRequest(3, 1, LogEnd{Offset: 2, Epoch: 1}))
 	require.Equal(t, Follower, k.Role())
 }
+
+// TestFollowerOfAResignedLeaderCampaignsWhenALaggingSuccessorAsks: the
+// leader resigns (EndQuorumEpoch) and ranks 3 first, whose log lags the
+// one of 2 (a record 3 had not fetched yet). 2, at a later rank, refuses
+// 3's pre-vote, which cannot win against 2's log, and campaigns at once
+// instead of after its successor-rank backoff: a graceful handover takes
+// round trips, not a timeout. A Follower whose leader did not resign does
+// not (it still hears its leader), nor with Kafka's rules.
+// Reference: docs/design.md D66.
+func TestFollowerOfAResignedLeaderCampaignsWhenALaggingSuccessorAsks(t *testing.T) {
+	resigned := func(cfg Config) State {
+		s, _ := failoverFollower(t, cfg)
+		s, acts := step(t, s, ReceiveEndQuorumEpoch{From: 1, LeaderID: 1, LeaderEpoch: 1, SuccessorRank: SuccessorRank{Position: 1, Of: 2}})
+		require.Equal(t, Follower, s.Role())
+		require.Greater(t, fetchTimer(t, acts).After, time.Duration(0), "rank 1 waits its backoff")
+		return s
+	}
+	lagging := LogEnd{Offset: 1, Epoch: 1}
+
+	s := resigned(failoverConfig(2, 1, 2, 3))
+	s, acts := step(t, s, preVoteRequest(3, 1, lagging))
+	require.Equal(t, Prospective, s.Role())
+	require.False(t, ofType[SendVoteResponse](acts)[0].VoteGranted, "3's log lags")
+	require.Len(t, ofType[SendVoteRequest](acts), 2)
+
+	// Its leader did not resign: it keeps following.
+	f, _ := failoverFollower(t, failoverConfig(2, 1, 2, 3))
+	f, acts = step(t, f, preVoteRequest(3, 1, lagging))
+	require.Equal(t, Follower, f.Role())
+	require.Empty(t, ofType[SendVoteRequest](acts))
+
+	// Kafka's rules: it waits for its backoff.
+	k := resigned(config(2, 1, 2, 3))
+	k, acts = step(t, k, preVoteRequest(3, 1, lagging))
+	require.Equal(t, Follower, k.Role())
+	require.Empty(t, ofType[SendVoteRequest](acts))
+}

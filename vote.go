@@ -86,12 +86,14 @@ func (t *stepper) onVoteRequest(e ReceiveVoteRequest) {
 	above, recampaigned := false, false
 	if ci >= 0 && ci != t.s.c.localIndex {
 		above = ranksAbove(last, candidate, t.s.log.end, t.s.c.local)
-		if !above && t.s.rival == 0 && t.s.role == Follower && !t.s.fetched {
+		if !above && t.s.rival == 0 && t.s.role == Follower && (!t.s.fetched || t.s.leaderResigned) {
 			// A voter that ranks below this one campaigns, and this
 			// Follower has not heard from its leader since it lost a
-			// pre-vote (or began following): the election is on, and this
-			// replica is the better candidate. It campaigns again at once
-			// rather than after another fetch timeout.
+			// pre-vote (or began following), or its leader resigned (a
+			// graceful handover whose preferred successor lags this
+			// replica's log): the election is on, and this replica is the
+			// better candidate. It campaigns again at once rather than
+			// after another fetch timeout or its successor-rank backoff.
 			t.toProspective("a voter that ranks below campaigns")
 			recampaigned = true
 		}
