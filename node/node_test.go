@@ -313,7 +313,9 @@ func TestNodeShutdownHandsLeadershipOver(t *testing.T) {
 	c.appendCommitted("x")
 	l := c.leader()
 	id := l.local.ID
-	epoch := l.st.Epoch()
+	st, err := l.Status()
+	require.NoError(t, err)
+	epoch := st.Epoch
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	h, err := l.Shutdown(ctx)

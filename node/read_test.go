@@ -90,7 +90,7 @@ func TestNodeReadBarrier(t *testing.T) {
 	var barrier int64
 	for {
 		barrier, err = l.ReadBarrier(ctx)
-		if !errors.Is(err, ErrLeadershipLost) {
+		if !errors.Is(err, ErrLeadershipLost) && !errors.Is(err, ErrNotLeader) {
 			break
 		}
 		l = c.leader() // an election under load: ask the new leader
