@@ -58,6 +58,7 @@ type Node struct {
 	voterCalls map[uint64]*voterCall // client voter changes by Ref
 	boot       []Voter               // the bootstrap checkpoint's set; read-only after Start
 	static     bool                  // a static voter set: no VotersRecords, no voter set in snapshots
+	met        loopMetrics           // for Metrics (metrics.go)
 
 	// Applier.
 	commitMu   sync.Mutex
@@ -121,6 +122,7 @@ func Start(cfg Config) (*Node, error) {
 	if cfg.Snapshots != nil {
 		rcfg.Snapshots = replica.StorageSnapshots(cfg.Snapshots)
 	}
+	n.met.logEnd = cfg.Log.End().Offset // before the replica writes (metrics.go)
 	r, err := replica.New(rcfg, 0)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -157,6 +159,7 @@ func (n *Node) run() {
 		if n.Err() != nil {
 			return
 		}
+		n.pollStart()
 		select {
 		case <-n.stop:
 			return
@@ -165,10 +168,14 @@ func (n *Node) run() {
 				n.fail(errors.New("node: transport closed"))
 				return
 			}
+			n.pollEnd()
+			n.received(m)
 			n.r.Receive(n.clock(), m)
 		case f := <-n.calls:
+			n.pollEnd()
 			f()
 		case <-n.wake:
+			n.pollEnd()
 			n.runInternal()
 		}
 		n.carry()
@@ -284,6 +291,7 @@ func (n *Node) carry() {
 		if n.Err() != nil {
 			return
 		}
+		n.observe(o)
 		switch o := o.(type) {
 		case replica.Send:
 			n.cfg.Transport.Send(o.Message)
@@ -316,6 +324,7 @@ func (n *Node) carry() {
 			return
 		}
 	}
+	n.observeState(n.r.State())
 	n.st = n.r.State()
 	n.armTimer()
 }
@@ -345,7 +354,7 @@ func (n *Node) armTimer() {
 // one Sync for every write made while the previous one ran).
 func (n *Node) sync() {
 	go func() {
-		err := n.cfg.Log.Sync()
+		err := n.syncLog()
 		n.internalCall(func() {
 			if err != nil {
 				n.fail(fmt.Errorf("node: syncing the log: %w", err))
