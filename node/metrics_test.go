@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/storage"
 	"github.com/stretchr/testify/require"
 )
 
@@ -228,4 +229,49 @@ func TestLogRefusalRateLimit(t *testing.T) {
 	require.Contains(t, got[2], other.UUID.String())
 	require.Contains(t, got[2], nd.cfg.Kraft.ClusterID.UUID.String())
 	require.Contains(t, got[2], "(4 more since the last report)")
+}
+
+// TestNodeStrayReplicaIsRefused: a replica of another cluster (an
+// observer with another cluster id) is refused by every voter and, as in
+// Kafka where INCONSISTENT_CLUSTER_ID is a top-level error, the refusals
+// do not make it follow the other cluster's leader: it stays Unattached
+// and asks again, while the cluster keeps its leader and epoch.
+func TestNodeStrayReplicaIsRefused(t *testing.T) {
+	a, b := uuid.New(), uuid.New()
+	c := newTunedCluster(t, 3, nil, func(cfg *Config) {
+		cfg.Kraft.ClusterID = uuid.NullUUID{UUID: a, Valid: true}
+	})
+	c.appendCommitted("x")
+	l := c.leader()
+	before, err := l.Status()
+	require.NoError(t, err)
+	var lines logLines
+	stray, err := Start(Config{
+		Kraft: kraft.Config{
+			Local: kraft.ReplicaKey{ID: 4}, Voters: c.voters, Observer: true, Seed: 4,
+			ClusterID:       uuid.NullUUID{UUID: b, Valid: true},
+			ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond, ElectionBackoffMax: 100 * time.Millisecond,
+		},
+		Log: storage.NewMemLog(), Records: &MemRecords{}, Transport: c.net.Endpoint(4),
+		RequestTimeout: 200 * time.Millisecond, FetchMaxWait: 50 * time.Millisecond, Logf: lines.logf,
+	})
+	require.NoError(t, err)
+	defer func() { _ = stray.Close() }()
+	deadline := time.Now().Add(time.Second)
+	var m Metrics
+	for time.Now().Before(deadline) {
+		m, err = stray.Metrics()
+		require.NoError(t, err)
+		require.Equal(t, "Unattached", m.Role, "%q", lines.get())
+		require.Equal(t, kraft.NoNode, m.CurrentLeader)
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.GreaterOrEqual(t, m.ClusterIDRefusedByPeers, uint64(3), "it asks again")
+	after, err := l.Status()
+	require.NoError(t, err)
+	require.Equal(t, "Leader", after.Role)
+	require.Equal(t, before.Epoch, after.Epoch)
+	lm, err := l.Metrics()
+	require.NoError(t, err)
+	require.NotZero(t, lm.ClusterIDRefused)
 }
