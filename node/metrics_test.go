@@ -101,8 +101,11 @@ func TestNodeMetricsThreeVoters(t *testing.T) {
 				require.NoError(t, err)
 				st, err = nd.Status()
 				require.NoError(t, err)
+				// Caught up, and nothing moved between the two reads.
 				return st.HighWatermark >= lst.HighWatermark && st.Epoch == lst.Epoch &&
-					(nd == l || m.LeaderHighWatermark == st.HighWatermark)
+					(nd == l || m.LeaderHighWatermark == st.HighWatermark) &&
+					m.HighWatermark == st.HighWatermark && m.LogEndOffset == st.LogEnd &&
+					fmt.Sprint(m.Voters) == fmt.Sprint(st.Voters)
 			}, 5*time.Second, 5*time.Millisecond, "node %d", id)
 			require.Equal(t, st.Leader, m.CurrentLeader)
 			require.Equal(t, st.Epoch, m.CurrentEpoch)
