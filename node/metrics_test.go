@@ -278,3 +278,54 @@ func TestNodeStrayReplicaIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.NotZero(t, lm.ClusterIDRefused)
 }
+
+// TestNodeStrayVoterDoesNotDeposeTheLeader: a voter restarted with
+// another cluster id and a newer epoch in its quorum-state record (say, a
+// data directory of another cluster) refuses the leader's
+// BeginQuorumEpoch with its epoch; the leader keeps leading its epoch
+// (D-ops-1), and both log the refusal.
+func TestNodeStrayVoterDoesNotDeposeTheLeader(t *testing.T) {
+	a, b := uuid.New(), uuid.New()
+	logs := map[kraft.NodeID]*logLines{1: {}, 2: {}, 3: {}}
+	c := newTunedCluster(t, 3, nil, func(cfg *Config) {
+		cfg.Kraft.ClusterID = uuid.NullUUID{UUID: a, Valid: true}
+		cfg.Logf = logs[cfg.Kraft.Local.ID].logf
+	})
+	c.appendCommitted("x")
+	l := c.leader()
+	before, err := l.Status()
+	require.NoError(t, err)
+	stray := kraft.NodeID(1)
+	for stray == l.local.ID {
+		stray++
+	}
+	c.crash(stray)
+	rec := &MemRecords{}
+	require.NoError(t, rec.Write(kraft.QuorumRecord{Epoch: before.Epoch + 50, LeaderID: kraft.NoNode, VotedKey: kraft.NoReplica}))
+	nd, err := Start(Config{
+		Kraft: kraft.Config{
+			Local: kraft.ReplicaKey{ID: stray}, Voters: c.voters, Seed: 99,
+			ClusterID:       uuid.NullUUID{UUID: b, Valid: true},
+			ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond, ElectionBackoffMax: 100 * time.Millisecond,
+		},
+		Log: storage.NewMemLog(), Records: rec, Transport: c.net.Endpoint(stray),
+		RequestTimeout: 200 * time.Millisecond, FetchMaxWait: 50 * time.Millisecond, Logf: logs[stray].logf,
+	})
+	require.NoError(t, err)
+	defer func() { _ = nd.Close() }()
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		st, err := l.Status()
+		require.NoError(t, err)
+		require.Equal(t, "Leader", st.Role)
+		require.Equal(t, before.Epoch, st.Epoch)
+		time.Sleep(5 * time.Millisecond)
+	}
+	m, err := l.Metrics()
+	require.NoError(t, err)
+	require.NotZero(t, m.ClusterIDRefusedByPeers)
+	require.NotZero(t, m.ClusterIDRefused)
+	joined := strings.Join(logs[l.local.ID].get(), "\n")
+	require.Contains(t, joined, fmt.Sprintf("node %d refused this replica's BeginQuorumEpoch or EndQuorumEpoch request", stray))
+	require.Contains(t, joined, fmt.Sprintf("refused a Vote request from node %d", stray))
+}
