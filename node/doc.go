@@ -12,6 +12,9 @@
 // Clients call Append, which returns once the records are committed,
 // Resign, Shutdown (a leader hands leadership over first) and Status; a
 // state machine receives the committed records through Config.OnCommit.
+// Metrics returns Kafka's raft metrics (KafkaRaftMetrics) as values, with
+// fsync latency and each voter's lag; a request refused for its cluster id
+// is logged at both ends (docs/design.md D67, D68).
 //
 // With Config.Snapshots, the node also carries out kraft's snapshot
 // actions: it answers FetchSnapshot requests with chunks of its snapshot

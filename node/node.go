@@ -58,6 +58,7 @@ type Node struct {
 	voterCalls map[uint64]*voterCall // client voter changes by Ref
 	boot       []Voter               // the bootstrap checkpoint's set; read-only after Start
 	static     bool                  // a static voter set: no VotersRecords, no voter set in snapshots
+	met        loopMetrics           // for Metrics (metrics.go)
 
 	// Applier.
 	commitMu   sync.Mutex
@@ -133,6 +134,7 @@ func Start(cfg Config) (*Node, error) {
 	if cfg.Snapshots != nil {
 		rcfg.Snapshots = replica.StorageSnapshots(cfg.Snapshots)
 	}
+	n.met.logEnd = cfg.Log.End().Offset // before the replica writes (metrics.go)
 	r, err := replica.New(rcfg, 0)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -169,6 +171,7 @@ func (n *Node) run() {
 		if n.Err() != nil {
 			return
 		}
+		n.pollStart()
 		select {
 		case <-n.stop:
 			return
@@ -177,10 +180,14 @@ func (n *Node) run() {
 				n.fail(errors.New("node: transport closed"))
 				return
 			}
+			n.pollEnd()
+			n.received(m)
 			n.r.Receive(n.clock(), m)
 		case f := <-n.calls:
+			n.pollEnd()
 			f()
 		case <-n.wake:
+			n.pollEnd()
 			n.runInternal()
 		}
 		n.carry()
@@ -296,6 +303,7 @@ func (n *Node) carry() {
 		if n.Err() != nil {
 			return
 		}
+		n.observe(o)
 		switch o := o.(type) {
 		case replica.Send:
 			n.cfg.Transport.Send(o.Message)
@@ -328,6 +336,7 @@ func (n *Node) carry() {
 			return
 		}
 	}
+	n.observeState(n.r.State())
 	n.st = n.r.State()
 	n.armTimer()
 }
@@ -357,7 +366,7 @@ func (n *Node) armTimer() {
 // one Sync for every write made while the previous one ran).
 func (n *Node) sync() {
 	go func() {
-		err := n.cfg.Log.Sync()
+		err := n.syncLog()
 		n.internalCall(func() {
 			if err != nil {
 				n.fail(fmt.Errorf("node: syncing the log: %w", err))

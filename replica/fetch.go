@@ -19,11 +19,22 @@ type parkedFetch struct {
 // a response to no request in flight (stale, duplicated, from before the
 // latest role change) is dropped.
 func (r *Replica) onResponse(m Message) {
-	if _, ok := r.match(m); !ok && plant != bugKeepStale {
+	q, ok := r.match(m)
+	if !ok && plant != bugKeepStale {
 		return
 	}
 	if m.Event == nil {
 		return // an answer without an event (D28)
+	}
+	if ok && refusedForCluster(m.Event) {
+		// INCONSISTENT_CLUSTER_ID is a top-level error in Kafka (every
+		// response puts it in its top-level error_code), which
+		// KafkaRaftClient.handleTopLevelError never hands to the state:
+		// the epoch and leader of another cluster's replica must not move
+		// this one. The request goes again after the backoff, as after a
+		// timeout (docs/design.md D67).
+		r.timedOut(q)
+		return
 	}
 	if sr, ok := m.Event.(kraft.ReceiveFetchSnapshotResponse); ok {
 		r.onFetchSnapshotResponse(sr, m.Chunk)
@@ -61,6 +72,23 @@ func (r *Replica) onResponse(m Message) {
 		// latest one goes again after the backoff.
 		r.retryFetch()
 	}
+}
+
+// refusedForCluster: a response that refuses the request for its cluster
+// id.
+func refusedForCluster(e kraft.Event) bool {
+	code := kraft.ErrNone
+	switch e := e.(type) {
+	case kraft.ReceiveVoteResponse:
+		code = e.Error
+	case kraft.ReceiveQuorumResponse:
+		code = e.Error
+	case kraft.ReceiveFetchResponse:
+		code = e.Error
+	case kraft.ReceiveFetchSnapshotResponse:
+		code = e.Error
+	}
+	return code == kraft.ErrInconsistentClusterID
 }
 
 // stepFetched reports records a follower appended: each LogAppended, then

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/kraftquorum/kraft"
 	"github.com/kraftquorum/kraft/node"
 )
@@ -54,6 +55,10 @@ type config struct {
 	fetchMaxWait       time.Duration
 
 	snapshotEvery int64 // 0: the replica takes no snapshots
+	readyMaxLag   int64 // GET /readyz: the most a follower may lag
+
+	// warnings are the keys of -config that kraftd does not use.
+	warnings []string
 }
 
 // Kafka's defaults (controller.quorum.*).
@@ -136,7 +141,9 @@ type rawFlags struct {
 	seed                                                uint64
 	electionTimeout, fetchTimeout, electionBackoffMax   time.Duration
 	requestTimeout, retryBackoff, fetchMaxWait          time.Duration
-	snapshotEvery                                       int64
+	snapshotEvery, readyMaxLag                          int64
+	config                                              string
+	version, randomUUID                                 bool
 }
 
 func newFlagSet(r *rawFlags) *flag.FlagSet {
@@ -150,7 +157,7 @@ func newFlagSet(r *rawFlags) *flag.FlagSet {
 	fs.StringVar(&r.dir, "dir", "", "the data directory `PATH`: the quorum-state file, the log (in log/) and the snapshots (in snapshots/) (required)")
 	fs.StringVar(&r.listen, "listen", "", "listen for the other replicas on `ADDR` (default: this replica's address in -voters; 127.0.0.1:0 for an observer)")
 	fs.StringVar(&r.httpAddr, "http", "", "serve the HTTP API on `ADDR` (default: no HTTP API)")
-	fs.StringVar(&r.clusterID, "cluster-id", "", "the cluster `UUID`; requests with another one are refused (default: any)")
+	fs.StringVar(&r.clusterID, "cluster-id", "", "the cluster `UUID`, the same at every replica of the cluster (required; kraftd -random-uuid makes one, like kafka-storage random-uuid); requests with another one are refused")
 	fs.StringVar(&r.dirID, "directory-id", "", "this replica's directory `UUID` (default: its directory id in -voters or -initial-voters; in a dynamic quorum otherwise the one kept in DIR/directory.id, made at the first start)")
 	fs.Uint64Var(&r.seed, "seed", 0, "seed of the election timeouts (default: derived from -id)")
 	fs.DurationVar(&r.electionTimeout, "election-timeout", defaultElectionTimeout, "election timeout (controller.quorum.election.timeout.ms)")
@@ -160,12 +167,18 @@ func newFlagSet(r *rawFlags) *flag.FlagSet {
 	fs.DurationVar(&r.retryBackoff, "retry-backoff", node.DefaultRetryBackoff, "wait before a request is sent again")
 	fs.DurationVar(&r.fetchMaxWait, "fetch-max-wait", 0, "how long the leader holds a Fetch with nothing new (default: 500ms, or -fetch-timeout/4 if shorter)")
 	fs.Int64Var(&r.snapshotEvery, "snapshot-every", 0, "take a snapshot of the state machine every `N` applied offsets and delete the log before it (default: no snapshots)")
+	fs.Int64Var(&r.readyMaxLag, "ready-max-lag", defaultReadyMaxLag, "GET /readyz: a follower is ready while its high watermark is at most `N` records behind the leader's")
+	fs.StringVar(&r.config, "config", "", "read the configuration from `FILE`, in Java properties syntax with Kafka's controller.properties names (node.id, controller.quorum.voters, log.dirs, ...; docs/kraftd.md lists them); flags override it")
+	fs.BoolVar(&r.version, "version", false, "print kraftd's version and the Go version, and exit")
+	fs.BoolVar(&r.randomUUID, "random-uuid", false, "print a new random UUID for -cluster-id, and exit (kafka-storage random-uuid)")
 	return fs
 }
 
-const usageText = `Usage: kraftd -id N -voters LIST -dir PATH [flags]
-       kraftd -id N -initial-voters LIST -dir PATH [flags]
-       kraftd -id N -bootstrap-servers LIST [-auto-join] -dir PATH [flags]
+const usageText = `Usage: kraftd -cluster-id UUID -id N -voters LIST -dir PATH [flags]
+       kraftd -cluster-id UUID -id N -initial-voters LIST -dir PATH [flags]
+       kraftd -cluster-id UUID -id N -bootstrap-servers LIST [-auto-join] -dir PATH [flags]
+       kraftd -config FILE [flags]
+       kraftd -random-uuid | -version
 
 kraftd runs one member of a KRaft quorum: a voter if -id is in -voters, an
 observer otherwise. With -initial-voters or -bootstrap-servers the voter set
@@ -175,8 +188,10 @@ leader (or -auto-join). It keeps Kafka's quorum-state file, a segment log and
 snapshots in -dir, talks to the other replicas over TCP, applies the
 committed records to a small state machine (a count and a running digest),
 logs role changes to stderr and, with -http, serves GET /status, POST
-/append, POST /resign, GET /voters and POST /voters/{add,remove,update}. SIGINT or SIGTERM stops it gracefully (a leader
-hands leadership over first).
+/append, POST /resign, GET /voters, POST /voters/{add,remove,update}, GET
+/metrics (Prometheus), GET /healthz and GET /readyz. Every replica of a
+cluster needs the same -cluster-id. SIGINT or SIGTERM stops it gracefully
+(a leader hands leadership over first).
 
 Exit status: 0 after a graceful stop, 1 on a runtime error, 2 on bad flags.
 
@@ -192,9 +207,20 @@ func usage() string {
 	return usageText + b.String()
 }
 
-// parseConfig parses and checks the command line. Errors name the flag;
-// -h and -help give flag.ErrHelp.
-func parseConfig(args []string) (config, error) {
+// defaultReadyMaxLag is -ready-max-lag's default.
+const defaultReadyMaxLag = 1000
+
+// errVersion and errRandomUUID ask for -version's and -random-uuid's
+// output instead of a replica.
+var (
+	errVersion    = errors.New("-version")
+	errRandomUUID = errors.New("-random-uuid")
+)
+
+// parseConfig parses and checks the command line, and the -config file
+// under it. Errors name the flag (or the file's line); -h and -help give
+// flag.ErrHelp, -version errVersion, -random-uuid errRandomUUID.
+func parseConfig(args []string) (c config, err error) {
 	var r rawFlags
 	fs := newFlagSet(&r)
 	if err := fs.Parse(args); err != nil {
@@ -203,10 +229,36 @@ func parseConfig(args []string) (config, error) {
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	switch {
+	case r.version:
+		return config{}, errVersion
+	case r.randomUUID:
+		return config{}, errRandomUUID
+	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
-	var c config
+	if r.config != "" {
+		var warnings []string
+		var origins map[string]string
+		warnings, origins, err = applyConfigFile(fs, r.config, set)
+		if err != nil {
+			return c, fmt.Errorf("-config %s: %w", r.config, err)
+		}
+		c.warnings = warnings
+		// An error about a flag the file set names the file's line.
+		defer func() {
+			if err == nil {
+				return
+			}
+			for name, origin := range origins {
+				if msg := err.Error(); strings.HasPrefix(msg, "-"+name+" ") || strings.HasPrefix(msg, "-"+name+":") {
+					err = fmt.Errorf("-config %s: %s: %w", r.config, origin, err)
+					return
+				}
+			}
+		}()
+	}
 	switch {
 	case r.id == "":
 		return c, errors.New("-id is required")
@@ -332,10 +384,32 @@ func parseConfig(args []string) (config, error) {
 		// long poll and start an election.
 		return c, fmt.Errorf("-fetch-max-wait %v: want less than -fetch-timeout (%v)", c.fetchMaxWait, c.fetchTimeout)
 	}
+	if r.readyMaxLag < 0 {
+		return c, fmt.Errorf("-ready-max-lag %d: want 0 or more records", r.readyMaxLag)
+	}
+	c.readyMaxLag = r.readyMaxLag
 	if err := c.kraftConfig().Validate(); err != nil {
 		return c, fmt.Errorf("-id/-voters: %w", err)
 	}
+	if !c.hasClusterID {
+		return c, fmt.Errorf("-cluster-id is required: make one for the cluster with kraftd -random-uuid (kafka-storage random-uuid) and give it to every replica, for example -cluster-id %s", randomUUID())
+	}
 	return c, nil
+}
+
+// kafkaUUID writes a UUID as Kafka does (Uuid.toString): 22 characters
+// of URL-safe base64 without padding.
+func kafkaUUID(u [16]byte) string { return base64.RawURLEncoding.EncodeToString(u[:]) }
+
+// randomUUID is a new random UUID in Kafka's form that does not start
+// with '-' (Kafka's Uuid.randomUuid draws again: such an id reads as a
+// flag on a command line).
+func randomUUID() string {
+	for {
+		if s := kafkaUUID(uuid.New()); s[0] != '-' {
+			return s
+		}
+	}
 }
 
 // parseNodeID parses a node id: an integer from 0 to MaxInt32.

@@ -15,7 +15,7 @@ import (
 const threeVoters = "1@127.0.0.1:9091,2@127.0.0.1:9092,3@127.0.0.1:9093"
 
 func args(extra ...string) []string {
-	return append([]string{"-id", "2", "-voters", threeVoters, "-dir", "/tmp/x"}, extra...)
+	return append([]string{"-cluster-id", testClusterID, "-id", "2", "-voters", threeVoters, "-dir", "/tmp/x"}, extra...)
 }
 
 func TestParseConfigDefaults(t *testing.T) {
@@ -42,7 +42,10 @@ func TestParseConfigDefaults(t *testing.T) {
 	require.NoError(t, kc.Validate())
 	require.Equal(t, kraft.ReplicaKey{ID: 2}, kc.Local)
 	require.False(t, kc.Observer)
-	require.False(t, kc.ClusterID.Valid)
+	require.True(t, kc.ClusterID.Valid)
+	require.Equal(t, "32453738-4541-3537-3035-324434333642", kc.ClusterID.UUID.String(), "testClusterID")
+	require.Equal(t, int64(defaultReadyMaxLag), c.readyMaxLag)
+	require.Empty(t, c.warnings)
 	require.Equal(t, []kraft.ReplicaKey{{ID: 1}, {ID: 2}, {ID: 3}}, kc.Voters)
 }
 
@@ -82,7 +85,7 @@ func TestParseConfigDirectoryIDs(t *testing.T) {
 		dir2 = "AAECAwQFBgcICQoLDA0ODw" // Kafka's base64 form of 00010203-...-0f
 	)
 	voters := "1:" + dir1 + "@127.0.0.1:9091,2:" + dir2 + "@127.0.0.1:9092,3@127.0.0.1:9093"
-	c, err := parseConfig([]string{"-id", "2", "-voters", voters, "-dir", "d"})
+	c, err := parseConfig([]string{"-cluster-id", testClusterID, "-id", "2", "-voters", voters, "-dir", "d"})
 	require.NoError(t, err)
 	require.False(t, c.observer)
 	kc := c.kraftConfig()
@@ -94,19 +97,19 @@ func TestParseConfigDirectoryIDs(t *testing.T) {
 
 	// The same id with another directory id (a replaced disk) is an
 	// observer; a voter entry without a directory id matches any.
-	c, err = parseConfig([]string{"-id", "2", "-voters", voters, "-dir", "d", "-directory-id", dir1})
+	c, err = parseConfig([]string{"-cluster-id", testClusterID, "-id", "2", "-voters", voters, "-dir", "d", "-directory-id", dir1})
 	require.NoError(t, err)
 	require.True(t, c.observer)
 	require.Equal(t, "127.0.0.1:0", c.listen)
 	require.NoError(t, c.kraftConfig().Validate())
-	c, err = parseConfig([]string{"-id", "3", "-voters", voters, "-dir", "d", "-directory-id", dir1})
+	c, err = parseConfig([]string{"-cluster-id", testClusterID, "-id", "3", "-voters", voters, "-dir", "d", "-directory-id", dir1})
 	require.NoError(t, err)
 	require.False(t, c.observer)
 	require.Equal(t, dir1, c.kraftConfig().Local.DirectoryID.String())
 }
 
 func TestParseConfigObserver(t *testing.T) {
-	c, err := parseConfig([]string{"-id", "4", "-voters", threeVoters, "-dir", "d"})
+	c, err := parseConfig([]string{"-cluster-id", testClusterID, "-id", "4", "-voters", threeVoters, "-dir", "d"})
 	require.NoError(t, err)
 	require.True(t, c.observer)
 	require.Equal(t, "127.0.0.1:0", c.listen, "an observer is never dialed: any port")
@@ -116,7 +119,7 @@ func TestParseConfigObserver(t *testing.T) {
 	require.Equal(t, kraft.ReplicaKey{ID: 4}, kc.Local)
 	require.NoError(t, kc.Validate())
 
-	c, err = parseConfig([]string{"-id", "0", "-voters", threeVoters, "-dir", "d", "-listen", "127.0.0.1:9094"})
+	c, err = parseConfig([]string{"-cluster-id", testClusterID, "-id", "0", "-voters", threeVoters, "-dir", "d", "-listen", "127.0.0.1:9094"})
 	require.NoError(t, err)
 	require.True(t, c.observer)
 	require.Equal(t, "127.0.0.1:9094", c.listen)
@@ -163,6 +166,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{args("-fetch-max-wait", "2s"), "-fetch-max-wait 2s: want less than -fetch-timeout (2s)"},
 		{args("-snapshot-every", "-5"), "-snapshot-every -5: want 0 (no snapshots) or a positive count"},
 		{args("-snapshot-every", "many"), "-snapshot-every"},
+		{args("-ready-max-lag", "-1"), "-ready-max-lag -1: want 0 or more records"},
+		{[]string{"-id", "1", "-voters", threeVoters, "-dir", "d"}, "-cluster-id is required: make one for the cluster with kraftd -random-uuid"},
+		{args("-config", "/nonexistent/kraftd.properties"), "-config /nonexistent/kraftd.properties: open"},
 	} {
 		_, err := parseConfig(tc.args)
 		require.Error(t, err, "%q", tc.args)
@@ -214,7 +220,7 @@ func TestRunSingleVoter(t *testing.T) {
 	code := make(chan int, 1)
 	go func() {
 		code <- run([]string{
-			"-id", "1", "-voters", "1@" + ports[0], "-dir", dir, "-http", ports[1],
+			"-cluster-id", testClusterID, "-id", "1", "-voters", "1@" + ports[0], "-dir", dir, "-http", ports[1],
 			"-election-timeout", "50ms", "-fetch-timeout", "100ms",
 		}, os.Stdout, &stderr, sigs)
 	}()
@@ -251,7 +257,7 @@ func TestRunSingleVoter(t *testing.T) {
 func TestParseConfigDynamic(t *testing.T) {
 	const dir1 = "b5f2c9d4-8a1e-4c3b-9f7d-2e6a1b0c4d8e"
 	initial := "1:" + dir1 + "@127.0.0.1:9091"
-	c, err := parseConfig([]string{"-id", "1", "-initial-voters", initial, "-dir", "d"})
+	c, err := parseConfig([]string{"-cluster-id", testClusterID, "-id", "1", "-initial-voters", initial, "-dir", "d"})
 	require.NoError(t, err)
 	require.True(t, c.dynamic)
 	require.False(t, c.observer)
@@ -263,7 +269,7 @@ func TestParseConfigDynamic(t *testing.T) {
 	require.Equal(t, "127.0.0.1:9091", c.nodeInitialVoters()[0].Endpoint)
 	require.Empty(t, c.bootstrapIDs(), "the only initial voter has no one to ask")
 
-	c, err = parseConfig([]string{"-id", "2", "-bootstrap-servers", "1@127.0.0.1:9091", "-auto-join", "-listen", "127.0.0.1:9092", "-dir", "d"})
+	c, err = parseConfig([]string{"-cluster-id", testClusterID, "-id", "2", "-bootstrap-servers", "1@127.0.0.1:9091", "-auto-join", "-listen", "127.0.0.1:9092", "-dir", "d"})
 	require.NoError(t, err)
 	require.True(t, c.dynamic)
 	require.True(t, c.observer)

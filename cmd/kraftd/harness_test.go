@@ -84,7 +84,7 @@ func newCluster(t *testing.T, bin string, n int) *cluster {
 		}
 		p.args = append([]string{
 			"-id", strconv.Itoa(i), "-voters", strings.Join(voters, ","),
-			"-dir", p.dir, "-http", p.http,
+			"-dir", p.dir, "-http", p.http, "-cluster-id", testClusterID,
 		}, testTimeouts...)
 		c.procs[i] = p
 		c.ids = append(c.ids, i)

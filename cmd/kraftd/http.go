@@ -32,6 +32,7 @@ type replica interface {
 	AddVoter(ctx context.Context, key kraft.ReplicaKey, endpoint string) error
 	RemoveVoter(ctx context.Context, key kraft.ReplicaKey) error
 	UpdateVoter(ctx context.Context, key kraft.ReplicaKey, endpoint string) error
+	Metrics() (node.Metrics, error)
 }
 
 // voterBody is the JSON body of POST /voters/add, /voters/remove and
@@ -76,10 +77,16 @@ type status struct {
 //	              404 VOTER_NOT_FOUND; 503 REQUEST_TIMED_OUT (another change
 //	              is not committed yet, or the new voter did not catch up or
 //	              answer in time; try again); 400 for the other codes
+//	GET  /metrics 200 node.Metrics in the Prometheus text format (metrics.go)
+//	GET  /healthz 200: the process is alive
+//	GET  /readyz  200 if the replica leads, or follows a leader and its high
+//	              watermark is at most readyMaxLag records behind the
+//	              leader's; 503 otherwise; the body says why
 //
 // local is this replica's own key and endpoint, for GET /voters.
-func newHandler(r replica, m *machine, local node.VoterInfo) http.Handler {
+func newHandler(r replica, m *machine, local node.VoterInfo, readyMaxLag int64) http.Handler {
 	mux := http.NewServeMux()
+	addOpsHandlers(mux, r, readyMaxLag)
 	mux.HandleFunc("/voters", func(w http.ResponseWriter, req *http.Request) {
 		if !allow(w, req, http.MethodGet) {
 			return

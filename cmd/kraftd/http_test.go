@@ -33,7 +33,11 @@ type fakeReplica struct {
 	kraftVersion int16
 	changeErr    error
 	changes      []string
+
+	metrics node.Metrics
 }
+
+func (f *fakeReplica) Metrics() (node.Metrics, error) { return f.metrics, f.statusErr }
 
 func (f *fakeReplica) Status() (node.Status, error) { return f.status, f.statusErr }
 
@@ -71,7 +75,7 @@ func serveOnce(t *testing.T, r replica, method, path, body string) (int, map[str
 func serveWith(t *testing.T, r replica, m *machine, method, path, body string) (int, map[string]interface{}) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	newHandler(r, m, node.VoterInfo{ID: 2}).ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader(body)))
+	newHandler(r, m, node.VoterInfo{ID: 2}, 100).ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader(body)))
 	require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
 	var out map[string]interface{}
 	dec := json.NewDecoder(rec.Body)

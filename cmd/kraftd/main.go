@@ -4,9 +4,12 @@
 // that the committed records are applied to (with -snapshot-every, it is
 // snapshotted and the log deleted behind the snapshots), and an optional
 // HTTP endpoint to append records, read the replica's status and make the
-// leader resign.
+// leader resign, and the operational endpoints /metrics (Prometheus),
+// /healthz and /readyz. Every replica of a cluster gets the same cluster id
+// (kraftd -random-uuid makes one):
 //
-//	kraftd -id 1 -voters 1@127.0.0.1:9091,2@127.0.0.1:9092,3@127.0.0.1:9093 \
+//	kraftd -cluster-id MkU3OEVBNTcwNTJENDM2Qg -id 1 \
+//		-voters 1@127.0.0.1:9091,2@127.0.0.1:9092,3@127.0.0.1:9093 \
 //		-dir /tmp/kraft1 -http 127.0.0.1:8081
 //
 // A replica whose -id is not in -voters runs as an observer. A dynamic
@@ -14,8 +17,11 @@
 // replicas started with -bootstrap-servers that are added through POST
 // /voters/add at the leader (or ask for it themselves with -auto-join):
 //
-//	kraftd -id 1 -initial-voters 1:DIRID@127.0.0.1:9091 -dir /tmp/kraft1 -http 127.0.0.1:8081
-//	kraftd -id 2 -bootstrap-servers 1@127.0.0.1:9091 -listen 127.0.0.1:9092 -dir /tmp/kraft2 -http 127.0.0.1:8082
+//	kraftd -cluster-id CID -id 1 -initial-voters 1:DIRID@127.0.0.1:9091 -dir /tmp/kraft1 -http 127.0.0.1:8081
+//	kraftd -cluster-id CID -id 2 -bootstrap-servers 1@127.0.0.1:9091 -listen 127.0.0.1:9092 -dir /tmp/kraft2 -http 127.0.0.1:8082
+//
+// The flags may come from a file in Java properties syntax with the names
+// of Kafka's controller.properties (-config; flags override it).
 //
 // Role changes
 // are logged to stderr with kraft's reasons. SIGINT or SIGTERM stops the
@@ -64,8 +70,15 @@ func main() {
 // it fails; it returns the exit status.
 func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 	cfg, err := parseConfig(args)
-	if errors.Is(err, flag.ErrHelp) {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
 		_, _ = fmt.Fprint(stdout, usage())
+		return exitOK
+	case errors.Is(err, errVersion):
+		_, _ = fmt.Fprintln(stdout, version())
+		return exitOK
+	case errors.Is(err, errRandomUUID):
+		_, _ = fmt.Fprintln(stdout, randomUUID())
 		return exitOK
 	}
 	if err != nil {
@@ -78,6 +91,10 @@ func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 
 // serve runs the replica described by cfg.
 func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
+	logger.Printf("kraftd: %s", version())
+	for _, w := range cfg.warnings {
+		logger.Printf("kraftd: -config: %s (ignored)", w)
+	}
 	if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
 		logger.Printf("kraftd: creating the data directory: %v", err)
 		return exitFail
@@ -127,6 +144,7 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 	} else {
 		logger.Printf("kraftd: replica %d (%s) listening on %s, voters %s, data in %s", cfg.id, role, tr.Addr(), votersString(cfg.voters), cfg.dir)
 	}
+	logger.Printf("kraftd: cluster id %s (%s)", kafkaUUID(cfg.clusterID), uuid.UUID(cfg.clusterID))
 	m := &machine{}
 	ncfg := node.Config{
 		Kraft:          cfg.kraftConfig(),
@@ -169,7 +187,7 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 			return exitFail
 		}
 		local := node.VoterInfo{ID: cfg.id, DirectoryID: cfg.dirID, Endpoint: tr.Addr().String()}
-		srv = newHTTPServer(newHandler(n, m, local))
+		srv = newHTTPServer(newHandler(n, m, local, cfg.readyMaxLag))
 		logger.Printf("kraftd: HTTP API on http://%s", ln.Addr())
 		go func() { httpErr <- srv.Serve(ln) }()
 	}

@@ -23,6 +23,9 @@ import (
 // append acknowledged with 200 is at its offset in every log, and the logs
 // agree up to the high watermark.
 
+// testClusterID is the cluster id of the tests' replicas.
+const testClusterID = "MkU3OEVBNTcwNTJENDM2Qg"
+
 // Short kraft timeouts, so that a failover takes a fraction of a second.
 var testTimeouts = []string{"-election-timeout", "200ms", "-fetch-timeout", "400ms", "-election-backoff-max", "200ms"}
 

@@ -29,7 +29,7 @@ func TestProcessDynamicQuorum(t *testing.T) {
 	const dir1 = "b5f2c9d4-8a1e-4c3b-9f7d-2e6a1b0c4d8e"
 	for _, id := range c.ids {
 		p := c.procs[id]
-		p.args = append([]string{"-id", strconv.Itoa(id), "-dir", p.dir, "-http", p.http, "-snapshot-every", "20"}, testTimeouts...)
+		p.args = append([]string{"-id", strconv.Itoa(id), "-dir", p.dir, "-http", p.http, "-snapshot-every", "20", "-cluster-id", testClusterID}, testTimeouts...)
 		if id == 1 {
 			p.args = append(p.args, "-initial-voters", "1:"+dir1+"@"+p.raft)
 		} else {

@@ -1,0 +1,414 @@
+package node
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/replica"
+)
+
+// Metrics is a snapshot of a replica's metrics: Kafka's KafkaRaftMetrics
+// (metric group raft-metrics) as values, and a few of kraft's own. The
+// loop keeps them, so they are exact and deterministic: counters and
+// latencies are cumulative since Start (a sum, a count, the maximum and a
+// fixed histogram, Latency) rather than Kafka's windowed averages and
+// rates; a monitoring system derives the rates (docs/kraftd.md says how
+// kraftd's /metrics maps them).
+//
+// Kafka's metrics that are here, under its names:
+//
+//   - current-leader, current-epoch, current-vote, current-state,
+//     high-watermark, log-end-offset, log-end-epoch: gauges, read from the
+//     state (CurrentLeader ... LogEndEpoch).
+//   - number-unknown-voter-connections: UnknownVoterConnections.
+//   - append-records-rate, fetch-records-rate: the counts AppendRecords and
+//     FetchRecords; the rate is their derivative.
+//   - commit-latency-avg and -max: CommitLatency.
+//   - election-latency-avg and -max: ElectionLatency.
+//   - poll-idle-ratio-avg: PollIdle and PollBusy; the ratio is
+//     PollIdle / (PollIdle + PollBusy) over an interval.
+//
+// Kafka's current-vote-directory-id is left out: it is the directory id
+// of current-vote, which a string-valued metric would carry (Prometheus
+// values are numbers); Status.VoterSet has the directory ids.
+type Metrics struct {
+	// CurrentLeader is current-leader: the leader's id, -1 if unknown.
+	CurrentLeader kraft.NodeID
+	// CurrentEpoch is current-epoch.
+	CurrentEpoch kraft.Epoch
+	// CurrentVote is current-vote, as Kafka computes it: this replica's id
+	// on a Leader or Candidate, the id voted for by an Unattached replica
+	// that voted in the epoch, -1 otherwise.
+	CurrentVote kraft.NodeID
+	// CurrentState is current-state, Kafka's name of the role: "leader",
+	// "candidate", "voted" (Unattached with a vote), "follower",
+	// "observer" (a Follower that is not a voter) or "unattached" (every
+	// other role: Unattached without a vote, Prospective and Resigned, as
+	// Kafka's KafkaRaftMetrics reports them). Role is kraft's name.
+	CurrentState string
+	// Role is the replica's kraft.Role ("Leader", "Prospective", ...).
+	Role string
+	// HighWatermark is high-watermark: -1 if unknown.
+	HighWatermark int64
+	// LogEndOffset and LogEndEpoch are log-end-offset and log-end-epoch:
+	// the written log's end (not necessarily flushed).
+	LogEndOffset int64
+	LogEndEpoch  kraft.Epoch
+	// UnknownVoterConnections is number-unknown-voter-connections: the
+	// voters other than this replica whose address the transport does not
+	// know (a TCPTransport; 0 with a transport that needs no addresses).
+	// Kafka reports 0 for its static voter sets.
+	UnknownVoterConnections int
+
+	// AppendRecords counts the records this replica appended as the
+	// leader (data and control records: append-records-rate's records),
+	// FetchRecords the records it appended as a follower or observer
+	// from Fetch responses (fetch-records-rate's). Both are the growth of
+	// the log end across each input; a snapshot installed is not counted.
+	AppendRecords, FetchRecords uint64
+	// CommitLatency is commit-latency: for each write of the leader to its
+	// log (an Append's records, a control record), the time from the write
+	// until the high watermark passes it. Kafka divides each batch's time
+	// by its number of records; kraft records one sample per write.
+	CommitLatency Latency
+	// ElectionLatency is election-latency: from becoming Candidate to
+	// becoming Leader or Follower (Kafka's updateElectionStartMs and
+	// maybeUpdateElectionLatency; the KIP-996 pre-vote before it is not
+	// counted, as in Kafka).
+	ElectionLatency Latency
+	// PollIdle is the time the loop waited for input and PollBusy the time
+	// it spent handling inputs and carrying out the replica's outputs
+	// (poll-idle-ratio-avg: Kafka's TimeRatio of its poll).
+	PollIdle, PollBusy time.Duration
+
+	// Fsync is the latency of the log's syncs (storage.Log.Sync), each
+	// timed around the call off the loop.
+	Fsync Latency
+	// Voters, on the leader, is each voter's end offset and lag behind the
+	// leader's log end, as in Status.
+	Voters []VoterStatus
+	// LeaderHighWatermark, on a Follower, is the highest high watermark
+	// the current leader sent in a Fetch response in this epoch, -1 if
+	// none: HighWatermark, which is at most the follower's log end, lags
+	// behind it by the records the follower has yet to fetch.
+	LeaderHighWatermark int64
+	// ClusterIDRefused counts the requests this replica refused because
+	// they carry another cluster id (INCONSISTENT_CLUSTER_ID);
+	// ClusterIDRefusedByPeers the responses of that error to this
+	// replica's requests. Both are logged (refusalLogEvery).
+	ClusterIDRefused, ClusterIDRefusedByPeers uint64
+	// TransportDropped is Status.TransportDropped.
+	TransportDropped uint64
+}
+
+// LatencyBounds are the upper bounds of Latency's histogram buckets.
+var LatencyBounds = [...]time.Duration{
+	time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond, 500 * time.Millisecond, time.Second, 5 * time.Second, 10 * time.Second,
+}
+
+// Latency is a cumulative latency distribution: the number of samples,
+// their sum and maximum, and a histogram. Buckets[i] counts the samples
+// at most LatencyBounds[i] (and above the bound before it); the last one
+// counts the samples above every bound. Kafka's -avg is Sum/Count over an
+// interval, its -max (over Kafka's sample window) is Max here (since
+// Start).
+type Latency struct {
+	Count   uint64
+	Sum     time.Duration
+	Max     time.Duration
+	Buckets [len(LatencyBounds) + 1]uint64
+}
+
+func (l *Latency) observe(d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	l.Count++
+	l.Sum += d
+	if d > l.Max {
+		l.Max = d
+	}
+	i := 0
+	for i < len(LatencyBounds) && d > LatencyBounds[i] {
+		i++
+	}
+	l.Buckets[i]++
+}
+
+// refusalLogEvery is how often, at most, a cluster id refusal is logged
+// again for one peer and direction; the line says how many were not.
+const refusalLogEvery = time.Minute
+
+// loopMetrics is what the loop keeps for Metrics.
+type loopMetrics struct {
+	appendRecords, fetchRecords uint64
+	commit, election, fsync     Latency
+	electionStart               time.Duration
+	electing                    bool
+	pending                     []pendingWrite // the leader's writes not yet committed
+	installed                   bool           // a snapshot was installed in this input
+	logEnd                      int64          // the log end after the latest input
+	pollStart                   time.Duration
+	polling                     bool
+	idle, busy                  time.Duration
+	leaderHWM                   int64 // + 1: 0 is none
+	refused, refusedBy          uint64
+	refusals                    map[refusalKey]*rateLimit
+}
+
+type pendingWrite struct {
+	end int64 // the log end after the write
+	at  time.Duration
+}
+
+type refusalKey struct {
+	peer kraft.NodeID
+	by   bool // the peer refused this replica's request
+}
+
+type rateLimit struct {
+	last       time.Duration
+	suppressed int
+}
+
+// pollStart marks the start of the loop's wait for input.
+func (n *Node) pollStart() { n.met.pollStart, n.met.polling = n.clock(), true }
+
+// pollEnd marks its end: an input arrived.
+func (n *Node) pollEnd() {
+	now := n.clock()
+	if n.met.polling {
+		n.met.idle += now - n.met.pollStart
+		n.met.polling = false
+	}
+	n.met.pollStart = now // the busy time starts
+}
+
+// observe notes an output of the replica for the metrics (carry).
+func (n *Node) observe(o replica.Output) {
+	switch o := o.(type) {
+	case replica.RoleChange:
+		now := n.clock()
+		switch o.To {
+		case kraft.Candidate:
+			n.met.electionStart, n.met.electing = now, true
+		case kraft.Leader, kraft.Follower:
+			if n.met.electing {
+				n.met.election.observe(now - n.met.electionStart)
+				n.met.electing = false
+			}
+		}
+		n.met.leaderHWM = 0
+	case replica.Installed:
+		n.met.installed = true
+	}
+}
+
+// observeState notes the state after an input (carry): the records
+// appended, the writes committed, and the loop's busy time.
+func (n *Node) observeState(next kraft.State) {
+	now := n.clock()
+	if grown := next.LogEnd().Offset - n.met.logEnd; grown > 0 && !n.met.installed {
+		if next.Role() == kraft.Leader {
+			n.met.appendRecords += uint64(grown)
+			n.met.pending = append(n.met.pending, pendingWrite{end: next.LogEnd().Offset, at: now})
+		} else {
+			n.met.fetchRecords += uint64(grown)
+		}
+	}
+	n.met.installed, n.met.logEnd = false, next.LogEnd().Offset
+	if next.Role() != kraft.Leader {
+		n.met.pending = n.met.pending[:0]
+	}
+	i := 0
+	for ; i < len(n.met.pending) && n.met.pending[i].end <= next.HighWatermark(); i++ {
+		n.met.commit.observe(now - n.met.pending[i].at)
+	}
+	n.met.pending = append(n.met.pending[:0], n.met.pending[i:]...)
+	if !n.met.polling {
+		n.met.busy += now - n.met.pollStart
+		n.met.pollStart = now
+	}
+}
+
+// syncLog syncs the log, off the loop, and hands its latency to the loop.
+func (n *Node) syncLog() error {
+	start := time.Now()
+	err := n.cfg.Log.Sync()
+	took := time.Since(start)
+	n.internalCall(func() { n.met.fsync.observe(took) })
+	return err
+}
+
+// received notes a message from the transport before the replica takes
+// it: cluster id refusals either way (counted and logged), and the
+// leader's high watermark in Fetch responses.
+func (n *Node) received(m Message) {
+	ours := n.cfg.Kraft.ClusterID
+	if !m.Response {
+		var theirs uuid.NullUUID
+		kind := ""
+		switch e := m.Event.(type) {
+		case kraft.ReceiveVoteRequest:
+			theirs, kind = e.ClusterID, "Vote"
+		case kraft.ReceiveBeginQuorumEpoch:
+			theirs, kind = e.ClusterID, "BeginQuorumEpoch"
+		case kraft.ReceiveEndQuorumEpoch:
+			theirs, kind = e.ClusterID, "EndQuorumEpoch"
+		case kraft.ReceiveFetch:
+			theirs, kind = e.ClusterID, "Fetch"
+		case kraft.ReceiveFetchSnapshot:
+			theirs, kind = e.ClusterID, "FetchSnapshot"
+		case kraft.ReceiveAddVoter:
+			theirs, kind = e.ClusterID, "AddRaftVoter"
+		case kraft.ReceiveRemoveVoter:
+			theirs, kind = e.ClusterID, "RemoveRaftVoter"
+		case kraft.ReceiveUpdateVoter:
+			theirs, kind = e.ClusterID, "UpdateRaftVoter"
+		}
+		if theirs.Valid && ours.Valid && theirs.UUID != ours.UUID {
+			n.met.refused++
+			n.logRefusal(refusalKey{peer: m.From}, "node %d: refused a %s request from node %d: INCONSISTENT_CLUSTER_ID: it has cluster id %s, this replica %s; give every replica of the cluster the same cluster id (or stop the stray one)",
+				n.local.ID, kind, m.From, theirs.UUID, ours.UUID)
+		}
+		return
+	}
+	code, kind := kraft.ErrNone, ""
+	switch e := m.Event.(type) {
+	case kraft.ReceiveVoteResponse:
+		code, kind = e.Error, "Vote"
+	case kraft.ReceiveQuorumResponse:
+		code, kind = e.Error, "BeginQuorumEpoch or EndQuorumEpoch"
+	case kraft.ReceiveFetchSnapshotResponse:
+		code, kind = e.Error, "FetchSnapshot"
+	case kraft.ReceiveFetchResponse:
+		code, kind = e.Error, "Fetch"
+		if e.Error == kraft.ErrNone && e.HighWatermark >= 0 && m.From == n.st.Leader() &&
+			e.LeaderEpoch == n.st.Epoch() && e.HighWatermark+1 > n.met.leaderHWM {
+			n.met.leaderHWM = e.HighWatermark + 1
+		}
+	}
+	if code == kraft.ErrInconsistentClusterID {
+		n.met.refusedBy++
+		id := "none"
+		if ours.Valid {
+			id = ours.UUID.String()
+		}
+		n.logRefusal(refusalKey{peer: m.From, by: true}, "node %d: node %d refused this replica's %s request: INCONSISTENT_CLUSTER_ID: it has another cluster id than this replica's (%s); give every replica of the cluster the same cluster id (or stop the stray one)",
+			n.local.ID, m.From, kind, id)
+	}
+}
+
+// logRefusal logs a cluster id refusal, at most once per refusalLogEvery
+// for each peer and direction.
+func (n *Node) logRefusal(k refusalKey, format string, args ...interface{}) {
+	now := n.clock()
+	if n.met.refusals == nil {
+		n.met.refusals = map[refusalKey]*rateLimit{}
+	}
+	rl := n.met.refusals[k]
+	if rl != nil && now-rl.last < refusalLogEvery {
+		rl.suppressed++
+		return
+	}
+	line := fmt.Sprintf(format, args...)
+	if rl != nil && rl.suppressed > 0 {
+		line += fmt.Sprintf(" (%d more since the last report)", rl.suppressed)
+	}
+	if rl == nil {
+		rl = &rateLimit{}
+		n.met.refusals[k] = rl
+	}
+	rl.last, rl.suppressed = now, 0
+	n.cfg.Logf("%s", line)
+}
+
+// peerAddresses is a Transport that knows which peers it has an address
+// for (TCPTransport).
+type peerAddresses interface {
+	HasPeer(id kraft.NodeID) bool
+}
+
+// HasPeer says whether the transport has an address for peer id.
+func (t *TCPTransport) HasPeer(id kraft.NodeID) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.addrs[id]
+	return ok
+}
+
+// Metrics returns the replica's metrics (Metrics).
+func (n *Node) Metrics() (Metrics, error) {
+	var m Metrics
+	err := n.call(func() {
+		s := n.st
+		m = Metrics{
+			CurrentLeader: s.Leader(), CurrentEpoch: s.Epoch(), CurrentVote: currentVote(s),
+			CurrentState: currentState(s), Role: s.Role().String(), HighWatermark: s.HighWatermark(),
+			LogEndOffset: s.LogEnd().Offset, LogEndEpoch: s.LogEnd().Epoch,
+			AppendRecords: n.met.appendRecords, FetchRecords: n.met.fetchRecords,
+			CommitLatency: n.met.commit, ElectionLatency: n.met.election, Fsync: n.met.fsync,
+			PollIdle: n.met.idle, PollBusy: n.met.busy,
+			LeaderHighWatermark: n.met.leaderHWM - 1,
+			ClusterIDRefused:    n.met.refused, ClusterIDRefusedByPeers: n.met.refusedBy,
+		}
+		if pa, ok := n.cfg.Transport.(peerAddresses); ok {
+			for _, v := range s.Voters() {
+				if v.ID != n.local.ID && !pa.HasPeer(v.ID) {
+					m.UnknownVoterConnections++
+				}
+			}
+		}
+		if dc, ok := n.cfg.Transport.(DropCounter); ok {
+			m.TransportDropped = dc.Dropped()
+		}
+		ends := s.VoterEndOffsets()
+		for i, v := range s.Voters() {
+			if ends == nil {
+				break
+			}
+			lag := s.LogEnd().Offset - ends[i]
+			if ends[i] < 0 {
+				lag = s.LogEnd().Offset
+			}
+			m.Voters = append(m.Voters, VoterStatus{ID: v.ID, EndOffset: ends[i], Lag: lag})
+		}
+	})
+	return m, err
+}
+
+// currentVote is Kafka's current-vote.
+func currentVote(s kraft.State) kraft.NodeID {
+	switch s.Role() {
+	case kraft.Leader, kraft.Candidate:
+		return s.Local().ID
+	case kraft.Unattached:
+		if k, ok := s.VotedKey(); ok {
+			return k.ID
+		}
+	}
+	return kraft.NoNode
+}
+
+// currentState is Kafka's current-state.
+func currentState(s kraft.State) string {
+	switch s.Role() {
+	case kraft.Leader:
+		return "leader"
+	case kraft.Candidate:
+		return "candidate"
+	case kraft.Follower:
+		if !s.IsVoter() {
+			return "observer"
+		}
+		return "follower"
+	case kraft.Unattached:
+		if _, ok := s.VotedKey(); ok {
+			return "voted"
+		}
+	}
+	return "unattached"
+}
