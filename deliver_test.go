@@ -89,6 +89,19 @@ func TestDeliverMapsEveryAction(t *testing.T) {
 		{StopTimer{Timer: FetchTimer}, NoNode, nil},
 		{RoleChanged{From: Follower, To: Leader}, NoNode, nil},
 		{Fault{Reason: "x"}, NoNode, nil},
+		{
+			SendVoterChange{To: 1, ClusterID: cluster, Kind: AddVoter, Voter: from},
+			1,
+			ReceiveAddVoter{From: 4, ClusterID: cluster, Voter: from, Listener: true},
+		},
+		{
+			SendVoterChange{To: 1, ClusterID: cluster, Kind: RemoveVoter, Voter: ReplicaKey{ID: 4, DirectoryID: dirB}},
+			1,
+			ReceiveRemoveVoter{From: 4, ClusterID: cluster, Voter: ReplicaKey{ID: 4, DirectoryID: dirB}},
+		},
+		{SendVoterChangeResponse{Ref: 7, To: 3, Kind: AddVoter, Epoch: 6, LeaderID: 4}, NoNode, nil},
+		{SendAPIVersions{To: to}, NoNode, nil},
+		{AppendVoters{Epoch: 6, Voters: []ReplicaKey{from, to}, Change: VoterChange{Kind: AddVoter, Voter: to}}, NoNode, nil},
 	}
 	seen := map[string]bool{}
 	for _, c := range cases {
