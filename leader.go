@@ -159,23 +159,6 @@ func (t *stepper) fetchedBy(id NodeID, dir *uuid.UUID, offset int64, position bo
 	t.checkQuorum()
 }
 
-// checkQuorum restarts the check-quorum window once a majority of voters,
-// the leader included, has fetched in it (Kafka's
-// LeaderState.updateCheckQuorumForFollowingVoter).
-//
-// A leader removed from the voter set does not count itself (Kafka's
-// updateCheckQuorumForFollowingVoter).
-func (t *stepper) checkQuorum() {
-	need := t.s.c.majority()
-	if t.s.c.isVoter() {
-		need--
-	}
-	if t.s.fetchedCheck.size() >= need {
-		t.s.fetchedCheck = 0
-		t.emit(t.s.c.resetCheckQuorum)
-	}
-}
-
 // maybeAdvanceHighWatermark is Kafka's LeaderState.maybeUpdateHighWatermark:
 // the largest offset a majority of voters (the leader's own flushed end
 // included) has reached, adopted only past the epoch start (so a leader
@@ -198,39 +181,6 @@ func (t *stepper) maybeAdvanceHighWatermark() {
 	if candidate := nthLargest(ends, t.s.c.majority()); candidate > t.s.epochStart {
 		t.raiseHighWatermark(candidate)
 	}
-}
-
-// nthLargest returns the n-th largest of xs (1 <= n <= len(xs)),
-// reordering xs: Hoare's selection with the middle element as pivot.
-func nthLargest(xs []int64, n int) int64 {
-	k := n - 1 // index in descending order
-	lo, hi := 0, len(xs)-1
-	for lo < hi {
-		pivot := xs[(lo+hi)/2]
-		i, j := lo, hi
-		for i <= j {
-			for xs[i] > pivot {
-				i++
-			}
-			for xs[j] < pivot {
-				j--
-			}
-			if i <= j {
-				xs[i], xs[j] = xs[j], xs[i]
-				i++
-				j--
-			}
-		}
-		switch {
-		case k <= j:
-			hi = j
-		case k >= i:
-			lo = i
-		default:
-			return xs[k]
-		}
-	}
-	return xs[k]
 }
 
 // raiseHighWatermark moves the high watermark up to hwm (never down). The

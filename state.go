@@ -227,10 +227,6 @@ func (c *settings) voterIndexOf(id NodeID, dir *uuid.UUID) int {
 	return -1
 }
 
-// majority is floor(n/2)+1 for the voter set (Kafka's
-// EpochElection.majoritySize).
-func (c *settings) majority() int { return len(c.voters)/2 + 1 }
-
 // State is one replica's quorum state: an immutable value. Step returns a
 // new State and never changes the one it was given; old States stay valid
 // and may be kept, compared, replayed or forked. The zero State is not

@@ -356,31 +356,6 @@ func (t *stepper) armElection(timer electionTimer) {
 	}
 }
 
-// newTally starts a nominee's election with only its own vote granted.
-func (t *stepper) newTally() {
-	t.s.granted, t.s.rejected = voterSet(0).with(t.s.c.localIndex), 0
-}
-
-func (t *stepper) count() (granted, unrecorded int) {
-	granted = t.s.granted.size()
-	return granted, len(t.s.c.voters) - granted - t.s.rejected.size()
-}
-
-func (t *stepper) won() bool {
-	granted, _ := t.count()
-	return granted >= t.s.c.majority()
-}
-
-// electionLost: even the voters that have not answered cannot make a
-// majority (Kafka's EpochElection.isVoteRejected).
-func (t *stepper) electionLost() bool {
-	if t.s.role != Prospective && t.s.role != Candidate {
-		return false
-	}
-	granted, unrecorded := t.count()
-	return granted+unrecorded < t.s.c.majority()
-}
-
 // clusterOK is Kafka's hasValidClusterId: a request without a cluster id is
 // accepted, otherwise it must be ours. A replica configured without one
 // accepts any.
