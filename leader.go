@@ -178,7 +178,7 @@ func (t *stepper) maybeAdvanceHighWatermark() {
 	}
 	// The majority-th largest end: the largest offset that a majority has
 	// reached (Kafka sorts; a selection is linear in the voters).
-	if candidate := nthLargest(ends, t.s.c.majority()); candidate > t.s.epochStart {
+	if candidate := majorityEnd(ends); candidate > t.s.epochStart {
 		t.raiseHighWatermark(candidate)
 	}
 }

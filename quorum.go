@@ -5,23 +5,51 @@ package kraft
 // watermark's n-th largest end), in one place as etcd raft keeps them in
 // quorum/majority.go.
 
-// majority is floor(n/2)+1 for the voter set (Kafka's
-// EpochElection.majoritySize).
-func (c *settings) majority() int { return len(c.voters)/2 + 1 }
+// majoritySize is floor(n/2)+1: the fewest of n voters that make a
+// majority (Kafka's EpochElection.majoritySize; etcd's len(c)/2+1). Any two
+// majorities of one voter set share a voter.
+func majoritySize(voters int) int { return voters/2 + 1 }
+
+// majority is the majority size of the voter set in force.
+func (c *settings) majority() int { return majoritySize(len(c.voters)) }
+
+// voteWon: granted voters of voters make a majority (Kafka's
+// EpochElection.isVoteGranted; etcd's VoteWon).
+func voteWon(voters, granted int) bool { return granted >= majoritySize(voters) }
+
+// voteLost: even if every voter that has not answered granted, the
+// granted voters could not make a majority (Kafka's
+// EpochElection.isVoteRejected; etcd's VoteLost).
+func voteLost(voters, granted, rejected int) bool {
+	unrecorded := voters - granted - rejected
+	return granted+unrecorded < majoritySize(voters)
+}
+
+// checkQuorumMet: fetched voters other than the leader have fetched in
+// the check-quorum window, enough for a majority with the leader itself
+// when it is a voter; a leader removed from the voter set does not count
+// itself (Kafka's LeaderState.updateCheckQuorumForFollowingVoter).
+func checkQuorumMet(voters, fetched int, leaderVotes bool) bool {
+	need := majoritySize(voters)
+	if leaderVotes {
+		need--
+	}
+	return fetched >= need
+}
+
+// majorityEnd is the largest offset a majority of voters has reached, given
+// each voter's end (etcd's CommittedIndex; Kafka's
+// LeaderState.maybeUpdateHighWatermark sorts and takes the same one). It
+// reorders ends.
+func majorityEnd(ends []int64) int64 { return nthLargest(ends, majoritySize(len(ends))) }
 
 // newTally starts a nominee's election with only its own vote granted.
 func (t *stepper) newTally() {
 	t.s.granted, t.s.rejected = voterSet(0).with(t.s.c.localIndex), 0
 }
 
-func (t *stepper) count() (granted, unrecorded int) {
-	granted = t.s.granted.size()
-	return granted, len(t.s.c.voters) - granted - t.s.rejected.size()
-}
-
 func (t *stepper) won() bool {
-	granted, _ := t.count()
-	return granted >= t.s.c.majority()
+	return voteWon(len(t.s.c.voters), t.s.granted.size())
 }
 
 // electionLost: even the voters that have not answered cannot make a
@@ -30,22 +58,14 @@ func (t *stepper) electionLost() bool {
 	if t.s.role != Prospective && t.s.role != Candidate {
 		return false
 	}
-	granted, unrecorded := t.count()
-	return granted+unrecorded < t.s.c.majority()
+	return voteLost(len(t.s.c.voters), t.s.granted.size(), t.s.rejected.size())
 }
 
 // checkQuorum restarts the check-quorum window once a majority of voters,
 // the leader included, has fetched in it (Kafka's
 // LeaderState.updateCheckQuorumForFollowingVoter).
-//
-// A leader removed from the voter set does not count itself (Kafka's
-// updateCheckQuorumForFollowingVoter).
 func (t *stepper) checkQuorum() {
-	need := t.s.c.majority()
-	if t.s.c.isVoter() {
-		need--
-	}
-	if t.s.fetchedCheck.size() >= need {
+	if checkQuorumMet(len(t.s.c.voters), t.s.fetchedCheck.size(), t.s.c.isVoter()) {
 		t.s.fetchedCheck = 0
 		t.emit(t.s.c.resetCheckQuorum)
 	}
