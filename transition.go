@@ -36,13 +36,19 @@ func StepInto(b *Buffer, s State, e Event) (next State, acts []Action) {
 // stepInto is StepInto: a nil b is Step, otherwise b is reset for this
 // step.
 func stepInto(b *Buffer, s *State, e Event, next *State) []Action {
+	var acts []Action
 	if b == nil {
 		o := Buffer{oneShot: oneShotFor(e)}
-		return stepTo(&o, s, e, next)
+		acts = stepTo(&o, s, e, next)
+	} else {
+		b.acts = b.acts[:0]
+		b.arena.reset()
+		acts = stepTo(b, s, e, next)
 	}
-	b.acts = b.acts[:0]
-	b.arena.reset()
-	return stepTo(b, s, e, next)
+	if checkStep != nil {
+		checkStep(*next)
+	}
+	return acts
 }
 
 // stepTo is Step and StepInto: it builds the next state in *next, in place
