@@ -282,6 +282,59 @@ type Fault struct {
 	Reason string
 }
 
+// SendAPIVersions asks the host to send an ApiVersions request to To, a
+// replica the leader is about to add, and to step its answer as
+// ReceiveAPIVersionsResponse (Kafka's AddVoterHandler learns the new voter's
+// kraft.version range this way). No answer within the request timeout
+// fails the AddRaftVoter.
+type SendAPIVersions struct {
+	To ReplicaKey
+}
+
+// VoterChange is one change to the voter set: the voter added, removed or
+// updated, and for an added or updated voter the kraft.version levels it
+// supports (which the VotersRecord holds).
+type VoterChange struct {
+	Kind          VoterChangeKind
+	Voter         ReplicaKey
+	KRaftVersions VersionRange
+}
+
+// AppendVoters asks the leader's host to append a VotersRecord holding
+// Voters at the log end, in Epoch, and then report it with LogAppended and
+// VotersAppended. Change says what differs from the set in force, so the
+// host can put the endpoints of an added or updated voter (from the
+// request) in the record.
+type AppendVoters struct {
+	Epoch  Epoch
+	Voters []ReplicaKey
+	Change VoterChange
+}
+
+// SendVoterChangeResponse asks the host to answer the request with handle
+// Ref. Epoch and LeaderID are the replica's; Kafka's UpdateRaftVoter
+// response carries them.
+type SendVoterChangeResponse struct {
+	Ref      uint64
+	To       NodeID
+	Kind     VoterChangeKind
+	Error    ErrorCode
+	Epoch    Epoch
+	LeaderID NodeID
+}
+
+// SendVoterChange asks the host to send an AddRaftVoter or RemoveRaftVoter
+// request to the leader To: an observer with Config.AutoJoin asks to join
+// (or to remove the voter with its id and an older directory id; Kafka's
+// controller.quorum.auto.join.enable). The answer changes nothing in the
+// state; the host may drop it.
+type SendVoterChange struct {
+	To        NodeID
+	ClusterID uuid.NullUUID
+	Kind      VoterChangeKind
+	Voter     ReplicaKey
+}
+
 func (Persist) isAction()                      {}
 func (SendVoteRequest) isAction()              {}
 func (SendVoteResponse) isAction()             {}
@@ -304,3 +357,9 @@ func (Fault) isAction()                        {}
 func (SendFetchSnapshot) isAction()  {}
 func (WriteSnapshotChunk) isAction() {}
 func (InstallSnapshot) isAction()    {}
+
+// Dynamic voter sets (KIP-853).
+func (SendAPIVersions) isAction()         {}
+func (AppendVoters) isAction()            {}
+func (SendVoterChangeResponse) isAction() {}
+func (SendVoterChange) isAction()         {}

@@ -2,11 +2,9 @@ package kraft
 
 import (
 	"fmt"
-	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"pgregory.net/rapid"
 )
 
 // The steady-state steps allocate nothing through a warm Buffer, and Step
@@ -171,18 +169,4 @@ func TestBufferGrowsWithoutMovingActions(t *testing.T) {
 	require.Equal(t, Candidate, s.Role())
 	require.Equal(t, 8, requests[0], "the pre-vote asks the 8 others")
 	require.Equal(t, 8, requests[len(requests)-1], "the vote asks the 8 others")
-}
-
-// nthLargest, which the leader's high watermark uses, is the n-th value of
-// the sorted list, for any list and n (duplicates included).
-func TestNthLargestMatchesSorting(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		xs := rapid.SliceOfN(rapid.Int64Range(-1, 20), 1, MaxVoters).Draw(t, "ends")
-		n := rapid.IntRange(1, len(xs)).Draw(t, "n")
-		sorted := append([]int64(nil), xs...)
-		sort.Slice(sorted, func(i, j int) bool { return sorted[i] > sorted[j] })
-		if got := nthLargest(append([]int64(nil), xs...), n); got != sorted[n-1] {
-			t.Fatalf("nthLargest(%v, %d) = %d, want %d", xs, n, got, sorted[n-1])
-		}
-	})
 }

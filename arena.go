@@ -256,32 +256,6 @@ func (t *stepper) emitBeginResponse(v SendBeginQuorumEpochResponse) {
 	}
 }
 
-// fetch emits a Fetch to the leader (or to NoNode: any bootstrap voter)
-// from the local log end, written in place: a follower's Fetch path.
-func (t *stepper) fetch(to NodeID) {
-	if t.probe {
-		return
-	}
-	b := t.buffer()
-	p := b.arena.fetch.slot()
-	// The cluster id field by field: a 17-byte struct copy stalls.
-	p.To, p.ClusterID.UUID, p.ClusterID.Valid, p.CurrentLeaderEpoch = to, t.s.c.clusterID.UUID, t.s.c.clusterID.Valid, t.s.epoch
-	p.FetchOffset, p.FetchEpoch, p.HighWatermark = t.s.log.end.Offset, t.s.log.end.Epoch, t.s.hwm
-	b.acts = append(b.acts, referTo(tabFetch, p))
-}
-
-// fetchResponse emits a SendFetchResponse written in place: the leader's
-// Fetch path, the hottest in a running quorum.
-func (t *stepper) fetchResponse(to NodeID, code ErrorCode, hwm int64, diverging *LogOffsetMetadata) {
-	if t.probe {
-		return
-	}
-	b := t.buffer()
-	p := b.arena.fetchResponse.slot()
-	p.To, p.Error, p.Epoch, p.LeaderID, p.HighWatermark, p.Diverging = to, code, t.s.epoch, t.s.leader, hwm, diverging
-	b.acts = append(b.acts, referTo(tabFetchResponse, p))
-}
-
 func (t *stepper) emitHighWatermark(v HighWatermarkChanged) {
 	if !t.probe {
 		t.emit(pooled(tabHighWatermark, &t.buffer().arena.highWatermark, v))

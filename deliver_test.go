@@ -1,10 +1,7 @@
 package kraft
 
 import (
-	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
+	"reflect"
 	"testing"
 
 	"github.com/google/uuid"
@@ -14,17 +11,42 @@ import (
 // TestDeliverMapsEveryAction: each action type is in the table, every
 // message becomes the addressee's event field by field (docs/wire-mapping.md),
 // and every other action has no event. The list of action types is read from
-// action.go, so a new action without a row fails here.
+// the package's source (loadCatalogue), so a new action without a row
+// fails here.
 func TestDeliverMapsEveryAction(t *testing.T) {
+	from := ReplicaKey{ID: 4, DirectoryID: dirA}
+	seen := map[string]bool{}
+	for _, c := range deliverCases() {
+		name := reflect.TypeOf(c.action).Name()
+		seen[name] = true
+		gotTo, got, ok := Deliver(from, c.action)
+		require.Equal(t, c.want != nil, ok, name)
+		require.Equal(t, c.want, got, name)
+		if ok {
+			require.Equal(t, c.to, gotTo, name)
+		}
+	}
+	for _, name := range loadCatalogue(t).Actions {
+		require.True(t, seen[name], "action %s has no row in the Deliver table", name)
+	}
+}
+
+// deliverCase is an action of replica 4 (directory dirA), the addressee
+// Deliver names and the event it makes (nil: the action is no message).
+type deliverCase struct {
+	action Action
+	to     NodeID
+	want   Event
+}
+
+// deliverCases is the Deliver table: at least one row for each action
+// type.
+func deliverCases() []deliverCase {
 	from := ReplicaKey{ID: 4, DirectoryID: dirA}
 	cluster := uuid.NullUUID{UUID: uuid.MustParse("00000000-0000-0000-0000-0000000000cc"), Valid: true}
 	to := ReplicaKey{ID: 2, DirectoryID: dirB}
 	div := &LogOffsetMetadata{Offset: 7, Epoch: 3}
-	cases := []struct {
-		action Action
-		to     NodeID
-		want   Event // nil: no event
-	}{
+	return []deliverCase{
 		{Persist{Record: EmptyRecord()}, NoNode, nil},
 		{
 			SendVoteRequest{To: to, ClusterID: cluster, CandidateEpoch: 5, Candidate: from, CandidateLogEnd: LogEnd{Offset: 9, Epoch: 4}, PreVote: true},
@@ -89,28 +111,19 @@ func TestDeliverMapsEveryAction(t *testing.T) {
 		{StopTimer{Timer: FetchTimer}, NoNode, nil},
 		{RoleChanged{From: Follower, To: Leader}, NoNode, nil},
 		{Fault{Reason: "x"}, NoNode, nil},
-	}
-	seen := map[string]bool{}
-	for _, c := range cases {
-		name := fmt.Sprintf("%T", c.action)[len("kraft."):]
-		seen[name] = true
-		gotTo, got, ok := Deliver(from, c.action)
-		require.Equal(t, c.want != nil, ok, name)
-		require.Equal(t, c.want, got, name)
-		if ok {
-			require.Equal(t, c.to, gotTo, name)
-		}
-	}
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "action.go", nil, 0)
-	require.NoError(t, err)
-	for _, d := range f.Decls {
-		fn, isFunc := d.(*ast.FuncDecl)
-		if !isFunc || fn.Name.Name != "isAction" || fn.Recv == nil {
-			continue
-		}
-		recv := fn.Recv.List[0].Type.(*ast.Ident).Name
-		require.True(t, seen[recv], "action %s has no row in the Deliver table", recv)
+		{
+			SendVoterChange{To: 1, ClusterID: cluster, Kind: AddVoter, Voter: from},
+			1,
+			ReceiveAddVoter{From: 4, ClusterID: cluster, Voter: from, Listener: true},
+		},
+		{
+			SendVoterChange{To: 1, ClusterID: cluster, Kind: RemoveVoter, Voter: ReplicaKey{ID: 4, DirectoryID: dirB}},
+			1,
+			ReceiveRemoveVoter{From: 4, ClusterID: cluster, Voter: ReplicaKey{ID: 4, DirectoryID: dirB}},
+		},
+		{SendVoterChangeResponse{Ref: 7, To: 3, Kind: AddVoter, Epoch: 6, LeaderID: 4}, NoNode, nil},
+		{SendAPIVersions{To: to}, NoNode, nil},
+		{AppendVoters{Epoch: 6, Voters: []ReplicaKey{from, to}, Change: VoterChange{Kind: AddVoter, Voter: to}}, NoNode, nil},
 	}
 }
 
@@ -132,6 +145,7 @@ func TestTimerTimeoutIsItsEvent(t *testing.T) {
 	require.Equal(t, FetchTimeout{}, FetchTimer.Timeout())
 	require.Equal(t, CheckQuorumTimeout{}, CheckQuorumTimer.Timeout())
 	require.Equal(t, BeginQuorumEpochTimeout{}, BeginQuorumEpochTimer.Timeout())
+	require.Equal(t, VoterChangeTimeout{}, VoterChangeTimer.Timeout())
 	require.Nil(t, Timer(0).Timeout())
 	require.Nil(t, Timer(9).Timeout())
 }

@@ -270,6 +270,74 @@ type LogFlushed struct {
 // roles ignore it.
 type Resign struct{}
 
+// VotersAppended reports a VotersRecord the host wrote to its log at
+// Offset: the leader's own (after AppendVoters, or the start-of-epoch one of
+// AppendLeaderChange), a fetched one, or, at the snapshot's end offset minus
+// one, the set held by a snapshot the host installed (InstallSnapshot). The
+// host steps it right after the LogAppended that covers the record (for a
+// snapshot, right after installing it), before any other event, one event
+// per record in log order. The set is in force from then on, committed or
+// not; a truncation below Offset reverts to the set before it.
+//
+// A record that is not past the previous one, outside the log, or whose
+// voters are not a valid set, is a Fault (Kafka's VoterSetHistory.addAt
+// throws); so is a set whose majorities do not overlap those of the
+// previous set in the log (more than one voter added or removed).
+type VotersAppended struct {
+	Offset int64
+	Voters []ReplicaKey
+}
+
+// ReceiveAddVoter is an AddRaftVoter request (KIP-853). Ref is the host's
+// handle for the request: the answer, SendVoterChangeResponse, carries it
+// back, at once or when the change commits, times out or fails. From is
+// the requester's node id, NoNode for an admin client. Listener says that
+// the request names an endpoint on the listener the replicas use (Kafka:
+// the default listener); the endpoints themselves are the host's.
+type ReceiveAddVoter struct {
+	Ref       uint64
+	From      NodeID
+	ClusterID uuid.NullUUID
+	Voter     ReplicaKey
+	Listener  bool
+}
+
+// ReceiveRemoveVoter is a RemoveRaftVoter request (KIP-853); see
+// ReceiveAddVoter for Ref and From.
+type ReceiveRemoveVoter struct {
+	Ref       uint64
+	From      NodeID
+	ClusterID uuid.NullUUID
+	Voter     ReplicaKey
+}
+
+// ReceiveUpdateVoter is an UpdateRaftVoter request (KIP-853): a voter
+// reports new endpoints or supported kraft.version levels. See
+// ReceiveAddVoter for Ref, From and Listener.
+type ReceiveUpdateVoter struct {
+	Ref                uint64
+	From               NodeID
+	ClusterID          uuid.NullUUID
+	CurrentLeaderEpoch Epoch
+	Voter              ReplicaKey
+	Listener           bool
+	KRaftVersions      VersionRange
+}
+
+// ReceiveAPIVersionsResponse is the answer to a SendAPIVersions: the
+// kraft.version levels the replica From supports (nil when its answer
+// names none), or the error that came instead.
+type ReceiveAPIVersionsResponse struct {
+	From          NodeID
+	Error         ErrorCode
+	KRaftVersions *VersionRange
+}
+
+// VoterChangeTimeout reports that the voter-change timer fired: the
+// leader's pending AddRaftVoter or RemoveRaftVoter ran out of time, or an
+// auto-joining observer may ask again.
+type VoterChangeTimeout struct{}
+
 func (ElectionTimeout) isEvent()         {}
 func (FetchTimeout) isEvent()            {}
 func (CheckQuorumTimeout) isEvent()      {}
@@ -291,3 +359,11 @@ func (Resign) isEvent()                  {}
 func (ReceiveFetchSnapshotResponse) isEvent() {}
 func (SnapshotCreated) isEvent()              {}
 func (LogStartMoved) isEvent()                {}
+
+// Dynamic voter sets (KIP-853).
+func (VotersAppended) isEvent()             {}
+func (ReceiveAddVoter) isEvent()            {}
+func (ReceiveRemoveVoter) isEvent()         {}
+func (ReceiveUpdateVoter) isEvent()         {}
+func (ReceiveAPIVersionsResponse) isEvent() {}
+func (VoterChangeTimeout) isEvent()         {}

@@ -328,3 +328,70 @@ func (s State) AcceptsRecords(r ReceiveFetchResponse) bool {
 	t.onFetchResponse(&r)
 	return t.accepted && t.fault == ""
 }
+
+// toFollower moves to Follower of leader in epoch (Kafka's
+// transitionToFollower): durable, vote kept within the same epoch, fetch
+// timer T_f, and the first Fetch goes out at once.
+func (t *stepper) toFollower(epoch Epoch, leader NodeID, reason string) {
+	t.become(Follower, epoch, leader, t.voteIn(epoch), true, reason)
+	t.enterFollower()
+}
+
+func (t *stepper) enterFollower() {
+	t.s.endpoints = true
+	if t.joins() {
+		// The first join request waits a period (D53).
+		t.waitToJoin()
+	}
+	if t.deferFetch {
+		t.fetchTimerDue, t.fetchDue = true, true
+		return
+	}
+	t.emit(t.followerFetchReset())
+	t.sendFetch()
+}
+
+// followerFetchReset arms a Follower's fetch timer: T_f, plus its rank's
+// offset unless Config.KafkaFailover (D59).
+func (t *stepper) followerFetchReset() Action {
+	return t.s.c.followerFetch
+}
+
+// sendFetch sends a Follower's next Fetch to its leader. The Fetch tells
+// the leader what this replica holds, and the leader counts a voter's
+// position toward the high watermark, so a voter sends it only once its
+// whole written log is flushed (Kafka's appendAsFollower: "the leader only
+// requires that voters have flushed their log before sending a Fetch
+// request"); until then it waits for LogFlushed (docs/design.md D30).
+// Observers are never counted and fetch at once.
+//
+// A Follower downloading a snapshot sends a FetchSnapshot for the next
+// bytes instead (Kafka's maybeSendFetchToBestNode); it tells the leader
+// nothing about the log, so it does not wait for a flush (D43).
+func (t *stepper) sendFetch() {
+	if d := t.s.download; d != nil {
+		t.s.fetchPending = false
+		t.emit(SendFetchSnapshot{To: t.s.leader, ClusterID: t.s.c.clusterID, CurrentLeaderEpoch: t.s.epoch, Snapshot: d.id, Position: d.written})
+		return
+	}
+	if t.fetchWaitsForFlush() {
+		t.s.fetchPending = true
+		return
+	}
+	t.s.fetchPending = false
+	t.fetch(t.s.leader)
+}
+
+// fetch emits a Fetch to the leader (or to NoNode: any bootstrap voter)
+// from the local log end, written in place: a follower's Fetch path.
+func (t *stepper) fetch(to NodeID) {
+	if t.probe {
+		return
+	}
+	b := t.buffer()
+	p := b.arena.fetch.slot()
+	// The cluster id field by field: a 17-byte struct copy stalls.
+	p.To, p.ClusterID.UUID, p.ClusterID.Valid, p.CurrentLeaderEpoch = to, t.s.c.clusterID.UUID, t.s.c.clusterID.Valid, t.s.epoch
+	p.FetchOffset, p.FetchEpoch, p.HighWatermark = t.s.log.end.Offset, t.s.log.end.Epoch, t.s.hwm
+	b.acts = append(b.acts, referTo(tabFetch, p))
+}

@@ -159,23 +159,6 @@ func (t *stepper) fetchedBy(id NodeID, dir *uuid.UUID, offset int64, position bo
 	t.checkQuorum()
 }
 
-// checkQuorum restarts the check-quorum window once a majority of voters,
-// the leader included, has fetched in it (Kafka's
-// LeaderState.updateCheckQuorumForFollowingVoter).
-//
-// A leader removed from the voter set does not count itself (Kafka's
-// updateCheckQuorumForFollowingVoter).
-func (t *stepper) checkQuorum() {
-	need := t.s.c.majority()
-	if t.s.c.isVoter() {
-		need--
-	}
-	if t.s.fetchedCheck.size() >= need {
-		t.s.fetchedCheck = 0
-		t.emit(t.s.c.resetCheckQuorum)
-	}
-}
-
 // maybeAdvanceHighWatermark is Kafka's LeaderState.maybeUpdateHighWatermark:
 // the largest offset a majority of voters (the leader's own flushed end
 // included) has reached, adopted only past the epoch start (so a leader
@@ -195,42 +178,9 @@ func (t *stepper) maybeAdvanceHighWatermark() {
 	}
 	// The majority-th largest end: the largest offset that a majority has
 	// reached (Kafka sorts; a selection is linear in the voters).
-	if candidate := nthLargest(ends, t.s.c.majority()); candidate > t.s.epochStart {
+	if candidate := majorityEnd(ends); candidate > t.s.epochStart {
 		t.raiseHighWatermark(candidate)
 	}
-}
-
-// nthLargest returns the n-th largest of xs (1 <= n <= len(xs)),
-// reordering xs: Hoare's selection with the middle element as pivot.
-func nthLargest(xs []int64, n int) int64 {
-	k := n - 1 // index in descending order
-	lo, hi := 0, len(xs)-1
-	for lo < hi {
-		pivot := xs[(lo+hi)/2]
-		i, j := lo, hi
-		for i <= j {
-			for xs[i] > pivot {
-				i++
-			}
-			for xs[j] < pivot {
-				j--
-			}
-			if i <= j {
-				xs[i], xs[j] = xs[j], xs[i]
-				i++
-				j--
-			}
-		}
-		switch {
-		case k <= j:
-			hi = j
-		case k >= i:
-			lo = i
-		default:
-			return xs[k]
-		}
-	}
-	return xs[k]
 }
 
 // raiseHighWatermark moves the high watermark up to hwm (never down). The
@@ -346,4 +296,16 @@ func (t *stepper) sendEndQuorumEpoch(successors []ReplicaKey) {
 			t.emit(SendEndQuorumEpoch{To: v, ClusterID: t.s.c.clusterID, Epoch: t.s.epoch, LeaderID: t.s.c.local.ID, PreferredSuccessors: successors})
 		}
 	}
+}
+
+// fetchResponse emits a SendFetchResponse written in place: the leader's
+// Fetch path, the hottest in a running quorum.
+func (t *stepper) fetchResponse(to NodeID, code ErrorCode, hwm int64, diverging *LogOffsetMetadata) {
+	if t.probe {
+		return
+	}
+	b := t.buffer()
+	p := b.arena.fetchResponse.slot()
+	p.To, p.Error, p.Epoch, p.LeaderID, p.HighWatermark, p.Diverging = to, code, t.s.epoch, t.s.leader, hwm, diverging
+	b.acts = append(b.acts, referTo(tabFetchResponse, p))
 }

@@ -227,10 +227,6 @@ func (c *settings) voterIndexOf(id NodeID, dir *uuid.UUID) int {
 	return -1
 }
 
-// majority is floor(n/2)+1 for the voter set (Kafka's
-// EpochElection.majoritySize).
-func (c *settings) majority() int { return len(c.voters)/2 + 1 }
-
 // State is one replica's quorum state: an immutable value. Step returns a
 // new State and never changes the one it was given; old States stay valid
 // and may be kept, compared, replayed or forked. The zero State is not
@@ -239,24 +235,29 @@ type State struct {
 	c *settings
 
 	// The fields are grouped so that the struct has little padding: a
-	// State is copied on every step.
+	// State is copied on every step. "Invariant:" notes say what holds of
+	// a field in every State NewState and Step return; checkInvariants
+	// (invariants.go) checks them all, after every step of the tests.
 
 	role Role
 	// endpoints: this replica can reach the known leader (Kafka's non-empty
 	// leader endpoints). True in Follower, Leader and Resigned, carried into
 	// Prospective, false in Unattached and Candidate.
+	// Invariant: as said, by role.
 	endpoints bool
 	// Follower: a fetch from the leader succeeded since this Follower role
 	// began (Kafka's hasFetchedFromLeader), and the leader has resigned
 	// (an EndQuorumEpoch arrived; then pre-votes are granted again, the fix
-	// proposed in KAFKA-20895).
+	// proposed in KAFKA-20895). Invariant: both false unless Follower.
 	fetched        bool
 	leaderResigned bool
 	// Follower (voter): the next Fetch waits for the written log to be
-	// flushed (D30); LogFlushed sends it.
+	// flushed (D30); LogFlushed sends it. Invariant: false unless
+	// Follower or Unattached (an observer's search waits the same way).
 	fetchPending bool
 	// Follower (auto-joining observer): a join request went out and the
-	// voter-change timer runs before the next (D53).
+	// voter-change timer runs before the next (D53). Invariant: false
+	// unless Follower.
 	joinWait bool
 	// rival is the voter that ranks highest among the campaigners this
 	// replica heard of in its epoch, if it ranks above this replica (its
@@ -265,8 +266,15 @@ type State struct {
 	// does not become Candidate, and no pre-vote goes to a voter that
 	// ranks below it. It is forgotten with the epoch, when a pre-vote round
 	// times out, and when the voter set changes. (Two fields rather than a
-	// LogEnd keep the State 8 bytes smaller.)
-	rival       uint8
+	// LogEnd keep the State 8 bytes smaller.) Invariant: rival <= the
+	// number of voters.
+	rival uint8
+	// Invariants: epoch >= 0; a Leader's leader is itself, a Follower's
+	// another replica, a Candidate's none; voted is NoReplica (a
+	// Leader's always) or a vote in epoch, a Candidate's for itself (the
+	// record holds only the current epoch's vote, so a vote never
+	// outlives its epoch: voteIn); only voters are Prospective or
+	// Candidate.
 	epoch       Epoch
 	leader      NodeID
 	rivalEpoch  Epoch
@@ -276,6 +284,8 @@ type State struct {
 	// hwm is the quorum's high watermark as Kafka's QuorumState keeps it
 	// (a new leader's starts unknown), committed the log's: the highest
 	// high watermark this replica has known, never reset. -1 if unknown.
+	// Invariants: -1 <= hwm <= committed <= log end offset; log start <=
+	// flushed <= log end offset (logView).
 	hwm       int64
 	committed int64
 	log       logView
@@ -284,17 +294,21 @@ type State struct {
 	// Follower: the snapshot being downloaded from the leader (Kafka's
 	// FollowerState.fetchingSnapshot), nil when none (D43). Shared
 	// between states and never written: each chunk makes a new one.
+	// Invariant: nil unless Follower.
 	download *snapshotDownload
 
 	// Prospective, Candidate: the election tally, as sets of voter
-	// indexes (bit i is voter i) that granted and rejected.
+	// indexes (bit i is voter i) that granted and rejected. Invariant:
+	// empty unless Prospective or Candidate; disjoint; only voter indexes.
 	granted, rejected voterSet
 
 	// Leader: where its epoch starts; each voter's end offset by voter
 	// index (the fetch offset of its last valid Fetch, -1 if unknown;
 	// voterEnds keeps old states' values); the voters that
 	// fetched in the current check-quorum window and since the last
-	// BeginQuorumEpoch round (D4 in docs/design.md).
+	// BeginQuorumEpoch round (D4 in docs/design.md). Invariant: all zero
+	// unless Leader; a Leader's epoch start is within its log, its ends
+	// one per voter, its rounds only of voter indexes.
 	epochStart   int64
 	ends         voterEnds
 	fetchedCheck voterSet
@@ -302,7 +316,8 @@ type State struct {
 
 	// Leader: the pending AddRaftVoter or RemoveRaftVoter (Kafka's
 	// LeaderState add/remove voter handler state), nil when none. Shared
-	// between states and never written (D51).
+	// between states and never written (D51). Invariant: nil unless
+	// Leader.
 	change *voterChange
 }
 
@@ -327,6 +342,14 @@ func (v voterSet) size() int              { return bits.OnesCount64(uint64(v)) }
 // requests, a Follower's first fetch, a Resigned replica's EndQuorumEpoch
 // with an empty successor list. A single voter elects itself at once.
 func NewState(cfg Config, record *QuorumRecord, log LogState) (State, []Action, error) {
+	s, acts, err := newState(cfg, record, log)
+	if err == nil && checkStep != nil {
+		checkStep(s)
+	}
+	return s, acts, err
+}
+
+func newState(cfg Config, record *QuorumRecord, log LogState) (State, []Action, error) {
 	if err := cfg.Validate(); err != nil {
 		return State{}, nil, err
 	}

@@ -36,14 +36,26 @@ func StepInto(b *Buffer, s State, e Event) (next State, acts []Action) {
 // stepInto is StepInto: a nil b is Step, otherwise b is reset for this
 // step.
 func stepInto(b *Buffer, s *State, e Event, next *State) []Action {
+	var acts []Action
 	if b == nil {
 		o := Buffer{oneShot: oneShotFor(e)}
-		return stepTo(&o, s, e, next)
+		acts = stepTo(&o, s, e, next)
+	} else {
+		b.acts = b.acts[:0]
+		b.arena.reset()
+		acts = stepTo(b, s, e, next)
 	}
-	b.acts = b.acts[:0]
-	b.arena.reset()
-	return stepTo(b, s, e, next)
+	if checkStep != nil {
+		runCheckStep(next)
+	}
+	return acts
 }
+
+// runCheckStep calls checkStep out of line, so that stepInto's frame does
+// not grow by the State copy the call takes.
+//
+//go:noinline
+func runCheckStep(s *State) { checkStep(*s) }
 
 // stepTo is Step and StepInto: it builds the next state in *next, in place
 // (Step and StepInto pass their results, so the State, copied on every
@@ -145,7 +157,8 @@ type stepper struct {
 }
 
 // emit appends an action that is boxed already (the ones settings keeps)
-// or rare; the frequent ones go through the typed emitters of arena.go.
+// or rare; the frequent ones go through the typed emitters of arena.go
+// (and fetch and fetchResponse, in follower.go and leader.go).
 func (t *stepper) emit(a Action) {
 	if t.probe {
 		return
@@ -355,149 +368,6 @@ func (t *stepper) armElection(timer electionTimer) {
 	}
 }
 
-// toFollower moves to Follower of leader in epoch (Kafka's
-// transitionToFollower): durable, vote kept within the same epoch, fetch
-// timer T_f, and the first Fetch goes out at once.
-func (t *stepper) toFollower(epoch Epoch, leader NodeID, reason string) {
-	t.become(Follower, epoch, leader, t.voteIn(epoch), true, reason)
-	t.enterFollower()
-}
-
-func (t *stepper) enterFollower() {
-	t.s.endpoints = true
-	if t.joins() {
-		// The first join request waits a period (D53).
-		t.waitToJoin()
-	}
-	if t.deferFetch {
-		t.fetchTimerDue, t.fetchDue = true, true
-		return
-	}
-	t.emit(t.followerFetchReset())
-	t.sendFetch()
-}
-
-// followerFetchReset arms a Follower's fetch timer: T_f, plus its rank's
-// offset unless Config.KafkaFailover (D59).
-func (t *stepper) followerFetchReset() Action {
-	return t.s.c.followerFetch
-}
-
-// sendFetch sends a Follower's next Fetch to its leader. The Fetch tells
-// the leader what this replica holds, and the leader counts a voter's
-// position toward the high watermark, so a voter sends it only once its
-// whole written log is flushed (Kafka's appendAsFollower: "the leader only
-// requires that voters have flushed their log before sending a Fetch
-// request"); until then it waits for LogFlushed (docs/design.md D30).
-// Observers are never counted and fetch at once.
-//
-// A Follower downloading a snapshot sends a FetchSnapshot for the next
-// bytes instead (Kafka's maybeSendFetchToBestNode); it tells the leader
-// nothing about the log, so it does not wait for a flush (D43).
-func (t *stepper) sendFetch() {
-	if d := t.s.download; d != nil {
-		t.s.fetchPending = false
-		t.emit(SendFetchSnapshot{To: t.s.leader, ClusterID: t.s.c.clusterID, CurrentLeaderEpoch: t.s.epoch, Snapshot: d.id, Position: d.written})
-		return
-	}
-	if t.fetchWaitsForFlush() {
-		t.s.fetchPending = true
-		return
-	}
-	t.s.fetchPending = false
-	t.fetch(t.s.leader)
-}
-
-// toProspective starts a pre-vote in the current epoch (Kafka's
-// transitionToProspective): memory only; leader, endpoints and vote are
-// kept; a fresh election timer; pre-votes to every other voter. The only
-// voter goes straight on to Candidate and Leader.
-func (t *stepper) toProspective(reason string) {
-	endpoints := t.s.endpoints
-	t.become(Prospective, t.s.epoch, t.s.leader, t.s.voted, false, reason)
-	t.s.endpoints = endpoints
-	t.newTally()
-	t.armElection(timerRandom)
-	if t.won() && t.s.rival == 0 {
-		t.toCandidate("won pre-vote")
-		return
-	}
-	t.requestVotes(true)
-}
-
-// toCandidate bumps the epoch and votes for itself (Kafka's
-// transitionToCandidate): durable, fresh election timer, standard votes to
-// every other voter. The only voter goes straight on to Leader.
-func (t *stepper) toCandidate(reason string) {
-	if t.s.epoch == maxEpoch {
-		// The epoch cannot be bumped (only reachable with forged epochs);
-		// stay rather than wrap around.
-		return
-	}
-	t.become(Candidate, t.s.epoch+1, NoNode, t.s.c.local, true, reason)
-	t.newTally()
-	t.armElection(timerRandom)
-	if t.maybeWin() {
-		return
-	}
-	t.requestVotes(false)
-}
-
-// maybeWin makes a Candidate whose tally has a majority Leader.
-func (t *stepper) maybeWin() bool {
-	if t.s.role != Candidate || !t.won() {
-		return false
-	}
-	t.toLeader()
-	return true
-}
-
-// newTally starts a nominee's election with only its own vote granted.
-func (t *stepper) newTally() {
-	t.s.granted, t.s.rejected = voterSet(0).with(t.s.c.localIndex), 0
-}
-
-func (t *stepper) count() (granted, unrecorded int) {
-	granted = t.s.granted.size()
-	return granted, len(t.s.c.voters) - granted - t.s.rejected.size()
-}
-
-func (t *stepper) won() bool {
-	granted, _ := t.count()
-	return granted >= t.s.c.majority()
-}
-
-// electionLost: even the voters that have not answered cannot make a
-// majority (Kafka's EpochElection.isVoteRejected).
-func (t *stepper) electionLost() bool {
-	if t.s.role != Prospective && t.s.role != Candidate {
-		return false
-	}
-	granted, unrecorded := t.count()
-	return granted+unrecorded < t.s.c.majority()
-}
-
-// requestVotes sends a Vote request to every other voter.
-func (t *stepper) requestVotes(preVote bool) {
-	for i, v := range t.s.c.voters {
-		if i == t.s.c.localIndex {
-			continue
-		}
-		t.emitVoteRequest(t.voteRequest(v, preVote))
-	}
-}
-
-func (t *stepper) voteRequest(to ReplicaKey, preVote bool) SendVoteRequest {
-	return SendVoteRequest{
-		To:              to,
-		ClusterID:       t.s.c.clusterID,
-		CandidateEpoch:  t.s.epoch,
-		Candidate:       t.s.c.local,
-		CandidateLogEnd: t.s.log.end,
-		PreVote:         preVote,
-	}
-}
-
 // clusterOK is Kafka's hasValidClusterId: a request without a cluster id is
 // accepted, otherwise it must be ours. A replica configured without one
 // accepts any.
@@ -605,131 +475,5 @@ func (t *stepper) reconcile(epoch Epoch, leader NodeID, reason string) {
 func (t *stepper) onLeaderlessEpoch(e ReceiveLeaderlessEpoch) {
 	if e.Epoch > t.s.epoch {
 		t.toUnattached(e.Epoch, NoNode, t.leaveUnattachedTimer(), "leaderless epoch")
-	}
-}
-
-// onLogAppended takes a write report (docs/design.md D30). Reports come in
-// order, each extending the written log, so a report that does not is
-// stale (dropped) or impossible (a Fault): a log end below the high
-// watermark means the host lost committed records, an epoch above the
-// current one or below the log's last epoch cannot have been written, and a
-// leader writes only records of its own epoch past its epoch start (a
-// leader that took an older-epoch record there would commit it by counting
-// replicas, Raft's figure 8).
-func (t *stepper) onLogAppended(e LogAppended) {
-	end, log := e.End, t.s.log
-	switch {
-	case end.Offset < 0 || end.Epoch < 0:
-		return
-	case end.Offset < t.s.committed:
-		t.failf(fmt.Sprintf("the host reports a log end %d below the high watermark %d", end.Offset, t.s.committed))
-	case end.Offset <= log.end.Offset:
-		// A repeated or late report of records already known.
-		return
-	case end.Epoch > t.s.epoch:
-		t.failf(fmt.Sprintf("the host reports records of epoch %d, but the replica is in epoch %d", end.Epoch, t.s.epoch))
-	case end.Epoch < log.end.Epoch:
-		t.failf(fmt.Sprintf("the host reports records of epoch %d after records of epoch %d", end.Epoch, log.end.Epoch))
-	case t.s.role == Leader && end.Epoch != t.s.epoch:
-		t.failf(fmt.Sprintf("the host reports records of epoch %d past the epoch start %d of leader epoch %d", end.Epoch, t.s.epochStart, t.s.epoch))
-	default:
-		t.s.log = log.appended(end)
-	}
-}
-
-// onLogFlushed takes a flush report (docs/design.md D30). The leader counts
-// its flushed offset toward the high watermark (Kafka's flushLeaderLog and
-// updateLocalState); a voter whose Fetch waited for the flush sends it now.
-// A flush past the written end is impossible (a Fault); an earlier flush
-// that completes late changes nothing.
-func (t *stepper) onLogFlushed(e LogFlushed) {
-	log := t.s.log
-	switch {
-	case e.Offset > log.end.Offset:
-		t.failf(fmt.Sprintf("the host reports a flush to %d past the written log end %d", e.Offset, log.end.Offset))
-		return
-	case e.Offset <= log.flushed:
-		return
-	}
-	t.s.log.flushed = e.Offset
-	t.afterFlush()
-}
-
-// afterFlush: the flushed offset rose. The leader counts its own flushed
-// offset toward the high watermark (Kafka's flushLeaderLog and
-// updateLocalState); a voter whose Fetch waited for the flush sends it.
-func (t *stepper) afterFlush() {
-	switch t.s.role {
-	case Leader:
-		t.maybeAdvanceHighWatermark()
-	case Follower:
-		if t.s.fetchPending {
-			t.sendFetch()
-		}
-	case Unattached:
-		if t.s.fetchPending {
-			t.searchFetch()
-		}
-	case Prospective, Candidate, Resigned:
-	}
-}
-
-// onSnapshotCreated takes the report of a snapshot the host wrote, with
-// Kafka's checks (KafkaRaftClient.createSnapshot and
-// KafkaMetadataLog.createNewSnapshot): at or below the log's high
-// watermark, valid for the log (validateOffsetAndEpoch), and in the epoch
-// of the record before its end (so not above the current epoch). One below
-// the log start is stale (Kafka declines it); anything else is a Fault
-// (docs/design.md D45).
-func (t *stepper) onSnapshotCreated(e SnapshotCreated) {
-	id, log := e.Snapshot, t.s.log
-	// The log's high watermark is never below the log start (Kafka's
-	// UnifiedLog), so an empty prefix (the bootstrap snapshot) always fits.
-	hwm := t.s.committed
-	if hwm < log.start() {
-		hwm = log.start()
-	}
-	switch {
-	case id.Offset < 0 || id.Epoch < 0:
-		t.failf(fmt.Sprintf("the host reports a snapshot %+v with negative fields", id))
-	case id.Offset < log.start():
-		// Kafka declines it ("Cannot create a snapshot with an id less than
-		// the log start offset"): an installed snapshot overtook it, a
-		// race the host cannot avoid. Nothing changes.
-	case id.Offset > hwm:
-		t.failf(fmt.Sprintf("the host reports a snapshot %+v past the high watermark %d", id, hwm))
-	case !log.snapshotFits(id):
-		// Also Kafka's "the quorum epoch must be at least the snapshot's":
-		// the log holds no record of an epoch after the current one.
-		t.failf(fmt.Sprintf("the host reports a snapshot %+v that does not match the log", id))
-	default:
-		if check, _ := log.validateOffsetAndEpoch(id.Offset, id.Epoch); check != fetchValid {
-			t.failf(fmt.Sprintf("the host reports a snapshot %+v that is not valid for the log", id))
-			return
-		}
-		t.s.log = log.withSnapshot(id)
-	}
-}
-
-// onLogStartMoved takes the report that the host deleted the log before a
-// snapshot (Kafka's deleteBeforeSnapshot: a snapshot it has, past the log
-// start, at most the latest). A start at or below the current one is
-// stale; anything else that does not hold is a Fault (docs/design.md D45).
-func (t *stepper) onLogStartMoved(e LogStartMoved) {
-	id, log := e.Snapshot, t.s.log
-	switch {
-	case id.Offset >= 0 && id.Offset <= log.start():
-		return
-	case !log.hasSnapshots() || id.Offset > log.latest().Offset:
-		t.failf(fmt.Sprintf("the host moved the log start to %+v, past the latest snapshot", id))
-		return
-	case id != log.latest() && !log.snapshotFits(id):
-		t.failf(fmt.Sprintf("the host moved the log start to %+v, which does not match the log", id))
-		return
-	}
-	flushed := log.flushed
-	t.s.log = log.startingAt(id)
-	if t.s.log.flushed > flushed {
-		t.afterFlush()
 	}
 }

@@ -323,3 +323,68 @@ func (t *stepper) commonResponse(epoch Epoch, leader NodeID, code ErrorCode) boo
 	}
 	return false
 }
+
+// toProspective starts a pre-vote in the current epoch (Kafka's
+// transitionToProspective): memory only; leader, endpoints and vote are
+// kept; a fresh election timer; pre-votes to every other voter. The only
+// voter goes straight on to Candidate and Leader.
+func (t *stepper) toProspective(reason string) {
+	endpoints := t.s.endpoints
+	t.become(Prospective, t.s.epoch, t.s.leader, t.s.voted, false, reason)
+	t.s.endpoints = endpoints
+	t.newTally()
+	t.armElection(timerRandom)
+	if t.won() && t.s.rival == 0 {
+		t.toCandidate("won pre-vote")
+		return
+	}
+	t.requestVotes(true)
+}
+
+// toCandidate bumps the epoch and votes for itself (Kafka's
+// transitionToCandidate): durable, fresh election timer, standard votes to
+// every other voter. The only voter goes straight on to Leader.
+func (t *stepper) toCandidate(reason string) {
+	if t.s.epoch == maxEpoch {
+		// The epoch cannot be bumped (only reachable with forged epochs);
+		// stay rather than wrap around.
+		return
+	}
+	t.become(Candidate, t.s.epoch+1, NoNode, t.s.c.local, true, reason)
+	t.newTally()
+	t.armElection(timerRandom)
+	if t.maybeWin() {
+		return
+	}
+	t.requestVotes(false)
+}
+
+// maybeWin makes a Candidate whose tally has a majority Leader.
+func (t *stepper) maybeWin() bool {
+	if t.s.role != Candidate || !t.won() {
+		return false
+	}
+	t.toLeader()
+	return true
+}
+
+// requestVotes sends a Vote request to every other voter.
+func (t *stepper) requestVotes(preVote bool) {
+	for i, v := range t.s.c.voters {
+		if i == t.s.c.localIndex {
+			continue
+		}
+		t.emitVoteRequest(t.voteRequest(v, preVote))
+	}
+}
+
+func (t *stepper) voteRequest(to ReplicaKey, preVote bool) SendVoteRequest {
+	return SendVoteRequest{
+		To:              to,
+		ClusterID:       t.s.c.clusterID,
+		CandidateEpoch:  t.s.epoch,
+		Candidate:       t.s.c.local,
+		CandidateLogEnd: t.s.log.end,
+		PreVote:         preVote,
+	}
+}

@@ -3,11 +3,10 @@ package kraft
 import (
 	"errors"
 	"fmt"
-
-	"github.com/google/uuid"
 )
 
-// Dynamic voter sets (KIP-853): the types a host sees. The voter set in
+// Dynamic voter sets (KIP-853): the values the voter-set events and
+// actions (event.go, action.go) carry, and the checks on a voter set. The voter set in
 // force is the latest one in the log, committed or not (Kafka's
 // KRaftControlRecordStateMachine and VoterSetHistory); the leader changes
 // it one voter at a time through AddRaftVoter, RemoveRaftVoter and
@@ -59,139 +58,6 @@ func (k VoterChangeKind) String() string {
 // voter set is kept in the log and can change (Kafka's
 // KRaftVersion.KRAFT_VERSION_1).
 const KRaftVersionReconfig int16 = 1
-
-// VotersAppended reports a VotersRecord the host wrote to its log at
-// Offset: the leader's own (after AppendVoters, or the start-of-epoch one of
-// AppendLeaderChange), a fetched one, or, at the snapshot's end offset minus
-// one, the set held by a snapshot the host installed (InstallSnapshot). The
-// host steps it right after the LogAppended that covers the record (for a
-// snapshot, right after installing it), before any other event, one event
-// per record in log order. The set is in force from then on, committed or
-// not; a truncation below Offset reverts to the set before it.
-//
-// A record that is not past the previous one, outside the log, or whose
-// voters are not a valid set, is a Fault (Kafka's VoterSetHistory.addAt
-// throws); so is a set whose majorities do not overlap those of the
-// previous set in the log (more than one voter added or removed).
-type VotersAppended struct {
-	Offset int64
-	Voters []ReplicaKey
-}
-
-// ReceiveAddVoter is an AddRaftVoter request (KIP-853). Ref is the host's
-// handle for the request: the answer, SendVoterChangeResponse, carries it
-// back, at once or when the change commits, times out or fails. From is
-// the requester's node id, NoNode for an admin client. Listener says that
-// the request names an endpoint on the listener the replicas use (Kafka:
-// the default listener); the endpoints themselves are the host's.
-type ReceiveAddVoter struct {
-	Ref       uint64
-	From      NodeID
-	ClusterID uuid.NullUUID
-	Voter     ReplicaKey
-	Listener  bool
-}
-
-// ReceiveRemoveVoter is a RemoveRaftVoter request (KIP-853); see
-// ReceiveAddVoter for Ref and From.
-type ReceiveRemoveVoter struct {
-	Ref       uint64
-	From      NodeID
-	ClusterID uuid.NullUUID
-	Voter     ReplicaKey
-}
-
-// ReceiveUpdateVoter is an UpdateRaftVoter request (KIP-853): a voter
-// reports new endpoints or supported kraft.version levels. See
-// ReceiveAddVoter for Ref, From and Listener.
-type ReceiveUpdateVoter struct {
-	Ref                uint64
-	From               NodeID
-	ClusterID          uuid.NullUUID
-	CurrentLeaderEpoch Epoch
-	Voter              ReplicaKey
-	Listener           bool
-	KRaftVersions      VersionRange
-}
-
-// ReceiveAPIVersionsResponse is the answer to a SendAPIVersions: the
-// kraft.version levels the replica From supports (nil when its answer
-// names none), or the error that came instead.
-type ReceiveAPIVersionsResponse struct {
-	From          NodeID
-	Error         ErrorCode
-	KRaftVersions *VersionRange
-}
-
-// VoterChangeTimeout reports that the voter-change timer fired: the
-// leader's pending AddRaftVoter or RemoveRaftVoter ran out of time, or an
-// auto-joining observer may ask again.
-type VoterChangeTimeout struct{}
-
-// SendAPIVersions asks the host to send an ApiVersions request to To, a
-// replica the leader is about to add, and to step its answer as
-// ReceiveAPIVersionsResponse (Kafka's AddVoterHandler learns the new voter's
-// kraft.version range this way). No answer within the request timeout
-// fails the AddRaftVoter.
-type SendAPIVersions struct {
-	To ReplicaKey
-}
-
-// VoterChange is one change to the voter set: the voter added, removed or
-// updated, and for an added or updated voter the kraft.version levels it
-// supports (which the VotersRecord holds).
-type VoterChange struct {
-	Kind          VoterChangeKind
-	Voter         ReplicaKey
-	KRaftVersions VersionRange
-}
-
-// AppendVoters asks the leader's host to append a VotersRecord holding
-// Voters at the log end, in Epoch, and then report it with LogAppended and
-// VotersAppended. Change says what differs from the set in force, so the
-// host can put the endpoints of an added or updated voter (from the
-// request) in the record.
-type AppendVoters struct {
-	Epoch  Epoch
-	Voters []ReplicaKey
-	Change VoterChange
-}
-
-// SendVoterChangeResponse asks the host to answer the request with handle
-// Ref. Epoch and LeaderID are the replica's; Kafka's UpdateRaftVoter
-// response carries them.
-type SendVoterChangeResponse struct {
-	Ref      uint64
-	To       NodeID
-	Kind     VoterChangeKind
-	Error    ErrorCode
-	Epoch    Epoch
-	LeaderID NodeID
-}
-
-// SendVoterChange asks the host to send an AddRaftVoter or RemoveRaftVoter
-// request to the leader To: an observer with Config.AutoJoin asks to join
-// (or to remove the voter with its id and an older directory id; Kafka's
-// controller.quorum.auto.join.enable). The answer changes nothing in the
-// state; the host may drop it.
-type SendVoterChange struct {
-	To        NodeID
-	ClusterID uuid.NullUUID
-	Kind      VoterChangeKind
-	Voter     ReplicaKey
-}
-
-func (VotersAppended) isEvent()             {}
-func (ReceiveAddVoter) isEvent()            {}
-func (ReceiveRemoveVoter) isEvent()         {}
-func (ReceiveUpdateVoter) isEvent()         {}
-func (ReceiveAPIVersionsResponse) isEvent() {}
-func (VoterChangeTimeout) isEvent()         {}
-
-func (SendAPIVersions) isAction()         {}
-func (AppendVoters) isAction()            {}
-func (SendVoterChangeResponse) isAction() {}
-func (SendVoterChange) isAction()         {}
 
 // validVoterSet reports what is wrong with a voter set, or nil: 1 to
 // MaxVoters voters with distinct non-negative ids.

@@ -1,0 +1,157 @@
+package kraft
+
+import "fmt"
+
+// checkInvariants reports the first way s breaks what State's fields
+// promise (the comments beside the fields in state.go say which role owns
+// each), or nil. Every State that NewState and Step return satisfies it;
+// the package's tests check it after every step (checkStep).
+func (s State) checkInvariants() error {
+	c := s.c
+	if c == nil {
+		// The zero State, which Step hands back unchanged: no replica.
+		return nil
+	}
+	role := s.role
+	if role < Unattached || role > Resigned {
+		return fmt.Errorf("role %d is no role", role)
+	}
+	voter := c.isVoter()
+	n := len(c.voters)
+	if c.localIndex >= n || (voter && !c.voters[c.localIndex].Matches(c.local)) {
+		return fmt.Errorf("local index %d does not name the local key in %v", c.localIndex, c.voters)
+	}
+	if s.epoch < 0 {
+		return fmt.Errorf("negative epoch %d", s.epoch)
+	}
+
+	// Who leads, who is voted for.
+	switch role {
+	case Leader:
+		if s.leader != c.local.ID {
+			return fmt.Errorf("a Leader names %d leader", s.leader)
+		}
+		if s.voted != NoReplica {
+			return fmt.Errorf("a Leader holds a vote for %v", s.voted)
+		}
+	case Follower:
+		if s.leader == NoNode || s.leader == c.local.ID {
+			return fmt.Errorf("a Follower follows %d", s.leader)
+		}
+	case Candidate:
+		if s.leader != NoNode {
+			return fmt.Errorf("a Candidate names %d leader", s.leader)
+		}
+		// Its own key, or, restored from a record, one that matches it
+		// (KIP-853: a stored key without a directory id matches any).
+		if !s.voted.Matches(c.local) {
+			return fmt.Errorf("a Candidate voted for %v, not itself", s.voted)
+		}
+	case Unattached, Prospective, Resigned:
+	}
+	if s.voted.ID == NoNode && s.voted != NoReplica {
+		return fmt.Errorf("no vote, but a directory id %v", s.voted.DirectoryID)
+	}
+	if !voter && (role == Prospective || role == Candidate) {
+		return fmt.Errorf("an observer is %v", role)
+	}
+
+	// endpoints: true in Follower, Leader and Resigned, false in Unattached
+	// and Candidate (a Prospective keeps its former role's).
+	switch role {
+	case Follower, Leader, Resigned:
+		if !s.endpoints {
+			return fmt.Errorf("%v without leader endpoints", role)
+		}
+	case Unattached, Candidate:
+		if s.endpoints {
+			return fmt.Errorf("%v with leader endpoints", role)
+		}
+	case Prospective:
+	}
+
+	// The Follower's fields.
+	if role != Follower {
+		switch {
+		case s.fetched:
+			return fmt.Errorf("%v has fetched from a leader", role)
+		case s.leaderResigned:
+			return fmt.Errorf("%v knows its leader resigned", role)
+		case s.download != nil:
+			return fmt.Errorf("%v downloads a snapshot", role)
+		case s.joinWait:
+			return fmt.Errorf("%v waits to join", role)
+		}
+	}
+	if s.fetchPending && role != Follower && role != Unattached {
+		return fmt.Errorf("%v has a Fetch waiting for a flush", role)
+	}
+	if d := s.download; d != nil && (d.written < 0 || d.id.Offset < 0 || d.id.Epoch < 0) {
+		return fmt.Errorf("a download of %+v with %d bytes written", d.id, d.written)
+	}
+
+	// The election's fields: a tally only while there is an election, of
+	// voters, none both granting and rejecting.
+	if role != Prospective && role != Candidate && (s.granted != 0 || s.rejected != 0) {
+		return fmt.Errorf("%v keeps an election tally", role)
+	}
+	if s.granted&s.rejected != 0 {
+		return fmt.Errorf("voters %b both granted and rejected", s.granted&s.rejected)
+	}
+	if (s.granted|s.rejected)>>uint(n) != 0 {
+		return fmt.Errorf("the tally counts voters past the %d of the set", n)
+	}
+	if int(s.rival) > n {
+		return fmt.Errorf("rival %d is not a voter index plus one (%d voters)", s.rival, n)
+	}
+
+	// The Leader's fields.
+	if role != Leader {
+		switch {
+		case s.epochStart != 0:
+			return fmt.Errorf("%v keeps an epoch start", role)
+		case s.ends.small != [inlineEnds]int64{} || s.ends.large != nil:
+			return fmt.Errorf("%v keeps voter ends", role)
+		case s.fetchedCheck != 0 || s.fetchedBegin != 0:
+			return fmt.Errorf("%v keeps check-quorum or begin-epoch rounds", role)
+		case s.change != nil:
+			return fmt.Errorf("%v has a pending voter change", role)
+		}
+	} else {
+		if s.epochStart < 0 || s.epochStart > s.log.end.Offset {
+			return fmt.Errorf("a Leader's epoch starts at %d, its log ends at %d", s.epochStart, s.log.end.Offset)
+		}
+		if (s.fetchedCheck|s.fetchedBegin)>>uint(n) != 0 {
+			return fmt.Errorf("the leader's rounds count voters past the %d of the set", n)
+		}
+		if s.ends.large != nil && len(s.ends.large) != n {
+			return fmt.Errorf("a Leader keeps %d voter ends for %d voters", len(s.ends.large), n)
+		}
+	}
+
+	// The log and the high watermark: start <= flushed <= end, and the
+	// high watermark known (-1 if none) at most the highest one known,
+	// which is at most the log end.
+	log := &s.log
+	if log.end.Offset < 0 || log.end.Epoch < 0 {
+		return fmt.Errorf("log end %+v", log.end)
+	}
+	if log.flushed > log.end.Offset {
+		return fmt.Errorf("flushed %d past the log end %d", log.flushed, log.end.Offset)
+	}
+	if log.start() > log.flushed {
+		return fmt.Errorf("log start %d past the flushed offset %d", log.start(), log.flushed)
+	}
+	if s.hwm < -1 || s.hwm > s.committed {
+		return fmt.Errorf("high watermark %d, highest known %d", s.hwm, s.committed)
+	}
+	if s.committed > log.end.Offset {
+		return fmt.Errorf("high watermark %d past the log end %d", s.committed, log.end.Offset)
+	}
+	return nil
+}
+
+// checkStep, when set, is called with every State that NewState and Step
+// return. The package's tests set it to check the invariants; it is nil
+// otherwise.
+var checkStep func(State)
