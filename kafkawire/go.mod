@@ -9,4 +9,6 @@ require (
 
 require github.com/twmb/franz-go/pkg/kmsg v1.15.1
 
+require pgregory.net/rapid v1.2.0 // indirect
+
 replace github.com/kraftquorum/kraft => ../
