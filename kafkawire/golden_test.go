@@ -18,7 +18,7 @@ import (
 )
 
 // readGolden reads a frame of testdata/golden: hex lines, '#' comments.
-func readGolden(t *testing.T, name string) []byte {
+func readGolden(t testing.TB, name string) []byte {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("testdata", "golden", name))
 	if err != nil {
