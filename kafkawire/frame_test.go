@@ -105,7 +105,21 @@ func TestAPIVersionsTooNew(t *testing.T) {
 	if !errors.As(err, &uv) || uv.Header.APIVersion != 99 || uv.Header.CorrelationID != 9 || h.APIKey != APIVersions {
 		t.Fatalf("%v, %+v", err, h)
 	}
+	// The client side: retry at the highest version the answer allows.
+	if v, retry, err := APIVersionsRetry(ans); !retry || err != nil || v != 4 {
+		t.Fatalf("retry %d %v %v", v, retry, err)
+	}
+	old := apiVersionsAnswer(Versions{APIVersions: {0, 2}}, 7, nil)
+	if v, retry, err := APIVersionsRetry(old); !retry || err != nil || v != 2 {
+		t.Fatalf("retry toward an older server %d %v %v", v, retry, err)
+	}
+	if _, _, err := APIVersionsRetry(apiVersionsAnswer(Versions{APIVersions: {5, 6}}, 9, nil)); err == nil {
+		t.Fatal("no common ApiVersions version was accepted")
+	}
 	ok := APIVersionsAnswer(4, &kraft.VersionRange{Min: 0, Max: 1})
+	if _, retry, _ := APIVersionsRetry(ok); retry {
+		t.Fatal("retry after a good answer")
+	}
 	if ok.Version != 4 || ok.ErrorCode != 0 || KRaftVersionsOf(ok) == nil {
 		t.Fatalf("v4 answer %+v", ok)
 	}

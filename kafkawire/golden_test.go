@@ -344,7 +344,11 @@ func TestGoldenAPIVersions(t *testing.T) {
 	if out := AppendResponse(nil, corr, av); !bytes.Equal(out, respFrame) {
 		t.Fatalf("re-encoded\n%x\nwant\n%x", out, respFrame)
 	}
-	// kraft's own answer in the same shape: same API set, kraft's ranges.
+	// kraft's answer, built from Kafka's node's table, is Kafka's node's
+	// answer byte for byte (API order, throttle, features, header v0).
+	if out := AppendResponse(nil, corr, apiVersionsAnswer(peer, 4, KRaftVersionsOf(av))); !bytes.Equal(out, respFrame) {
+		t.Fatalf("kraft's answer\n%x\nwant\n%x", out, respFrame)
+	}
 	ours := APIVersionsAnswer(4, &kraft.VersionRange{Min: 0, Max: 1})
 	if len(ours.ApiKeys) != len(av.ApiKeys) {
 		t.Fatalf("kraft answers %d APIs, Kafka's node %d", len(ours.ApiKeys), len(av.ApiKeys))

@@ -1,6 +1,7 @@
 package kafkawire
 
 import (
+	"errors"
 	"sort"
 
 	"github.com/kraftquorum/kraft"
@@ -129,20 +130,24 @@ func APIVersionsRequest(version int16, softwareVersion string) *kmsg.ApiVersions
 // with UNSUPPORTED_VERSION and the table, so the client can retry at the
 // highest version it finds there.
 func APIVersionsAnswer(requestVersion int16, kraftVersions *kraft.VersionRange) *kmsg.ApiVersionsResponse {
+	return apiVersionsAnswer(Supported, requestVersion, kraftVersions)
+}
+
+func apiVersionsAnswer(table Versions, requestVersion int16, kraftVersions *kraft.VersionRange) *kmsg.ApiVersionsResponse {
 	r := kmsg.NewPtrApiVersionsResponse()
 	r.Version = requestVersion
-	own := Supported[APIVersions]
+	own := table[APIVersions]
 	if requestVersion < own.Min || requestVersion > own.Max {
 		r.Version = 0
 		r.ErrorCode = int16(kraft.ErrUnsupportedVersion)
 	}
-	keys := make([]int16, 0, len(Supported))
-	for k := range Supported {
+	keys := make([]int16, 0, len(table))
+	for k := range table {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	for _, k := range keys {
-		v := Supported[k]
+		v := table[k]
 		r.ApiKeys = append(r.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: v.Min, MaxVersion: v.Max})
 	}
 	if kraftVersions != nil && r.Version >= 3 {
@@ -151,4 +156,20 @@ func APIVersionsAnswer(requestVersion int16, kraftVersions *kraft.VersionRange) 
 		}}
 	}
 	return r
+}
+
+// APIVersionsRetry reads a server's answer to kraft's ApiVersions request:
+// if it is UNSUPPORTED_VERSION (the server does not know the version kraft
+// sent, KIP-511), ok is true and version is the version to send again, the
+// highest both support by the answer's table (Kafka's NetworkClient does
+// the same); the connection fails if there is none.
+func APIVersionsRetry(r *kmsg.ApiVersionsResponse) (version int16, ok bool, err error) {
+	if r.ErrorCode != int16(kraft.ErrUnsupportedVersion) {
+		return 0, false, nil
+	}
+	v, found := Negotiate(Versions{APIVersions: Supported[APIVersions]}, VersionsOf(r))[APIVersions]
+	if !found {
+		return 0, false, errors.New("kafkawire: the server supports no ApiVersions version kraft does")
+	}
+	return v, true, nil
 }
