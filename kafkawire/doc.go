@@ -20,7 +20,9 @@
 // response header, v0 (correlation id) or v1 (plus tagged fields) by the
 // same rule, except that ApiVersions responses always use v0, then the body
 // (AppendResponse, ReadResponse; a client looks up the request's API and
-// version by ResponseCorrelationID first).
+// version by ResponseCorrelationID first). An ApiVersions answer with
+// UNSUPPORTED_VERSION is always read as v0, and the client asks again at
+// the version APIVersionsRetry names.
 //
 // # Versions
 //

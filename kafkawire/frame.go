@@ -208,13 +208,19 @@ func ResponseCorrelationID(frame []byte) (int32, error) {
 
 // ReadResponse parses a whole response frame (size prefix included) to a
 // request of API key and version: the correlation id, the header's tagged
-// fields (v1, dropped) and the body.
+// fields (v1, dropped) and the body. An ApiVersions answer with
+// UNSUPPORTED_VERSION is read as v0, whatever version was asked: a server
+// answers a version it does not know in v0 (KIP-511; Kafka's
+// ApiVersionsResponse.parse falls back the same way).
 func ReadResponse(frame []byte, key, version int16) (int32, kmsg.Response, error) {
 	corr, err := ResponseCorrelationID(frame)
 	if err != nil {
 		return 0, nil, err
 	}
 	b := frame[8:]
+	if key == APIVersions && len(b) >= 2 && int16(binary.BigEndian.Uint16(b)) == 35 { // UNSUPPORTED_VERSION
+		version = 0
+	}
 	r := kmsg.ResponseForKey(key)
 	if r == nil || version < 0 || version > r.MaxVersion() {
 		return corr, nil, fmt.Errorf("kafkawire: unsupported response: api key %d version %d", key, version)
