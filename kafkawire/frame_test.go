@@ -232,3 +232,32 @@ func TestEntriesBatching(t *testing.T) {
 		t.Fatalf("corrupt: %v", err)
 	}
 }
+
+// PreferredFor's list gives the addressee the rank it was made from,
+// whatever its directory id, on both sides of the wire.
+func TestPreferredFor(t *testing.T) {
+	dir := uuid.MustParse("01234567-89ab-cdef-0123-456789abcdef")
+	local := kraft.ReplicaKey{ID: 3, DirectoryID: dir}
+	for of := 0; of <= 4; of++ {
+		for pos := 0; pos <= of; pos++ {
+			rank := kraft.SuccessorRank{Position: pos, Of: of}
+			list := PreferredFor(rank, 3, 1)
+			if got := kraft.RankOf(local, list); got != rank {
+				t.Fatalf("%+v: list %v gives %+v", rank, list, got)
+			}
+			for _, v := range []int16{0, 1} {
+				req, err := EncodeRequest(Msg{Event: kraft.ReceiveEndQuorumEpoch{LeaderID: 1, LeaderEpoch: 2}, Preferred: list}, v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m, err := DecodeRequest(req, local)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := m.Event.(kraft.ReceiveEndQuorumEpoch).SuccessorRank; got != rank {
+					t.Fatalf("v%d %+v: decoded %+v", v, rank, got)
+				}
+			}
+		}
+	}
+}

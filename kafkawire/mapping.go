@@ -51,7 +51,8 @@ type Msg struct {
 	// successors (preferred_candidates; v0's preferred_successors has ids
 	// only). The event's SuccessorRank is the addressee's place in it,
 	// which the decoder computes from the local key (kraft.RankOf); the
-	// encoder sends this list and ignores SuccessorRank.
+	// encoder sends this list and ignores SuccessorRank (PreferredFor makes
+	// a list from a rank).
 	Preferred []kraft.ReplicaKey
 	// Endpoints are the message's endpoints (see Endpoint).
 	Endpoints []Endpoint
@@ -647,4 +648,25 @@ func DecodeResponse(r kmsg.Response, from kraft.NodeID) (Msg, error) {
 		return m, fmt.Errorf("kafkawire: %s is not a raft response kraft maps", kmsg.NameForKey(r.Key()))
 	}
 	return m, nil
+}
+
+// PreferredFor makes an EndQuorumEpoch request's preferred successors for
+// an addressee when only its rank is known (kraft.Deliver's
+// ReceiveEndQuorumEpoch holds the addressee's SuccessorRank, not the
+// leader's list): a list of rank.Of entries with the addressee's id at
+// rank.Position (no directory id, which matches any) and filler, an id
+// other than the addressee's (the resigning leader's), everywhere else.
+// The addressee computes the same rank from it; Kafka's KafkaRaftClient
+// uses the list for nothing but the receiver's own place in it
+// (endEpochElectionBackoff). A position outside [0, Of) lists the
+// addressee nowhere.
+func PreferredFor(rank kraft.SuccessorRank, addressee, filler kraft.NodeID) []kraft.ReplicaKey {
+	list := make([]kraft.ReplicaKey, max(rank.Of, 0))
+	for i := range list {
+		list[i] = kraft.ReplicaKey{ID: filler}
+		if i == rank.Position {
+			list[i].ID = addressee
+		}
+	}
+	return list
 }
