@@ -1,0 +1,172 @@
+package kafkawire
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/replica"
+	"github.com/kraftquorum/kraft/storage"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Kafka's control record types (ControlRecordType) that KRaft writes.
+const (
+	ControlLeaderChange   int16 = 2
+	ControlSnapshotHeader int16 = 3
+	ControlSnapshotFooter int16 = 4
+	ControlKRaftVersion   int16 = 5
+	ControlVoters         int16 = 6
+)
+
+// The log payloads of package replica (its first byte is the record's kind)
+// become Kafka records as follows:
+//
+//   - a data record (replica.RecordData) is a data record with a null key
+//     and the payload after the kind byte as its value, as Kafka's
+//     KafkaRaftClient writes a record its state machine appended;
+//   - a LeaderChange record (replica.RecordLeaderChange, kraft's
+//     AppendLeaderChange as JSON) is a control batch of its own holding a
+//     LeaderChange control record (key version 0, type 2; value
+//     LeaderChangeMessage v0: leader id, voter ids, granting voter ids),
+//     as Kafka's LeaderState writes it at the start of an epoch. Directory
+//     ids and the VotersRecord flag do not cross: LeaderChangeMessage v0
+//     has no directory ids, and the flag is kraft's note that a
+//     VotersRecord follows in the log.
+//
+// VotersRecords, KRaftVersion records and kraft's read barriers have no
+// mapping yet: AppendEntries refuses them and ReadEntries refuses Kafka
+// control records other than LeaderChange.
+
+// AppendEntries appends log entries as v2 record batches: one batch per run
+// of consecutive data entries of one epoch, and one control batch per
+// LeaderChange entry. Each batch's partition leader epoch is its entries'
+// epoch; every record gets timestamp ts (Kafka's leader stamps a batch
+// with its append time). Entries must have consecutive offsets.
+func AppendEntries(dst []byte, entries []storage.Entry, ts int64) ([]byte, error) {
+	var b Batch
+	flush := func() {
+		if len(b.Records) > 0 {
+			dst = AppendBatch(dst, &b)
+		}
+		b.Records = b.Records[:0]
+	}
+	for i, e := range entries {
+		if i > 0 && e.Offset != entries[i-1].Offset+1 {
+			return dst, fmt.Errorf("kafkawire: entry offsets %d then %d are not consecutive", entries[i-1].Offset, e.Offset)
+		}
+		if len(e.Data) == 0 {
+			return dst, fmt.Errorf("kafkawire: entry at offset %d has no kind byte", e.Offset)
+		}
+		switch e.Data[0] {
+		case replica.RecordData:
+			if len(b.Records) > 0 && (b.Control() || b.PartitionLeaderEpoch != int32(e.Epoch)) {
+				flush()
+			}
+			if len(b.Records) == 0 {
+				b = newBatch(e, ts, 0)
+			}
+			delta := int32(e.Offset - b.BaseOffset)
+			b.Records = append(b.Records, Record{OffsetDelta: delta, Value: e.Data[1:]})
+			b.LastOffsetDelta = delta
+		case replica.RecordLeaderChange:
+			flush()
+			value, err := leaderChangeValue(e.Data[1:])
+			if err != nil {
+				return dst, fmt.Errorf("kafkawire: entry at offset %d: %w", e.Offset, err)
+			}
+			b = newBatch(e, ts, AttrControl)
+			b.Records = append(b.Records, Record{Key: controlKey(ControlLeaderChange), Value: value})
+			flush()
+		default:
+			return dst, fmt.Errorf("kafkawire: entry at offset %d: log record kind %d has no Kafka mapping yet", e.Offset, e.Data[0])
+		}
+	}
+	flush()
+	return dst, nil
+}
+
+func newBatch(e storage.Entry, ts int64, attrs int16) Batch {
+	return Batch{
+		BaseOffset: e.Offset, PartitionLeaderEpoch: int32(e.Epoch), Attributes: attrs,
+		FirstTimestamp: ts, MaxTimestamp: ts, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+	}
+}
+
+func controlKey(typ int16) []byte {
+	k := kmsg.ControlRecordKey{Version: 0, Type: kmsg.ControlRecordKeyType(typ)}
+	return k.AppendTo(nil)
+}
+
+func leaderChangeValue(data []byte) ([]byte, error) {
+	var a kraft.AppendLeaderChange
+	if err := json.Unmarshal(data, &a); err != nil {
+		return nil, fmt.Errorf("LeaderChange record: %w", err)
+	}
+	m := kmsg.LeaderChangeMessage{Version: 0, LeaderID: int32(a.LeaderID)}
+	for _, v := range a.Voters {
+		m.Voters = append(m.Voters, kmsg.LeaderChangeMessageVoter{VoterID: int32(v.ID)})
+	}
+	for _, v := range a.GrantingVoters {
+		m.GrantingVoters = append(m.GrantingVoters, kmsg.LeaderChangeMessageVoter{VoterID: int32(v.ID)})
+	}
+	return m.AppendTo(nil), nil
+}
+
+// ReadEntries decodes v2 record batches (ReadBatches: CRC-checked) into log
+// entries, the inverse of AppendEntries: an entry per record at the batch's
+// base offset plus the record's offset delta, in the batch's partition
+// leader epoch. It also returns the first batch's base timestamp (0 without
+// batches), which AppendEntries takes back.
+func ReadEntries(src []byte) ([]storage.Entry, int64, error) {
+	batches, err := ReadBatches(src)
+	if err != nil {
+		return nil, 0, err
+	}
+	var entries []storage.Entry
+	var ts int64
+	for i := range batches {
+		b := &batches[i]
+		if i == 0 {
+			ts = b.FirstTimestamp
+		}
+		for _, r := range b.Records {
+			e := storage.Entry{Offset: b.BaseOffset + int64(r.OffsetDelta), Epoch: kraft.Epoch(b.PartitionLeaderEpoch)}
+			if b.Control() {
+				if e.Data, err = controlEntry(e.Epoch, r); err != nil {
+					return nil, 0, fmt.Errorf("kafkawire: offset %d: %w", e.Offset, err)
+				}
+			} else {
+				e.Data = append([]byte{replica.RecordData}, r.Value...)
+			}
+			entries = append(entries, e)
+		}
+	}
+	return entries, ts, nil
+}
+
+func controlEntry(epoch kraft.Epoch, r Record) ([]byte, error) {
+	var k kmsg.ControlRecordKey
+	if err := k.ReadFrom(r.Key); err != nil || len(r.Key) != 4 {
+		return nil, fmt.Errorf("control record key %x", r.Key)
+	}
+	if int16(k.Type) != ControlLeaderChange {
+		return nil, fmt.Errorf("control record type %d has no kraft mapping yet", k.Type)
+	}
+	var m kmsg.LeaderChangeMessage
+	if err := m.ReadFrom(r.Value); err != nil {
+		return nil, fmt.Errorf("LeaderChange record: %w", err)
+	}
+	a := kraft.AppendLeaderChange{Epoch: epoch, LeaderID: kraft.NodeID(m.LeaderID)}
+	for _, v := range m.Voters {
+		a.Voters = append(a.Voters, kraft.ReplicaKey{ID: kraft.NodeID(v.VoterID)})
+	}
+	for _, v := range m.GrantingVoters {
+		a.GrantingVoters = append(a.GrantingVoters, kraft.ReplicaKey{ID: kraft.NodeID(v.VoterID)})
+	}
+	data, err := json.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte{replica.RecordLeaderChange}, data...), nil
+}
