@@ -218,7 +218,7 @@ func TestFileLogResetToSurvivesReopen(t *testing.T) {
 	require.NoError(t, l.Close())
 
 	l, recovery := reopen(t, dir, 100)
-	require.Equal(t, Recovery{Segments: 1}, recovery)
+	require.Equal(t, Recovery{Segments: 1, RecoveryPoint: 1000, SyncedEpoch: 12}, recovery)
 	require.Equal(t, start, l.Start())
 	require.Equal(t, start, l.End())
 	require.Equal(t, kraft.LogState{End: start, Start: start.Offset}, l.State())
