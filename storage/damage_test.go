@@ -326,3 +326,27 @@ func TestFlipAfterCrashIsDamage(t *testing.T) {
 		require.Equal(t, end, d.To, "run %d", run)
 	}
 }
+
+// TestLogStartFlipIsDamage flips each byte of the log start checkpoint:
+// Open refuses the log as damaged, never takes another start.
+func TestLogStartFlipIsDamage(t *testing.T) {
+	src := t.TempDir()
+	l, _ := reopen(t, src, 0)
+	fillLog(t, l, 20)
+	require.NoError(t, l.Sync())
+	require.NoError(t, l.DeleteBefore(15))
+	require.NoError(t, l.Close())
+	good, err := os.ReadFile(filepath.Join(src, LogStartFileName))
+	require.NoError(t, err)
+	for at := range good {
+		dir := t.TempDir()
+		for name, content := range dirContents(t, src) {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+		}
+		flipByte(t, filepath.Join(dir, LogStartFileName), int64(at))
+		l, _, err := Open(dir, Options{TruncateDamage: true})
+		require.Nil(t, l)
+		require.ErrorIs(t, err, ErrDamaged, "byte %d", at)
+		require.ErrorContains(t, err, "log start checkpoint")
+	}
+}

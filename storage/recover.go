@@ -85,6 +85,16 @@ func (e *DamageError) Error() string {
 // Is makes errors.Is(err, ErrDamaged) and errors.Is(err, ErrCorrupt) hold.
 func (e *DamageError) Is(target error) bool { return target == ErrDamaged || target == ErrCorrupt }
 
+// fileDamageError: a file of the log that does not read back as written
+// (it wraps ErrDamaged and ErrCorrupt), where no record range says what
+// was lost.
+type fileDamageError struct{ msg string }
+
+func (e *fileDamageError) Error() string { return e.msg }
+
+// Is makes errors.Is(err, ErrDamaged) and errors.Is(err, ErrCorrupt) hold.
+func (e *fileDamageError) Is(target error) bool { return target == ErrDamaged || target == ErrCorrupt }
+
 // errBadSequence: a valid frame whose offset or epoch does not follow the
 // record before it.
 var errBadSequence = errors.New("record out of sequence")
