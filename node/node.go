@@ -149,6 +149,12 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f, ok := cfg.Records.(FileRecords); ok {
+		// A vote lost or rolled back on disk (storage.ErrDamaged).
+		if err := storage.CheckQuorumState(f.Path, rec, ls.End.Epoch); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+	}
 	boot, err := bootstrapVoters(cfg)
 	if err != nil {
 		return nil, err
