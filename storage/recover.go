@@ -30,10 +30,12 @@ type Recovery struct {
 	RecoveryPoint int64
 	// Damage, when Options.TruncateDamage let Open go on past damage,
 	// says which synced records the log lost: the log now ends at
-	// Damage.From. nil when nothing synced was lost. The loss is recorded
-	// in the recovery point file: every Open reports it, and refuses
-	// without TruncateDamage, until the log holds records up to Damage.To
-	// again, synced (fetched back from the leader).
+	// Damage.From. nil when nothing synced was lost. A loss of known extent
+	// is recorded in the recovery point file: every Open reports it, and
+	// refuses without TruncateDamage, until the log holds records up to
+	// Damage.To again, synced (fetched back from the leader). One of unknown
+	// extent (Damage.To -1: the recovery point file was damaged) is
+	// reported by this Open only; the host must act on it now.
 	Damage *DamageError
 	// SyncedEpoch is the highest epoch of a record the log is known to have
 	// held durably: the epoch of its last record, or of the last record it
