@@ -103,6 +103,24 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f, ok := cfg.Records.(FileRecords); ok {
+		// A vote lost or rolled back on disk (storage.ErrDamaged): the
+		// record must hold at least the highest epoch the log (or its
+		// latest snapshot) shows.
+		rec, err := cfg.Records.Read()
+		if err != nil {
+			return nil, fmt.Errorf("node: reading the quorum state: %w", err)
+		}
+		epoch := cfg.Log.End().Epoch
+		if cfg.Snapshots != nil {
+			if id, ok := cfg.Snapshots.Latest(); ok && id.Epoch > epoch {
+				epoch = id.Epoch
+			}
+		}
+		if err := storage.CheckQuorumState(f.Path, rec, epoch); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+	}
 	boot, err := bootstrapVoters(cfg)
 	if err != nil {
 		return nil, err

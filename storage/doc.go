@@ -17,9 +17,12 @@
 // directory; docs/storage.md.) At start the host reads the quorum-state
 // file and the log and hands them to kraft.NewState:
 //
-//	rec, err := storage.ReadQuorumState(storage.QuorumStatePath(dir)) // nil: nothing stored
+//	lock, err := storage.LockDir(dir) // a second process on dir fails here
 //	log, recovery, err := storage.Open(filepath.Join(dir, "log"), storage.Options{})
 //	// recovery.DroppedBytes > 0: a torn tail was cut (records never synced)
+//	// errors.Is(err, storage.ErrDamaged): synced records are lost (*DamageError)
+//	rec, err := storage.ReadQuorumState(storage.QuorumStatePath(dir)) // nil: nothing stored
+//	err = storage.CheckQuorumState(storage.QuorumStatePath(dir), rec, recovery.SyncedEpoch)
 //	s, acts, err := kraft.NewState(cfg, rec, log.State())
 //
 // Then, while it carries out actions:
@@ -39,12 +42,30 @@
 //
 // WriteQuorumState writes version 1 of Kafka's file, which keeps the voted
 // directory id (KIP-853); WriteQuorumStateData writes either version.
-// ReadQuorumState reads both.
+// ReadQuorumState reads both. Each write also goes, first, to a checked
+// copy (QuorumStateCopySuffix), against which ReadQuorumState checks the
+// file: a flipped byte, a record rolled back or a deleted file is a
+// *QuorumStateDamageError, not a replica that never voted.
+//
+// # Crashes and damage
+//
+// A crash loses only what was never synced; a damaged disk can change what
+// was. The log keeps a recovery point (RecoveryPointFileName), written at
+// every Sync after its fsync, so that Open cuts a bad tail past it as
+// torn, silently, and reports anything bad below it as damage: a
+// *DamageError with the offsets lost. Open refuses such a log, or with
+// Options.TruncateDamage opens it cut at the damage and reports the loss in
+// Recovery.Damage, on every Open until the records are back. A replica that
+// lost synced records or its vote must not vote, or be counted as holding
+// them, until it has them again; errors.Is(err, ErrDamaged) tells such
+// errors from others. docs/storage.md has the formats and the write order,
+// docs/design.md D70 to D74 the reasons.
 //
 // # Logs
 //
 // Log is the interface of a replica's log. FileLog keeps it on disk; a
-// torn tail left by a crash is dropped when it is opened, and the epoch
+// torn tail left by a crash (past the recovery point) is dropped when it is
+// opened, and the epoch
 // history (Kafka's leader-epoch cache) is rebuilt from the records. MemLog
 // keeps it in memory with the same durability model, and its Crash drops
 // what was not synced, for simulations.

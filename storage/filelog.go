@@ -25,6 +25,12 @@ type Options struct {
 	// segments, so a segment can exceed it by one append.
 	SegmentBytes int64
 
+	// TruncateDamage lets Open open a log that lost records it had synced
+	// (a DamageError): it cuts the log where the damage starts, records the
+	// loss in the recovery point file and reports it in Recovery.Damage.
+	// Without it, Open refuses such a log with the DamageError.
+	TruncateDamage bool
+
 	fs fileSystem // nil: the operating system's
 }
 
@@ -54,8 +60,10 @@ type FileLog struct {
 	flushed int64
 	failed  error // the first write or fsync error; the log is unusable
 	closed  bool
-	wbuf    []byte // encoding buffer of Append
-	rbuf    []byte // scanning buffer of Read
+	rp      *recoveryPointFile // guarded by syncMu
+	lock    *DirLock           // nil for a test file system
+	wbuf    []byte             // encoding buffer of Append
+	rbuf    []byte             // scanning buffer of Read
 }
 
 var _ Log = (*FileLog)(nil)
@@ -117,12 +125,20 @@ func (s *segment) seek(offset int64) (pos, at int64) {
 }
 
 // Open opens the log in dir, creating the directory and an empty log if
-// there is none, and recovers it: it checks every frame, drops a torn or
-// corrupt tail of the last segment (the Recovery says what was dropped),
-// rebuilds the epoch history, and fsyncs, so the whole log it opens is
-// durable. Corruption anywhere but at the end of the last segment, or
-// segments that do not follow each other, is an ErrCorrupt error: dropping
-// it could lose records that were acknowledged as durable.
+// there is none, and recovers it: it checks every frame, drops a torn tail
+// of the last segment past the recovery point (RecoveryPointFileName: the
+// records a crash can lose, never synced; the Recovery says what was
+// dropped), rebuilds the epoch history, and fsyncs, so the whole log it
+// opens is durable. Records below the recovery point that do not read
+// back, or a bad frame in any segment but the last, are damage: records
+// that were synced, perhaps acknowledged, and are lost. Open refuses the
+// log with a *DamageError naming them (errors.Is ErrDamaged and
+// ErrCorrupt), or with Options.TruncateDamage opens it cut where the
+// damage starts and reports the loss in Recovery.Damage. Segments that do
+// not follow each other are an ErrCorrupt error.
+//
+// Open locks dir (LockDir) until Close: a second Open of the directory,
+// in this process or another, fails at once.
 func Open(dir string, opts Options) (*FileLog, Recovery, error) {
 	l := &FileLog{dir: dir, segBytes: opts.SegmentBytes, fs: opts.fs}
 	if l.segBytes <= 0 {
@@ -131,10 +147,16 @@ func Open(dir string, opts Options) (*FileLog, Recovery, error) {
 	if l.fs == nil {
 		l.fs = osFS{}
 	}
-	rec, err := l.recover()
+	rec, err := l.recover(opts)
 	if err != nil {
 		for _, s := range l.segs {
 			_ = s.f.Close()
+		}
+		if l.rp != nil {
+			_ = l.rp.f.Close()
+		}
+		if l.lock != nil {
+			_ = l.lock.Unlock()
 		}
 		return nil, rec, err
 	}
@@ -368,6 +390,15 @@ func (l *FileLog) Truncate(to int64) error {
 	if err != nil {
 		return err
 	}
+	if l.rp.cur.offset > to {
+		// The recovery point must not claim the records removed: lowered
+		// first, a crash leaves it below what the disk holds.
+		p := l.rp.cur
+		p.offset, p.epoch = to, l.epochs.epochFor(to-1)
+		if err := l.rp.lower(p); err != nil {
+			return l.fail(err)
+		}
+	}
 	if len(l.segs) > i+1 {
 		for j := len(l.segs) - 1; j > i; j-- {
 			s := l.segs[j]
@@ -426,23 +457,45 @@ func (l *FileLog) Sync() error {
 		l.mu.Unlock()
 		return err
 	}
-	target := l.end.Offset
-	if target == l.flushed {
+	target := l.end
+	if target.Offset == l.flushed {
 		l.mu.Unlock()
 		return nil
 	}
 	f := l.active().f
 	l.mu.Unlock()
 
-	err := f.Sync()
+	// The recovery point the last Sync wrote becomes durable with this
+	// one's fsync, in parallel: it claims records that were synced then.
+	var err, rpErr error
+	if l.rp.pending {
+		done := make(chan error, 1)
+		go func() { done <- l.rp.sync() }()
+		err = f.Sync()
+		rpErr = <-done
+	} else {
+		err = f.Sync()
+	}
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err != nil {
 		return l.fail(err)
 	}
-	if target > l.flushed {
-		l.flushed = target
+	if rpErr != nil {
+		return l.fail(rpErr)
+	}
+	if target.Offset > l.flushed {
+		l.flushed = target.Offset
+	}
+	// Only now, the records below target being durable, may the recovery
+	// point claim them.
+	p := recoveryPoint{offset: target.Offset, epoch: target.Epoch, lost: l.rp.cur.lost}
+	if target.Offset >= p.lost.to {
+		p.lost = lostRange{} // the records lost to damage are back
+	}
+	if err := l.rp.write(p); err != nil {
+		return l.fail(err)
 	}
 	return nil
 }
@@ -567,6 +620,15 @@ func (l *FileLog) ResetTo(start kraft.LogEnd) error {
 	if start.Offset < 0 || start.Epoch < 0 {
 		return fmt.Errorf("%w: reset to %+v", ErrOutOfRange, start)
 	}
+	// The recovery point claims nothing until the next Sync: a crash may
+	// leave no segment, or the new start's empty one.
+	p := recoveryPoint{lost: l.rp.cur.lost}
+	if start.Offset >= p.lost.to {
+		p.lost = lostRange{}
+	}
+	if err := l.rp.lower(p); err != nil {
+		return l.fail(err)
+	}
 	for j := len(l.segs) - 1; j >= 0; j-- {
 		s := l.segs[j]
 		_ = s.f.Close()
@@ -608,6 +670,14 @@ func (l *FileLog) Close() error {
 	var first error
 	for _, s := range l.segs { // none after a failed ResetTo
 		if err := s.f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	if err := l.rp.f.Close(); err != nil && first == nil {
+		first = err
+	}
+	if l.lock != nil {
+		if err := l.lock.Unlock(); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -88,7 +88,7 @@ func TestFileLogSegmentsAndReopen(t *testing.T) {
 	require.Equal(t, "00000000000000000036.log", segs[9])
 
 	l, rec = reopen(t, dir, 204)
-	require.Equal(t, Recovery{Segments: 10, Records: 40}, rec)
+	require.Equal(t, Recovery{Segments: 10, Records: 40, RecoveryPoint: 40, SyncedEpoch: 6}, rec)
 	require.Equal(t, normalize(want), normalize(readAll(t, l)))
 	require.Equal(t, state, l.State())
 	require.Equal(t, stateOf(want), l.State())
@@ -120,7 +120,7 @@ func TestFileLogIgnoresOtherFilesAndCreatesDir(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644))
 	}
 	l, rec := reopen(t, dir, 0)
-	require.Equal(t, Recovery{Segments: 1, Records: 3}, rec)
+	require.Equal(t, Recovery{Segments: 1, Records: 3, RecoveryPoint: 3, SyncedEpoch: 1}, rec)
 	require.Equal(t, kraft.LogEnd{Offset: 3, Epoch: 1}, l.End())
 }
 
@@ -367,14 +367,20 @@ func TestFileLogLargeRecords(t *testing.T) {
 // TestFileLogFailureIsSticky: after a write or an fsync fails, the log
 // refuses to go on, and reopening recovers.
 func TestFileLogFailureIsSticky(t *testing.T) {
-	for _, budget := range []int{3, 4} { // Open does 3 operations; then the write, the fsync
+	counter, err := newCrashFS(-1, 1, t.TempDir())
+	require.NoError(t, err)
+	l, _, err := Open(t.TempDir(), Options{fs: counter})
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	opened := counter.ops // Open's operations; then the write, the fsync
+	for _, budget := range []int{opened, opened + 1} {
 		dir := t.TempDir()
 		cfs, err := newCrashFS(budget, 1, dir)
 		require.NoError(t, err)
 		l, _, err := Open(dir, Options{fs: cfs})
 		require.NoError(t, err)
 		_, err = l.Append(1, []byte("a"))
-		if budget == 4 {
+		if budget == opened+1 {
 			require.NoError(t, err)
 			err = l.Sync()
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,12 +14,18 @@ import (
 
 // LogStartFileName is the file in a log's directory that records the log
 // start once it is above offset 0 (Kafka keeps the log start offset in a
-// log-start-offset-checkpoint file too). Its content is two lines, the
-// format version 0, then the start offset and the epoch of the record
-// before it, in decimal:
+// log-start-offset-checkpoint file too). Its content is three lines, the
+// format version 1, the start offset and the epoch of the record before
+// it, in decimal, and the CRC-32C (Castagnoli) of the second line (without
+// its newline) in 8 lower-case hexadecimal digits:
 //
-//	0
+//	1
 //	1500 7
+//	8539d9c8
+//
+// so that a flipped digit, which would still parse, is damage, not a
+// different log start. Version 0, the same without the checksum line, is
+// read too (files written before version 1).
 //
 // It is replaced atomically (written to LogStartFileName+".tmp", fsynced,
 // renamed, the directory fsynced). An absent file means the log starts at
@@ -29,15 +36,22 @@ const LogStartFileName = "log-start-offset-checkpoint"
 const maxLogStartFile = 64
 
 func encodeLogStart(start kraft.LogEnd) []byte {
-	return []byte(fmt.Sprintf("0\n%d %d\n", start.Offset, start.Epoch))
+	line := fmt.Sprintf("%d %d", start.Offset, start.Epoch)
+	return []byte(fmt.Sprintf("1\n%s\n%08x\n", line, crc32.Checksum([]byte(line), castagnoli)))
 }
 
 // parseLogStart decodes the content of a log start file. Anything but
-// exactly what encodeLogStart writes is an error.
+// exactly what encodeLogStart writes, or a version 0 file, is an error.
 func parseLogStart(b []byte) (kraft.LogEnd, error) {
 	lines := bytes.Split(b, []byte("\n"))
-	if len(lines) != 3 || string(lines[0]) != "0" || len(lines[2]) != 0 {
-		return kraft.LogEnd{}, errors.New("not version 0 and one line of offset and epoch")
+	switch {
+	case len(lines) == 3 && string(lines[0]) == "0" && len(lines[2]) == 0:
+	case len(lines) == 4 && string(lines[0]) == "1" && len(lines[3]) == 0:
+		if want := fmt.Sprintf("%08x", crc32.Checksum(lines[1], castagnoli)); string(lines[2]) != want {
+			return kraft.LogEnd{}, fmt.Errorf("checksum %q where %q belongs", lines[2], want)
+		}
+	default:
+		return kraft.LogEnd{}, errors.New("not version 0 or 1 and one line of offset and epoch")
 	}
 	fields := bytes.Split(lines[1], []byte(" "))
 	if len(fields) != 2 {
@@ -86,7 +100,8 @@ func readLogStart(fsys fileSystem, dir string) (kraft.LogEnd, error) {
 	}
 	start, err := parseLogStart(b)
 	if err != nil {
-		return kraft.LogEnd{}, fmt.Errorf("%w: %s: %s", ErrCorrupt, path, err.Error())
+		return kraft.LogEnd{}, &fileDamageError{fmt.Sprintf("storage: log start checkpoint %s is damaged (%s): "+
+			"the log cannot tell which of its records were deleted; restore the directory, or replace the replica's data directory and let it fetch the log again", path, err)}
 	}
 	return start, nil
 }

@@ -218,7 +218,7 @@ func TestFileLogResetToSurvivesReopen(t *testing.T) {
 	require.NoError(t, l.Close())
 
 	l, recovery := reopen(t, dir, 100)
-	require.Equal(t, Recovery{Segments: 1}, recovery)
+	require.Equal(t, Recovery{Segments: 1, RecoveryPoint: 1000, SyncedEpoch: 12}, recovery)
 	require.Equal(t, start, l.Start())
 	require.Equal(t, start, l.End())
 	require.Equal(t, kraft.LogState{End: start, Start: start.Offset}, l.State())
@@ -291,11 +291,18 @@ func TestLogStartFileFormat(t *testing.T) {
 		require.NoError(t, err, "%q", b)
 		require.Equal(t, s, got)
 	}
-	require.Equal(t, "0\n1500 7\n", string(encodeLogStart(kraft.LogEnd{Offset: 1500, Epoch: 7})))
+	require.Equal(t, "1\n1500 7\n8539d9c8\n", string(encodeLogStart(kraft.LogEnd{Offset: 1500, Epoch: 7})))
+	got, err := parseLogStart([]byte("0\n1500 7\n"))
+	require.NoError(t, err, "version 0 still reads")
+	require.Equal(t, kraft.LogEnd{Offset: 1500, Epoch: 7}, got)
+	// A flipped digit is damage, not another start.
+	_, err = parseLogStart([]byte("1\n1501 7\n8539d9c8\n"))
+	require.ErrorContains(t, err, "checksum")
 	for _, bad := range []string{
 		"", "0\n", "0\n1500 7", "1\n1500 7\n", "0\n1500 7\n\n", "0\n1500  7\n", "0\n1500\n", "0\n1500 7 1\n",
 		"0\n-1 7\n", "0\n1500 -7\n", "0\n+1 7\n", "0\n01 7\n", "0\n1 07\n", "0\n9223372036854775808 1\n",
 		"0\n1 2147483648\n", "0\r\n1 2\r\n", "0\n1 x\n",
+		"1\n1500 7\n8539D9C8\n", "1\n1500 7\n8539d9c8", "2\n1500 7\n8539d9c8\n", "1\n1500 7\n00000000\n",
 	} {
 		_, err := parseLogStart([]byte(bad))
 		require.Error(t, err, "%q", bad)

@@ -378,8 +378,13 @@ func QuorumStatePath(dir string) string {
 // ReadQuorumStateData reads and parses the quorum-state file at path. A
 // missing file gives (nil, nil); anything that does not parse is an error
 // naming the file.
+//
+// When the file has a checked copy (QuorumStateCopySuffix), it is checked
+// against it: a file that does not match the copy (a flipped byte, an
+// older record, a missing file) is a *QuorumStateDamageError (errors.Is
+// ErrDamaged).
 func ReadQuorumStateData(path string) (*QuorumStateData, error) {
-	return readQuorumStateData(osFS{}, path)
+	return checkedQuorumState(osFS{}, path)
 }
 
 func readQuorumStateData(fsys fileSystem, path string) (*QuorumStateData, error) {
@@ -401,12 +406,14 @@ func readQuorumStateData(fsys fileSystem, path string) (*QuorumStateData, error)
 // at path, in either version. A missing file gives (nil, nil), which
 // kraft.NewState takes as "nothing was ever stored"; a file that does not
 // parse, or holds a record kraft cannot use, is an error naming the file.
+// The file is checked against its checked copy as ReadQuorumStateData
+// does; CheckQuorumState checks it against the log.
 func ReadQuorumState(path string) (*kraft.QuorumRecord, error) {
 	return readQuorumState(osFS{}, path)
 }
 
 func readQuorumState(fsys fileSystem, path string) (*kraft.QuorumRecord, error) {
-	d, err := readQuorumStateData(fsys, path)
+	d, err := checkedQuorumState(fsys, path)
 	if d == nil || err != nil {
 		return nil, err
 	}
@@ -421,6 +428,8 @@ func readQuorumState(fsys fileSystem, path string) (*kraft.QuorumRecord, error) 
 // (which keeps the voted directory id), atomically and durably: a temporary
 // file path+".tmp" is written and fsynced, renamed over path, and the
 // directory is fsynced. A crash leaves the old record or the new one.
+// Before the file, the record is written to its checked copy
+// (QuorumStateCopySuffix), durably.
 func WriteQuorumState(path string, r kraft.QuorumRecord) error {
 	return writeQuorumStateData(osFS{}, path, NewQuorumStateData(r))
 }
@@ -435,6 +444,19 @@ func WriteQuorumStateData(path string, d QuorumStateData) error {
 func writeQuorumStateData(fsys fileSystem, path string, d QuorumStateData) error {
 	b, err := d.Marshal()
 	if err != nil {
+		return fmt.Errorf("storage: writing quorum state %s: %w", path, err)
+	}
+	r, err := d.Record()
+	if err != nil {
+		return fmt.Errorf("storage: writing quorum state %s: %w", path, err)
+	}
+	var prev *kraft.QuorumRecord
+	if old, err := readQuorumStateData(fsys, path); err == nil && old != nil {
+		if or, err := old.Record(); err == nil {
+			prev = &or
+		}
+	}
+	if err := writeQuorumCopy(fsys, path+QuorumStateCopySuffix, r, prev); err != nil {
 		return fmt.Errorf("storage: writing quorum state %s: %w", path, err)
 	}
 	if err := writeFileAtomic(fsys, path, b); err != nil {

@@ -309,7 +309,7 @@ func TestWriteQuorumState(t *testing.T) {
 	require.NoError(t, WriteQuorumState(path, r2))
 	names, err := readDirNames(dir)
 	require.NoError(t, err)
-	require.Equal(t, []string{QuorumStateFileName}, names)
+	require.Equal(t, []string{QuorumStateFileName, QuorumStateFileName + QuorumStateCopySuffix}, names)
 	got, err := ReadQuorumState(path)
 	require.NoError(t, err)
 	require.Equal(t, &r2, got)

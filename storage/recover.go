@@ -17,14 +17,85 @@ type Recovery struct {
 	Segments int
 	// Records is the number of records of the log.
 	Records int64
-	// DroppedBytes is the size of the torn or corrupt tail cut from the last
-	// segment, 0 if there was none. Records that were synced are never in
-	// it, unless the disk lost or changed them.
+	// DroppedBytes is the size of the torn tail cut from the last segment,
+	// 0 if there was none: bytes past the recovery point, which were never
+	// synced (a crash can leave them half written).
 	DroppedBytes int64
 	// Cause says where the dropped tail started and why it was dropped;
 	// empty when nothing was dropped.
 	Cause string
+	// RecoveryPoint is the offset below which the log said every record was
+	// synced (RecoveryPointFileName), or the log start when it said nothing
+	// (a log written before the file existed).
+	RecoveryPoint int64
+	// Damage, when Options.TruncateDamage let Open go on past damage,
+	// says which synced records the log lost: the log now ends at
+	// Damage.From. nil when nothing synced was lost. A loss of known extent
+	// is recorded in the recovery point file: every Open reports it, and
+	// refuses without TruncateDamage, until the log holds records up to
+	// Damage.To again, synced (fetched back from the leader). One of unknown
+	// extent (Damage.To -1: the recovery point file was damaged) is
+	// reported by this Open only; the host must act on it now.
+	Damage *DamageError
+	// SyncedEpoch is the highest epoch of a record the log is known to have
+	// held durably: the epoch of its last record, or of the last record it
+	// lost to damage if that is higher. A quorum-state record with a lower
+	// epoch was rolled back or lost (CheckQuorumState).
+	SyncedEpoch kraft.Epoch
 }
+
+// ErrDamaged: records, or a record of the replica's state, that were made
+// durable are gone or changed on disk: damage, not a crash (a crash only
+// loses what was never synced). Errors that wrap it are *DamageError or
+// *QuorumStateDamageError; errors.Is(err, ErrCorrupt) holds for a log's.
+var ErrDamaged = errors.New("storage: damaged")
+
+// DamageError is Open's error when a log lost records it had synced: a
+// record below the recovery point does not read back (a flipped bit, a
+// lost write), the log ends below it, a segment before the last is bad, or
+// the recovery point file itself is damaged. Those records may have been
+// acknowledged to a leader, which counted this replica as holding them; a
+// replica that lost them must not vote or be counted as holding them until
+// it has them again (docs/design.md). Open refuses such a log unless
+// Options.TruncateDamage is set; then it cuts the log at From, records the
+// loss, and returns it in Recovery.Damage.
+type DamageError struct {
+	// Dir is the log's directory.
+	Dir string
+	// Records From to To (excluded) were synced and are lost. To is -1 when
+	// the recovery point file is damaged and the log cannot know how many
+	// records it held: every record from From on may be lost.
+	From, To int64
+	// Epoch is the epoch of the last lost record, as far as known (the
+	// recovery point's), 0 if unknown.
+	Epoch kraft.Epoch
+	// Cause says what Open found and where.
+	Cause string
+}
+
+func (e *DamageError) Error() string {
+	lost := fmt.Sprintf("records %d to %d (excluded)", e.From, e.To)
+	if e.To < 0 {
+		lost = fmt.Sprintf("records from %d on (how many is unknown)", e.From)
+	}
+	return fmt.Sprintf("storage: log %s is damaged: %s were synced and are lost: %s. "+
+		"They may have been acknowledged: this replica must not vote or count as holding them until it has them again. "+
+		"Open it with Options.TruncateDamage to cut the log at %d and fetch the records back from the leader, or restore the directory",
+		e.Dir, lost, e.Cause, e.From)
+}
+
+// Is makes errors.Is(err, ErrDamaged) and errors.Is(err, ErrCorrupt) hold.
+func (e *DamageError) Is(target error) bool { return target == ErrDamaged || target == ErrCorrupt }
+
+// fileDamageError: a file of the log that does not read back as written
+// (it wraps ErrDamaged and ErrCorrupt), where no record range says what
+// was lost.
+type fileDamageError struct{ msg string }
+
+func (e *fileDamageError) Error() string { return e.msg }
+
+// Is makes errors.Is(err, ErrDamaged) and errors.Is(err, ErrCorrupt) hold.
+func (e *fileDamageError) Is(target error) bool { return target == ErrDamaged || target == ErrCorrupt }
 
 // errBadSequence: a valid frame whose offset or epoch does not follow the
 // record before it.
@@ -34,7 +105,7 @@ var errBadSequence = errors.New("record out of sequence")
 const recoverScanBuffer = 1 << 20
 
 // recover loads the segments of l.dir; see Open.
-func (l *FileLog) recover() (Recovery, error) {
+func (l *FileLog) recover(opts Options) (Recovery, error) {
 	var rec Recovery
 	names, err := l.fs.readDir(l.dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -47,6 +118,11 @@ func (l *FileLog) recover() (Recovery, error) {
 	} else if err != nil {
 		return rec, fmt.Errorf("storage: opening log %s: %w", l.dir, err)
 	}
+	if _, ok := l.fs.(osFS); ok {
+		if l.lock, err = LockDir(l.dir); err != nil {
+			return rec, err
+		}
+	}
 	var bases []int64
 	for _, name := range names {
 		if base, ok := parseSegmentName(name); ok {
@@ -55,6 +131,10 @@ func (l *FileLog) recover() (Recovery, error) {
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 	start, err := readLogStart(l.fs, l.dir)
+	if err != nil {
+		return rec, err
+	}
+	rp, rpFound, rpDamage, err := readRecoveryPoint(l.fs, l.dir)
 	if err != nil {
 		return rec, err
 	}
@@ -67,21 +147,16 @@ func (l *FileLog) recover() (Recovery, error) {
 		below = append(below, bases[0])
 		bases = bases[1:]
 	}
-	if len(bases) == 0 {
-		// A new log, or one that ResetTo emptied before it created the
-		// segment of its new start.
-		seg, err := l.createSegment(start.Offset)
-		if err != nil {
-			return rec, fmt.Errorf("storage: creating log %s: %w", l.dir, err)
-		}
-		l.segs = append(l.segs, seg)
-	} else if bases[0] > start.Offset {
+	if len(bases) > 0 && bases[0] > start.Offset {
 		return rec, fmt.Errorf("%w: %s starts at offset %d but the log starts at %d", ErrCorrupt, filepath.Join(l.dir, segmentName(bases[0])), bases[0], start.Offset)
 	}
 	next := start.Offset
 	if len(bases) > 0 {
 		next = bases[0]
 	}
+	bad := -1 // the segment with a bad frame
+	var badPos int64
+	var badErr error
 	for i, base := range bases {
 		path := filepath.Join(l.dir, segmentName(base))
 		if base != next {
@@ -93,12 +168,56 @@ func (l *FileLog) recover() (Recovery, error) {
 		}
 		seg := &segment{base: base, end: base, path: path, f: f}
 		l.segs = append(l.segs, seg)
-		if err := l.scanSegment(seg, i == len(bases)-1, &rec); err != nil {
+		if badPos, badErr, err = l.scanSegment(seg); err != nil {
 			return rec, err
 		}
 		next = seg.end
+		if badErr != nil {
+			bad = i
+			break
+		}
 	}
-	if err := l.checkStart(start, next); err != nil {
+
+	// Records [start, claim) were synced, as far as the log knows.
+	end := next
+	claim := start.Offset
+	if rpFound && rp.offset > claim {
+		claim = rp.offset
+	}
+	rec.RecoveryPoint = claim
+	dmg := l.damage(bases, bad, badPos, badErr, end, claim, rp, rpFound, rpDamage)
+	if dmg != nil && !opts.TruncateDamage {
+		return rec, dmg
+	}
+	switch {
+	case dmg != nil:
+		if err := l.cutAtDamage(bases, bad, badPos, start, &end); err != nil {
+			return rec, err
+		}
+		dmg.From = end
+	case bad >= 0:
+		// A torn tail: past the recovery point, in the last segment.
+		seg := l.segs[bad]
+		size, err := seg.f.Size()
+		if err != nil {
+			return rec, fmt.Errorf("storage: opening %s: %w", seg.path, err)
+		}
+		if err := seg.f.Truncate(badPos); err != nil {
+			return rec, fmt.Errorf("storage: cutting the tail of %s: %w", seg.path, err)
+		}
+		rec.DroppedBytes = size - badPos
+		rec.Cause = fmt.Sprintf("%s at byte %d: %v", seg.path, badPos, badErr)
+	}
+	if len(l.segs) == 0 {
+		// A new log, or one that ResetTo emptied before it created the
+		// segment of its new start.
+		seg, err := l.createSegment(start.Offset)
+		if err != nil {
+			return rec, fmt.Errorf("storage: creating log %s: %w", l.dir, err)
+		}
+		l.segs = append(l.segs, seg)
+	}
+	if err := l.checkStart(start, end); err != nil {
 		return rec, err
 	}
 	for _, base := range below {
@@ -106,10 +225,10 @@ func (l *FileLog) recover() (Recovery, error) {
 			return rec, fmt.Errorf("storage: removing a segment below the log start: %w", err)
 		}
 	}
-	l.epochs.startAt(start, next)
-	l.end = kraft.LogEnd{Offset: next, Epoch: l.epochs.last()}
-	l.flushed = next
-	rec.Records = next - start.Offset
+	l.epochs.startAt(start, end)
+	l.end = kraft.LogEnd{Offset: end, Epoch: l.epochs.last()}
+	l.flushed = end
+	rec.Records = end - start.Offset
 
 	// A process that died before syncing may have left writes the
 	// operating system still holds; make them durable before the host
@@ -120,8 +239,111 @@ func (l *FileLog) recover() (Recovery, error) {
 	if err := l.fs.syncDir(l.dir); err != nil {
 		return rec, fmt.Errorf("storage: syncing %s: %w", l.dir, err)
 	}
+	// The whole log is durable now: it is the new recovery point, with the
+	// damage still to repair.
+	p := recoveryPoint{offset: end, epoch: l.end.Epoch}
+	rec.SyncedEpoch = l.end.Epoch
+	if dmg != nil {
+		rec.Damage = dmg
+		if dmg.Epoch > rec.SyncedEpoch {
+			rec.SyncedEpoch = dmg.Epoch
+		}
+		if dmg.To > dmg.From {
+			p.lost = lostRange{from: dmg.From, to: dmg.To, epoch: dmg.Epoch}
+		}
+	}
+	if l.rp, err = createRecoveryPoint(l.fs, l.dir, p); err != nil {
+		return rec, fmt.Errorf("storage: writing %s: %w", filepath.Join(l.dir, RecoveryPointFileName), err)
+	}
 	rec.Segments = len(l.segs)
 	return rec, nil
+}
+
+// damage decides whether what recover found is damage: records the log
+// synced that are gone. A bad frame in a segment before the last is (they
+// were all synced when the next segment began); so is one in the last
+// segment below the recovery point claim, a log that ends below it, a
+// damaged recovery point file, and a loss an earlier Open recorded that
+// the log has not made up for yet. nil if there is none: a bad frame past
+// the claim is a torn tail.
+func (l *FileLog) damage(bases []int64, bad int, badPos int64, badErr error, end, claim int64, rp recoveryPoint, rpFound bool, rpDamage string) *DamageError {
+	var d *DamageError
+	epoch := kraft.Epoch(0)
+	if rpFound {
+		epoch = rp.epoch
+	}
+	where := func() string {
+		return fmt.Sprintf("%s at byte %d: %v", l.segs[bad].path, badPos, badErr)
+	}
+	switch {
+	case bad >= 0 && bad < len(bases)-1:
+		to := claim
+		if last := bases[len(bases)-1]; last > to {
+			to = last
+		}
+		d = &DamageError{From: end, To: to, Epoch: epoch, Cause: where() + ", in a segment before the last (synced when the next began)"}
+	case rpDamage != "":
+		cause := "the recovery point file is damaged (" + rpDamage + ")"
+		if bad >= 0 {
+			cause += "; a record does not read: " + where()
+		}
+		d = &DamageError{From: end, To: -1, Cause: cause}
+	case bad >= 0 && end < claim:
+		d = &DamageError{From: end, To: claim, Epoch: epoch, Cause: fmt.Sprintf("%s, below the recovery point %d", where(), claim)}
+	case end < claim:
+		d = &DamageError{From: end, To: claim, Epoch: epoch, Cause: fmt.Sprintf("the log ends at %d, below the recovery point %d", end, claim)}
+	}
+	if rpFound && !rp.lost.empty() && end < rp.lost.to {
+		cause := fmt.Sprintf("records %d to %d were lost to damage an earlier Open found, and the log holds them only up to %d", rp.lost.from, rp.lost.to, end)
+		if d == nil {
+			d = &DamageError{From: end, To: rp.lost.to, Epoch: rp.lost.epoch, Cause: cause}
+		} else {
+			d.Cause += "; " + cause
+			if d.To >= 0 && d.To < rp.lost.to {
+				d.To = rp.lost.to
+			}
+			if d.Epoch < rp.lost.epoch {
+				d.Epoch = rp.lost.epoch
+			}
+		}
+	}
+	if d != nil {
+		d.Dir = l.dir
+	}
+	return d
+}
+
+// cutAtDamage cuts the log recover found damaged where its readable
+// records end, *end: the segments after the bad one are removed, the bad
+// one is cut at its first bad frame. If no record at or past the log
+// start reads, the log is emptied to an empty one at the start.
+func (l *FileLog) cutAtDamage(bases []int64, bad int, badPos int64, start kraft.LogEnd, end *int64) error {
+	last := len(l.segs) - 1
+	if bad >= 0 {
+		last = bad
+	}
+	for _, base := range bases[last+1:] {
+		if err := l.fs.remove(filepath.Join(l.dir, segmentName(base))); err != nil {
+			return fmt.Errorf("storage: removing a segment after damage: %w", err)
+		}
+	}
+	if *end < start.Offset {
+		for _, s := range l.segs {
+			_ = s.f.Close()
+			if err := l.fs.remove(s.path); err != nil {
+				return fmt.Errorf("storage: removing a segment after damage: %w", err)
+			}
+		}
+		l.segs = nil
+		l.epochs.reset(start)
+		*end = start.Offset
+	} else if bad >= 0 {
+		seg := l.segs[bad]
+		if err := seg.f.Truncate(badPos); err != nil {
+			return fmt.Errorf("storage: cutting %s at damage: %w", seg.path, err)
+		}
+	}
+	return l.fs.syncDir(l.dir)
 }
 
 // checkStart checks the log start from the log start file against the
@@ -144,12 +366,13 @@ func (l *FileLog) checkStart(start kraft.LogEnd, end int64) error {
 }
 
 // scanSegment reads every frame of seg, checking it and its place in the
-// log, and builds the segment's index and the epoch history. In the last
-// segment, the first bad frame and all after it are cut off the file.
-func (l *FileLog) scanSegment(seg *segment, last bool, rec *Recovery) error {
+// log, and builds the segment's index and the epoch history, up to the
+// first bad frame: it returns its position and what is wrong with it
+// (badErr nil if there is none). err is for I/O errors.
+func (l *FileLog) scanSegment(seg *segment) (badPos int64, badErr, err error) {
 	size, err := seg.f.Size()
 	if err != nil {
-		return fmt.Errorf("storage: opening %s: %w", seg.path, err)
+		return 0, nil, fmt.Errorf("storage: opening %s: %w", seg.path, err)
 	}
 	n := int64(recoverScanBuffer)
 	if size < n {
@@ -164,7 +387,7 @@ func (l *FileLog) scanSegment(seg *segment, last bool, rec *Recovery) error {
 		h, _, err := sc.next()
 		if errors.Is(err, io.EOF) {
 			seg.size = size
-			return nil
+			return 0, nil, nil
 		}
 		if err == nil {
 			switch {
@@ -176,18 +399,10 @@ func (l *FileLog) scanSegment(seg *segment, last bool, rec *Recovery) error {
 		}
 		if err != nil {
 			if !isDecodeError(err) {
-				return fmt.Errorf("storage: reading %s: %w", seg.path, err)
+				return 0, nil, fmt.Errorf("storage: reading %s: %w", seg.path, err)
 			}
-			if !last {
-				return corruptAt(seg.path, pos, err)
-			}
-			if err := seg.f.Truncate(pos); err != nil {
-				return fmt.Errorf("storage: cutting the tail of %s: %w", seg.path, err)
-			}
-			rec.DroppedBytes = size - pos
-			rec.Cause = fmt.Sprintf("%s at byte %d: %v", seg.path, pos, err)
 			seg.size = pos
-			return nil
+			return pos, err, nil
 		}
 		seg.noteFrame(h.offset, pos)
 		l.epochs.add(h.epoch, h.offset)

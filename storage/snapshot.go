@@ -60,9 +60,17 @@ var (
 	ErrSnapshotExists = errors.New("storage: snapshot exists")
 	// ErrSnapshotCorrupt: a snapshot file that is not what the store wrote:
 	// a header or checksum that does not match, or a size that is not the
-	// header's.
-	ErrSnapshotCorrupt = errors.New("storage: corrupt snapshot")
+	// header's. It is damage: errors.Is(err, ErrDamaged) holds too.
+	ErrSnapshotCorrupt error = &damageSentinel{"storage: corrupt snapshot"}
 )
+
+// damageSentinel is a sentinel error that is also ErrDamaged.
+type damageSentinel struct{ msg string }
+
+func (e *damageSentinel) Error() string { return e.msg }
+
+// Is makes errors.Is(err, ErrDamaged) hold.
+func (e *damageSentinel) Is(target error) bool { return target == ErrDamaged }
 
 // SnapshotFileName is the name of the file of the snapshot id, for
 // example 00000000000000001500-0000000007.checkpoint.

@@ -363,6 +363,7 @@ func TestSnapshotsDetectCorruption(t *testing.T) {
 		require.Equal(t, []kraft.LogEnd{id}, s.List(), name)
 		_, err = s.Size(id)
 		require.ErrorIs(t, err, ErrSnapshotCorrupt, name)
+		require.ErrorIs(t, err, ErrDamaged, name)
 		require.Contains(t, err.Error(), path, name)
 		_, err = s.Read(id, 0, 100)
 		require.ErrorIs(t, err, ErrSnapshotCorrupt, name)
