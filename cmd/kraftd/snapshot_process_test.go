@@ -36,9 +36,13 @@ func TestProcessSnapshotCatchUp(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		appendAnywhere(t, c, fmt.Sprintf("record %d", i))
 	}
-	_, lst := c.waitLeader(15 * time.Second)
-	require.Greater(t, lst.LogStart, int64(40), "the leader deleted its log behind its snapshots")
-	require.NotNil(t, lst.LatestSnapshot)
+	// The applier takes the snapshots after the records commit, on its own
+	// goroutine, so the last ones may still be under way when the appends
+	// return: wait for the leader to delete its log behind them.
+	leader, _ = c.waitLeader(15 * time.Second)
+	waitFullStatus(t, c, leader, "the leader deleted its log behind its snapshots", func(s status) bool {
+		return s.LogStart > 40 && s.LatestSnapshot != nil
+	})
 
 	c.procs[follower].start()
 	st := waitFullStatus(t, c, follower, "installed a snapshot", func(s status) bool {
