@@ -18,8 +18,9 @@ import (
 // replica 2 (started with -bootstrap-servers) is added with POST
 // /voters/add at the leader, replica 3 joins by itself (-auto-join). Then
 // the leader is killed and another voter takes over; the restarted one
-// finds the voter set in its log and follows; a voter is removed; every
-// replica ends with the same state.
+// finds the voter set in its log and follows; a voter is stopped and
+// removed, and joins again by itself once restarted; every replica ends
+// with the same state.
 func TestProcessDynamicQuorum(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-process test: skipped with -short")
@@ -92,22 +93,31 @@ func TestProcessDynamicQuorum(t *testing.T) {
 	c.procs[1].start()
 	waitVoterIDs(t, c, 1, 1, 2, 3)
 
-	// Remove replica 3 at the leader.
+	// Remove replica 3 at the leader. It runs with -auto-join, so while it
+	// runs it asks to be added again as soon as it sees itself removed
+	// (Kafka's controller.quorum.auto.join.enable): it is stopped first,
+	// as an operator decommissioning it would, so that the set {1, 2} is
+	// there to be seen by the other two. Restarted, it joins again.
 	var v3 struct {
 		Local struct {
 			DirectoryID string `json:"directory_id"`
 		} `json:"local"`
 	}
 	require.NoError(t, getJSON(c.procs[3].http+"/voters", &v3))
+	c.procs[3].stop()
 	require.Eventually(t, func() bool {
 		l, _ := c.waitLeader(10 * time.Second)
 		code, _ := httpPost(t, "http://"+c.procs[l].http+"/voters/remove", fmt.Sprintf(`{"id": 3, "directory_id": %q}`, v3.Local.DirectoryID))
 		return code == http.StatusOK
 	}, 10*time.Second, 50*time.Millisecond, "POST /voters/remove of replica 3")
-	for _, id := range c.ids {
+	for _, id := range []int{1, 2} {
 		waitVoterIDs(t, c, id, 1, 2)
 	}
 	appendAnywhere(t, c, "d")
+	c.procs[3].start()
+	for _, id := range c.ids {
+		waitVoterIDs(t, c, id, 1, 2, 3)
+	}
 	require.Equal(t, int64(42), waitSameState(t, c).Records)
 	t.Logf("grown from one voter to three in %v (from the first start)", grown.Round(time.Millisecond))
 	c.stopAll()
