@@ -306,6 +306,12 @@ func TestTCPSetPeer(t *testing.T) {
 	}, tcpWait, 5*time.Millisecond)
 }
 
+// sendHang is how long sendMany waits before it calls the sends hung. It
+// tells a Send that blocks (it would wait for ever) from a slow one, not
+// a fast Send from a slow one: a race build on a loaded machine took more
+// than 2 s for 10,000 sends of 4 KiB.
+const sendHang = 30 * time.Second
+
 // sendMany sends n requests from tr to peer 2, failing if that takes
 // longer than d.
 func sendMany(t *testing.T, tr *TCPTransport, n int, data []byte, d time.Duration) {
@@ -333,7 +339,7 @@ func TestTCPSendNeverBlocks(t *testing.T) {
 		addr := ln.Addr().String()
 		require.NoError(t, ln.Close())
 		a := newTCP(t, 1, map[kraft.NodeID]string{2: addr})
-		sendMany(t, a, 10000, nil, 2*time.Second)
+		sendMany(t, a, 10000, nil, sendHang)
 		require.Eventually(t, func() bool { return a.Dropped() >= 10000 }, tcpWait, time.Millisecond)
 	})
 	t.Run("peer does not read", func(t *testing.T) {
@@ -350,7 +356,7 @@ func TestTCPSendNeverBlocks(t *testing.T) {
 		a := newTCP(t, 1, map[kraft.NodeID]string{2: ln.Addr().String()})
 		// 10,000 messages of 4 KiB are far more than the socket buffers
 		// and the queue hold.
-		sendMany(t, a, 10000, make([]byte, 4096), 2*time.Second)
+		sendMany(t, a, 10000, make([]byte, 4096), sendHang)
 		require.Eventually(t, func() bool { return a.Dropped() > 0 }, tcpWait, time.Millisecond)
 		select {
 		case c := <-accepted:
