@@ -334,11 +334,7 @@ func sendMany(t *testing.T, tr *TCPTransport, n int, data []byte, d time.Duratio
 
 func TestTCPSendNeverBlocks(t *testing.T) {
 	t.Run("peer down", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		addr := ln.Addr().String()
-		require.NoError(t, ln.Close())
-		a := newTCP(t, 1, map[kraft.NodeID]string{2: addr})
+		a := newTCP(t, 1, map[kraft.NodeID]string{2: refusedAddr(t)})
 		sendMany(t, a, 10000, nil, sendHang)
 		require.Eventually(t, func() bool { return a.Dropped() >= 10000 }, tcpWait, time.Millisecond)
 	})
@@ -450,10 +446,7 @@ func TestTCPCloseNoLeak(t *testing.T) {
 		trs = append(trs, tr)
 		return tr
 	}
-	dead, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	deadAddr := dead.Addr().String()
-	require.NoError(t, dead.Close())
+	deadAddr := refusedAddr(t)
 
 	// A peer that accepts a connection and holds it open without a word.
 	mute, err := net.Listen("tcp", "127.0.0.1:0")
