@@ -268,11 +268,15 @@ func (c *cluster) waitAllCaughtUp(timeout time.Duration) {
 // and its high watermark has reached the leader's at the restart, and
 // returns how long that took from since.
 func (c *cluster) waitRejoined(p *proc, since time.Time, timeout time.Duration) (time.Duration, bool) {
-	_, lst := c.waitLeader(timeout)
+	_, first := c.waitLeader(timeout)
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
+		// The leadership may move meanwhile (on a loaded machine a
+		// follower's fetch timer fires now and then): p must follow the
+		// leader of the moment, with the high watermark of the start.
+		_, lst := c.waitLeader(timeout)
 		st, err := c.statusOf(p)
-		if err == nil && st.Role == "Follower" && st.Leader == lst.ID && st.HighWatermark >= lst.HighWatermark {
+		if err == nil && st.Role == "Follower" && st.Leader == lst.ID && st.Epoch == lst.Epoch && st.HighWatermark >= first.HighWatermark {
 			return time.Since(since), true
 		}
 		time.Sleep(2 * time.Millisecond)
