@@ -718,7 +718,7 @@ func (n *Node) applier(latest *kraft.LogEnd, restored chan<- error) {
 			n.appliedTo(next)
 			continue
 		}
-		entries, err := n.cfg.Log.Read(next, n.cfg.FetchMaxBytes)
+		entries, shared, err := n.readCommitted(next)
 		if errors.Is(err, storage.ErrBelowStart) {
 			// An installed snapshot reset the log; its restore follows.
 			blocked = true
@@ -738,7 +738,12 @@ func (n *Node) applier(latest *kraft.LogEnd, restored chan<- error) {
 			}
 			next, lastEpoch = e.Offset+1, e.Epoch
 			if len(e.Data) > 0 && e.Data[0] == recordData {
-				out = append(out, Record{Offset: e.Offset, Epoch: e.Epoch, Data: e.Data[1:]})
+				data := e.Data[1:]
+				if shared {
+					data = make([]byte, len(e.Data)-1)
+					copy(data, e.Data[1:])
+				}
+				out = append(out, Record{Offset: e.Offset, Epoch: e.Epoch, Data: data})
 			}
 			if replica.IsVotersRecord(e.Data) {
 				vs, err := replica.DecodeVoters(e.Data[1:])
@@ -758,6 +763,22 @@ func (n *Node) applier(latest *kraft.LogEnd, restored chan<- error) {
 			n.takeSnapshot(kraft.LogEnd{Offset: next, Epoch: lastEpoch}, voters)
 		}
 	}
+}
+
+// readCommitted reads the log from next on for the applier; shared says
+// that the entries' Data are the log's own (storage.SharedReader), so the
+// applier copies the payloads it hands to OnCommit and no others. A
+// copying Read would also copy the records past the high watermark, which
+// the applier reads again once they commit: under many concurrent appends
+// the log end runs tens of records ahead of the high watermark, and most
+// of the bytes copied were thrown away.
+func (n *Node) readCommitted(next int64) (entries []storage.Entry, shared bool, err error) {
+	if sr, ok := n.cfg.Log.(storage.SharedReader); ok {
+		entries, err = sr.ReadShared(next, n.cfg.FetchMaxBytes)
+		return entries, true, err
+	}
+	entries, err = n.cfg.Log.Read(next, n.cfg.FetchMaxBytes)
+	return entries, false, err
 }
 
 // stopApplier in commitHWM tells the applier to stop.

@@ -44,11 +44,29 @@ func buildKraftd(t *testing.T) string {
 	return out
 }
 
-// freePorts returns n distinct free ports on 127.0.0.1.
+// freePorts returns n distinct free ports on 127.0.0.1, for kraftd
+// processes to listen on later. A port is checked by listening on it and
+// closing it again, so until the process binds it anything else may take
+// it: the ports the system hands out for listening on port 0 and for the
+// local end of outgoing connections come from its ephemeral range
+// (ip_local_port_range), and with other tests connecting on the same
+// machine one of those was taken in the meantime (a kraftd failed with
+// "address already in use"). So the ports are drawn at random below that
+// range, where the system hands none out, and port 0 is the fallback.
 func freePorts(t *testing.T, n int) []string {
+	low := ephemeralLow()
 	var lns []net.Listener
 	var addrs []string
-	for i := 0; i < n; i++ {
+	for tries := 0; len(addrs) < n && low > 10000 && tries < 1000; tries++ {
+		port := 10000 + rand.Intn(low-10000)
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		lns = append(lns, ln)
+		addrs = append(addrs, ln.Addr().String())
+	}
+	for len(addrs) < n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		lns = append(lns, ln)
@@ -58,6 +76,24 @@ func freePorts(t *testing.T, n int) []string {
 		require.NoError(t, ln.Close())
 	}
 	return addrs
+}
+
+// ephemeralLow is the first port of the system's ephemeral range (0 if
+// unknown).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0
+	}
+	return low
 }
 
 // cluster is a set of kraftd processes, one per voter.
@@ -232,11 +268,15 @@ func (c *cluster) waitAllCaughtUp(timeout time.Duration) {
 // and its high watermark has reached the leader's at the restart, and
 // returns how long that took from since.
 func (c *cluster) waitRejoined(p *proc, since time.Time, timeout time.Duration) (time.Duration, bool) {
-	_, lst := c.waitLeader(timeout)
+	_, first := c.waitLeader(timeout)
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
+		// The leadership may move meanwhile (on a loaded machine a
+		// follower's fetch timer fires now and then): p must follow the
+		// leader of the moment, with the high watermark of the start.
+		_, lst := c.waitLeader(timeout)
 		st, err := c.statusOf(p)
-		if err == nil && st.Role == "Follower" && st.Leader == lst.ID && st.HighWatermark >= lst.HighWatermark {
+		if err == nil && st.Role == "Follower" && st.Leader == lst.ID && st.Epoch == lst.Epoch && st.HighWatermark >= first.HighWatermark {
 			return time.Since(since), true
 		}
 		time.Sleep(2 * time.Millisecond)
