@@ -19,9 +19,9 @@ import (
 // its outputs: sends, syncs, commits for the applier. Its methods are safe
 // for concurrent use.
 type Node struct {
-	// timersLive counts the timers armed and neither fired nor stopped;
-	// timersMax is the most there were at once (tests read them). First in
-	// the struct: atomic 64-bit words must be aligned.
+	// timersLive counts the timers the node made (its one timer, re-armed
+	// with Reset); timersMax is the most there were (tests read them).
+	// First in the struct: atomic 64-bit words must be aligned.
 	timersLive, timersMax int64
 
 	cfg   Config
@@ -291,29 +291,6 @@ func (n *Node) fail(err error) {
 	n.stopOnce.Do(func() { close(n.stop) })
 }
 
-// afterFunc arms a timer that runs f on the loop, counted in timersLive.
-func (n *Node) afterFunc(d time.Duration, f func()) *time.Timer {
-	live := atomic.AddInt64(&n.timersLive, 1)
-	for {
-		max := atomic.LoadInt64(&n.timersMax)
-		if live <= max || atomic.CompareAndSwapInt64(&n.timersMax, max, live) {
-			break
-		}
-	}
-	return time.AfterFunc(d, func() {
-		atomic.AddInt64(&n.timersLive, -1)
-		n.internalCall(f)
-	})
-}
-
-// stopTimer stops a timer afterFunc armed (nil: none). One that fired
-// already may still run its function.
-func (n *Node) stopTimer(t *time.Timer) {
-	if t != nil && t.Stop() {
-		atomic.AddInt64(&n.timersLive, -1)
-	}
-}
-
 // carry carries out the replica's outputs in order, then arms the one
 // timer at the replica's next deadline.
 func (n *Node) carry() {
@@ -360,24 +337,31 @@ func (n *Node) carry() {
 }
 
 // armTimer arms the one timer at the replica's next deadline, unless it
-// is armed there already.
+// is armed there already. The timer is made once and re-armed with Reset,
+// so arming allocates nothing.
 func (n *Node) armTimer() {
 	at, ok := n.r.NextDeadline()
 	if !ok || (n.armed && at == n.timerAt) {
 		return
 	}
-	n.stopTimer(n.timer)
 	d := at - n.clock()
 	if d < 0 {
 		d = 0
 	}
 	n.timerAt, n.armed = at, true
-	n.timer = n.afterFunc(d, func() {
-		if n.timerAt == at {
+	if n.timer == nil {
+		atomic.AddInt64(&n.timersLive, 1)
+		atomic.StoreInt64(&n.timersMax, atomic.LoadInt64(&n.timersLive))
+		tick := func() {
+			// A firing of an earlier arming may come late: Tick with
+			// nothing due does nothing, and the timer is armed again.
 			n.armed = false
+			n.r.Tick(n.clock())
 		}
-		n.r.Tick(n.clock())
-	})
+		n.timer = time.AfterFunc(d, func() { n.internalCall(tick) })
+		return
+	}
+	n.timer.Reset(d)
 }
 
 // sync makes the log durable off the loop and reports it (group commit:
@@ -641,7 +625,9 @@ func (n *Node) handoverBound() time.Duration {
 func (n *Node) Close() error {
 	n.stopOnce.Do(func() { close(n.stop) })
 	<-n.done
-	n.stopTimer(n.timer)
+	if n.timer != nil {
+		n.timer.Stop()
+	}
 	n.commitMu.Lock()
 	n.commitHWM = stopApplier
 	n.commitCond.Broadcast()

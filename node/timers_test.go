@@ -7,23 +7,19 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/kraftquorum/kraft"
 	"github.com/stretchr/testify/require"
 )
 
-// maxLiveTimers is the most timers one node of a three-voter cluster may
-// have armed at once: one per kraft timer kind, one per request in flight
-// (a leader's BeginQuorumEpoch to each voter, a follower's Fetch), a
-// retry backoff or two, and one per parked Fetch (one per follower).
-const maxLiveTimers = int64(kraft.VoterChangeTimer+1) + 10
+// maxLiveTimers is the most timers a node may have: one, the replica
+// layer's next deadline, re-armed in place.
+const maxLiveTimers = int64(1)
 
 // TestNodeTimersStayBoundedUnderLoad: under a steady stream of appends,
-// every fetch round re-arms the followers' fetch timers and every append
-// wakes the Fetches parked at the leader. A node stops the timer an
-// arming replaces and the timer of a parked Fetch answered early, so the
-// timers it has armed at once stay a handful however many appends go
-// through (the stale timers were counted in thousands under load, each
-// firing into the loop).
+// every fetch round moves the followers' fetch deadlines and every append
+// wakes the Fetches parked at the leader. A node has one timer, at the
+// replica layer's next deadline, re-armed in place: however many appends
+// go through, it never has more (the stale timers of the first runtime
+// were counted in thousands under load, each firing into the loop).
 func TestNodeTimersStayBoundedUnderLoad(t *testing.T) {
 	c := newTestCluster(t, 3)
 	c.appendCommitted("warm-up")
