@@ -2,6 +2,14 @@ package kraft
 
 import "fmt"
 
+// CheckInvariants reports the first way s breaks what State promises (a
+// role's fields only in that role, the high watermark within the log, the
+// vote and the leader consistent with the role, ...), or nil. Every State
+// that NewState and Step return satisfies it: simulators and hosts may run
+// it after every step in their tests, as the simulator and the explorer
+// do. It reads only the State.
+func (s State) CheckInvariants() error { return s.checkInvariants() }
+
 // checkInvariants reports the first way s breaks what State's fields
 // promise (the comments beside the fields in state.go say which role owns
 // each), or nil. Every State that NewState and Step return satisfies it;

@@ -81,6 +81,9 @@ import (
 //     or its log start, below which a durable snapshot holds the records):
 //     the leader counts the offset toward its high watermark, and a crash
 //     can take those records back (docs/design.md D30, D52, D56).
+//   - "state-invariant": the state breaks one of State's own invariants
+//     (kraft.State.CheckInvariants: a role's fields only in that role,
+//     the high watermark within the log, ...), checked after every step.
 //   - "fault": Step returned a Fault action.
 //   - "restart", "trace": the host could not restart a replica or write the
 //     trace.
@@ -588,6 +591,10 @@ func (k *Checker) afterStep(n *node, before kraft.State, e kraft.Event) {
 	}
 	p := k.of(n)
 	s := n.st
+	if err := s.CheckInvariants(); err != nil {
+		k.fail(n, "state-invariant", "%v after %T (%v)", err, e, s)
+		return
+	}
 	if s.Epoch() < p.memEpoch {
 		k.fail(n, "epoch-monotonic", "epoch went from %d to %d (%v after %T)", p.memEpoch, s.Epoch(), s, e)
 		return

@@ -57,7 +57,7 @@ type Move struct {
 // ("one-leader-per-epoch", "one-vote-per-epoch", "vote-durable",
 // "epoch-monotonic", "hwm-monotonic", "hwm-majority", "hwm-own-epoch",
 // "committed-changed", "committed-lost", "log-matching",
-// "persist-before-send", "record-matches-state", "host-log", "fault",
+// "persist-before-send", "record-matches-state", "host-log", "fault", "state-invariant",
 // "restart"), plus "liveness" for a state from which no leader is
 // reachable.
 type Violation struct {
@@ -319,6 +319,10 @@ func (g *engine) stepNode(id kraft.NodeID, e kraft.Event, ctx *msg) {
 	r.st = next
 	if g.rec != nil {
 		g.rec.step(id, e, acts, next)
+	}
+	if err := next.CheckInvariants(); err != nil {
+		g.fail(id, "state-invariant", "%v after %T (%v)", err, e, next)
+		return
 	}
 	g.carryOut(id, acts, e, ctx)
 	g.afterStep(id, before, next, true)
