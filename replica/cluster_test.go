@@ -239,6 +239,9 @@ func (c *simCluster) carry(h *simHost) {
 		c.fail("replica %d: %v", h.id, err)
 	}
 	st := h.r.State()
+	if err := st.CheckInvariants(); err != nil {
+		c.fail("replica %d: state invariant: %v (%v)", h.id, err, st)
+	}
 	if st.Role() == kraft.Leader {
 		if l, ok := c.leaders[st.Epoch()]; ok && l != h.id {
 			c.fail("two leaders in epoch %d: %d and %d", st.Epoch(), l, h.id)
