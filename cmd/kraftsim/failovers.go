@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/kraftquorum/kraft/sim"
@@ -27,6 +28,7 @@ func failovers(cfg config, stdout, stderr *printer) int {
 		opts := sim.DefaultOptions()
 		opts.Voters, opts.Observers, opts.Seed = cfg.voters, cfg.observers, cfg.seed+int64(i)
 		opts.KafkaFailover = cfg.kafkaFailover
+		opts.Network.Loss = cfg.rates.loss
 		measure := sim.MeasureFailover
 		if cfg.handovers {
 			measure = sim.MeasureHandover
@@ -48,8 +50,12 @@ func failovers(cfg config, stdout, stderr *printer) int {
 	if cfg.handovers {
 		what, path = "graceful resignations", "resignation"
 	}
-	stdout.printf("%s %s, %d voters, %d observers, seeds %d-%d, %s failover rules (T_e %v, T_f %v)\n",
-		thousands(st.N), what, cfg.voters, cfg.observers, cfg.seed, cfg.seed+int64(cfg.failovers)-1, rules, o.ElectionTimeout, o.FetchTimeout)
+	loss := ""
+	if cfg.rates.loss > 0 {
+		loss = fmt.Sprintf(", %g%% message loss", 100*cfg.rates.loss)
+	}
+	stdout.printf("%s %s, %d voters, %d observers, seeds %d-%d, %s failover rules (T_e %v, T_f %v%s)\n",
+		thousands(st.N), what, cfg.voters, cfg.observers, cfg.seed, cfg.seed+int64(cfg.failovers)-1, rules, o.ElectionTimeout, o.FetchTimeout, loss)
 	stdout.printf("  failover (%s to a new leader that commits): p50 %s, p99 %s, max %s\n", path, fmtDur(st.P50), fmtDur(st.P99), fmtDur(st.Max))
 	stdout.printf("  split votes: %d (%.1f%%)\n", st.Splits, 100*float64(st.Splits)/float64(st.N))
 	stdout.printf("  wall time %s\n", fmtDur(time.Since(start)))

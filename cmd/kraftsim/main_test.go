@@ -296,6 +296,13 @@ func TestFailoversReportsSplitVotes(t *testing.T) {
 	code, _, errOut = runArgs(t, "-failovers", "0")
 	require.Equal(t, exitBad, code)
 	require.Contains(t, errOut, "-failovers 0")
+
+	// -handovers resigns instead of crashing; -loss loses messages.
+	code, out, errOut = runArgs(t, "-failovers", "50", "-voters", "3", "-observers", "0", "-handovers", "-loss", "0.01")
+	require.Equal(t, exitOK, code, out+errOut)
+	require.Contains(t, out, "50 graceful resignations, 3 voters")
+	require.Contains(t, out, "1% message loss")
+	require.Contains(t, out, "resignation to a new leader that commits")
 }
 
 // TestSnapshotScenario: the snapshot scenario shows a restarted voter and
