@@ -8,29 +8,18 @@ import (
 	"time"
 
 	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/replica"
 	"github.com/kraftquorum/kraft/storage"
 )
 
-// Kafka's defaults for the runtime's knobs.
+// Kafka's defaults for the runtime's knobs: the replica layer's (see
+// package replica for what each means).
 const (
-	// DefaultRequestTimeout is controller.quorum.request.timeout.ms: a
-	// request with no answer within it is sent again.
-	DefaultRequestTimeout = 2 * time.Second
-	// DefaultRetryBackoff is controller.quorum.retry.backoff.ms: the wait
-	// before a request is sent again after a timeout or an error answer.
-	DefaultRetryBackoff = 20 * time.Millisecond
-	// DefaultFetchMaxWait is KafkaRaftClient's fetch max wait: how long a
-	// leader holds a Fetch that has nothing new (long poll).
-	DefaultFetchMaxWait = 500 * time.Millisecond
-	// DefaultFetchMaxBytes is KafkaRaftClient's MAX_FETCH_SIZE_BYTES: the
-	// most record bytes a leader attaches to one Fetch response (at least
-	// one record is always sent).
-	DefaultFetchMaxBytes = 8 << 20
-	// DefaultSnapshotChunkBytes is the max_bytes a Kafka follower puts in
-	// its FetchSnapshot requests (KafkaRaftClient's MAX_FETCH_SIZE_BYTES):
-	// the most snapshot bytes the node attaches to one FetchSnapshot
-	// response.
-	DefaultSnapshotChunkBytes = 8 << 20
+	DefaultRequestTimeout     = replica.DefaultRequestTimeout
+	DefaultRetryBackoff       = replica.DefaultRetryBackoff
+	DefaultFetchMaxWait       = replica.DefaultFetchMaxWait
+	DefaultFetchMaxBytes      = replica.DefaultFetchMaxBytes
+	DefaultSnapshotChunkBytes = replica.DefaultSnapshotChunkBytes
 )
 
 // Config says how to run one replica.
@@ -209,13 +198,9 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// RecordStore keeps a replica's quorum-state record durably.
-type RecordStore interface {
-	// Read returns the stored record, nil if none was ever stored.
-	Read() (*kraft.QuorumRecord, error)
-	// Write stores r durably (written and fsynced) before it returns.
-	Write(r kraft.QuorumRecord) error
-}
+// RecordStore keeps a replica's quorum-state record durably
+// (replica.RecordStore: Read, and a Write that is durable on return).
+type RecordStore = replica.RecordStore
 
 // FileRecords keeps the record in Kafka's quorum-state file at Path
 // (storage.QuorumStatePath(dir) for a data directory).

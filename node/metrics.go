@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/kraftquorum/kraft"
 	"github.com/kraftquorum/kraft/replica"
 )
@@ -154,7 +153,6 @@ type loopMetrics struct {
 	pollStart                   time.Duration
 	polling                     bool
 	idle, busy                  time.Duration
-	leaderHWM                   int64 // + 1: 0 is none
 	refused, refusedBy          uint64
 	refusals                    map[refusalKey]*rateLimit
 }
@@ -201,7 +199,8 @@ func (n *Node) observe(o replica.Output) {
 				n.met.electing = false
 			}
 		}
-		n.met.leaderHWM = 0
+	case replica.ClusterIDRefused:
+		n.refusal(o)
 	case replica.Installed:
 		n.met.installed = true
 	}
@@ -243,63 +242,22 @@ func (n *Node) syncLog() error {
 	return err
 }
 
-// received notes a message from the transport before the replica takes
-// it: cluster id refusals either way (counted and logged), and the
-// leader's high watermark in Fetch responses.
-func (n *Node) received(m Message) {
+// refusal counts and logs a cluster id refusal the replica noted.
+func (n *Node) refusal(o replica.ClusterIDRefused) {
 	ours := n.cfg.Kraft.ClusterID
-	if !m.Response {
-		var theirs uuid.NullUUID
-		kind := ""
-		switch e := m.Event.(type) {
-		case kraft.ReceiveVoteRequest:
-			theirs, kind = e.ClusterID, "Vote"
-		case kraft.ReceiveBeginQuorumEpoch:
-			theirs, kind = e.ClusterID, "BeginQuorumEpoch"
-		case kraft.ReceiveEndQuorumEpoch:
-			theirs, kind = e.ClusterID, "EndQuorumEpoch"
-		case kraft.ReceiveFetch:
-			theirs, kind = e.ClusterID, "Fetch"
-		case kraft.ReceiveFetchSnapshot:
-			theirs, kind = e.ClusterID, "FetchSnapshot"
-		case kraft.ReceiveAddVoter:
-			theirs, kind = e.ClusterID, "AddRaftVoter"
-		case kraft.ReceiveRemoveVoter:
-			theirs, kind = e.ClusterID, "RemoveRaftVoter"
-		case kraft.ReceiveUpdateVoter:
-			theirs, kind = e.ClusterID, "UpdateRaftVoter"
-		}
-		if theirs.Valid && ours.Valid && theirs.UUID != ours.UUID {
-			n.met.refused++
-			n.logRefusal(refusalKey{peer: m.From}, "node %d: refused a %s request from node %d: INCONSISTENT_CLUSTER_ID: it has cluster id %s, this replica %s; give every replica of the cluster the same cluster id (or stop the stray one)",
-				n.local.ID, kind, m.From, theirs.UUID, ours.UUID)
-		}
+	if o.Inbound {
+		n.met.refused++
+		n.logRefusal(refusalKey{peer: o.Peer}, "node %d: refused a %s request from node %d: INCONSISTENT_CLUSTER_ID: it has cluster id %s, this replica %s; give every replica of the cluster the same cluster id (or stop the stray one)",
+			n.local.ID, o.Request, o.Peer, o.Theirs.UUID, ours.UUID)
 		return
 	}
-	code, kind := kraft.ErrNone, ""
-	switch e := m.Event.(type) {
-	case kraft.ReceiveVoteResponse:
-		code, kind = e.Error, "Vote"
-	case kraft.ReceiveQuorumResponse:
-		code, kind = e.Error, "BeginQuorumEpoch or EndQuorumEpoch"
-	case kraft.ReceiveFetchSnapshotResponse:
-		code, kind = e.Error, "FetchSnapshot"
-	case kraft.ReceiveFetchResponse:
-		code, kind = e.Error, "Fetch"
-		if e.Error == kraft.ErrNone && e.HighWatermark >= 0 && m.From == n.st.Leader() &&
-			e.LeaderEpoch == n.st.Epoch() && e.HighWatermark+1 > n.met.leaderHWM {
-			n.met.leaderHWM = e.HighWatermark + 1
-		}
+	n.met.refusedBy++
+	id := "none"
+	if ours.Valid {
+		id = ours.UUID.String()
 	}
-	if code == kraft.ErrInconsistentClusterID {
-		n.met.refusedBy++
-		id := "none"
-		if ours.Valid {
-			id = ours.UUID.String()
-		}
-		n.logRefusal(refusalKey{peer: m.From, by: true}, "node %d: node %d refused this replica's %s request: INCONSISTENT_CLUSTER_ID: it has another cluster id than this replica's (%s); give every replica of the cluster the same cluster id (or stop the stray one)",
-			n.local.ID, m.From, kind, id)
-	}
+	n.logRefusal(refusalKey{peer: o.Peer, by: true}, "node %d: node %d refused this replica's %s request: INCONSISTENT_CLUSTER_ID: it has another cluster id than this replica's (%s); give every replica of the cluster the same cluster id (or stop the stray one)",
+		n.local.ID, o.Peer, o.Request, id)
 }
 
 // logRefusal logs a cluster id refusal, at most once per refusalLogEvery
@@ -352,7 +310,7 @@ func (n *Node) Metrics() (Metrics, error) {
 			AppendRecords: n.met.appendRecords, FetchRecords: n.met.fetchRecords,
 			CommitLatency: n.met.commit, ElectionLatency: n.met.election, Fsync: n.met.fsync,
 			PollIdle: n.met.idle, PollBusy: n.met.busy,
-			LeaderHighWatermark: n.met.leaderHWM - 1,
+			LeaderHighWatermark: n.r.LeaderHighWatermark(),
 			ClusterIDRefused:    n.met.refused, ClusterIDRefusedByPeers: n.met.refusedBy,
 		}
 		if pa, ok := n.cfg.Transport.(peerAddresses); ok {
@@ -365,17 +323,7 @@ func (n *Node) Metrics() (Metrics, error) {
 		if dc, ok := n.cfg.Transport.(DropCounter); ok {
 			m.TransportDropped = dc.Dropped()
 		}
-		ends := s.VoterEndOffsets()
-		for i, v := range s.Voters() {
-			if ends == nil {
-				break
-			}
-			lag := s.LogEnd().Offset - ends[i]
-			if ends[i] < 0 {
-				lag = s.LogEnd().Offset
-			}
-			m.Voters = append(m.Voters, VoterStatus{ID: v.ID, EndOffset: ends[i], Lag: lag})
-		}
+		m.Voters = voterProgress(s)
 	})
 	return m, err
 }

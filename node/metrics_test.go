@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/replica"
 	"github.com/kraftquorum/kraft/storage"
 	"github.com/stretchr/testify/require"
 )
@@ -210,22 +211,20 @@ func TestLogRefusalRateLimit(t *testing.T) {
 	nd := &Node{cfg: Config{Logf: lines.logf}, epoch: clock, now: func() time.Time { return clock }}
 	nd.cfg.Kraft.ClusterID = uuid.NullUUID{UUID: uuid.New(), Valid: true}
 	other := uuid.NullUUID{UUID: uuid.New(), Valid: true}
-	fetch := Message{From: 3, To: 1, Event: kraft.ReceiveFetch{From: 3, ClusterID: other}}
-	refusedBy := Message{From: 3, To: 1, Response: true, Event: kraft.ReceiveVoteResponse{From: 3, Error: kraft.ErrInconsistentClusterID}}
-	same := Message{From: 4, To: 1, Event: kraft.ReceiveFetch{From: 4, ClusterID: nd.cfg.Kraft.ClusterID}}
-	none := Message{From: 4, To: 1, Event: kraft.ReceiveFetch{From: 4}}
+	// What the replica layer notes (replica.TestNoteClusterIDRefusals
+	// checks which messages are refusals).
+	fetch := replica.ClusterIDRefused{Peer: 3, Request: "Fetch", Inbound: true, Theirs: other}
+	refusedBy := replica.ClusterIDRefused{Peer: 3, Request: "Vote"}
 	for i := 0; i < 5; i++ {
-		nd.received(fetch)
-		nd.received(refusedBy)
-		nd.received(same)
-		nd.received(none)
+		nd.refusal(fetch)
+		nd.refusal(refusedBy)
 		clock = clock.Add(refusalLogEvery / 10)
 	}
 	require.Len(t, lines.get(), 2)
 	require.Equal(t, uint64(5), nd.met.refused)
 	require.Equal(t, uint64(5), nd.met.refusedBy)
 	clock = clock.Add(refusalLogEvery)
-	nd.received(fetch)
+	nd.refusal(fetch)
 	got := lines.get()
 	require.Len(t, got, 3)
 	require.Contains(t, got[2], "refused a Fetch request from node 3")

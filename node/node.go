@@ -199,7 +199,6 @@ func (n *Node) run() {
 				return
 			}
 			n.pollEnd()
-			n.received(m)
 			n.r.Receive(n.clock(), m)
 		case f := <-n.calls:
 			n.pollEnd()
@@ -846,17 +845,26 @@ func (n *Node) Status() (Status, error) {
 		if c, _, ok := s.PendingVoterChange(); ok {
 			st.PendingVoterChange = fmt.Sprintf("%v %v", c.Kind, c.Voter)
 		}
-		ends := s.VoterEndOffsets()
-		for i, v := range s.Voters() {
-			if ends == nil {
-				break
-			}
-			lag := s.LogEnd().Offset - ends[i]
-			if ends[i] < 0 {
-				lag = s.LogEnd().Offset
-			}
-			st.Voters = append(st.Voters, VoterStatus{ID: v.ID, EndOffset: ends[i], Lag: lag})
-		}
+		st.Voters = voterProgress(s)
 	})
 	return st, err
+}
+
+// voterProgress is, on a leader, each voter's end offset as the leader
+// counts it (-1 before its first Fetch) and its lag behind the leader's
+// log end; nil on any other role.
+func voterProgress(s kraft.State) []VoterStatus {
+	ends := s.VoterEndOffsets()
+	if ends == nil {
+		return nil
+	}
+	var out []VoterStatus
+	for i, v := range s.Voters() {
+		lag := s.LogEnd().Offset - ends[i]
+		if ends[i] < 0 {
+			lag = s.LogEnd().Offset
+		}
+		out = append(out, VoterStatus{ID: v.ID, EndOffset: ends[i], Lag: lag})
+	}
+	return out
 }

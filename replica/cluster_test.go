@@ -145,6 +145,7 @@ func (c *simCluster) start(h *simHost) {
 		c.fail("replica %d: start: %v", h.id, err)
 		return
 	}
+	r.plant = planted
 	h.r, h.up, h.syncAt, h.parked = r, true, 0, nil
 	h.app, h.applied, h.lastSnap = nil, 0, 0
 	if id, ok := r.State().LatestSnapshot(); ok && id.Offset > 0 {
@@ -495,6 +496,9 @@ func runSchedules(t *testing.T, seeds int, opts clusterOpts) (failed int, first 
 	return failed, first
 }
 
+// planted is the bug every Replica the schedules start has planted.
+var planted bug
+
 // installs counts the snapshots installed over the schedules run.
 var installs int
 
@@ -529,8 +533,8 @@ func TestRandomSchedulesCatchPlantedBugs(t *testing.T) {
 		{bugWrongOffset, "fetched records appended at the wrong offset"},
 	} {
 		t.Run(b.name, func(t *testing.T) {
-			plant = b.bug
-			defer func() { plant = noBug }()
+			planted = b.bug
+			defer func() { planted = noBug }()
 			failed, first := runSchedules(t, 10, scheduleOpts)
 			require.NotZero(t, failed, "the planted bug went unnoticed in 10 schedules")
 			t.Logf("%d of 10 schedules failed; first: %v", failed, first)

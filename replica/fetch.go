@@ -20,7 +20,7 @@ type parkedFetch struct {
 // latest role change) is dropped.
 func (r *Replica) onResponse(m Message) {
 	q, ok := r.match(m)
-	if !ok && plant != bugKeepStale {
+	if !ok && r.plant != bugKeepStale {
 		return
 	}
 	if m.Event == nil {
@@ -46,7 +46,7 @@ func (r *Replica) onResponse(m Message) {
 		return
 	}
 	if len(m.Records) > 0 && r.st.AcceptsRecords(resp) {
-		if plant == bugWrongOffset && len(m.Records) > 1 {
+		if r.plant == bugWrongOffset && len(m.Records) > 1 {
 			// An off-by-one: the second record appended where the first
 			// belongs, and so on.
 			end := r.cfg.Log.End().Offset
@@ -72,23 +72,6 @@ func (r *Replica) onResponse(m Message) {
 		// latest one goes again after the backoff.
 		r.retryFetch()
 	}
-}
-
-// refusedForCluster: a response that refuses the request for its cluster
-// id.
-func refusedForCluster(e kraft.Event) bool {
-	code := kraft.ErrNone
-	switch e := e.(type) {
-	case kraft.ReceiveVoteResponse:
-		code = e.Error
-	case kraft.ReceiveQuorumResponse:
-		code = e.Error
-	case kraft.ReceiveFetchResponse:
-		code = e.Error
-	case kraft.ReceiveFetchSnapshotResponse:
-		code = e.Error
-	}
-	return code == kraft.ErrInconsistentClusterID
 }
 
 // stepFetched reports records a follower appended: each LogAppended, then
@@ -156,7 +139,7 @@ func (r *Replica) readShared(from int64, maxBytes int) ([]storage.Entry, error) 
 // wakeParked steps every parked Fetch again (the leader's log end or high
 // watermark moved, or it stopped leading).
 func (r *Replica) wakeParked() {
-	if plant == bugParkForever {
+	if r.plant == bugParkForever {
 		return
 	}
 	for _, p := range r.parked {

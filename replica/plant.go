@@ -1,9 +1,8 @@
 package replica
 
-// plant is a bug the tests plant in the layer to show that the
-// random-schedule test catches it (cluster_test.go); none outside tests.
-var plant bug
-
+// bug is a bug the tests plant in a Replica (its plant field) to show
+// that the random-schedule test catches it (cluster_test.go); a Replica
+// made by New has none.
 type bug uint8
 
 const (

@@ -118,13 +118,16 @@ type Replica struct {
 	parked    []parkedFetch
 	longPolls int
 
-	syncing    bool // a Sync output is not answered yet
-	holdTimers bool // HoldTimeouts: no election or fetch timeouts
+	leaderHWM  int64 // LeaderHighWatermark; -1 after a role change
+	syncing    bool  // a Sync output is not answered yet
+	holdTimers bool  // HoldTimeouts: no election or fetch timeouts
 	hwm        int64
 
 	snap snapshots
 
 	voters voterState
+
+	plant bug // a bug planted by the tests; noBug otherwise
 }
 
 // inbound is a message or an event waiting to be stepped.
@@ -157,7 +160,7 @@ func New(cfg Config, now time.Duration) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Replica{cfg: cfg, local: cfg.Kraft.Local, st: st, hwm: -1, now: now}
+	r := &Replica{cfg: cfg, local: cfg.Kraft.Local, st: st, hwm: -1, leaderHWM: -1, now: now}
 	r.snap.served = map[kraft.LogEnd]time.Duration{}
 	r.voters.init()
 	for _, s := range vsets {
@@ -391,6 +394,7 @@ func (r *Replica) onRoleChanged(a kraft.RoleChanged) {
 	// Kafka's resetConnections: responses to earlier requests are dropped.
 	r.inflight = r.inflight[:0]
 	r.retries = r.retries[:0]
+	r.leaderHWM = -1
 	if a.From == kraft.Leader {
 		r.wakeParked()
 	}
@@ -448,6 +452,7 @@ func (r *Replica) Receive(now time.Duration, m Message) {
 	if !r.input(now) {
 		return
 	}
+	r.note(m)
 	r.onMessage(m, false)
 	r.settle()
 }

@@ -83,7 +83,7 @@ func (r *Replica) bootstrapVoter() kraft.NodeID {
 // sendRequest sends m with a fresh correlation id and arms its timeout,
 // replacing any request of its kind in flight to its destination.
 func (r *Replica) sendRequest(m Message, k kind) {
-	if plant != bugTwoFetches || k != kindFetch {
+	if r.plant != bugTwoFetches || k != kindFetch {
 		r.dropRequest(m.To, k)
 	}
 	r.corr++
@@ -138,7 +138,7 @@ func (r *Replica) timedOut(q *request) {
 	case kindAPIVersions:
 		r.step(kraft.ReceiveAPIVersionsResponse{From: q.msg.To, Error: kraft.ErrRequestTimedOut})
 	default:
-		if plant == bugTwoFetches && q.kind == kindFetch {
+		if r.plant == bugTwoFetches && q.kind == kindFetch {
 			r.sendRequest(q.msg, q.kind) // at once, and again after the backoff
 			q.corr = r.corr
 		}
@@ -156,7 +156,7 @@ func (r *Replica) retryFetch() {
 }
 
 func (r *Replica) runRetry(q retry) {
-	if r.inFlight(q.msg.To, q.kind) && plant != bugTwoFetches {
+	if r.inFlight(q.msg.To, q.kind) && r.plant != bugTwoFetches {
 		return
 	}
 	if q.kind == kindFetch && (r.lastFetch == nil || r.lastFetch.Corr != q.corr || !r.fetching()) {
@@ -263,7 +263,7 @@ func (r *Replica) tickOne() bool {
 	for i, p := range r.parked {
 		if p.deadline == at {
 			r.parked = append(r.parked[:i:i], r.parked[i+1:]...)
-			if plant == bugParkForever {
+			if r.plant == bugParkForever {
 				return true
 			}
 			r.queue = append(r.queue, inbound{msg: &p.msg, noPark: true})

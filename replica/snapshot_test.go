@@ -153,3 +153,51 @@ func TestRecoverVotersAfterSnapshotBeforeCleaning(t *testing.T) {
 	_, _, err = kraft.NewState(kraft.Config{Local: k(1).Key}, nil, ls)
 	require.NoError(t, err)
 }
+
+// TestNoteClusterIDRefusals: a request with another cluster id is noted as
+// refused here (with the id it sent), a response refusing ours for its
+// cluster id as refused by the peer; a request with our cluster id or
+// none is no refusal. The current leader's Fetch answers raise
+// LeaderHighWatermark, a role change forgets it.
+func TestNoteClusterIDRefusals(t *testing.T) {
+	ours := uuid.NullUUID{UUID: uuid.New(), Valid: true}
+	other := uuid.NullUUID{UUID: uuid.New(), Valid: true}
+	r := newSingle(t, t.TempDir())
+	r.cfg.Kraft.ClusterID = ours
+	r.Take()
+	refusals := func() (out []ClusterIDRefused) {
+		for _, o := range r.Take() {
+			if c, ok := o.(ClusterIDRefused); ok {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	r.Receive(0, Message{From: 3, To: 1, Event: kraft.ReceiveFetch{From: 3, ClusterID: other}})
+	require.Equal(t, []ClusterIDRefused{{Peer: 3, Request: "Fetch", Inbound: true, Theirs: other}}, refusals())
+	r.Receive(0, Message{From: 3, To: 1, Response: true, Event: kraft.ReceiveVoteResponse{From: 3, Error: kraft.ErrInconsistentClusterID}})
+	require.Equal(t, []ClusterIDRefused{{Peer: 3, Request: "Vote"}}, refusals())
+	r.Receive(0, Message{From: 4, To: 1, Event: kraft.ReceiveFetch{From: 4, ClusterID: ours}})
+	r.Receive(0, Message{From: 4, To: 1, Event: kraft.ReceiveFetch{From: 4}})
+	require.Empty(t, refusals())
+
+	require.Equal(t, int64(-1), r.LeaderHighWatermark())
+	r.st = followerOf(t, 2)
+	r.note(Message{From: 2, To: 1, Response: true, Event: kraft.ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: r.st.Epoch(), HighWatermark: 7}})
+	require.Equal(t, int64(7), r.LeaderHighWatermark())
+	r.note(Message{From: 3, To: 1, Response: true, Event: kraft.ReceiveFetchResponse{From: 3, LeaderID: 2, LeaderEpoch: r.st.Epoch(), HighWatermark: 9}})
+	require.Equal(t, int64(7), r.LeaderHighWatermark(), "not from the leader")
+	r.onRoleChanged(kraft.RoleChanged{From: kraft.Follower, To: kraft.Prospective})
+	require.Equal(t, int64(-1), r.LeaderHighWatermark())
+}
+
+// followerOf is voter 1 of 1, 2, 3 following leader in epoch 1.
+func followerOf(t *testing.T, leader kraft.NodeID) kraft.State {
+	t.Helper()
+	cfg := kraft.Config{Local: kraft.ReplicaKey{ID: 1}, Voters: []kraft.ReplicaKey{{ID: 1}, {ID: 2}, {ID: 3}}}
+	s, _, err := kraft.NewState(cfg, nil, kraft.LogState{})
+	require.NoError(t, err)
+	s, _ = kraft.Step(s, kraft.ReceiveBeginQuorumEpoch{From: leader, LeaderID: leader, LeaderEpoch: 1, VoterID: 1})
+	require.Equal(t, kraft.Follower, s.Role())
+	return s
+}
