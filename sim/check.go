@@ -410,25 +410,25 @@ func (k *Checker) beforeAction(n *node, a kraft.Action, e kraft.Event) {
 	}
 }
 
-// fetchSent checks a Fetch that n's host sends to replica to
-// ("fetch-flushed"), at the moment it leaves, retries included: if to
-// leads the Fetch's epoch and its voter set in force holds n, the fetch
-// offset must be within n's durable log.
-func (k *Checker) fetchSent(n *node, to kraft.NodeID, f kraft.SendFetch) {
+// fetchSent checks a Fetch from offset at epoch that n's replica sends to
+// replica to ("fetch-flushed"), at the moment it leaves, retries included:
+// if to leads the Fetch's epoch and its voter set in force holds n, the
+// fetch offset must be within n's durable log.
+func (k *Checker) fetchSent(n *node, to kraft.NodeID, offset int64, epoch kraft.Epoch) {
 	if to < 0 || int(to) >= len(k.c.nodes) {
 		return
 	}
 	l := k.c.nodes[to]
-	if !l.up || l.st.Role() != kraft.Leader || l.st.Epoch() != f.CurrentLeaderEpoch || !hasKey(l.st.Voters(), n.cfg.Local) {
+	if !l.up || l.st.Role() != kraft.Leader || l.st.Epoch() != epoch || !hasKey(l.st.Voters(), n.cfg.Local) {
 		return
 	}
 	durable := n.flushed
 	if n.start > durable {
 		durable = n.start
 	}
-	if f.FetchOffset > int64(durable) {
+	if offset > int64(durable) {
 		k.fail(n, "fetch-flushed", "sent a Fetch from offset %d to r%d, leader of epoch %d whose voter set %v holds it, with its log durable up to %d only (%v)",
-			f.FetchOffset, to, l.st.Epoch(), l.st.Voters(), durable, n.st)
+			offset, to, l.st.Epoch(), l.st.Voters(), durable, n.st)
 	}
 }
 
@@ -526,7 +526,7 @@ func (k *Checker) votersCommitted(n *node, from int) {
 // start (e nil), after a VotersAppended and after a truncation
 // ("host-voters"); records written and not reported yet do not count.
 func (k *Checker) hostVoters(n *node, s kraft.State, e kraft.Event) bool {
-	off := n.reported - 1
+	off := int(s.LogEnd().Offset) - 1
 	switch e := e.(type) {
 	case nil:
 	case kraft.VotersAppended:
