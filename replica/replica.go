@@ -82,6 +82,13 @@ type Config struct {
 	// Observer, if set, sees every step as it is carried out (a
 	// simulator's invariant checks and traces); nil in production.
 	Observer Observer
+	// Step and Start, if set, replace kraft.Step and kraft.NewState: a
+	// model checker plants protocol bugs through them to show that its
+	// checks catch them. Nil in production.
+	Step  func(kraft.State, kraft.Event) (kraft.State, []kraft.Action)
+	Start func(kraft.Config, *kraft.QuorumRecord, kraft.LogState) (kraft.State, []kraft.Action, error)
+
+	plant bug // a bug the project's tests plant (package internal/plant)
 }
 
 // Observer sees a replica's steps while they are carried out, so that a
@@ -188,11 +195,15 @@ func New(cfg Config, now time.Duration) (*Replica, error) {
 		return nil, err
 	}
 	ls.VoterSets = keySets(vsets)
-	st, acts, err := kraft.NewState(cfg.Kraft, rec, ls)
+	start := cfg.Start
+	if start == nil {
+		start = kraft.NewState
+	}
+	st, acts, err := start(cfg.Kraft, rec, ls)
 	if err != nil {
 		return nil, err
 	}
-	r := &Replica{cfg: cfg, local: cfg.Kraft.Local, st: st, hwm: -1, leaderHWM: -1, now: now}
+	r := &Replica{cfg: cfg, local: cfg.Kraft.Local, st: st, hwm: -1, leaderHWM: -1, now: now, plant: cfg.plant}
 	r.snap.served = map[kraft.LogEnd]time.Duration{}
 	r.voters.init()
 	for _, s := range vsets {
@@ -286,7 +297,13 @@ func (r *Replica) step(e kraft.Event) {
 	before := r.st
 	// carry never steps: it queues what it owes the state, so the
 	// actions in r.buf stay valid while it runs.
-	next, acts := kraft.StepInto(&r.buf, r.st, e)
+	var next kraft.State
+	var acts []kraft.Action
+	if r.cfg.Step != nil {
+		next, acts = r.cfg.Step(r.st, e)
+	} else {
+		next, acts = kraft.StepInto(&r.buf, r.st, e)
+	}
 	if o := r.cfg.Observer; o != nil {
 		o.Stepped(e, before, next, acts)
 	}

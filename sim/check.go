@@ -81,6 +81,10 @@ import (
 //     or its log start, below which a durable snapshot holds the records):
 //     the leader counts the offset toward its high watermark, and a crash
 //     can take those records back (docs/design.md D30, D52, D56).
+//   - "fetch-answered": a running replica did not answer a Fetch request
+//     within Options.FetchMaxWait of its delivery (a leader parks a Fetch
+//     with nothing new that long at most, Kafka's long poll; every other
+//     replica answers at once).
 //   - "state-invariant": the state breaks one of State's own invariants
 //     (kraft.State.CheckInvariants: a role's fields only in that role,
 //     the high watermark within the log, ...), checked after every step.
@@ -727,6 +731,23 @@ func (k *Checker) snapshotsAgree(n *node) bool {
 		return false
 	}
 	return true
+}
+
+// fetchesAnswered checks that every running replica answered each Fetch
+// delivered to it within the fetch max wait ("fetch-answered").
+func (k *Checker) fetchesAnswered() {
+	for _, n := range k.c.nodes {
+		if !n.up {
+			continue
+		}
+		for key, p := range n.requests {
+			if p.fetch && k.c.now-p.at > k.c.opts.FetchMaxWait {
+				k.fail(n, "fetch-answered", "the Fetch of r%d (correlation id %d) delivered at %v is not answered after %v (%v)",
+					key.from, key.corr, p.at, k.c.now-p.at, n.st)
+				return
+			}
+		}
+	}
 }
 
 // ProspectiveFor returns how long replica id has been Prospective without

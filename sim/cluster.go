@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/internal/plant"
 	"github.com/kraftquorum/kraft/replica"
 )
 
@@ -87,10 +88,18 @@ type node struct {
 	timerGen   uint64
 	timerArmed bool
 	timerAt    time.Duration
-	// requests are the requests delivered to this incarnation, by sender
-	// and correlation id, with the sender's incarnation: the response goes
-	// to that incarnation only (a connection does not outlive a crash).
-	requests map[reqKey]int
+	// requests are the requests delivered to this incarnation and not
+	// answered yet, by sender and correlation id: the response goes to the
+	// sender's incarnation that sent it only (a connection does not
+	// outlive a crash), and a Fetch must be answered within the fetch max
+	// wait ("fetch-answered").
+	requests map[reqKey]pending
+}
+
+type pending struct {
+	inc   int           // the sender's incarnation
+	at    time.Duration // when it was delivered
+	fetch bool
 }
 
 type reqKey struct {
@@ -391,6 +400,9 @@ func (c *Cluster) RunUntil(end time.Duration, done func() bool) error {
 		if c.err == nil {
 			c.check.afterEvent()
 		}
+		if c.err == nil {
+			c.check.fetchesAnswered()
+		}
 	}
 	if c.err == nil && c.now < end {
 		c.now = end
@@ -474,7 +486,7 @@ func (c *Cluster) start(n *node) {
 	n.partial = nil
 	n.up = true
 	n.flushAt = false
-	n.requests = map[reqKey]int{}
+	n.requests = map[reqKey]pending{}
 	n.hwm = -1
 	n.applied = nil
 	if s := n.latestSnapshot(); s != nil {
@@ -506,6 +518,9 @@ func (c *Cluster) start(n *node) {
 		if id := kraft.NodeID(i); id != n.id {
 			cfg.BootstrapServers = append(cfg.BootstrapServers, id)
 		}
+	}
+	if c.opts.plant != plant.None {
+		plant.Into(&cfg, c.opts.plant)
 	}
 	r, err := replica.New(cfg, c.now)
 	if err != nil {
@@ -587,12 +602,12 @@ func (c *Cluster) send(n *node, m replica.Message) {
 	msg := &message{fromInc: n.inc, toInc: c.nodes[m.To].inc, m: m}
 	if m.Response {
 		k := reqKey{m.To, m.Corr}
-		inc, ok := n.requests[k]
+		p, ok := n.requests[k]
 		if !ok {
 			return // answered already (a duplicate request)
 		}
 		delete(n.requests, k)
-		msg.toInc = inc
+		msg.toInc = p.inc
 	} else if f, ok := m.Event.(kraft.ReceiveFetch); ok {
 		c.check.fetchSent(n, m.To, f.FetchOffset, f.CurrentLeaderEpoch)
 	}
@@ -629,7 +644,8 @@ func (c *Cluster) deliver(msg *message) {
 		return
 	}
 	if !m.Response {
-		n.requests[reqKey{m.From, m.Corr}] = msg.fromInc
+		_, fetch := m.Event.(kraft.ReceiveFetch)
+		n.requests[reqKey{m.From, m.Corr}] = pending{inc: msg.fromInc, at: c.now, fetch: fetch}
 		if v, ok := m.Event.(kraft.ReceiveVoteRequest); ok && v.PreVote && c.preVoteUnsupported(n.id) {
 			// A peer without Vote v2 (KIP-996): its client library answers
 			// UNSUPPORTED_VERSION; the replica never sees the request.
