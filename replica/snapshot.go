@@ -140,7 +140,7 @@ func (r *Replica) fetchSnapshotResponse(a kraft.SendFetchSnapshotResponse) {
 		}
 		chunk = b
 		if a.Position+int64(len(b)) < a.Size {
-			r.snap.served[a.Snapshot] = r.now
+			put(&r.snap.served, a.Snapshot, r.now)
 		} else if _, held := r.snap.served[a.Snapshot]; held {
 			// The last chunk: the download is over, the log can be
 			// cleaned (after this step).
