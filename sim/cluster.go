@@ -24,8 +24,9 @@ type Record struct {
 type Stats struct {
 	// Events is the number of Step calls (every one checked).
 	Events int
-	// Messages sent, lost and dropped (partition, crashed receiver,
-	// unexpected response).
+	// Messages sent, lost and dropped on the way (a partition, a crashed
+	// or restarted receiver); the replica layer drops stale and duplicated
+	// responses itself.
 	Messages, Lost, Dropped int
 	// Appends is the number of client records appended at a leader.
 	Appends int
