@@ -1,19 +1,21 @@
 package replica
 
-// bug is a bug the tests plant in a Replica (its plant field) to show
-// that the random-schedule test catches it (cluster_test.go); a Replica
-// made by New has none.
-type bug uint8
+import "github.com/kraftquorum/kraft/internal/plant"
+
+// bug is a bug the project's tests plant in a Replica (Config's plant
+// field, set through package internal/plant) to show that the random
+// schedules catch it (cluster_test.go here, package sim's); a Replica
+// built otherwise has none.
+type bug = plant.Bug
 
 const (
-	noBug bug = iota
-	// bugKeepStale steps a response that matches no request in flight.
-	bugKeepStale
-	// bugParkForever never answers a parked Fetch.
-	bugParkForever
-	// bugTwoFetches sends a Fetch without forgetting the one in flight.
-	bugTwoFetches
-	// bugWrongOffset appends fetched records at the log end whatever
-	// their offsets.
-	bugWrongOffset
+	noBug          = plant.None
+	bugKeepStale   = plant.KeepStale
+	bugParkForever = plant.ParkForever
+	bugTwoFetches  = plant.TwoFetches
+	bugWrongOffset = plant.WrongOffset
 )
+
+func init() {
+	plant.Register(func(cfg interface{}, b plant.Bug) { cfg.(*Config).plant = b })
+}

@@ -55,6 +55,14 @@ type Config struct {
 	FetchMaxWait       time.Duration
 	FetchMaxBytes      int
 	SnapshotChunkBytes int
+	// SnapshotsKept is how many of its own snapshots the replica keeps
+	// (the log starts at the oldest kept one, Kafka's deleteBeforeSnapshot);
+	// 0 or 1: only the latest.
+	SnapshotsKept int
+	// SnapshotDownloadHold is how long a snapshot a follower may still be
+	// downloading is kept past SnapshotsKept (docs/design.md D62): 0 is the
+	// fetch timeout, negative is no hold.
+	SnapshotDownloadHold time.Duration
 
 	// Bootstrap is the voter set a dynamic quorum starts from (the
 	// bootstrap checkpoint's, with endpoints), nil for none. Static says
@@ -70,6 +78,37 @@ type Config struct {
 
 	// Logf, if set, receives the replica's log lines.
 	Logf func(format string, args ...interface{})
+
+	// Observer, if set, sees every step as it is carried out (a
+	// simulator's invariant checks and traces); nil in production.
+	Observer Observer
+	// Step and Start, if set, replace kraft.Step and kraft.NewState: a
+	// model checker plants protocol bugs through them to show that its
+	// checks catch them. Nil in production.
+	Step  func(kraft.State, kraft.Event) (kraft.State, []kraft.Action)
+	Start func(kraft.Config, *kraft.QuorumRecord, kraft.LogState) (kraft.State, []kraft.Action, error)
+
+	plant bug // a bug the project's tests plant (package internal/plant)
+}
+
+// Observer sees a replica's steps while they are carried out, so that a
+// simulator checks its invariants against the layer its runtime runs
+// (docs/design.md D75). Its methods run inside the replica's inputs, in
+// this order for each step: Stepped (or Started), Carrying for each action
+// before it is carried out, then Carried. They must not call the replica.
+type Observer interface {
+	// Started: kraft.NewState built st from the record rec and the log ls,
+	// with its first actions acts.
+	Started(rec *kraft.QuorumRecord, ls kraft.LogState, st kraft.State, acts []kraft.Action)
+	// Stepped: Step took e from before to after with the actions acts.
+	// A step with a kraft.Fault action stops the replica after Stepped.
+	Stepped(e kraft.Event, before, after kraft.State, acts []kraft.Action)
+	// Carrying: the action a of the step on e (nil at start) is about to
+	// be carried out.
+	Carrying(a kraft.Action, e kraft.Event)
+	// Carried: every action of the step on e (nil at start) was carried
+	// out; before is the state before the step.
+	Carried(e kraft.Event, before kraft.State)
 }
 
 // RecordStore keeps a replica's quorum-state record durably.
@@ -156,17 +195,27 @@ func New(cfg Config, now time.Duration) (*Replica, error) {
 		return nil, err
 	}
 	ls.VoterSets = keySets(vsets)
-	st, acts, err := kraft.NewState(cfg.Kraft, rec, ls)
+	start := cfg.Start
+	if start == nil {
+		start = kraft.NewState
+	}
+	st, acts, err := start(cfg.Kraft, rec, ls)
 	if err != nil {
 		return nil, err
 	}
-	r := &Replica{cfg: cfg, local: cfg.Kraft.Local, st: st, hwm: -1, leaderHWM: -1, now: now}
+	r := &Replica{cfg: cfg, local: cfg.Kraft.Local, st: st, hwm: -1, leaderHWM: -1, now: now, plant: cfg.plant}
 	r.snap.served = map[kraft.LogEnd]time.Duration{}
 	r.voters.init()
 	for _, s := range vsets {
 		r.addVoterSet(s.offset, s.voters)
 	}
-	r.carry(acts)
+	if o := cfg.Observer; o != nil {
+		o.Started(rec, ls, st, acts)
+	}
+	r.carry(acts, nil)
+	if o := cfg.Observer; o != nil {
+		o.Carried(nil, kraft.State{})
+	}
 	r.settle()
 	return r, nil
 }
@@ -248,7 +297,16 @@ func (r *Replica) step(e kraft.Event) {
 	before := r.st
 	// carry never steps: it queues what it owes the state, so the
 	// actions in r.buf stay valid while it runs.
-	next, acts := kraft.StepInto(&r.buf, r.st, e)
+	var next kraft.State
+	var acts []kraft.Action
+	if r.cfg.Step != nil {
+		next, acts = r.cfg.Step(r.st, e)
+	} else {
+		next, acts = kraft.StepInto(&r.buf, r.st, e)
+	}
+	if o := r.cfg.Observer; o != nil {
+		o.Stepped(e, before, next, acts)
+	}
 	for _, a := range acts {
 		if f, ok := a.(kraft.Fault); ok {
 			r.fail(fmt.Errorf("replica: fault on %T: %s", e, f.Reason))
@@ -256,7 +314,10 @@ func (r *Replica) step(e kraft.Event) {
 		}
 	}
 	r.st = next
-	r.carry(acts)
+	r.carry(acts, e)
+	if o := r.cfg.Observer; o != nil {
+		o.Carried(e, before)
+	}
 	if r.st.Role() == kraft.Leader && (r.st.LogEnd() != before.LogEnd() || r.st.HighWatermark() != before.HighWatermark()) {
 		r.wakeParked()
 	}
@@ -276,11 +337,14 @@ func (r *Replica) drain() {
 	}
 }
 
-// carry carries out one step's actions in order.
-func (r *Replica) carry(acts []kraft.Action) {
+// carry carries out the actions of one step on e (nil at start) in order.
+func (r *Replica) carry(acts []kraft.Action, e kraft.Event) {
 	for _, a := range acts {
 		if r.err != nil {
 			return
+		}
+		if o := r.cfg.Observer; o != nil {
+			o.Carrying(a, e)
 		}
 		switch a := a.(type) {
 		case kraft.Persist:

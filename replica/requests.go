@@ -85,6 +85,7 @@ func (r *Replica) bootstrapVoter() kraft.NodeID {
 func (r *Replica) sendRequest(m Message, k kind) {
 	if r.plant != bugTwoFetches || k != kindFetch {
 		r.dropRequest(m.To, k)
+		r.dropRetry(m.To, k) // a newer request supersedes its backoff
 	}
 	r.corr++
 	m.Corr = r.corr
@@ -142,7 +143,25 @@ func (r *Replica) timedOut(q *request) {
 			r.sendRequest(q.msg, q.kind) // at once, and again after the backoff
 			q.corr = r.corr
 		}
-		r.retries = append(r.retries, retry{at: r.now + r.cfg.RetryBackoff, kind: q.kind, corr: q.corr, msg: q.msg})
+		r.addRetry(retry{at: r.now + r.cfg.RetryBackoff, kind: q.kind, corr: q.corr, msg: q.msg})
+	}
+}
+
+// addRetry arms q, in place of any retry of its kind to its destination:
+// as in Kafka's RequestManager, a destination is in flight, backing off or
+// ready for each kind of request, so one retry at most is pending.
+func (r *Replica) addRetry(q retry) {
+	r.dropRetry(q.msg.To, q.kind)
+	r.retries = append(r.retries, q)
+}
+
+// dropRetry forgets the retry of kind k to to, if any.
+func (r *Replica) dropRetry(to kraft.NodeID, k kind) {
+	for i, q := range r.retries {
+		if q.msg.To == to && q.kind == k {
+			r.retries = append(r.retries[:i:i], r.retries[i+1:]...)
+			return
+		}
 	}
 }
 
@@ -151,7 +170,7 @@ func (r *Replica) timedOut(q *request) {
 // error answer).
 func (r *Replica) retryFetch() {
 	if last := r.lastFetch; last != nil {
-		r.retries = append(r.retries, retry{at: r.now + r.cfg.RetryBackoff, kind: kindFetch, corr: last.Corr, msg: *last})
+		r.addRetry(retry{at: r.now + r.cfg.RetryBackoff, kind: kindFetch, corr: last.Corr, msg: *last})
 	}
 }
 
@@ -236,42 +255,15 @@ func (r *Replica) Tick(now time.Duration) {
 
 // tickOne runs the earliest due deadline; false: none is due.
 func (r *Replica) tickOne() bool {
-	at, ok := r.NextDeadline()
-	if !ok || at > r.now {
-		return false
-	}
-	for t, d := range r.timers {
-		if d != 0 && d == at {
-			r.fire(kraft.Timer(t))
-			return true
+	var due Deadline
+	found := false
+	for _, d := range r.Deadlines() {
+		if d.At <= r.now && (!found || d.At < due.At) {
+			due, found = d, true
 		}
 	}
-	for i, q := range r.inflight {
-		if q.deadline == at {
-			r.inflight = append(r.inflight[:i:i], r.inflight[i+1:]...)
-			r.timedOut(q)
-			return true
-		}
+	if found {
+		r.expire(due)
 	}
-	for i, q := range r.retries {
-		if q.at == at {
-			r.retries = append(r.retries[:i:i], r.retries[i+1:]...)
-			r.runRetry(q)
-			return true
-		}
-	}
-	for i, p := range r.parked {
-		if p.deadline == at {
-			r.parked = append(r.parked[:i:i], r.parked[i+1:]...)
-			if r.plant == bugParkForever {
-				return true
-			}
-			r.queue = append(r.queue, inbound{msg: &p.msg, noPark: true})
-			r.longPolls++
-			return true
-		}
-	}
-	r.snap.cleanAt = 0
-	r.clean()
-	return true
+	return found
 }

@@ -140,7 +140,7 @@ func (r *Replica) fetchSnapshotResponse(a kraft.SendFetchSnapshotResponse) {
 		}
 		chunk = b
 		if a.Position+int64(len(b)) < a.Size {
-			r.snap.served[a.Snapshot] = r.now
+			put(&r.snap.served, a.Snapshot, r.now)
 		} else if _, held := r.snap.served[a.Snapshot]; held {
 			// The last chunk: the download is over, the log can be
 			// cleaned (after this step).
@@ -266,6 +266,15 @@ func (r *Replica) clean() {
 	if !ok || r.err != nil || r.cfg.Snapshots == nil {
 		return
 	}
+	if k := r.cfg.SnapshotsKept; k > 1 {
+		// The oldest of the k latest snapshots (all of them while fewer).
+		ids := r.cfg.Snapshots.List()
+		if len(ids) > k {
+			latest = ids[len(ids)-k]
+		} else if len(ids) > 0 {
+			latest = ids[0]
+		}
+	}
 	to, until := r.cleanTo(latest)
 	if until != 0 && (r.snap.cleanAt == 0 || until < r.snap.cleanAt) {
 		r.snap.cleanAt = until
@@ -303,9 +312,15 @@ func (r *Replica) clean() {
 // host contract: keep a snapshot while it is downloaded; docs/design.md
 // D62). The log start lags until the download is over.
 func (r *Replica) cleanTo(latest kraft.LogEnd) (to kraft.LogEnd, until time.Duration) {
-	hold := r.cfg.Kraft.FetchTimeout
+	hold := r.cfg.SnapshotDownloadHold
+	if hold == 0 {
+		hold = r.cfg.Kraft.FetchTimeout
+	}
 	if hold == 0 {
 		hold = kraft.DefaultFetchTimeout
+	}
+	if hold < 0 {
+		return latest, 0
 	}
 	start := r.st.LogStart()
 	to = latest

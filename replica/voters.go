@@ -333,7 +333,7 @@ func (r *Replica) setPeer(id kraft.NodeID, addr string) {
 	if addr == "" || id == r.local.ID || r.voters.peerAddrs[id] == addr {
 		return
 	}
-	r.voters.peerAddrs[id] = addr
+	put(&r.voters.peerAddrs, id, addr)
 	r.emit(Peer{ID: id, Endpoint: addr})
 }
 
@@ -411,7 +411,7 @@ func (r *Replica) installedVoters(id kraft.LogEnd) error {
 // not lead.
 func (r *Replica) AddVoter(now time.Duration, key kraft.ReplicaKey, endpoint string) (uint64, error) {
 	return r.voterCall(now, func(ref uint64) kraft.Event {
-		r.voters.changeEndpoints[key] = endpoint
+		put(&r.voters.changeEndpoints, key, endpoint)
 		if voterIndex(r.st.Voters(), key.ID) < 0 {
 			// ApiVersions goes to the new voter before it is in the set.
 			r.setPeer(key.ID, endpoint)
@@ -432,7 +432,7 @@ func (r *Replica) RemoveVoter(now time.Duration, key kraft.ReplicaKey) (uint64, 
 // the voter key (Kafka's UpdateRaftVoter); answered as AddVoter.
 func (r *Replica) UpdateVoter(now time.Duration, key kraft.ReplicaKey, endpoint string) (uint64, error) {
 	return r.voterCall(now, func(ref uint64) kraft.Event {
-		r.voters.changeEndpoints[key] = endpoint
+		put(&r.voters.changeEndpoints, key, endpoint)
 		return kraft.ReceiveUpdateVoter{
 			Ref: ref, From: kraft.NoNode, ClusterID: r.cfg.Kraft.ClusterID, CurrentLeaderEpoch: r.st.Epoch(),
 			Voter: key, Listener: true, KRaftVersions: SupportedKRaftVersions,
@@ -491,7 +491,7 @@ func (r *Replica) onVoterRequest(m Message) {
 	case kraft.ReceiveAddVoter:
 		e.Ref = r.voters.nextRef
 		if m.Endpoint != "" {
-			r.voters.changeEndpoints[e.Voter] = m.Endpoint
+			put(&r.voters.changeEndpoints, e.Voter, m.Endpoint)
 			if voterIndex(r.st.Voters(), e.Voter.ID) < 0 {
 				r.setPeer(e.Voter.ID, m.Endpoint)
 			}

@@ -81,6 +81,10 @@ import (
 //     or its log start, below which a durable snapshot holds the records):
 //     the leader counts the offset toward its high watermark, and a crash
 //     can take those records back (docs/design.md D30, D52, D56).
+//   - "fetch-answered": a running replica did not answer a Fetch request
+//     within Options.FetchMaxWait of its delivery (a leader parks a Fetch
+//     with nothing new that long at most, Kafka's long poll; every other
+//     replica answers at once).
 //   - "state-invariant": the state breaks one of State's own invariants
 //     (kraft.State.CheckInvariants: a role's fields only in that role,
 //     the high watermark within the log, ...), checked after every step.
@@ -410,25 +414,25 @@ func (k *Checker) beforeAction(n *node, a kraft.Action, e kraft.Event) {
 	}
 }
 
-// fetchSent checks a Fetch that n's host sends to replica to
-// ("fetch-flushed"), at the moment it leaves, retries included: if to
-// leads the Fetch's epoch and its voter set in force holds n, the fetch
-// offset must be within n's durable log.
-func (k *Checker) fetchSent(n *node, to kraft.NodeID, f kraft.SendFetch) {
+// fetchSent checks a Fetch from offset at epoch that n's replica sends to
+// replica to ("fetch-flushed"), at the moment it leaves, retries included:
+// if to leads the Fetch's epoch and its voter set in force holds n, the
+// fetch offset must be within n's durable log.
+func (k *Checker) fetchSent(n *node, to kraft.NodeID, offset int64, epoch kraft.Epoch) {
 	if to < 0 || int(to) >= len(k.c.nodes) {
 		return
 	}
 	l := k.c.nodes[to]
-	if !l.up || l.st.Role() != kraft.Leader || l.st.Epoch() != f.CurrentLeaderEpoch || !hasKey(l.st.Voters(), n.cfg.Local) {
+	if !l.up || l.st.Role() != kraft.Leader || l.st.Epoch() != epoch || !hasKey(l.st.Voters(), n.cfg.Local) {
 		return
 	}
 	durable := n.flushed
 	if n.start > durable {
 		durable = n.start
 	}
-	if f.FetchOffset > int64(durable) {
+	if offset > int64(durable) {
 		k.fail(n, "fetch-flushed", "sent a Fetch from offset %d to r%d, leader of epoch %d whose voter set %v holds it, with its log durable up to %d only (%v)",
-			f.FetchOffset, to, l.st.Epoch(), l.st.Voters(), durable, n.st)
+			offset, to, l.st.Epoch(), l.st.Voters(), durable, n.st)
 	}
 }
 
@@ -526,7 +530,7 @@ func (k *Checker) votersCommitted(n *node, from int) {
 // start (e nil), after a VotersAppended and after a truncation
 // ("host-voters"); records written and not reported yet do not count.
 func (k *Checker) hostVoters(n *node, s kraft.State, e kraft.Event) bool {
-	off := n.reported - 1
+	off := int(s.LogEnd().Offset) - 1
 	switch e := e.(type) {
 	case nil:
 	case kraft.VotersAppended:
@@ -727,6 +731,23 @@ func (k *Checker) snapshotsAgree(n *node) bool {
 		return false
 	}
 	return true
+}
+
+// fetchesAnswered checks that every running replica answered each Fetch
+// delivered to it within the fetch max wait ("fetch-answered").
+func (k *Checker) fetchesAnswered() {
+	for _, n := range k.c.nodes {
+		if !n.up {
+			continue
+		}
+		for key, p := range n.requests {
+			if p.fetch && k.c.now-p.at > k.c.opts.FetchMaxWait {
+				k.fail(n, "fetch-answered", "the Fetch of r%d (correlation id %d) delivered at %v is not answered after %v (%v)",
+					key.from, key.corr, p.at, k.c.now-p.at, n.st)
+				return
+			}
+		}
+	}
 }
 
 // ProspectiveFor returns how long replica id has been Prospective without

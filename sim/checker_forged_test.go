@@ -143,10 +143,33 @@ func TestForgedCheckerCatchesFetchPastDurableLog(t *testing.T) {
 	c := committedCluster(t)
 	l := leaderNode(c)
 	f := follower(c)
-	fetch := kraft.SendFetch{To: l.id, CurrentLeaderEpoch: l.st.Epoch(), FetchOffset: int64(f.flushed), FetchEpoch: l.st.Epoch()}
-	c.check.fetchSent(f, l.id, fetch)
+	c.check.fetchSent(f, l.id, int64(f.flushed), l.st.Epoch())
 	require.NoError(t, c.Err())
-	fetch.FetchOffset++
-	c.check.fetchSent(f, l.id, fetch)
+	c.check.fetchSent(f, l.id, int64(f.flushed)+1, l.st.Epoch())
 	require.Equal(t, "fetch-flushed", violationRule(t, c.Err()))
+}
+
+// logState describes a log that starts at 0 for kraft.NewState.
+func logState(log []Record) kraft.LogState {
+	var ls kraft.LogState
+	for i, r := range log {
+		if i == 0 || r.Epoch != log[i-1].Epoch {
+			ls.Epochs = append(ls.Epochs, kraft.EpochStart{Epoch: r.Epoch, StartOffset: int64(i)})
+		}
+	}
+	if len(log) > 0 {
+		ls.End = kraft.LogEnd{Offset: int64(len(log)), Epoch: log[len(log)-1].Epoch}
+	}
+	return ls
+}
+
+// logState describes n's log, snapshots and voter sets for kraft.NewState.
+func (n *node) logState() kraft.LogState {
+	ls := hostLog{n: n}.State()
+	if len(n.snaps) > 0 {
+		latest, earliest := n.snaps[len(n.snaps)-1].id, n.snaps[0].id
+		ls.LatestSnapshot, ls.EarliestSnapshot = &latest, &earliest
+	}
+	ls.VoterSets = n.voterSets()
+	return ls
 }

@@ -5,10 +5,12 @@ package sim
 // their logs, and expects the rule.
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/replica"
 	"github.com/stretchr/testify/require"
 )
 
@@ -140,33 +142,37 @@ func TestForgedCheckerCatchesImpossibleSnapshotRequests(t *testing.T) {
 	id := kraft.LogEnd{Offset: 5, Epoch: 1}
 	cases := map[string]func(c *Cluster, n *node) string{
 		"serve a snapshot the host does not have": func(c *Cluster, n *node) string {
-			req := &message{from: 1, event: kraft.ReceiveFetchSnapshot{}}
-			c.serveSnapshot(n, req, kraft.SendFetchSnapshotResponse{To: 1, Snapshot: id, Size: 10})
+			_, _ = hostSnapshots{c, n}.Read(id, 0, 10)
 			return "host-snapshot"
 		},
-		"write a chunk past the partial snapshot": func(c *Cluster, n *node) string {
-			resp := &message{event: kraft.ReceiveFetchSnapshotResponse{Snapshot: id, Size: 10, Position: 4}, snapData: []byte("xx")}
-			c.writeChunk(n, resp, kraft.WriteSnapshotChunk{Snapshot: id, Position: 4})
+		"serve a snapshot past its end": func(c *Cluster, n *node) string {
+			s := n.latestSnapshot()
+			_, _ = hostSnapshots{c, n}.Read(s.id, int64(len(s.bytes()))+1, 10)
 			return "host-snapshot"
 		},
 		"install an incomplete download": func(c *Cluster, n *node) string {
-			n.partial = &partial{id: id, size: 10, data: []byte("1 c1\n")}
-			c.install(n, kraft.InstallSnapshot{Snapshot: id})
+			w, _ := hostSnapshots{c, n}.Create(id)
+			_ = w.Append([]byte("1 c1\n"))
+			_ = w.Freeze()
 			return "host-snapshot"
 		},
 		"install a download that does not decode": func(c *Cluster, n *node) string {
-			n.partial = &partial{id: id, size: 4, data: []byte("1 c1")}
-			c.install(n, kraft.InstallSnapshot{Snapshot: id})
+			w, _ := hostSnapshots{c, n}.Create(id)
+			_ = w.Append([]byte("1 c1"))
+			_ = w.Freeze()
 			return "host-snapshot"
 		},
 		"serve records below the log start": func(c *Cluster, n *node) string {
-			req := &message{from: 1, event: kraft.ReceiveFetch{From: 1, FetchOffset: int64(n.start - 1)}}
-			c.fetchResponse(n, req, kraft.SendFetchResponse{To: 1, Epoch: n.st.Epoch(), HighWatermark: n.st.HighWatermark()})
+			_, _ = hostLog{c, n}.Read(int64(n.start-1), 100)
 			return "host-log"
 		},
 		"truncate below the log start": func(c *Cluster, n *node) string {
-			c.carryOut(n, []kraft.Action{kraft.TruncateLog{To: int64(n.start - 1)}}, nil)
+			_ = hostLog{c, n}.Truncate(int64(n.start - 1))
 			return "host-log"
+		},
+		"a replica that stops": func(c *Cluster, n *node) string {
+			c.output(n, replica.Stopped{Err: fmt.Errorf("replica: a storage error")})
+			return "replica-stopped"
 		},
 	}
 	for name, forge := range cases {
@@ -210,7 +216,7 @@ func TestForgedCheckerCatchesIncompleteLeader(t *testing.T) {
 
 	c = cleanedCluster(t)
 	f := follower(c)
-	f.log, f.flushed, f.reported = f.log[:f.start+1], f.start+1, f.start+1
+	f.log, f.flushed = f.log[:f.start+1], f.start+1
 	c.check.logChanged(f)
 	forgeLeader(t, c, f)
 	require.Equal(t, "leader-complete", violationRule(t, c.Err()))
@@ -218,7 +224,7 @@ func TestForgedCheckerCatchesIncompleteLeader(t *testing.T) {
 	c = committedCluster(t)
 	f = follower(c)
 	require.Zero(t, f.start)
-	f.log, f.flushed, f.reported = f.log[:3], 3, 3
+	f.log, f.flushed = f.log[:3], 3
 	c.check.logChanged(f)
 	forgeLeader(t, c, f)
 	require.Equal(t, "leader-complete", violationRule(t, c.Err()))

@@ -142,7 +142,7 @@ func TestForgedCheckerCatchesHostVoterSetMismatch(t *testing.T) {
 	c.check.afterStep(f, f.st, nil)
 	require.NoError(t, c.Err(), "the host's set and the state's agree")
 	last := -1
-	for i := f.start; i < f.reported; i++ {
+	for i := f.start; i < int(f.st.LogEnd().Offset); i++ {
 		if isVoters(f.log[i]) {
 			last = i
 		}

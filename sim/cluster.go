@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/internal/plant"
+	"github.com/kraftquorum/kraft/replica"
 )
 
 // Record is one log record.
@@ -22,8 +24,9 @@ type Record struct {
 type Stats struct {
 	// Events is the number of Step calls (every one checked).
 	Events int
-	// Messages sent, lost and dropped (partition, crashed receiver,
-	// unexpected response).
+	// Messages sent, lost and dropped on the way (a partition, a crashed
+	// or restarted receiver); the replica layer drops stale and duplicated
+	// responses itself.
 	Messages, Lost, Dropped int
 	// Appends is the number of client records appended at a leader.
 	Appends int
@@ -44,76 +47,73 @@ type node struct {
 	up   bool
 	inc  int // incarnation, bumped at every crash
 	disk int // disk generation, bumped at every disk loss
-	st   kraft.State
+	// rep runs the replica's protocol (nil while it is down); st is its
+	// state, as the observer saw it last (the last one before a crash
+	// while it is down); before is the state before a restart.
+	rep    *replica.Replica
+	st     kraft.State
+	before kraft.State
 
 	record *kraft.QuorumRecord // durable quorum-state record
 	// log is the host's written log, indexed by offset; log[:flushed] is
-	// durable and log[:reported] has been reported with LogAppended. The
-	// log starts at start: the records below it were deleted (zero
-	// values), and the snapshot at start holds them.
-	log      []Record
-	start    int
-	flushed  int
-	reported int
-	flushAt  bool // a flush is scheduled
+	// durable. The log starts at start: the records below it were deleted
+	// (zero values), and the snapshot at start holds them; startEpoch is
+	// the epoch of the record before start.
+	log        []Record
+	start      int
+	startEpoch kraft.Epoch
+	flushed    int
+	flushAt    bool // a sync is under way (a Sync output, not yet Synced)
 
 	// snaps are the snapshots on disk, oldest first (the first is at the
 	// log start when start > 0); partial is the download in progress;
-	// hwm is the highest high watermark the state reported in this life
-	// (the latest snapshot's end after a restart); snapshotting guards
-	// maybeSnapshot against its own steps.
-	snaps        []*snapshot
-	partial      *partial
-	applied      []Record // the records of the latest snapshot, and room after them
-	hwm          int64
-	snapshotting bool
-	installed    int // snapshots installed, over every life
+	// applied holds the records of the latest snapshot, and room after
+	// them; hwm is the highest high watermark the replica reported in this
+	// life (the latest snapshot's end after a restart).
+	snaps     []*snapshot
+	partial   *partial
+	applied   []Record
+	hwm       int64
+	installed int // snapshots installed, over every life
 
 	// bootstrap is the bootstrap checkpoint's voter set (Options.Dynamic),
-	// nil without one (a static voter set, a broker, a lost disk);
-	// snapVoters is the set of a snapshot just installed, to report.
-	bootstrap  []kraft.ReplicaKey
-	snapVoters *kraft.VoterSetAt
+	// nil without one (a static voter set, a broker, a lost disk).
+	bootstrap []kraft.ReplicaKey
 	// truncated: a TruncateLog was carried out in this step (the checker
 	// compares the voter sets after it).
 	truncated bool
 
-	timerGen [6]uint64
-	// Requests in flight (Vote requests) by correlation id, and the one
-	// Fetch in flight.
-	inflight  map[uint64]bool
-	fetchCorr uint64
-	lastFetch kraft.Action // the latest SendFetch or SendFetchSnapshot
-	parked    []parked
+	// The one timer item that fires the replica's next deadline
+	// (NextDeadline): its generation (an item of another is ignored), and
+	// whether it is armed, at timerAt.
+	timerGen   uint64
+	timerArmed bool
+	timerAt    time.Duration
+	// requests are the requests delivered to this incarnation and not
+	// answered yet, by sender and correlation id: the response goes to the
+	// sender's incarnation that sent it only (a connection does not
+	// outlive a crash), and a Fetch must be answered within the fetch max
+	// wait ("fetch-answered").
+	requests map[reqKey]pending
 }
 
-// parked is a Fetch a leader holds (long poll).
-type parked struct {
-	id   uint64
-	req  *message
-	resp *message
+type pending struct {
+	inc   int           // the sender's incarnation
+	at    time.Duration // when it was delivered
+	fetch bool
+}
+
+type reqKey struct {
+	from kraft.NodeID
+	corr uint64
 }
 
 // message is one message on the simulated network.
 type message struct {
-	from, to kraft.NodeID
 	// The incarnations of sender and receiver: a message to an earlier
 	// incarnation is dropped (its connection is gone).
 	fromInc, toInc int
-	event          kraft.Event
-	corr           uint64 // request: its id; response: the request's id
-	response       bool
-	// Fetch requests: the request's high watermark; Fetch responses: the
-	// offset the request fetched from and the records carried.
-	reqHWM      int64
-	fetchOffset int64
-	records     []Record
-	noPark      bool
-	// FetchSnapshot responses: the bytes carried.
-	snapData []byte
-	// apiVersions: an ApiVersions request, which the addressee's host
-	// answers without its state (event is nil).
-	apiVersions bool
+	m              replica.Message
 }
 
 type itemKind uint8
@@ -122,22 +122,19 @@ const (
 	itemMessage itemKind = iota + 1
 	itemTimer
 	itemFlush
-	itemFetchRetry
-	itemParkExpire
 	itemClient
 	itemOp
 )
 
 type item struct {
-	at    time.Duration
-	seq   uint64
-	kind  itemKind
-	node  kraft.NodeID
-	inc   int
-	msg   *message
-	timer kraft.Timer
-	gen   uint64
-	op    Op
+	at   time.Duration
+	seq  uint64
+	kind itemKind
+	node kraft.NodeID
+	inc  int
+	msg  *message
+	gen  uint64
+	op   Op
 }
 
 type queue []*item
@@ -164,7 +161,6 @@ type Cluster struct {
 	rng    *rand.Rand
 	now    time.Duration
 	seq    uint64
-	corr   uint64
 	q      queue
 	nodes  []*node
 	voters []kraft.ReplicaKey
@@ -185,13 +181,11 @@ type Cluster struct {
 	client                  uint64
 
 	// changes are the voter-change requests handled, refs the pending
-	// ones' handles (see voters.go); history the committed voter sets.
+	// ones' handles by leader (see voters.go); history the committed
+	// voter sets.
 	changes []VoterChange
-	refs    map[uint64]int
+	refs    map[reqKey]int
 	history []VoterSetChange
-
-	// ctx is the message being delivered, for matching responses.
-	ctx *message
 	// OnStep, if set, is called after every Step with the replica, the
 	// event, and the states and actions.
 	OnStep func(id kraft.NodeID, e kraft.Event, before, after kraft.State, acts []kraft.Action)
@@ -407,6 +401,9 @@ func (c *Cluster) RunUntil(end time.Duration, done func() bool) error {
 		if c.err == nil {
 			c.check.afterEvent()
 		}
+		if c.err == nil {
+			c.check.fetchesAnswered()
+		}
 	}
 	if c.err == nil && c.now < end {
 		c.now = end
@@ -420,34 +417,17 @@ func (c *Cluster) handle(it *item) {
 		c.deliver(it.msg)
 	case itemTimer:
 		n := c.node(it.node)
-		if !n.up || n.inc != it.inc || n.timerGen[it.timer] != it.gen {
+		if !n.up || n.inc != it.inc || n.timerGen != it.gen {
 			return
 		}
-		if e := it.timer.Timeout(); e != nil {
-			c.step(n, e)
-		}
+		n.timerArmed = false
+		n.rep.Tick(c.now)
+		c.carry(n)
 	case itemFlush:
 		n := c.node(it.node)
 		if n.up && n.inc == it.inc {
 			n.flushAt = false
 			c.flush(n)
-		}
-	case itemFetchRetry:
-		n := c.node(it.node)
-		if n.up && n.inc == it.inc && n.fetchCorr == it.gen {
-			c.resendFetch(n)
-		}
-	case itemParkExpire:
-		n := c.node(it.node)
-		if !n.up || n.inc != it.inc {
-			return
-		}
-		for i, p := range n.parked {
-			if p.id == it.gen {
-				n.parked = append(n.parked[:i:i], n.parked[i+1:]...)
-				c.transmit(p.resp)
-				return
-			}
 		}
 	case itemClient:
 		c.clientAppend()
@@ -469,16 +449,19 @@ func (c *Cluster) clientAppend() {
 		return
 	}
 	k := 1 + c.rng.Intn(3)
-	for i := 0; i < k; i++ {
+	records := make([][]byte, k)
+	for i := range records {
 		c.client++
-		leader.log = append(leader.log, Record{Epoch: leader.st.Epoch(), Payload: fmt.Sprintf("c%d", c.client)})
-		c.stats.Appends++
+		records[i] = []byte(fmt.Sprintf("c%d", c.client))
 	}
-
-	c.check.logChangedFrom(leader, len(leader.log))
-	c.reportWrites(leader)
+	if _, err := leader.rep.Propose(c.now, replica.DataRecords(records)); err == nil {
+		c.stats.Appends += k
+	}
+	c.carry(leader)
 }
 
+// scheduleFlush answers a Sync output: the disk syncs after a delay drawn
+// from [0, the current flush delay].
 func (c *Cluster) scheduleFlush(n *node) {
 	if n.flushAt {
 		return
@@ -488,342 +471,148 @@ func (c *Cluster) scheduleFlush(n *node) {
 	c.push(&item{at: c.now + d, kind: itemFlush, node: n.id, inc: n.inc})
 }
 
-// flush makes n's whole written log durable and reports it with
-// LogFlushed. The flush was scheduled when the records were written and
-// completes whatever happened since: a leadership change leaves it pending,
-// a crash cancels it (the unflushed tail is lost).
+// flush makes n's whole written log durable and reports it (Synced). The
+// sync completes whatever happened since it began: a leadership change
+// leaves it pending, a crash cancels it (the unflushed tail is lost).
 func (c *Cluster) flush(n *node) {
-	if n.flushed == len(n.log) {
-		return
-	}
-	n.flushed = len(n.log)
-	c.check.logChangedFrom(n, len(n.log))
-	c.step(n, kraft.LogFlushed{Offset: int64(n.flushed)})
+	_ = hostLog{c, n}.Sync()
+	n.rep.Synced(c.now)
+	c.carry(n)
 }
 
-// reportWrites reports the records written since the last report, one
-// LogAppended per epoch run, and schedules their flush (the host contract:
-// a write is reported before any other event is stepped).
-func (c *Cluster) reportWrites(n *node) {
-	from, to := n.reported, len(n.log)
-	if from >= to {
-		return
-	}
-	n.reported = to
-	run := from
-	for i := from; i < to && n.up; i++ {
-		if i == to-1 || n.log[i+1].Epoch != n.log[i].Epoch {
-			c.step(n, kraft.LogAppended{End: kraft.LogEnd{Offset: int64(i + 1), Epoch: n.log[i].Epoch}})
-			c.reportVoters(n, run, i+1)
-			run = i + 1
-		}
-	}
-	c.scheduleFlush(n)
-}
-
-// step applies e to n and carries out the actions.
-func (c *Cluster) step(n *node, e kraft.Event) {
-	if c.err != nil || !n.up {
-		return
-	}
-	before := n.st
-	next, acts := kraft.Step(before, e)
-	c.stats.Events++
-	n.st = next
-	if c.trace != nil {
-		c.writeTrace(TraceLine{Kind: "step", T: c.now, Node: n.id, Event: encodeEvent(e), Actions: encodeActions(acts), State: summarize(next)})
-	}
-	if c.OnStep != nil {
-		c.OnStep(n.id, e, before, next, acts)
-	}
-	c.check.stepFrom = before
-	c.carryOut(n, acts, e)
-	c.check.afterStep(n, before, e)
-	if v := n.snapVoters; v != nil && n.up {
-		// The host contract: after InstallSnapshot, the snapshot's set.
-		n.snapVoters = nil
-		c.step(n, kraft.VotersAppended{Offset: v.Offset, Voters: v.Voters})
-	}
-	c.reportWrites(n)
-	if n.up && n.st.Role() == kraft.Leader && (next.LogEnd() != before.LogEnd() || next.HighWatermark() != before.HighWatermark()) {
-		c.wakeParked(n)
-	}
-	c.maybeSnapshot(n)
-}
-
-// start (re)builds n from its durable record, flushed log and snapshots.
+// start (re)builds n's replica from its durable record, flushed log and
+// snapshots (replica.New: Kafka's startup rules).
 func (c *Cluster) start(n *node) {
 	n.log = n.log[:n.flushed:n.flushed]
-	n.reported = n.flushed
-	c.recover(n)
+	n.partial = nil
 	n.up = true
-	n.inflight = map[uint64]bool{}
-	n.fetchCorr = 0
-	n.parked = nil
 	n.flushAt = false
+	n.requests = map[reqKey]pending{}
 	n.hwm = -1
+	n.applied = nil
 	if s := n.latestSnapshot(); s != nil {
 		n.hwm = s.id.Offset
+		n.applied = s.recs
 	}
-	ls := n.logState()
-	var rec *kraft.QuorumRecord
-	if n.record != nil {
-		r := *n.record
-		rec = &r
+	cfg := replica.Config{
+		Kraft:                n.cfg,
+		Log:                  hostLog{c, n},
+		Records:              hostRecords{n},
+		Snapshots:            hostSnapshots{c, n},
+		RequestTimeout:       c.opts.RequestTimeout,
+		RetryBackoff:         c.opts.FetchRetryBackoff,
+		FetchMaxWait:         c.opts.FetchMaxWait,
+		FetchMaxBytes:        replica.DefaultFetchMaxBytes,
+		SnapshotChunkBytes:   c.opts.SnapshotChunkBytes,
+		SnapshotsKept:        c.opts.SnapshotsKept,
+		SnapshotDownloadHold: c.opts.SnapshotDownloadHold,
+		Static:               !c.opts.Dynamic,
+		Observer:             observer{c, n},
 	}
-	st, acts, err := kraft.NewState(n.cfg, rec, ls)
+	if n.bootstrap != nil {
+		cfg.Bootstrap = make([]replica.Voter, len(n.bootstrap))
+		for i, k := range n.bootstrap {
+			cfg.Bootstrap[i] = replica.Voter{Key: k, KRaftVersions: replica.SupportedKRaftVersions}
+		}
+	}
+	for i := 0; i < c.opts.Voters; i++ {
+		if id := kraft.NodeID(i); id != n.id {
+			cfg.BootstrapServers = append(cfg.BootstrapServers, id)
+		}
+	}
+	if c.opts.plant != plant.None {
+		plant.Into(&cfg, c.opts.plant)
+	}
+	r, err := replica.New(cfg, c.now)
 	if err != nil {
-		c.fail(Violation{Node: n.id, Rule: "restart", Detail: err.Error()})
+		if c.err == nil {
+			c.fail(Violation{Node: n.id, Rule: "restart", Detail: err.Error()})
+		}
+		n.up = false
 		return
 	}
-	before := n.st
-	n.st = st
-	c.stats.Events++
-	if c.trace != nil {
-		cfg := n.cfg
-		c.writeTrace(TraceLine{Kind: "start", T: c.now, Node: n.id, Config: &cfg, Record: rec, Log: &ls, Actions: encodeActions(acts), State: summarize(st)})
-	}
-	c.check.afterStart(n, before)
-	c.check.stepFrom = kraft.State{}
-	c.carryOut(n, acts, nil)
-	c.check.afterStep(n, before, nil)
-	c.reportWrites(n)
+	n.rep = r
+	c.carry(n)
 }
 
-// logState describes a log that starts at 0 for kraft.NewState.
-func logState(log []Record) kraft.LogState {
-	var ls kraft.LogState
-	for i, r := range log {
-		if i == 0 || r.Epoch != log[i-1].Epoch {
-			ls.Epochs = append(ls.Epochs, kraft.EpochStart{Epoch: r.Epoch, StartOffset: int64(i)})
+// carry carries out n's replica's outputs: the host's I/O. Then it takes
+// a snapshot if one is due and re-arms n's timer.
+func (c *Cluster) carry(n *node) {
+	for n.up && n.rep != nil {
+		outs := n.rep.Take()
+		for _, o := range outs {
+			c.output(n, o)
+		}
+		if len(outs) == 0 && !c.maybeSnapshot(n) {
+			break
 		}
 	}
-	if len(log) > 0 {
-		ls.End = kraft.LogEnd{Offset: int64(len(log)), Epoch: log[len(log)-1].Epoch}
-	}
-	return ls
+	c.armTimer(n)
 }
 
-// carryOut carries out a step's actions in order. e is the event the
-// actions answer (nil at start).
-func (c *Cluster) carryOut(n *node, acts []kraft.Action, e kraft.Event) {
-	ctx := c.ctx
-	for _, a := range acts {
-		if c.err != nil {
-			return
+func (c *Cluster) output(n *node, o replica.Output) {
+	switch o := o.(type) {
+	case replica.Send:
+		c.send(n, o.Message)
+	case replica.Sync:
+		c.scheduleFlush(n)
+	case replica.Commit:
+		if o.HighWatermark > n.hwm {
+			n.hwm = o.HighWatermark
 		}
-		c.check.beforeAction(n, a, e)
-		switch a := a.(type) {
-		case kraft.Persist:
-			r := a.Record
-			n.record = &r
-		case kraft.SendVoteRequest, kraft.SendBeginQuorumEpoch, kraft.SendEndQuorumEpoch:
-			// Requests: kraft.Deliver gives the addressee's event.
-			to, ev, _ := kraft.Deliver(n.cfg.Local, a)
-			c.corr++
-			n.inflight[c.corr] = true
-			c.send(&message{from: n.id, to: to, corr: c.corr, event: ev})
-		case kraft.SendVoteResponse:
-			if ctx == nil || ctx.from != a.To {
-				continue
-			}
-			_, ev, _ := kraft.Deliver(n.cfg.Local, a)
-			c.send(&message{from: n.id, to: a.To, corr: ctx.corr, response: true, event: ev})
-		case kraft.SendBeginQuorumEpochResponse, kraft.SendEndQuorumEpochResponse:
-			// kraft.Deliver makes these ReceiveQuorumResponse (D28).
-			to, ev, ok := kraft.Deliver(n.cfg.Local, a)
-			if ok && ctx != nil && ctx.from == to {
-				c.send(&message{from: n.id, to: to, corr: ctx.corr, response: true, event: ev})
-			}
-		case kraft.SendFetchSnapshotResponse:
-			if ctx == nil || ctx.from != a.To {
-				continue
-			}
-			c.serveSnapshot(n, ctx, a)
-		case kraft.SendFetch, kraft.SendFetchSnapshot:
-			c.sendFetch(n, a)
-		case kraft.WriteSnapshotChunk:
-			if ctx == nil {
-				c.fail(Violation{Node: n.id, Rule: "host-snapshot", Detail: fmt.Sprintf("asked to write %+v with no FetchSnapshot response being stepped", a)})
-				return
-			}
-			c.writeChunk(n, ctx, a)
-		case kraft.InstallSnapshot:
-			c.install(n, a)
-		case kraft.SendFetchResponse:
-			if ctx == nil || ctx.from != a.To {
-				continue
-			}
-			c.fetchResponse(n, ctx, a)
-		case kraft.TruncateLog:
-			if a.To < int64(n.start) {
-				c.fail(Violation{Node: n.id, Rule: "host-log", Detail: fmt.Sprintf("asked to truncate to %d, below the log start %d", a.To, n.start)})
-				return
-			}
-			if a.To < int64(len(n.log)) {
-				n.truncated = true
-				n.log = n.log[:a.To:a.To]
-				if n.flushed > len(n.log) {
-					n.flushed = len(n.log)
-				}
-				if n.reported > len(n.log) {
-					n.reported = len(n.log)
-				}
-				c.check.logChangedFrom(n, len(n.log))
-			}
-		case kraft.AppendLeaderChange:
-			// Written at the log end, which is where the state put the
-			// epoch start; reported once the step's actions are done.
-			n.log = append(n.log, Record{Epoch: a.Epoch, Payload: fmt.Sprintf("LeaderChange(epoch=%d,leader=%d)", a.Epoch, a.LeaderID)})
-			if a.VotersRecord {
-				// Then a VotersRecord with the set in force (the bootstrap
-				// checkpoint's, which is never replicated).
-				n.log = append(n.log, Record{Epoch: a.Epoch, Payload: votersPayload(a.Voters)})
-			}
-			c.check.logChangedFrom(n, len(n.log))
-		case kraft.AppendVoters:
-			if n.st.Role() != kraft.Leader || n.st.Epoch() != a.Epoch {
-				c.fail(Violation{Node: n.id, Rule: "host-log", Detail: fmt.Sprintf("asked to append %+v as %v", a, n.st)})
-				return
-			}
-			n.log = append(n.log, Record{Epoch: a.Epoch, Payload: votersPayload(a.Voters)})
-			c.check.logChangedFrom(n, len(n.log))
-		case kraft.SendAPIVersions:
-			c.corr++
-			n.inflight[c.corr] = true
-			c.send(&message{from: n.id, to: a.To.ID, corr: c.corr, apiVersions: true})
-		case kraft.SendVoterChange:
-			// An auto-joining observer's request; its answer is not
-			// delivered (the state takes none), so nothing waits for it.
-			if to, ev, ok := kraft.Deliver(n.cfg.Local, a); ok {
-				c.corr++
-				c.send(&message{from: n.id, to: to, corr: c.corr, event: ev})
-			}
-		case kraft.SendVoterChangeResponse:
-			c.answered(a)
-		case kraft.ResetTimer:
-			n.timerGen[a.Timer]++
-			c.push(&item{at: c.now + a.After, kind: itemTimer, node: n.id, inc: n.inc, timer: a.Timer, gen: n.timerGen[a.Timer]})
-		case kraft.StopTimer:
-			n.timerGen[a.Timer]++
-		case kraft.RoleChanged:
-			// Kafka's resetConnections: late responses are dropped.
-			n.inflight = map[uint64]bool{}
-			n.fetchCorr = 0
-			if a.From == kraft.Leader {
-				c.failParked(n)
-			}
-		case kraft.HighWatermarkChanged:
-			if a.HighWatermark > n.hwm {
-				n.hwm = a.HighWatermark
-			}
-		case kraft.Fault:
-			// The checker looks at it.
-		}
+	case replica.Installed:
+		n.installed++
+		c.stats.SnapshotsInstalled++
+	case replica.VoterChangeAnswer:
+		c.answered(n, o.Response)
+	case replica.Stopped:
+		c.fail(Violation{Node: n.id, Rule: "replica-stopped", Detail: o.Err.Error()})
+	case replica.RoleChange, replica.Peer, replica.ClusterIDRefused:
 	}
 }
 
-// sendFetch sends a Fetch or a FetchSnapshot (a follower's one fetch
-// request); it supersedes any fetch request in flight.
-func (c *Cluster) sendFetch(n *node, a kraft.Action) {
-	to, ev, _ := kraft.Deliver(n.cfg.Local, a)
-	if to == kraft.NoNode {
-		if c.opts.Dynamic {
-			to = c.bootstrapServer(n)
-		} else {
-			to = c.voters[c.rng.Intn(len(c.voters))].ID
-		}
-	}
-	c.corr++
-	n.fetchCorr = c.corr
-	n.lastFetch = a
-	m := &message{from: n.id, to: to, corr: c.corr, event: ev}
-	if f, ok := a.(kraft.SendFetch); ok {
-		m.reqHWM = f.HighWatermark
-		c.check.fetchSent(n, to, f)
-	}
-	c.send(m)
-	c.push(&item{at: c.now + c.opts.RequestTimeout, kind: itemFetchRetry, node: n.id, inc: n.inc, gen: c.corr})
-}
-
-// resendFetch sends the latest SendFetch (or SendFetchSnapshot) again, as
-// the host contract says.
-// (Rebuilding it from the state's log end would report records a voter has
-// not flushed yet; the state sends a Fetch only once they are.)
-func (c *Cluster) resendFetch(n *node) {
-	c.sendFetch(n, n.lastFetch)
-}
-
-// fetchResponse builds the response to req, attaches records, and parks it
-// if it is an empty answer to a caught-up follower.
-func (c *Cluster) fetchResponse(n *node, req *message, a kraft.SendFetchResponse) {
-	f, _ := req.event.(kraft.ReceiveFetch)
-	_, ev, _ := kraft.Deliver(n.cfg.Local, a)
-	m := &message{
-		from: n.id, to: req.from, toInc: req.fromInc, fromInc: n.inc, corr: req.corr, response: true, fetchOffset: f.FetchOffset,
-		event: ev,
-	}
-	served := n.st.LogEnd().Offset
-	if served > int64(len(n.log)) {
-		served = int64(len(n.log))
-	}
-	if a.Error == kraft.ErrNone && a.Diverging == nil && a.Snapshot == nil && f.FetchOffset >= 0 && f.FetchOffset < served {
-		if f.FetchOffset < int64(n.start) {
-			c.fail(Violation{Node: n.id, Rule: "host-log", Detail: fmt.Sprintf("asked to serve records from %d, below the log start %d", f.FetchOffset, n.start)})
-			return
-		}
-		end := f.FetchOffset + int64(c.opts.MaxFetchRecords)
-		if end > served {
-			end = served
-		}
-		m.records = append([]Record(nil), n.log[f.FetchOffset:end]...)
-	}
-	if a.Error == kraft.ErrNone && a.Diverging == nil && a.Snapshot == nil && len(m.records) == 0 && a.HighWatermark <= req.reqHWM && !req.noPark && n.st.Role() == kraft.Leader {
-		c.corr++
-		n.parked = append(n.parked, parked{id: c.corr, req: req, resp: m})
-		c.push(&item{at: c.now + c.opts.FetchMaxWait, kind: itemParkExpire, node: n.id, inc: n.inc, gen: c.corr})
+// armTimer keeps one timer item at n's replica's next deadline: a
+// deadline that moved gets a new item, and the old one is ignored.
+func (c *Cluster) armTimer(n *node) {
+	if !n.up || n.rep == nil {
 		return
 	}
-	c.transmit(m)
-}
-
-// wakeParked re-evaluates every parked Fetch (the leader's log end or high
-// watermark moved).
-func (c *Cluster) wakeParked(n *node) {
-	ps := n.parked
-	n.parked = nil
-	for _, p := range ps {
-		req := *p.req
-		c.push(&item{at: c.now, kind: itemMessage, msg: &req})
-	}
-}
-
-// failParked answers every parked Fetch with NOT_LEADER_OR_FOLLOWER (the
-// leader resigned or lost its epoch).
-func (c *Cluster) failParked(n *node) {
-	ps := n.parked
-	n.parked = nil
-	for _, p := range ps {
-		m := *p.resp
-		r := m.event.(kraft.ReceiveFetchResponse)
-		r.Error, r.LeaderID, r.LeaderEpoch, r.HighWatermark = kraft.ErrNotLeaderOrFollower, n.st.Leader(), n.st.Epoch(), -1
-		m.event = r
-		c.transmit(&m)
-	}
-}
-
-// send puts a new message on the network.
-func (c *Cluster) send(m *message) {
-	if m.to < 0 || int(m.to) >= len(c.nodes) {
+	at, ok := n.rep.NextDeadline()
+	if !ok {
+		n.timerGen++
+		n.timerArmed = false
 		return
 	}
-	m.fromInc = c.nodes[m.from].inc
-	if m.response {
-		m.toInc = c.ctx.fromInc
-	} else {
-		m.toInc = c.nodes[m.to].inc
+	if at < c.now {
+		at = c.now
 	}
-	c.transmit(m)
+	if n.timerArmed && at == n.timerAt {
+		return
+	}
+	n.timerGen++
+	n.timerArmed, n.timerAt = true, at
+	c.push(&item{at: at, kind: itemTimer, node: n.id, inc: n.inc, gen: n.timerGen})
+}
+
+// send puts a message of n's replica on the network: a response goes to
+// the incarnation of its requester that sent the request.
+func (c *Cluster) send(n *node, m replica.Message) {
+	if m.To < 0 || int(m.To) >= len(c.nodes) {
+		return
+	}
+	msg := &message{fromInc: n.inc, toInc: c.nodes[m.To].inc, m: m}
+	if m.Response {
+		k := reqKey{m.To, m.Corr}
+		p, ok := n.requests[k]
+		if !ok {
+			return // answered already (a duplicate request)
+		}
+		delete(n.requests, k)
+		msg.toInc = p.inc
+	} else if f, ok := m.Event.(kraft.ReceiveFetch); ok {
+		c.check.fetchSent(n, m.To, f.FetchOffset, f.CurrentLeaderEpoch)
+	}
+	c.transmit(msg)
 }
 
 // transmit applies loss, duplication and delay.
@@ -847,95 +636,28 @@ func (c *Cluster) transmit(m *message) {
 	}
 }
 
-// deliver hands a message to its receiver's host.
-func (c *Cluster) deliver(m *message) {
-	n := c.node(m.to)
-	if !n.up || n.inc != m.toInc || c.cut[[2]kraft.NodeID{m.from, m.to}] {
+// deliver hands a message to its receiver's replica.
+func (c *Cluster) deliver(msg *message) {
+	m := msg.m
+	n := c.node(m.To)
+	if !n.up || n.inc != msg.toInc || c.cut[[2]kraft.NodeID{m.From, m.To}] {
 		c.stats.Dropped++
 		return
 	}
-	if m.response {
-		if resp, isFetch := m.event.(kraft.ReceiveFetchResponse); isFetch {
-			if m.corr != n.fetchCorr || n.fetchCorr == 0 {
-				c.stats.Dropped++
-				return
-			}
-			n.fetchCorr = 0
-			if len(m.records) > 0 && !n.st.AcceptsRecords(resp) {
-				// The host contract: append a response's records only when
-				// the state will take them (it never refuses the answer to
-				// the fetch in flight, but a host must not assume so).
-				c.stats.Dropped++
-				m.records = nil
-			}
-			if len(m.records) > 0 {
-				if int64(len(n.log)) != m.fetchOffset {
-					// The log moved since the fetch was sent (an unflushed
-					// tail from a former leadership was flushed or not yet):
-					// fetch again from the current position.
-					c.stats.Dropped++
-					n.fetchCorr = m.corr
-					c.push(&item{at: c.now + c.opts.FetchRetryBackoff, kind: itemFetchRetry, node: n.id, inc: n.inc, gen: m.corr})
-					return
-				}
-				from := len(n.log)
-				n.log = append(n.log, m.records...)
-				c.check.logChangedFrom(n, from)
-				c.reportWrites(n)
-				if c.err != nil || !n.up {
-					return
-				}
-			}
-		} else if _, isSnap := m.event.(kraft.ReceiveFetchSnapshotResponse); isSnap {
-			if m.corr != n.fetchCorr || n.fetchCorr == 0 {
-				c.stats.Dropped++
-				return
-			}
-			n.fetchCorr = 0
-		} else {
-			if !n.inflight[m.corr] {
-				c.stats.Dropped++
-				return
-			}
-			delete(n.inflight, m.corr)
+	if !m.Response {
+		_, fetch := m.Event.(kraft.ReceiveFetch)
+		n.requests[reqKey{m.From, m.Corr}] = pending{inc: msg.fromInc, at: c.now, fetch: fetch}
+		if v, ok := m.Event.(kraft.ReceiveVoteRequest); ok && v.PreVote && c.preVoteUnsupported(n.id) {
+			// A peer without Vote v2 (KIP-996): its client library answers
+			// UNSUPPORTED_VERSION; the replica never sees the request.
+			c.send(n, replica.Message{From: n.id, To: m.From, Corr: m.Corr, Response: true, Event: kraft.ReceiveVoteResponse{
+				From: n.id, Error: kraft.ErrUnsupportedVersion, Epoch: v.CandidateEpoch, LeaderID: kraft.NoNode,
+			}})
+			return
 		}
 	}
-	if m.apiVersions {
-		// The host answers ApiVersions; the state never sees it.
-		c.ctx = m
-		c.send(&message{from: n.id, to: m.from, corr: m.corr, response: true, event: kraft.ReceiveAPIVersionsResponse{
-			From: n.id, KRaftVersions: &kraft.VersionRange{Min: apiVersionsRange.Min, Max: apiVersionsRange.Max},
-		}})
-		c.ctx = nil
-		return
-	}
-	switch m.event.(type) {
-	case kraft.ReceiveAddVoter, kraft.ReceiveRemoveVoter:
-		m = c.withRef(n, m)
-	}
-	if r, ok := m.event.(kraft.ReceiveFetchSnapshot); ok {
-		// The host looks up the snapshot's size (-1: it has none).
-		r.Size = -1
-		if s := n.findSnapshot(r.Snapshot); s != nil {
-			r.Size = int64(len(s.bytes()))
-		}
-		cp := *m
-		cp.event = r
-		m = &cp
-	}
-	if v, ok := m.event.(kraft.ReceiveVoteRequest); ok && v.PreVote && c.preVoteUnsupported(n.id) {
-		// A peer without Vote v2 (KIP-996): its client library answers
-		// UNSUPPORTED_VERSION; the replica never sees the request.
-		c.ctx = m
-		c.send(&message{from: n.id, to: m.from, corr: m.corr, response: true, event: kraft.ReceiveVoteResponse{
-			From: n.id, Error: kraft.ErrUnsupportedVersion, Epoch: v.CandidateEpoch, LeaderID: kraft.NoNode,
-		}})
-		c.ctx = nil
-		return
-	}
-	c.ctx = m
-	c.step(n, m.event)
-	c.ctx = nil
+	n.rep.Receive(c.now, m)
+	c.carry(n)
 }
 
 func (c *Cluster) preVoteUnsupported(id kraft.NodeID) bool {

@@ -1,50 +1,38 @@
 // Package sim is a deterministic simulator for kraft clusters.
 //
-// A Cluster holds N voters and M observers. Each replica is a kraft.State
-// driven by a simulated host that carries out the actions of every Step in
-// order, as the host contract in the README says:
+// A Cluster holds N voters and M observers. Each replica runs package
+// replica's layer, as the runtime (package node) does: a replica.Replica
+// tracks its requests, retries them, drops stale responses, parks Fetches
+// at a leader, attaches and appends records, serves and downloads
+// snapshots and replays voter sets (docs/design.md D63, D75). The
+// simulated host (host.go, cluster.go) does only I/O, as the README's
+// contract for a host of the replica layer says:
 //
-//   - Persist writes the quorum-state record to a durable store at once; the
-//     messages of the same step are sent only after it.
-//   - Each replica has a written log of records (epoch, offset, payload) with
-//     a flushed prefix, and follows the README's rules for it. Every write (a
-//     leader's client records and LeaderChange record, a follower's fetched
-//     records) is reported at once with one LogAppended per epoch run, a
-//     follower's before it delivers the ReceiveFetchResponse; the flush
-//     completes after a random delay (Options.FlushDelayMax, OpDisk for slow
-//     disk phases of up to three election timeouts) and is reported with
-//     LogFlushed, whatever role the replica holds by then. A leader serves
-//     records from its written log up to the state's log end. A crash loses
-//     the unflushed tail.
-//   - Every host takes snapshots and cleans its log (Options.SnapshotEvery,
-//     SnapshotsKept, SnapshotChunkBytes; see snapshot.go): once its
-//     replica's committed offset is SnapshotEvery records past its latest
-//     snapshot it writes one there and steps SnapshotCreated, deletes the
-//     log before the oldest snapshot it keeps and steps LogStartMoved
-//     (Kafka's KafkaMetadataLog.deleteBeforeSnapshot). A leader's host
-//     fills ReceiveFetchSnapshot.Size and serves chunks of its snapshots; a
-//     follower's host writes WriteSnapshotChunk into a partial snapshot and
-//     on InstallSnapshot restarts its log empty at the snapshot's end. A
-//     crash loses the partial download; a restart passes the log start and
-//     snapshot ids, after resetting the log to a snapshot past its end.
-//   - Timers run on a virtual clock; only the latest arming of a timer fires.
+//   - A log, a quorum-state record store and snapshots in memory, which the
+//     checker reads: the record store is durable at once; the log has a
+//     flushed prefix, and a crash loses the rest; a Sync output makes the
+//     whole written log durable after a random delay (Options.FlushDelayMax,
+//     OpDisk for slow disk phases of up to three election timeouts), then
+//     Synced reports it, whatever role the replica holds by then. Reads hand
+//     out at most Options.MaxFetchRecords records.
+//   - Every host takes snapshots (Options.SnapshotEvery, see snapshot.go):
+//     once its replica's committed offset is SnapshotEvery records past its
+//     latest snapshot it writes one there and reports it (SnapshotTaken);
+//     the layer cleans the log behind the Options.SnapshotsKept it keeps,
+//     holding one being downloaded for Options.SnapshotDownloadHold, and
+//     serves chunks of Options.SnapshotChunkBytes. A crash loses a partial
+//     download.
+//   - One virtual clock; each replica's next deadline (NextDeadline) is one
+//     timer item, which fires Tick.
 //   - The network delays every message independently (so it reorders),
 //     loses and duplicates messages with configurable probabilities, and
-//     honours symmetric and one-way partitions.
-//   - Requests carry correlation ids. A replica drops responses that do not
-//     answer a request it still waits for, and forgets every request in
-//     flight on each RoleChanged action (Kafka's resetConnections). At most
-//     one Fetch (or FetchSnapshot) is in flight per replica; a newer
-//     SendFetch or SendFetchSnapshot supersedes it, and an unanswered one is
-//     sent again after the request timeout.
-//   - A leader parks a Fetch that is caught up and has nothing new (Kafka's
-//     long poll) and answers it when its log end or high watermark moves,
-//     when it stops leading (NOT_LEADER_OR_FOLLOWER), or after FetchMaxWait.
-//     A leader serves only records it has flushed and reported, which is the
-//     log its State validates fetch positions against.
-//   - SendFetch{To: NoNode} goes to a voter drawn from the simulation's RNG;
-//     SendEndQuorumEpoch becomes ReceiveEndQuorumEpoch with the recipient's
-//     SuccessorRank.
+//     honours symmetric and one-way partitions. A response goes to the
+//     incarnation of its requester that sent the request (a connection does
+//     not outlive a crash). A peer listed in Options.PreVoteUnsupported
+//     answers pre-votes with UNSUPPORTED_VERSION, as a Kafka client library
+//     without Vote v2 does.
+//   - An observer that knows no leader fetches from the other controllers in
+//     turn (replica.Config.BootstrapServers).
 //
 // With Options.Dynamic the voter set lives in the log (KIP-853, kraft.version
 // 1; see voters.go): controllers start from a bootstrap checkpoint, hosts
@@ -55,7 +43,7 @@
 // join by themselves, and a disk loss gives the replica a new directory id.
 // Cluster.Voters and VoterHistory follow the committed voter set.
 //
-// Faults are crashes and restarts (the replica is rebuilt with kraft.NewState
+// Faults are crashes and restarts (the replica is rebuilt by replica.New
 // from its record, its flushed log and its snapshots), graceful resignation
 // (kraft.Resign), the loss of one replica's disk (a restart with no record,
 // an empty log and no snapshot),
@@ -64,7 +52,7 @@
 // Everything is driven by one seed: the same Options and the same operations
 // give the same run, event for event, and the optional trace (JSON lines)
 // can be replayed with Replay, which steps every recorded event again and
-// compares the states and actions.
+// compares the states and actions (the layer's observer writes it).
 //
 // A Checker runs after every event and stops the run at the first violation
 // of a safety invariant (see Violation and docs/verification.md):
@@ -87,7 +75,9 @@
 // the previous committed set (one voter added, one removed at most), a
 // leader resigns once its removal commits, one leader per epoch holds
 // across keys (a replica back from a disk loss is another), and each
-// state's voter set is the one its host's log holds.
+// state's voter set is the one its host's log holds. Every Fetch a running
+// replica receives is answered within the fetch max wait, and the layer
+// never stops on an error of its own.
 //
 // Disk loss makes a replica forget its votes, epoch and log, which KRaft does
 // not tolerate in general (KIP-853's directory ids exist because of it). The

@@ -120,7 +120,7 @@ func (c *Cluster) apply(op Op) {
 		}
 		n := c.nodes[op.Node]
 		c.crash(n)
-		n.record, n.log, n.flushed, n.start, n.snaps, n.partial, n.applied = nil, nil, 0, 0, nil, nil, nil
+		n.record, n.log, n.flushed, n.start, n.startEpoch, n.snaps, n.partial, n.applied = nil, nil, 0, 0, 0, nil, nil, nil
 		n.disk++
 		n.bootstrap = nil
 		if c.opts.Dynamic {
@@ -143,7 +143,9 @@ func (c *Cluster) apply(op Op) {
 		c.start(n)
 	case OpResign:
 		if valid && c.nodes[op.Node].up {
-			c.step(c.nodes[op.Node], kraft.Resign{})
+			n := c.nodes[op.Node]
+			n.rep.Resign(c.now)
+			c.carry(n)
 		}
 	case OpAddVoter:
 		if valid {
@@ -193,9 +195,8 @@ func (c *Cluster) crash(n *node) {
 	n.inc++
 	n.log = n.log[:n.flushed:n.flushed]
 	n.partial = nil // a partial download is lost
-	n.parked = nil
-	n.inflight = nil
-	n.fetchCorr = 0
+	n.rep = nil     // and everything in memory
+	n.requests = nil
 	c.check.logChangedFrom(n, len(n.log))
 }
 

@@ -88,12 +88,13 @@ func TestCheckerCatchesRewrittenCommittedRecords(t *testing.T) {
 	c := committedCluster(t)
 	f := follower(c)
 	require.GreaterOrEqual(t, c.CommittedLen(), 10)
-	acts := []kraft.Action{kraft.TruncateLog{To: 2}}
+	log := hostLog{c, f}
+	require.NoError(t, log.Truncate(2))
 	for i := 0; i < 2*c.CommittedLen(); i++ {
-		acts = append(acts, kraft.AppendLeaderChange{Epoch: 99, LeaderID: 0})
+		_, err := log.Append(99, dataOf(Record{Epoch: 99, Payload: "LeaderChange(epoch=99,leader=0)"}))
+		require.NoError(t, err)
 	}
-	c.carryOut(f, acts, nil)
-	f.flushed = len(f.log)
+	require.NoError(t, log.Sync())
 	c.check.afterEvent()
 	var v Violation
 	require.ErrorAs(t, c.Err(), &v)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/internal/plant"
 )
 
 // Network describes how the simulated network treats each message.
@@ -109,6 +110,10 @@ type Options struct {
 	// not in the voter set asks the leader to remove the voter with its id
 	// and another directory id, then to add it.
 	AutoJoin bool `json:"auto_join,omitempty"`
+
+	// plant is a bug planted in every replica's layer (package
+	// internal/plant), by the tests that show the schedules catch it.
+	plant plant.Bug
 }
 
 // DefaultOptions returns the defaults: Kafka's timeouts (T_e 1 s, T_f 2 s,

@@ -180,7 +180,8 @@ func TestCheckerCatchesLostPersistedRecord(t *testing.T) {
 	c := committedCluster(t)
 	f := follower(c)
 	f.record = nil
-	c.step(f, kraft.FetchTimeout{})
+	f.rep.Tick(c.now + time.Hour) // any step: its state's record is not the durable one
+	c.carry(f)
 	require.Error(t, c.Err())
 }
 

@@ -264,15 +264,15 @@ func (c *Cluster) highestLeader() *node {
 	return leader
 }
 
-// adminChange steps an operator's AddRaftVoter or RemoveRaftVoter for
-// replica id at the leader of the highest epoch: AddRaftVoter names the
-// replica's current key, RemoveRaftVoter the key the leader's voter set
-// holds with that id (the replica's current key if none).
+// adminChange asks the leader of the highest epoch for an operator's
+// AddRaftVoter or RemoveRaftVoter of replica id (replica.Replica's
+// AddVoter and RemoveVoter): AddRaftVoter names the replica's current key,
+// RemoveRaftVoter the key the leader's voter set holds with that id (the
+// replica's current key if none).
 func (c *Cluster) adminChange(kind kraft.VoterChangeKind, id kraft.NodeID) {
 	target := c.nodes[id]
 	key := target.cfg.Local
 	leader := c.highestLeader()
-	v := VoterChange{At: c.now, Kind: kind, From: kraft.NoNode, Leader: kraft.NoNode}
 	if leader != nil && kind == kraft.RemoveVoter {
 		for _, k := range leader.st.Voters() {
 			if k.ID == id {
@@ -280,94 +280,39 @@ func (c *Cluster) adminChange(kind kraft.VoterChangeKind, id kraft.NodeID) {
 			}
 		}
 	}
-	v.Voter = key
 	if leader == nil {
-		v.Answered, v.AnsweredAt, v.Error = true, c.now, kraft.ErrNotLeaderOrFollower
-		c.changes = append(c.changes, v)
+		c.changes = append(c.changes, VoterChange{At: c.now, Kind: kind, Voter: key, From: kraft.NoNode, Leader: kraft.NoNode,
+			Answered: true, AnsweredAt: c.now, Error: kraft.ErrNotLeaderOrFollower})
 		return
 	}
-	v.Leader = leader.id
-	ref := c.newRef(v)
-	var e kraft.Event
 	if kind == kraft.AddVoter {
-		e = kraft.ReceiveAddVoter{Ref: ref, From: kraft.NoNode, ClusterID: clusterID(c.opts), Voter: key, Listener: true}
+		_, _ = leader.rep.AddVoter(c.now, key, "")
 	} else {
-		e = kraft.ReceiveRemoveVoter{Ref: ref, From: kraft.NoNode, ClusterID: clusterID(c.opts), Voter: key}
+		_, _ = leader.rep.RemoveVoter(c.now, key)
 	}
-	c.step(leader, e)
+	c.carry(leader)
 }
 
-// newRef records a voter-change request and returns its handle.
-func (c *Cluster) newRef(v VoterChange) uint64 {
+// received records a voter-change request that leader n's replica steps
+// with the handle ref (the observer sees it: an operator's, From NoNode,
+// or an auto-joining replica's).
+func (c *Cluster) received(n *node, ref uint64, v VoterChange) {
 	c.changes = append(c.changes, v)
-	ref := uint64(len(c.changes))
 	if c.refs == nil {
-		c.refs = map[uint64]int{}
+		c.refs = map[reqKey]int{}
 	}
-	c.refs[ref] = len(c.changes) - 1
-	return ref
+	c.refs[reqKey{n.id, ref}] = len(c.changes) - 1
 }
 
-// answered records the answer to the request with handle a.Ref.
-func (c *Cluster) answered(a kraft.SendVoterChangeResponse) {
-	i, ok := c.refs[a.Ref]
+// answered records the answer of leader n's replica to the request with
+// handle a.Ref.
+func (c *Cluster) answered(n *node, a kraft.SendVoterChangeResponse) {
+	k := reqKey{n.id, a.Ref}
+	i, ok := c.refs[k]
 	if !ok {
 		return
 	}
-	delete(c.refs, a.Ref)
+	delete(c.refs, k)
 	v := &c.changes[i]
 	v.Answered, v.AnsweredAt, v.Error = true, c.now, a.Error
-}
-
-// withRef gives an auto-join request delivered to n (a ReceiveAddVoter or
-// ReceiveRemoveVoter with Ref 0, from kraft.Deliver) the host's handle.
-func (c *Cluster) withRef(n *node, m *message) *message {
-	cp := *m
-	switch e := m.event.(type) {
-	case kraft.ReceiveAddVoter:
-		e.Ref = c.newRef(VoterChange{At: c.now, Kind: kraft.AddVoter, Voter: e.Voter, From: m.from, Leader: n.id})
-		cp.event = e
-	case kraft.ReceiveRemoveVoter:
-		e.Ref = c.newRef(VoterChange{At: c.now, Kind: kraft.RemoveVoter, Voter: e.Voter, From: m.from, Leader: n.id})
-		cp.event = e
-	}
-	return &cp
-}
-
-// reportVoters steps VotersAppended for every VotersRecord in n's log at
-// [from, to), in order (the host contract: right after the LogAppended
-// that covers them).
-func (c *Cluster) reportVoters(n *node, from, to int) {
-	for i := from; i < to && n.up && c.err == nil; i++ {
-		if vs, ok := parseVoters(n.log[i].Payload); ok {
-			c.step(n, kraft.VotersAppended{Offset: int64(i), Voters: vs})
-		}
-	}
-}
-
-// apiVersionsRange is the kraft.version range every simulated replica
-// supports.
-var apiVersionsRange = kraft.VersionRange{Min: 0, Max: kraft.KRaftVersionReconfig}
-
-// bootstrapServer draws the addressee of n's Fetch to no one in particular
-// (Options.Dynamic): another controller or a voter of n's set in force.
-func (c *Cluster) bootstrapServer(n *node) kraft.NodeID {
-	var ids []kraft.NodeID
-	seen := map[kraft.NodeID]bool{n.id: true}
-	add := func(id kraft.NodeID) {
-		if !seen[id] && id >= 0 && int(id) < len(c.nodes) {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
-	for i := 0; i < c.opts.Voters; i++ {
-		add(kraft.NodeID(i))
-	}
-	for _, v := range n.st.Voters() {
-		add(v.ID)
-	}
-	if len(ids) == 0 {
-		return n.id
-	}
-	return ids[c.rng.Intn(len(ids))]
 }

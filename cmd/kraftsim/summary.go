@@ -107,7 +107,7 @@ func printSummary(w *printer, cfg config, sc scenario, d *driver, o *observer, r
 	}
 	add("client records", "%s appended at a leader, %s never committed (lost with their leader's epoch, or in flight at the end)",
 		thousands(st.Appends), thousands(notCommitted))
-	add("messages", "%s sent, %s lost by the network, %s dropped by receivers (partitioned, crashed, stale or duplicate)",
+	add("messages", "%s sent, %s lost by the network, %s dropped on the way (partitioned, or to a crashed or restarted replica)",
 		thousands(st.Messages), thousands(st.Lost), thousands(st.Dropped))
 	if o := c.Options(); o.SnapshotEvery > 0 {
 		add("snapshots", "%s taken (every %d committed records on each replica, the log cleaned behind them), %s installed (downloaded with FetchSnapshot)",

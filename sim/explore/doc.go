@@ -5,45 +5,46 @@
 //
 // # The model
 //
-// A world is every replica's kraft.State, its durable quorum-state record,
-// its written log (records are an epoch and an identity) with its flushed
-// prefix, whether it is up, its armed timers and whether a Fetch of its
-// current role is in flight; the network, a multiset of messages in flight
-// (events made with kraft.Deliver from the send actions, responses
-// included, Fetch responses with the records they carry); the counters the
-// bounds limit; and the checker's history: the leader of each epoch and
-// the committed log.
+// Each replica runs package replica's layer, as the runtime and the
+// simulator do (docs/design.md D75, D76). A world is every replica's layer
+// (its kraft.State, its requests in flight, retries, latest Fetch, parked
+// Fetches and armed deadlines), its durable quorum-state record, its
+// written log (records are an epoch and an identity) with its flushed
+// prefix, and whether it is up; the network, a multiset of the layer's
+// messages in flight (Fetch responses with the records they carry); the
+// counters the bounds limit; and the checker's history: the leader of each
+// epoch and the committed log.
 //
 // The moves (Move) from a world:
 //
-//   - Deliver any message in flight to its addressee (an observer's Fetch
-//     to any voter) and step it. The receiving host follows the README's
-//     host contract: a Fetch response's records are appended (and reported
-//     with LogAppended, one report per epoch run) only when
-//     State.AcceptsRecords says so and the log still ends at the fetch
-//     offset; otherwise the response is dropped whole (the follower fetches
-//     again on its fetch timeout; request retries are not modelled).
-//     Responses to requests sent before the replica's latest RoleChanged,
-//     to a superseded Fetch or to an earlier incarnation are dropped (rule
-//     6), and only the first answer to the Fetch in flight is taken.
+//   - Deliver any message in flight to its addressee (Replica.Receive): the
+//     layer drops a response to a request it no longer waits for, appends a
+//     Fetch response's records when the state takes them and its log still
+//     ends at the fetch offset, parks a caught-up Fetch at a leader.
 //   - Drop any message (Options.Full only: by default a message is lost
 //     only as part of a move that the in-flight bound would otherwise cut
 //     off, Move.Drops); Duplicate any message (at most MaxDuplicates).
-//   - Fire any armed timer. The model is untimed: ResetTimer arms a timer
-//     whatever its duration, StopTimer disarms it, and an armed timer may
-//     fire at any moment, once. This over-approximates every timing a real
-//     host can produce (a timer that fires "too early" is a behaviour no
-//     clock allows), so a violation needs a look at its path; it never
-//     hides one.
-//   - Flush a replica's whole unflushed tail and step LogFlushed (group
-//     commit of everything written; partial flushes are not modelled).
-//   - Crash a replica (at most MaxCrashes): its unflushed tail, its timers
+//   - Fire any armed deadline of a replica (Replica.Deadlines, Expire): a
+//     kraft timer, a request's timeout, a retry, a parked Fetch's wait. The
+//     model is untimed: an armed deadline may fire at any moment, once. This
+//     over-approximates every timing a real host can produce (a deadline
+//     that fires "too early" is a behaviour no clock allows), so a violation
+//     needs a look at its path; it never hides one.
+//   - Flush a replica's whole unflushed tail (Replica.Synced: group commit
+//     of everything written; partial flushes are not modelled).
+//   - Crash a replica (at most MaxCrashes): its unflushed tail, its layer
 //     and every message addressed to it are lost; messages it sent stay in
-//     flight, and answers to its requests will be dropped by the host of
-//     its next incarnation. Restart a down replica with kraft.NewState from
-//     its durable record and flushed log.
-//   - At a leader: Resign (kraft.Resign), or a client Append (at most
-//     MaxAppends) that is written and reported with LogAppended, unflushed.
+//     flight, and answers to its requests match nothing in its next
+//     incarnation. Restart a down replica with replica.New from its durable
+//     record and flushed log.
+//   - At a leader: Resign, or a client Append (at most MaxAppends),
+//     proposed (Replica.Propose: written and reported, unflushed).
+//
+// After every move the correlation ids are renamed after what they name
+// (Replica.Canonicalize, RenameParked): ids only need to be equal or not,
+// and the layer issues new ones forever. A response whose id its requester
+// no longer matches is lost at once. A Fetch parked at a leader counts as
+// a message in flight for MaxMessages.
 //
 // A move whose result breaks a bound (an epoch past MaxEpoch, more than
 // MaxMessages in flight) is not taken; Stats.Pruned counts them.
@@ -58,15 +59,16 @@
 // # Deduplication
 //
 // Worlds are deduplicated by a 128-bit fingerprint of a canonical
-// encoding: kraft.State.AppendCanonicalUntimed for each up replica, the
-// host's data, the network sorted by each message's encoding, the counters
-// and the checker's history. Run keeps each distinct replica, message and
+// encoding: replica.Replica.AppendCanonicalUntimed for each up replica
+// (kraft.State.AppendCanonicalUntimed, and the layer's state without its
+// times), the host's data, the network sorted by each message's encoding,
+// the counters and the checker's history. Run keeps each distinct replica, message and
 // history once (store.go) and a world as a row of their indexes; its
 // fingerprint hashes the fingerprints of its parts. Options.Workers
 // goroutines expand a level, merged in level order: the result does not
-// depend on their number or scheduling. The PRNG state and the fetch-timeout jitter
-// drawn from it are left out: they feed only timer durations, which the
-// untimed model ignores. Fingerprints
+// depend on their number or scheduling. The PRNG state, the fetch-timeout
+// jitter drawn from it and every deadline's time are left out: they feed
+// only deadlines, which the untimed model fires in any order. Fingerprints
 // can collide (about n²/2¹²⁹ for n worlds) and a collision would hide a
 // world, as with TLC's fingerprints.
 //
@@ -88,7 +90,9 @@
 // a life (the high watermark starts over when a replica becomes Leader or
 // Resigned, docs/design.md D5), one leader per epoch, record-matches-state.
 // After each move: committed-lost, log-matching and host-log on every
-// replica. The rule names are package sim's.
+// replica. The layer's observer (replica.Observer) hands the checks every
+// step and action. The rule names are package sim's, plus
+// "replica-stopped" for a layer that stopped on an error.
 //
 // With Options.Liveness the fair moves (all but Drop, Duplicate and Crash)
 // are kept as a graph; once the search is done, a backwards pass from the

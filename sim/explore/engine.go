@@ -1,9 +1,13 @@
 package explore
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/kraftquorum/kraft"
+	layer "github.com/kraftquorum/kraft/replica"
+	"github.com/kraftquorum/kraft/storage"
 )
 
 // MoveKind names a transition of the model.
@@ -19,21 +23,22 @@ const (
 	Drop
 	// Duplicate: message Msg is copied (bounded by MaxDuplicates).
 	Duplicate
-	// Fire: Node's armed Timer fires.
+	// Fire: Node's armed Deadline fires (a kraft timer, a request
+	// timeout, a retry, a parked Fetch's wait), whatever its time.
 	Fire
 	// Flush: Node's host makes its whole written log durable and reports
-	// LogFlushed.
+	// it (replica.Replica.Synced).
 	Flush
 	// Crash: Node stops; its unflushed tail and the messages to it are
 	// lost (bounded by MaxCrashes).
 	Crash
-	// Restart: a down Node is rebuilt with NewState from its durable
-	// record and flushed log.
+	// Restart: a down Node is rebuilt (replica.New, kraft.NewState) from
+	// its durable record and flushed log.
 	Restart
-	// ResignLeader: Node, a leader, steps kraft.Resign.
+	// ResignLeader: Node, a leader, resigns (kraft.Resign).
 	ResignLeader
-	// Append: a client record is written at Node, a leader, and reported
-	// with LogAppended (unflushed; bounded by MaxAppends).
+	// Append: a client record is proposed at Node, a leader (written and
+	// reported, unflushed; bounded by MaxAppends).
 	Append
 )
 
@@ -45,12 +50,12 @@ const (
 // loses messages only where the in-flight bound would otherwise cut the
 // move off (see Options.Full).
 type Move struct {
-	Kind   MoveKind
-	Timer  kraft.Timer
-	Drops  uint16
-	Node   kraft.NodeID
-	Target kraft.NodeID
-	Msg    int32
+	Kind     MoveKind
+	Deadline layer.Deadline
+	Drops    uint16
+	Node     kraft.NodeID
+	Target   kraft.NodeID
+	Msg      int32
 }
 
 // Violation is a broken invariant; Rule uses the names of sim.Violation
@@ -58,8 +63,8 @@ type Move struct {
 // "epoch-monotonic", "hwm-monotonic", "hwm-majority", "hwm-own-epoch",
 // "committed-changed", "committed-lost", "log-matching",
 // "persist-before-send", "record-matches-state", "host-log", "fault", "state-invariant",
-// "restart"), plus "liveness" for a state from which no leader is
-// reachable.
+// "restart", "replica-stopped"), plus "liveness" for a state from which
+// no leader is reachable.
 type Violation struct {
 	Rule   string
 	Node   kraft.NodeID
@@ -96,6 +101,9 @@ type engine struct {
 	w      *world
 	viol   *Violation
 	pruned bool
+	owned  []bool // the replicas whose layer this transition copied (own)
+	names  []map[uint64]uint64
+	live   [][]uint64
 	// over: how many messages past MaxMessages the result holds, when
 	// only the in-flight bound cut it off (0 otherwise).
 	over int
@@ -115,6 +123,7 @@ func (g *engine) initial() (*world, *Violation) {
 		w.leaders[i] = kraft.NoNode
 	}
 	g.w, g.viol, g.pruned = w, nil, false
+	g.owned = make([]bool, len(g.cfgs))
 	for i := range w.reps {
 		g.restart(kraft.NodeID(i))
 	}
@@ -126,6 +135,12 @@ func (g *engine) initial() (*world, *Violation) {
 // violation found on the way, and whether a bound cut the transition off.
 func (g *engine) apply(w *world, m Move) (*world, *Violation, bool) {
 	g.w, g.viol, g.pruned, g.over = w.clone(), nil, false, 0
+	if len(g.owned) != len(w.reps) {
+		g.owned = make([]bool, len(w.reps))
+	}
+	for i := range g.owned {
+		g.owned[i] = false
+	}
 	w = g.w
 	if m.Drops != 0 {
 		out := w.net[:0:0]
@@ -159,33 +174,59 @@ func (g *engine) apply(w *world, m Move) (*world, *Violation, bool) {
 		w.dups++
 		w.net = append(w.net, w.net[m.Msg])
 	case Fire:
-		r := &w.reps[m.Node]
-		r.timers &^= 1 << m.Timer
-		g.stepNode(m.Node, m.Timer.Timeout(), nil)
+		if r := g.own(m.Node); r != nil {
+			r.rep.Expire(0, m.Deadline)
+			g.carry(m.Node)
+		}
 	case Flush:
-		r := &w.reps[m.Node]
-		r.flushed = len(r.log)
-		g.stepNode(m.Node, kraft.LogFlushed{Offset: int64(r.flushed)}, nil)
+		if r := g.own(m.Node); r != nil {
+			_ = hostLog{g, m.Node}.Sync()
+			r.rep.Synced(0)
+			g.carry(m.Node)
+		}
 	case Crash:
 		w.crashes++
 		g.crash(m.Node)
 	case Restart:
 		g.restart(m.Node)
 	case ResignLeader:
-		g.stepNode(m.Node, kraft.Resign{}, nil)
+		if r := g.own(m.Node); r != nil {
+			r.rep.Resign(0)
+			g.carry(m.Node)
+		}
 	case Append:
 		w.appends++
-		r := &w.reps[m.Node]
-		r.log = append(r.log[:len(r.log):len(r.log)], rec{Epoch: r.st.Epoch(), ID: int32(w.appends)})
-		g.reportWrites(m.Node)
+		if r := g.own(m.Node); r != nil {
+			_, _ = r.rep.Propose(0, [][]byte{dataOf(rec{Epoch: r.st.Epoch(), ID: int32(w.appends)})})
+			g.carry(m.Node)
+		}
 	}
 	g.finish()
 	return w, g.viol, g.pruned
 }
 
-// finish sorts the network, applies the bounds and runs the world checks.
+// own makes replica id's layer this transition's own (a copy, bound to
+// this engine's storage and checks), before it takes an input; nil if the
+// replica is down.
+func (g *engine) own(id kraft.NodeID) *replica {
+	r := &g.w.reps[id]
+	if !r.up || r.rep == nil {
+		return nil
+	}
+	if !g.owned[id] {
+		r.rep = r.rep.Clone(hostLog{g, id}, hostRecords{g, id}, nil, observer{g, id})
+		g.owned[id] = true
+		g.w.touch(id)
+	}
+	return r
+}
+
+// finish renames the correlation ids (canonicalize), takes the dead
+// messages off, sorts the network, applies the bounds and runs the world
+// checks.
 func (g *engine) finish() {
 	w := g.w
+	g.canonicalize()
 	if !g.full {
 		// Dead messages (see dead) are taken off at once: the world with
 		// one is the world after its no-op delivery.
@@ -200,15 +241,23 @@ func (g *engine) finish() {
 		}
 	}
 	epochOK := true
+	inFlight := len(w.net)
 	for i := range w.reps {
-		if w.reps[i].up && w.reps[i].st.Epoch() > g.b.MaxEpoch {
-			epochOK = false
+		if r := &w.reps[i]; r.up {
+			if r.st.Epoch() > g.b.MaxEpoch {
+				epochOK = false
+			}
+			// A Fetch a leader holds (long poll) is a request in flight.
+			inFlight += r.rep.Parked()
 		}
 	}
-	if len(w.net) > g.b.MaxMessages {
+	if inFlight > g.b.MaxMessages {
 		g.pruned = true
 		if epochOK {
-			g.over = len(w.net) - g.b.MaxMessages
+			g.over = inFlight - g.b.MaxMessages
+			if g.over > len(w.net) {
+				g.over = 0 // losing messages cannot bring it under the bound
+			}
 		}
 	}
 	if !epochOK {
@@ -220,6 +269,96 @@ func (g *engine) finish() {
 	}
 }
 
+// canonicalize renames every correlation id of the world after what it
+// names (replica.Replica.Canonicalize): in the layers this transition
+// changed, in the messages in flight, and in the Fetches parked at the
+// leaders; an id of a down replica, or one its replica no longer matches,
+// becomes 0. The replicas this transition did not change are canonical
+// already: their ids name themselves. Two worlds that differ only in the
+// ids they issued are then one.
+func (g *engine) canonicalize() {
+	w := g.w
+	// names[i] renames replica i's ids: a map for a replica this
+	// transition changed, nil for a down one (every id becomes 0); live[i]
+	// the ids an unchanged replica matches (they name themselves).
+	names := g.names[:0]
+	live := g.live[:0]
+	changed := false
+	for i := range w.reps {
+		r := &w.reps[i]
+		var nm map[uint64]uint64
+		var lv []uint64
+		switch {
+		case !r.up || r.rep == nil:
+			changed = true
+		case g.owned[i]:
+			nm = r.rep.Canonicalize()
+			changed = true
+		default:
+			lv = r.rep.Correlations()
+		}
+		names, live = append(names, nm), append(live, lv)
+	}
+	g.names, g.live = names, live
+	rename := func(owner kraft.NodeID, corr uint64) uint64 {
+		if owner < 0 || int(owner) >= len(names) {
+			return 0
+		}
+		if nm := names[owner]; nm != nil {
+			return nm[corr]
+		}
+		for _, c := range live[owner] {
+			if c == corr {
+				return c
+			}
+		}
+		return 0
+	}
+	out := w.net[:0:0]
+	for j := range w.net {
+		m := w.net[j]
+		owner := m.m.From
+		if m.m.Response {
+			owner = m.m.To
+		}
+		c := rename(owner, m.m.Corr)
+		if m.m.Response && c == 0 {
+			// A response its requester no longer matches: the layer
+			// would drop it; it is lost at once.
+			continue
+		}
+		if c != m.m.Corr || m.enc == "" {
+			m.m.Corr = c
+			m.enc = encodeMsg(&m)
+		}
+		out = append(out, m)
+	}
+	w.net = out
+	if !changed {
+		return
+	}
+	for y := range w.reps {
+		ry := &w.reps[y]
+		if !ry.up || ry.rep == nil || ry.rep.Parked() == 0 {
+			continue
+		}
+		for x := range w.reps {
+			if x == y || (w.reps[x].up && !g.owned[x]) {
+				continue
+			}
+			stale := false
+			for _, c := range ry.rep.ParkedFrom(kraft.NodeID(x)) {
+				if rename(kraft.NodeID(x), c) != c {
+					stale = true
+				}
+			}
+			if stale {
+				g.own(kraft.NodeID(y)).rep.RenameParked(kraft.NodeID(x), names[x])
+			}
+		}
+	}
+}
+
 func (g *engine) crash(id kraft.NodeID) {
 	w := g.w
 	r := &w.reps[id]
@@ -228,22 +367,16 @@ func (g *engine) crash(id kraft.NodeID) {
 		w.lostTail = true
 	}
 	r.log = r.log[:r.flushed:r.flushed]
-	r.timers = 0
-	r.fetching = false
+	r.rep = nil
 	r.st = kraft.State{}
 	// Connections to the replica are gone: messages to it are lost, and
-	// answers to its requests will reach a new incarnation, whose host
-	// drops them. Messages it sent stay in flight.
+	// answers to its requests will reach a new incarnation, which matches
+	// none of them (their ids become 0). Messages it sent stay in flight.
 	out := w.net[:0:0]
 	for _, m := range w.net {
-		if m.to == id {
-			continue
+		if m.to() != id {
+			out = append(out, m)
 		}
-		if m.from == id && !isResponse(m.ev) && !m.stale {
-			m.stale = true
-			m.enc = encodeMsg(&m)
-		}
-		out = append(out, m)
 	}
 	w.net = out
 }
@@ -251,207 +384,221 @@ func (g *engine) crash(id kraft.NodeID) {
 func (g *engine) restart(id kraft.NodeID) {
 	r := &g.w.reps[id]
 	r.up = true
-	r.timers, r.fetching = 0, false
-	ls := logState(r.log)
-	var recp *kraft.QuorumRecord
-	if r.hasRecord {
-		rc := r.record
-		recp = &rc
+	cfg := layer.Config{
+		Kraft:    g.cfgs[id],
+		Log:      hostLog{g, id},
+		Records:  hostRecords{g, id},
+		Static:   true,
+		Observer: observer{g, id},
+		Step:     g.step,
+		Start:    g.start,
 	}
-	st, acts, err := g.start(g.cfgs[id], recp, ls)
+	rep, err := layer.New(cfg, 0)
 	if err != nil {
-		g.fail(id, "restart", "NewState: %v", err)
+		g.fail(id, "restart", "replica.New: %v", err)
+		r.up = false
 		return
 	}
-	r.st = st
-	if g.rec != nil {
-		g.rec.start(id, g.cfgs[id], recp, ls, acts, st)
-	}
-	g.carryOut(id, acts, nil, nil)
-	g.afterStep(id, kraft.State{}, st, false)
-	g.reportWrites(id)
+	r.rep = rep
+	g.owned[id] = true
+	g.carry(id)
 }
 
-// deliver hands m to its receiver's host.
+// deliver hands m to its receiver's replica.
 func (g *engine) deliver(m msg, to kraft.NodeID) {
-	r := &g.w.reps[to]
-	if !r.up {
+	r := g.own(to)
+	if r == nil {
 		return
 	}
-	if resp, ok := m.ev.(kraft.ReceiveFetchResponse); ok {
-		if !r.fetching {
-			return // not the answer to the Fetch in flight
-		}
-		r.fetching = false
-		recs := m.records
-		if len(recs) > 0 && !r.st.AcceptsRecords(resp) {
-			recs = nil
-		}
-		if len(recs) > 0 {
-			if int64(len(r.log)) != m.offset {
-				// The log no longer ends at the fetch offset: the host
-				// drops the response (the follower fetches again on its
-				// fetch timeout).
-				return
-			}
-			r.log = append(r.log[:len(r.log):len(r.log)], recs...)
-			g.reportWrites(to)
-			if g.viol != nil || !r.up {
-				return
-			}
-		}
-	}
-	g.stepNode(to, m.ev, &m)
+	r.rep.Receive(0, m.m)
+	g.carry(to)
 }
 
-// stepNode steps e at id and carries out the actions; ctx is the request
-// being answered, if any.
-func (g *engine) stepNode(id kraft.NodeID, e kraft.Event, ctx *msg) {
-	if g.viol != nil {
-		return
-	}
+// carry carries out id's outputs: the messages go on the network, and a
+// layer that stopped is a violation. A Sync is answered by a Flush move.
+func (g *engine) carry(id kraft.NodeID) {
 	r := &g.w.reps[id]
-	if !r.up {
+	if r.rep == nil {
 		return
 	}
-	before := r.st
-	next, acts := g.step(before, e)
-	r.st = next
-	if g.rec != nil {
-		g.rec.step(id, e, acts, next)
-	}
-	if err := next.CheckInvariants(); err != nil {
-		g.fail(id, "state-invariant", "%v after %T (%v)", err, e, next)
-		return
-	}
-	g.carryOut(id, acts, e, ctx)
-	g.afterStep(id, before, next, true)
-	g.reportWrites(id)
-}
-
-// reportWrites reports the records written since the state last saw its
-// log end: one LogAppended per epoch run.
-func (g *engine) reportWrites(id kraft.NodeID) {
-	r := &g.w.reps[id]
-	for g.viol == nil && r.up {
-		from := int(r.st.LogEnd().Offset)
-		if from >= len(r.log) {
-			return
-		}
-		i := from
-		for i+1 < len(r.log) && r.log[i+1].Epoch == r.log[from].Epoch {
-			i++
-		}
-		before := r.st.LogEnd()
-		g.stepNode(id, kraft.LogAppended{End: kraft.LogEnd{Offset: int64(i + 1), Epoch: r.log[i].Epoch}}, nil)
-		if r.st.LogEnd() == before {
-			return // refused (a Fault, reported) or ignored
+	for _, o := range r.rep.Take() {
+		switch o := o.(type) {
+		case layer.Send:
+			g.send(msg{m: o.Message})
+		case layer.Stopped:
+			g.fail(id, "replica-stopped", "%v", o.Err)
 		}
 	}
 }
 
 // send puts a message on the network; a message to a down replica is lost.
 func (g *engine) send(m msg) {
-	if m.to != kraft.NoNode {
-		if m.to < 0 || int(m.to) >= len(g.w.reps) || !g.w.reps[m.to].up {
-			return
-		}
+	to := m.to()
+	if to < 0 || int(to) >= len(g.w.reps) || !g.w.reps[to].up {
+		return
 	}
-	m.enc = encodeMsg(&m)
+	m.enc = "" // encoded once its id is renamed (canonicalize)
 	g.w.net = append(g.w.net, m)
 }
 
-// carryOut carries out a step's actions in order, checking each before it
-// is carried out.
-func (g *engine) carryOut(id kraft.NodeID, acts []kraft.Action, e kraft.Event, ctx *msg) {
-	w := g.w
-	r := &w.reps[id]
-	self := g.cfgs[id].Local
-	reply := func(to kraft.NodeID) bool { return ctx != nil && ctx.from == to && !ctx.stale }
-	for _, a := range acts {
-		if g.viol != nil {
-			return
+// The host's storage of replica id, as the layer reads and writes it: the
+// world's record and log (the engine's current world, so that a layer
+// copied for a transition works on that transition's world).
+
+type hostLog struct {
+	g  *engine
+	id kraft.NodeID
+}
+
+var _ storage.Log = hostLog{}
+
+var errNoSnapshots = errors.New("explore: the model has no snapshots")
+
+func (l hostLog) r() *replica { return &l.g.w.reps[l.id] }
+
+func (l hostLog) Append(epoch kraft.Epoch, records ...[]byte) (kraft.LogEnd, error) {
+	r := l.r()
+	for _, data := range records {
+		r.log = append(r.log[:len(r.log):len(r.log)], recordOf(epoch, data))
+	}
+	return logEnd(r.log), nil
+}
+
+func (l hostLog) AppendEntries(entries ...storage.Entry) (kraft.LogEnd, error) {
+	r := l.r()
+	for _, e := range entries {
+		if e.Offset != int64(len(r.log)) {
+			return logEnd(r.log), fmt.Errorf("explore: a fetched record at %d, the log ends at %d", e.Offset, len(r.log))
 		}
-		g.beforeAction(id, a, e)
-		if g.viol != nil {
-			return
-		}
-		switch a := a.(type) {
-		case kraft.Persist:
-			r.record, r.hasRecord = a.Record, true
-		case kraft.SendVoteRequest, kraft.SendBeginQuorumEpoch, kraft.SendEndQuorumEpoch:
-			to, ev, _ := kraft.Deliver(self, a)
-			g.send(msg{from: id, to: to, ev: ev})
-		case kraft.SendVoteResponse, kraft.SendBeginQuorumEpochResponse, kraft.SendEndQuorumEpochResponse:
-			to, ev, ok := kraft.Deliver(self, a)
-			if ok && reply(to) {
-				g.send(msg{from: id, to: to, ev: ev})
-			}
-		case kraft.SendFetchSnapshotResponse:
-			// No FetchSnapshot requests in the model.
-		case kraft.SendFetch:
-			// A newer Fetch supersedes the one in flight.
-			out := w.net[:0:0]
-			for _, m := range w.net {
-				if _, ok := m.ev.(kraft.ReceiveFetchResponse); ok && m.to == id {
-					continue
-				}
-				if _, ok := m.ev.(kraft.ReceiveFetch); ok && m.from == id && !m.stale {
-					m.stale = true
-					m.enc = encodeMsg(&m)
-				}
-				out = append(out, m)
-			}
-			w.net = out
-			r.fetching = true
-			to, ev, _ := kraft.Deliver(self, a)
-			g.send(msg{from: id, to: to, ev: ev})
-		case kraft.SendFetchResponse:
-			to, ev, _ := kraft.Deliver(self, a)
-			if !reply(to) {
-				continue
-			}
-			f, _ := ctx.ev.(kraft.ReceiveFetch)
-			m := msg{from: id, to: to, ev: ev, offset: f.FetchOffset}
-			served := r.st.LogEnd().Offset
-			if served > int64(len(r.log)) {
-				served = int64(len(r.log))
-			}
-			if a.Error == kraft.ErrNone && a.Diverging == nil && f.FetchOffset >= 0 && f.FetchOffset < served {
-				m.records = append([]rec(nil), r.log[f.FetchOffset:served]...)
-			}
-			g.send(m)
-		case kraft.TruncateLog:
-			if a.To >= 0 && a.To < int64(len(r.log)) {
-				r.log = r.log[:a.To:a.To]
-				if r.flushed > len(r.log) {
-					r.flushed = len(r.log)
-				}
-			}
-		case kraft.AppendLeaderChange:
-			r.log = append(r.log[:len(r.log):len(r.log)], rec{Epoch: a.Epoch, ID: 0})
-		case kraft.ResetTimer:
-			r.timers |= 1 << a.Timer
-		case kraft.StopTimer:
-			r.timers &^= 1 << a.Timer
-		case kraft.RoleChanged:
-			// Kafka's resetConnections: answers to earlier requests are
-			// dropped.
-			r.fetching = false
-			out := w.net[:0:0]
-			for _, m := range w.net {
-				if m.to == id && isResponse(m.ev) {
-					continue
-				}
-				if m.from == id && !isResponse(m.ev) && !m.stale {
-					m.stale = true
-					m.enc = encodeMsg(&m)
-				}
-				out = append(out, m)
-			}
-			w.net = out
-		case kraft.HighWatermarkChanged, kraft.Fault:
-			// Checked in beforeAction.
+		r.log = append(r.log[:len(r.log):len(r.log)], recordOf(e.Epoch, e.Data))
+	}
+	return logEnd(r.log), nil
+}
+
+func (l hostLog) Read(from int64, _ int) ([]storage.Entry, error) {
+	r := l.r()
+	if from < 0 || from > int64(len(r.log)) {
+		return nil, fmt.Errorf("%w: read from %d of a log of %d", storage.ErrOutOfRange, from, len(r.log))
+	}
+	var out []storage.Entry
+	for i := int(from); i < len(r.log); i++ {
+		out = append(out, storage.Entry{Offset: int64(i), Epoch: r.log[i].Epoch, Data: dataOf(r.log[i])})
+	}
+	return out, nil
+}
+
+func (l hostLog) Truncate(to int64) error {
+	r := l.r()
+	if to >= 0 && to < int64(len(r.log)) {
+		r.log = r.log[:to:to]
+		if r.flushed > len(r.log) {
+			r.flushed = len(r.log)
 		}
 	}
+	return nil
+}
+
+func (l hostLog) StartOffset() int64         { return 0 }
+func (l hostLog) Start() kraft.LogEnd        { return kraft.LogEnd{} }
+func (l hostLog) DeleteBefore(int64) error   { return errNoSnapshots }
+func (l hostLog) ResetTo(kraft.LogEnd) error { return errNoSnapshots }
+func (l hostLog) End() kraft.LogEnd          { return logEnd(l.r().log) }
+func (l hostLog) Flushed() int64             { return int64(l.r().flushed) }
+func (l hostLog) State() kraft.LogState      { return logState(l.r().log) }
+func (l hostLog) Close() error               { return nil }
+func (l hostLog) EpochFor(o int64) (kraft.Epoch, bool) {
+	if log := l.r().log; o >= 0 && o < int64(len(log)) {
+		return log[o].Epoch, true
+	}
+	return 0, false
+}
+
+// Sync makes the whole written log durable.
+func (l hostLog) Sync() error {
+	r := l.r()
+	r.flushed = len(r.log)
+	return nil
+}
+
+// recordOf and dataOf convert between the layer's records (a type byte,
+// then the payload) and the model's: a client record's payload is its
+// number, a LeaderChange record is number 0.
+func recordOf(epoch kraft.Epoch, data []byte) rec {
+	if len(data) > 0 && data[0] == layer.RecordData {
+		id, _ := strconv.Atoi(string(data[1:]))
+		return rec{Epoch: epoch, ID: int32(id)}
+	}
+	return rec{Epoch: epoch}
+}
+
+func dataOf(r rec) []byte {
+	if r.ID == 0 {
+		return []byte{layer.RecordLeaderChange}
+	}
+	return append([]byte{layer.RecordData}, strconv.Itoa(int(r.ID))...)
+}
+
+type hostRecords struct {
+	g  *engine
+	id kraft.NodeID
+}
+
+func (h hostRecords) Read() (*kraft.QuorumRecord, error) {
+	r := &h.g.w.reps[h.id]
+	if !r.hasRecord {
+		return nil, nil
+	}
+	rc := r.record
+	return &rc, nil
+}
+
+func (h hostRecords) Write(q kraft.QuorumRecord) error {
+	r := &h.g.w.reps[h.id]
+	r.record, r.hasRecord = q, true
+	return nil
+}
+
+// observer runs the checks of check.go on replica id's steps and hands
+// them to the recorder.
+type observer struct {
+	g  *engine
+	id kraft.NodeID
+}
+
+func (o observer) Started(rec *kraft.QuorumRecord, ls kraft.LogState, st kraft.State, acts []kraft.Action) {
+	g := o.g
+	g.w.reps[o.id].st = st
+	if g.rec != nil {
+		g.rec.start(o.id, g.cfgs[o.id], rec, ls, acts, st)
+	}
+}
+
+func (o observer) Stepped(e kraft.Event, before, after kraft.State, acts []kraft.Action) {
+	g := o.g
+	g.w.reps[o.id].st = after
+	if g.rec != nil {
+		g.rec.step(o.id, e, acts, after)
+	}
+	if g.viol != nil {
+		return
+	}
+	if err := after.CheckInvariants(); err != nil {
+		g.fail(o.id, "state-invariant", "%v after %T (%v)", err, e, after)
+		return
+	}
+	for _, a := range acts {
+		if f, ok := a.(kraft.Fault); ok {
+			g.beforeAction(o.id, f, e)
+		}
+	}
+}
+
+func (o observer) Carrying(a kraft.Action, e kraft.Event) {
+	if _, fault := a.(kraft.Fault); !fault && o.g.viol == nil {
+		o.g.beforeAction(o.id, a, e)
+	}
+}
+
+func (o observer) Carried(e kraft.Event, before kraft.State) {
+	o.g.afterStep(o.id, before, o.g.w.reps[o.id].st, e != nil)
 }

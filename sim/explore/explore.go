@@ -167,20 +167,14 @@ func (g *engine) moves(w *world, out []Move) []Move {
 			continue // the same message: the same successors
 		}
 		m := &w.net[i]
-		if m.to == kraft.NoNode {
-			for v := 0; v < g.b.Voters; v++ {
-				if w.reps[v].up {
-					out = append(out, Move{Kind: Deliver, Msg: int32(i), Target: kraft.NodeID(v), Node: m.from})
-				}
-			}
-		} else if w.reps[m.to].up {
-			out = append(out, Move{Kind: Deliver, Msg: int32(i), Target: m.to, Node: m.from})
+		if to := m.to(); to >= 0 && int(to) < len(w.reps) && w.reps[to].up {
+			out = append(out, Move{Kind: Deliver, Msg: int32(i), Target: to, Node: m.from()})
 		}
 		if g.full {
-			out = append(out, Move{Kind: Drop, Msg: int32(i), Node: m.from, Target: m.to})
+			out = append(out, Move{Kind: Drop, Msg: int32(i), Node: m.from(), Target: m.to()})
 		}
 		if w.dups < g.b.MaxDuplicates {
-			out = append(out, Move{Kind: Duplicate, Msg: int32(i), Node: m.from, Target: m.to})
+			out = append(out, Move{Kind: Duplicate, Msg: int32(i), Node: m.from(), Target: m.to()})
 		}
 	}
 	for i := range w.reps {
@@ -190,10 +184,8 @@ func (g *engine) moves(w *world, out []Move) []Move {
 			out = append(out, Move{Kind: Restart, Node: id})
 			continue
 		}
-		for t := kraft.ElectionTimer; t <= kraft.BeginQuorumEpochTimer; t++ {
-			if r.timers&(1<<t) != 0 {
-				out = append(out, Move{Kind: Fire, Node: id, Timer: t})
-			}
+		for _, d := range r.rep.Deadlines() {
+			out = append(out, Move{Kind: Fire, Node: id, Deadline: d})
 		}
 		if r.flushed < len(r.log) {
 			out = append(out, Move{Kind: Flush, Node: id})

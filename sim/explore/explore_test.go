@@ -33,7 +33,11 @@ func describe(t *testing.T, m *Model, r Result) string {
 }
 
 func TestNoViolationAtCIBound(t *testing.T) {
-	m, r := run(t, Options{Bounds: ciBounds, Liveness: true})
+	b := ciBounds
+	if raceEnabled {
+		b.MaxCrashes = 0
+	}
+	m, r := run(t, Options{Bounds: b, Liveness: true})
 	if r.Violation != nil {
 		t.Fatalf("%v\n%s", r.Violation, describe(t, m, r))
 	}
@@ -44,9 +48,9 @@ func TestNoViolationAtCIBound(t *testing.T) {
 }
 
 func TestNoViolationThreeVotersShallow(t *testing.T) {
-	b := Bounds{Voters: 3, MaxEpoch: 1, MaxMessages: 3, MaxCrashes: 1, MaxAppends: 1, MaxDepth: 9}
+	b := Bounds{Voters: 3, MaxEpoch: 1, MaxMessages: 3, MaxCrashes: 1, MaxAppends: 1, MaxDepth: 8}
 	if raceEnabled {
-		b.MaxDepth = 7
+		b.MaxDepth = 6
 	}
 	m, r := run(t, Options{Bounds: b})
 	if r.Violation != nil {
@@ -56,7 +60,7 @@ func TestNoViolationThreeVotersShallow(t *testing.T) {
 
 func TestDeterministic(t *testing.T) {
 	b := ciBounds
-	b.MaxCrashes = 0
+	b.MaxCrashes, b.MaxMessages = 0, 1
 	_, r1 := run(t, Options{Bounds: b})
 	_, r2 := run(t, Options{Bounds: b})
 	require.Equal(t, r1.Distinct, r2.Distinct)
@@ -200,7 +204,7 @@ func TestSingleVoterAndObserver(t *testing.T) {
 	for _, b := range []Bounds{
 		{Voters: 1, MaxEpoch: 2, MaxMessages: 2, MaxCrashes: 1, MaxAppends: 2},
 		{Voters: 1, Observers: 1, MaxEpoch: 1, MaxMessages: 2, MaxCrashes: 1, MaxAppends: 1},
-		{Voters: 2, Observers: 1, MaxEpoch: 1, MaxMessages: 2, MaxDepth: 12},
+		{Voters: 2, Observers: 1, MaxEpoch: 1, MaxMessages: 2, MaxDepth: 10},
 	} {
 		m, r := run(t, Options{Bounds: b, Liveness: true})
 		if r.Violation != nil {
@@ -235,7 +239,7 @@ func projections(t *testing.T, b Bounds, full bool) map[fingerprint]bool {
 func TestReductionsReachTheSameReplicas(t *testing.T) {
 	bounds := []Bounds{
 		{Voters: 1, Observers: 1, MaxEpoch: 1, MaxMessages: 2, MaxCrashes: 1, MaxAppends: 1},
-		ciBounds,
+		{Voters: 2, MaxEpoch: 1, MaxMessages: 2},
 	}
 	if raceEnabled {
 		bounds = bounds[:1]
@@ -270,7 +274,7 @@ func TestDeadMessagesAreNoOps(t *testing.T) {
 				continue
 			}
 			checked++
-			d, v, _ := g.apply(w, Move{Kind: Deliver, Msg: int32(i), Target: w.net[i].to})
+			d, v, _ := g.apply(w, Move{Kind: Deliver, Msg: int32(i), Target: w.net[i].to()})
 			require.Nil(t, v)
 			c := w.clone()
 			c.net = append(c.net[:i:i], c.net[i+1:]...)

@@ -33,7 +33,7 @@ func (m Move) String() string {
 	case Duplicate:
 		return fmt.Sprintf("duplicate message #%d from %d", m.Msg, m.Node)
 	case Fire:
-		return fmt.Sprintf("%v timer fires at %d", m.Timer, m.Node)
+		return fmt.Sprintf("%v fires at %d", m.Deadline, m.Node)
 	case Flush:
 		return fmt.Sprintf("flush at %d", m.Node)
 	case Crash:
@@ -98,16 +98,16 @@ func (m *Model) Describe(path []Move) (string, error) {
 			}
 			msg := prev.net[mv.Msg]
 			stale := ""
-			if msg.stale {
+			if msg.stale() {
 				stale = " (stale request)"
 			}
-			fmt.Fprintf(&b, "%d. %v: %T%+v%s\n", i+1, mv, msg.ev, msg.ev, stale)
+			fmt.Fprintf(&b, "%d. %v: %T%+v%s\n", i+1, mv, msg.ev(), msg.ev(), stale)
 		} else {
 			fmt.Fprintf(&b, "%d. %v\n", i+1, mv)
 		}
 		for j := range prev.net {
 			if mv.Drops&(1<<uint(j)) != 0 {
-				fmt.Fprintf(&b, "    lost #%d: %T%+v\n", j, prev.net[j].ev, prev.net[j].ev)
+				fmt.Fprintf(&b, "    lost #%d: %T%+v\n", j, prev.net[j].ev(), prev.net[j].ev())
 			}
 		}
 		w, v, _ = g.apply(prev, mv)
@@ -124,14 +124,17 @@ func describeWorld(w *world) string {
 	var b strings.Builder
 	for i := range w.reps {
 		r := &w.reps[i]
-		st := "down"
+		st, armed := "down", ""
 		if r.up {
 			st = r.st.String()
+			for _, d := range r.rep.Deadlines() {
+				armed += " " + d.String() + ";"
+			}
 		}
-		fmt.Fprintf(&b, "    %d: %s; record %+v; log %v flushed %d; timers %04b\n", i, st, r.durable(), r.log, r.flushed, r.timers>>1)
+		fmt.Fprintf(&b, "    %d: %s; record %+v; log %v flushed %d; armed:%s\n", i, st, r.durable(), r.log, r.flushed, armed)
 	}
 	for _, m := range w.net {
-		fmt.Fprintf(&b, "    in flight %d->%d: %T%+v stale=%v\n", m.from, m.to, m.ev, m.ev, m.stale)
+		fmt.Fprintf(&b, "    in flight %d->%d: %T%+v correlation %d response=%v\n", m.from(), m.to(), m.ev(), m.ev(), m.m.Corr, m.m.Response)
 	}
 	return b.String()
 }

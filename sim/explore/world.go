@@ -2,9 +2,9 @@ package explore
 
 import (
 	"encoding/binary"
-	"fmt"
 
 	"github.com/kraftquorum/kraft"
+	layer "github.com/kraftquorum/kraft/replica"
 )
 
 // rec is one log record: its epoch and an identity. A LeaderChange record
@@ -15,20 +15,23 @@ type rec struct {
 	ID    int32
 }
 
-// replica is one replica and its host.
+// replica is one replica and its host. The replica's protocol runs in
+// rep, package replica's layer, as in the runtime and the simulator; the
+// host keeps its storage (the durable record, the written log) and the
+// checker's data.
 type replica struct {
-	st        kraft.State // meaningless while down
-	up        bool
+	// rep is nil while the replica is down. Worlds share it until a move
+	// changes the replica (engine.own copies it first).
+	rep *layer.Replica
+	st  kraft.State // rep's State; meaningless while down
+	up  bool
+	// hasRecord and record are the durable quorum-state record.
 	hasRecord bool
-	record    kraft.QuorumRecord // the durable quorum-state record
+	record    kraft.QuorumRecord
 	// log is the written log, never changed in place (appends copy);
 	// log[:flushed] is durable.
 	log     []rec
 	flushed int
-	timers  uint8 // bit t: timer t is armed
-	// fetching: a Fetch of the current role is in flight; its response is
-	// taken once, later ones are dropped (the host contract, rule 6/8).
-	fetching bool
 	// held is the checker's: the longest prefix of the committed log this
 	// replica has held durably.
 	held int
@@ -41,27 +44,21 @@ func (r *replica) durable() kraft.QuorumRecord {
 	return r.record
 }
 
-// msg is a message in flight.
+// msg is a message in flight. Its correlation id is renamed after every
+// move (engine.canonicalize): 0 for an id its requester no longer
+// matches, so a request with 0 is stale (its answer will be dropped) and
+// a response with 0 is dropped.
 type msg struct {
-	from kraft.NodeID
-	to   kraft.NodeID // NoNode: an observer's Fetch to any voter
-	ev   kraft.Event
-	// stale: a request whose response the requester's host will drop
-	// (it changed role, or sent a newer Fetch, or crashed since).
-	stale bool
-	// Fetch responses: the request's fetch offset and the records carried.
-	offset  int64
-	records []rec
-	enc     string // canonical encoding, the sort key of the network
+	m   layer.Message
+	enc string // canonical encoding, the sort key of the network
 }
 
-func isResponse(e kraft.Event) bool {
-	switch e.(type) {
-	case kraft.ReceiveVoteResponse, kraft.ReceiveFetchResponse, kraft.ReceiveLeaderlessEpoch, kraft.ReceiveQuorumResponse:
-		return true
-	}
-	return false
-}
+func (m *msg) from() kraft.NodeID { return m.m.From }
+func (m *msg) to() kraft.NodeID   { return m.m.To }
+func (m *msg) ev() kraft.Event    { return m.m.Event }
+
+// stale: a request whose answer its requester will drop.
+func (m *msg) stale() bool { return !m.m.Response && m.m.Corr == 0 }
 
 // world is the whole cluster: replicas, network and the checker's history.
 type world struct {
@@ -135,94 +132,14 @@ func putBool(dst []byte, b bool) []byte {
 
 // encodeMsg is a message's canonical encoding.
 func encodeMsg(m *msg) string {
-	b := make([]byte, 0, 48)
-	b = putV(b, int64(m.from))
-	b = putV(b, int64(m.to))
-	b = putBool(b, m.stale)
-	b = putV(b, m.offset)
-	b = putRecs(b, m.records)
-	switch e := m.ev.(type) {
-	case kraft.ReceiveVoteRequest:
-		b = append(b, 1)
-		b = putV(b, int64(e.From))
-		b = putBool(b, e.ClusterID.Valid)
-		b = append(b, e.ClusterID.UUID[:]...)
-		b = putKey(b, kraft.ReplicaKey{ID: e.VoterID, DirectoryID: e.VoterDirectoryID})
-		b = putV(b, int64(e.CandidateEpoch))
-		b = putKey(b, kraft.ReplicaKey{ID: e.Candidate, DirectoryID: e.CandidateDirectoryID})
-		b = putV(b, e.CandidateLogEnd.Offset)
-		b = putV(b, int64(e.CandidateLogEnd.Epoch))
-		b = putBool(b, e.PreVote)
-	case kraft.ReceiveVoteResponse:
-		b = append(b, 2)
-		b = putV(b, int64(e.From))
-		b = putV(b, int64(e.Error))
-		b = putV(b, int64(e.Epoch))
-		b = putBool(b, e.VoteGranted)
-		b = putV(b, int64(e.LeaderID))
-	case kraft.ReceiveBeginQuorumEpoch:
-		b = append(b, 3)
-		b = putV(b, int64(e.From))
-		b = putBool(b, e.ClusterID.Valid)
-		b = append(b, e.ClusterID.UUID[:]...)
-		b = putV(b, int64(e.LeaderID))
-		b = putV(b, int64(e.LeaderEpoch))
-		b = putKey(b, kraft.ReplicaKey{ID: e.VoterID, DirectoryID: e.VoterDirectoryID})
-	case kraft.ReceiveEndQuorumEpoch:
-		b = append(b, 4)
-		b = putV(b, int64(e.From))
-		b = putBool(b, e.ClusterID.Valid)
-		b = append(b, e.ClusterID.UUID[:]...)
-		b = putV(b, int64(e.LeaderID))
-		b = putV(b, int64(e.LeaderEpoch))
-		b = putV(b, int64(e.SuccessorRank.Position))
-		b = putV(b, int64(e.SuccessorRank.Of))
-	case kraft.ReceiveFetch:
-		b = append(b, 5)
-		b = putKey(b, kraft.ReplicaKey{ID: e.From, DirectoryID: e.FromDirectoryID})
-		b = putBool(b, e.ClusterID.Valid)
-		b = append(b, e.ClusterID.UUID[:]...)
-		b = putV(b, int64(e.CurrentLeaderEpoch))
-		b = putV(b, int64(e.FetchEpoch))
-		b = putV(b, e.FetchOffset)
-	case kraft.ReceiveFetchResponse:
-		b = append(b, 6)
-		b = putV(b, int64(e.From))
-		b = putV(b, int64(e.Error))
-		b = putV(b, int64(e.LeaderID))
-		b = putV(b, int64(e.LeaderEpoch))
-		b = putV(b, e.HighWatermark)
-		b = putBool(b, e.Diverging != nil)
-		if e.Diverging != nil {
-			b = putV(b, e.Diverging.Offset)
-			b = putV(b, int64(e.Diverging.Epoch))
-		}
-		b = putBool(b, e.Snapshot != nil)
-		if e.Snapshot != nil {
-			b = putV(b, e.Snapshot.Offset)
-			b = putV(b, int64(e.Snapshot.Epoch))
-		}
-	case kraft.ReceiveLeaderlessEpoch:
-		b = append(b, 7)
-		b = putV(b, int64(e.From))
-		b = putV(b, int64(e.Epoch))
-	case kraft.ReceiveQuorumResponse:
-		b = append(b, 8)
-		b = putV(b, int64(e.From))
-		b = putV(b, int64(e.Error))
-		b = putV(b, int64(e.Epoch))
-		b = putV(b, int64(e.LeaderID))
-	default:
-		b = append(b, 0)
-		b = append(b, fmt.Sprintf("%T%+v", e, e)...)
-	}
-	return string(b)
+	return string(layer.AppendCanonicalMessage(make([]byte, 0, 64), m.m))
 }
 
-// encode is the world's canonical encoding. A replica's State
-// is encoded without its PRNG and fetch jitter (AppendCanonicalUntimed):
-// the model is untimed, and they feed only timer durations. A down replica's State is left
-// out: a restart rebuilds it from the record and the flushed log.
+// encode is the world's canonical encoding. A replica's layer and State
+// are encoded without their times, the State's PRNG and fetch jitter
+// (AppendCanonicalUntimed): the model is untimed, and they feed only
+// deadlines. A down replica's layer is left out: a restart rebuilds it
+// from the record and the flushed log.
 func (w *world) encode() []byte {
 	var dst []byte
 	for i := range w.reps {
@@ -248,11 +165,9 @@ func (r *replica) encode(dst []byte) []byte {
 	dst = putKey(dst, r.record.VotedKey)
 	dst = putRecs(dst, r.log)
 	dst = putV(dst, int64(r.flushed))
-	dst = append(dst, r.timers)
-	dst = putBool(dst, r.fetching)
 	dst = putV(dst, int64(r.held))
 	if r.up {
-		dst = r.st.AppendCanonicalUntimed(dst)
+		dst = r.rep.AppendCanonicalUntimed(dst)
 	}
 	return dst
 }
@@ -321,45 +236,43 @@ func reqEpoch(e kraft.Event) (kraft.Epoch, bool) {
 // m can be taken off the network at once (docs/verification.md, "dead
 // messages"):
 //
-//   - a stale request (its answer will be dropped by the requester's host)
-//     of an epoch older than its receiver's: every request handler rejects
+//   - a response whose correlation id its receiver no longer matches
+//     (renamed 0): the replica layer drops it, and ids are never issued
+//     twice;
+//   - a stale request (its answer will be dropped by the requester) of
+//     an epoch older than its receiver's: every request handler rejects
 //     an older epoch first, with no change (validateVoterOnly,
-//     validateLeaderOnly), and the receiver's epoch never goes down while
-//     it is up (a crash takes the message off anyway);
+//     validateLeaderOnly), answering at once, and the receiver's epoch
+//     never goes down while it is up (a crash takes the message off
+//     anyway);
 //   - a stale Fetch of the receiver's epoch to a receiver that is neither
 //     Leader nor Candidate: validateLeaderOnly rejects it with no change,
-//     and goes on doing so, since a replica becomes Leader of an epoch only
-//     as its Candidate, and becomes Candidate only by moving to a newer
-//     epoch (in the same life: a restart comes after a crash, which takes
-//     the message off);
-//   - a BeginQuorumEpoch or EndQuorumEpoch response, without error, of the
-//     receiver's epoch naming the receiver leader, to a Leader or Resigned
-//     receiver: commonResponse accepts it and does nothing more, and it
-//     goes on doing so until the receiver's next role change, when its
-//     host drops every response to it.
+//     at once, and goes on doing so, since a replica becomes Leader of an
+//     epoch only as its Candidate, and becomes Candidate only by moving to
+//     a newer epoch (in the same life: a restart comes after a crash,
+//     which takes the message off).
 func dead(w *world, m *msg) bool {
-	if m.to < 0 || int(m.to) >= len(w.reps) {
+	to := m.to()
+	if to < 0 || int(to) >= len(w.reps) {
 		return false
 	}
-	r := &w.reps[m.to]
+	r := &w.reps[to]
 	if !r.up {
 		return false
 	}
-	if e, ok := reqEpoch(m.ev); ok {
-		if !m.stale {
+	if m.m.Response {
+		return m.m.Corr == 0
+	}
+	if e, ok := reqEpoch(m.ev()); ok {
+		if !m.stale() {
 			return false
 		}
 		if e < r.st.Epoch() {
 			return true
 		}
-		_, fetch := m.ev.(kraft.ReceiveFetch)
+		_, fetch := m.ev().(kraft.ReceiveFetch)
 		role := r.st.Role()
 		return fetch && e == r.st.Epoch() && role != kraft.Leader && role != kraft.Candidate
-	}
-	if q, ok := m.ev.(kraft.ReceiveQuorumResponse); ok {
-		role := r.st.Role()
-		return (role == kraft.Leader || role == kraft.Resigned) && q.Error == kraft.ErrNone &&
-			q.Epoch == r.st.Epoch() && q.LeaderID == m.to
 	}
 	return false
 }

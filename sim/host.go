@@ -1,0 +1,508 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/replica"
+	"github.com/kraftquorum/kraft/storage"
+)
+
+// The simulated host runs each replica through package replica, the layer
+// the runtime (package node) runs: the requests, retries, parking, the
+// records decision, snapshot transfers and voter-set replay the random
+// schedules exercise are the runtime's (docs/design.md D75). What is the
+// host's here is only I/O: a log, a quorum-state record and snapshots in
+// memory (this file), a network, a disk whose syncs take a random time, and
+// a clock (cluster.go).
+//
+// The log keeps the records as Records with readable payloads, which the
+// checker compares with the committed log: a record the replica writes is
+// converted on the way in (recordOf) and back on the way out (dataOf), and
+// the conversion is checked to be exact.
+
+// hostLog is replica n's log as the replica layer reads and writes it: a
+// storage.Log over n.log, n.start and n.flushed. A crash keeps its flushed
+// prefix (crash); a Truncate keeps the flushed offset at or below the new
+// end, not above: records below it that were never synced stay unsynced.
+type hostLog struct {
+	c *Cluster
+	n *node
+}
+
+var _ storage.Log = hostLog{}
+
+func (l hostLog) fail(format string, args ...interface{}) error {
+	err := fmt.Errorf(format, args...)
+	l.c.fail(Violation{Node: l.n.id, Rule: "host-log", Detail: err.Error()})
+	return err
+}
+
+func (l hostLog) Append(epoch kraft.Epoch, records ...[]byte) (kraft.LogEnd, error) {
+	n := l.n
+	if end := n.end(); epoch < end.Epoch {
+		return end, l.fail("asked to append records of epoch %d after epoch %d", epoch, end.Epoch)
+	}
+	from := len(n.log)
+	for _, data := range records {
+		r, err := l.c.recordOf(epoch, data)
+		if err != nil {
+			return n.end(), l.fail("%v", err)
+		}
+		n.log = append(n.log, r)
+	}
+	l.c.check.logChangedFrom(n, from)
+	return n.end(), nil
+}
+
+func (l hostLog) AppendEntries(entries ...storage.Entry) (kraft.LogEnd, error) {
+	n := l.n
+	from := len(n.log)
+	for i, e := range entries {
+		if e.Offset != int64(len(n.log)) {
+			return n.end(), l.fail("asked to append the fetched record at %d to a log that ends at %d", e.Offset, len(n.log))
+		}
+		if end := n.end(); e.Epoch < end.Epoch {
+			return end, l.fail("asked to append a fetched record of epoch %d after epoch %d", e.Epoch, end.Epoch)
+		}
+		r, err := l.c.recordOf(e.Epoch, e.Data)
+		if err != nil {
+			return n.end(), l.fail("fetched record %d of %d: %v", i, len(entries), err)
+		}
+		n.log = append(n.log, r)
+	}
+	l.c.check.logChangedFrom(n, from)
+	return n.end(), nil
+}
+
+// Read reads at most Options.MaxFetchRecords records (at least one): the
+// simulated disk hands out small reads, so that fetches carry few records.
+func (l hostLog) Read(from int64, maxBytes int) ([]storage.Entry, error) {
+	n := l.n
+	switch {
+	case from < int64(n.start):
+		// The state never asks for records below the log start (it answers
+		// with the snapshot's id).
+		_ = l.fail("asked to serve records from %d, below the log start %d", from, n.start)
+		return nil, fmt.Errorf("%w: read from %d, the log starts at %d", storage.ErrBelowStart, from, n.start)
+	case from < 0 || from > int64(len(n.log)):
+		return nil, fmt.Errorf("%w: read from %d of a log of %d", storage.ErrOutOfRange, from, len(n.log))
+	}
+	var out []storage.Entry
+	size := 0
+	for i := int(from); i < len(n.log) && len(out) < l.c.opts.MaxFetchRecords; i++ {
+		data := dataOf(n.log[i])
+		if len(out) > 0 && size+len(data) > maxBytes {
+			break
+		}
+		size += len(data)
+		out = append(out, storage.Entry{Offset: int64(i), Epoch: n.log[i].Epoch, Data: data})
+	}
+	return out, nil
+}
+
+func (l hostLog) Truncate(to int64) error {
+	n := l.n
+	if to < int64(n.start) {
+		return l.fail("asked to truncate to %d, below the log start %d", to, n.start)
+	}
+	if to >= int64(len(n.log)) {
+		return nil
+	}
+	n.truncated = true
+	n.log = n.log[:to:to]
+	if n.flushed > len(n.log) {
+		n.flushed = len(n.log)
+	}
+	l.c.check.logChangedFrom(n, len(n.log))
+	return nil
+}
+
+func (l hostLog) StartOffset() int64 { return int64(l.n.start) }
+
+func (l hostLog) Start() kraft.LogEnd {
+	return kraft.LogEnd{Offset: int64(l.n.start), Epoch: l.n.startEpoch}
+}
+
+// DeleteBefore deletes the records below offset (Kafka's
+// deleteBeforeSnapshot); they are in a snapshot, which is durable, so the
+// flushed offset is at least the new start.
+func (l hostLog) DeleteBefore(offset int64) error {
+	n := l.n
+	if offset <= int64(n.start) {
+		return nil
+	}
+	if offset > int64(len(n.log)) {
+		return l.fail("asked to delete the log before %d, past its end %d", offset, len(n.log))
+	}
+	n.startEpoch = n.log[offset-1].Epoch
+	for i := n.start; i < int(offset); i++ {
+		n.log[i] = Record{}
+	}
+	n.start = int(offset)
+	if n.flushed < n.start {
+		n.flushed = n.start
+	}
+	l.c.check.logStartMoved(n)
+	return nil
+}
+
+// ResetTo empties the log and restarts it at start, durably (Kafka's
+// truncateToLatestSnapshot).
+func (l hostLog) ResetTo(start kraft.LogEnd) error {
+	n := l.n
+	off := int(start.Offset)
+	n.log = make([]Record, off)
+	n.start, n.flushed, n.startEpoch = off, off, start.Epoch
+	l.c.check.logStartMoved(n)
+	return nil
+}
+
+// Sync makes the whole written log durable.
+func (l hostLog) Sync() error {
+	n := l.n
+	if n.flushed < len(n.log) {
+		n.flushed = len(n.log)
+		l.c.check.logChangedFrom(n, len(n.log))
+	}
+	return nil
+}
+
+// Close does nothing: the log lives as long as the replica's disk.
+func (l hostLog) Close() error { return nil }
+
+func (l hostLog) End() kraft.LogEnd { return l.n.end() }
+func (l hostLog) Flushed() int64    { return int64(l.n.flushed) }
+
+func (l hostLog) State() kraft.LogState {
+	n := l.n
+	ls := kraft.LogState{Start: int64(n.start), End: n.end()}
+	for i := n.start; i < len(n.log); i++ {
+		if i == n.start || n.log[i].Epoch != n.log[i-1].Epoch {
+			ls.Epochs = append(ls.Epochs, kraft.EpochStart{Epoch: n.log[i].Epoch, StartOffset: int64(i)})
+		}
+	}
+	return ls
+}
+
+func (l hostLog) EpochFor(offset int64) (kraft.Epoch, bool) {
+	if offset < int64(l.n.start) || offset >= int64(len(l.n.log)) {
+		return 0, false
+	}
+	return l.n.log[offset].Epoch, true
+}
+
+// leaderChangePrefix starts a LeaderChange record's payload.
+const leaderChangePrefix = "LeaderChange("
+
+// recordOf converts a record the replica layer writes (a type byte, then
+// the payload: replica.RecordData and the others) to the simulated log's
+// Record, and checks that dataOf gives the same bytes back.
+func (c *Cluster) recordOf(epoch kraft.Epoch, data []byte) (Record, error) {
+	if len(data) == 0 {
+		return Record{}, fmt.Errorf("a record without a type byte")
+	}
+	r := Record{Epoch: epoch}
+	switch data[0] {
+	case replica.RecordData:
+		r.Payload = string(data[1:])
+	case replica.RecordLeaderChange:
+		var a kraft.AppendLeaderChange
+		if err := json.Unmarshal(data[1:], &a); err != nil {
+			return Record{}, fmt.Errorf("a LeaderChange record: %v", err)
+		}
+		r.Payload = fmt.Sprintf("%sepoch=%d,leader=%d)", leaderChangePrefix, a.Epoch, a.LeaderID)
+		return r, nil // the replica's copy holds more than the leader's epoch and id; nothing reads it
+	case replica.RecordVoters:
+		vs, err := replica.DecodeVoters(data[1:])
+		if err != nil {
+			return Record{}, fmt.Errorf("a VotersRecord: %v", err)
+		}
+		r.Payload = votersPayload(replica.KeysOf(vs))
+	case replica.RecordBarrier:
+		r.Payload = "Barrier"
+	default:
+		return Record{}, fmt.Errorf("a record of type %d", data[0])
+	}
+	if back := dataOf(r); !bytes.Equal(back, data) {
+		return Record{}, fmt.Errorf("the record %q does not convert back to its bytes (%q, %q)", r.Payload, data, back)
+	}
+	return r, nil
+}
+
+// dataOf is the replica layer's bytes of a simulated record: a
+// VotersRecord's voters have no endpoint and the replica layer's
+// kraft.version range (recordOf checks that they had), a LeaderChange
+// record names the epoch and the leader.
+func dataOf(r Record) []byte {
+	switch {
+	case r.Payload == "Barrier":
+		return []byte{replica.RecordBarrier}
+	case isVoters(r):
+		keys, ok := parseVoters(r.Payload)
+		if ok {
+			vs := make([]replica.Voter, len(keys))
+			for i, k := range keys {
+				vs[i] = replica.Voter{Key: k, KRaftVersions: replica.SupportedKRaftVersions}
+			}
+			return append([]byte{replica.RecordVoters}, replica.EncodeVoters(vs)...)
+		}
+	case len(r.Payload) > len(leaderChangePrefix) && r.Payload[:len(leaderChangePrefix)] == leaderChangePrefix:
+		var a kraft.AppendLeaderChange
+		if _, err := fmt.Sscanf(r.Payload, leaderChangePrefix+"epoch=%d,leader=%d)", &a.Epoch, &a.LeaderID); err == nil {
+			b, _ := json.Marshal(a)
+			return append([]byte{replica.RecordLeaderChange}, b...)
+		}
+	}
+	return append([]byte{replica.RecordData}, r.Payload...)
+}
+
+// hostRecords is replica n's quorum-state record.
+type hostRecords struct{ n *node }
+
+func (h hostRecords) Read() (*kraft.QuorumRecord, error) {
+	if h.n.record == nil {
+		return nil, nil
+	}
+	r := *h.n.record
+	return &r, nil
+}
+
+func (h hostRecords) Write(r kraft.QuorumRecord) error {
+	h.n.record = &r
+	return nil
+}
+
+// hostSnapshots is replica n's snapshot store: n.snaps, oldest first, and
+// the download in progress. Snapshots are written whole by the host
+// (maybeSnapshot) or downloaded through a partial one; both are durable
+// once frozen.
+type hostSnapshots struct {
+	c *Cluster
+	n *node
+}
+
+var _ replica.Snapshots = hostSnapshots{}
+
+func (s hostSnapshots) find(id kraft.LogEnd) (*snapshot, error) {
+	if snap := s.n.findSnapshot(id); snap != nil {
+		return snap, nil
+	}
+	return nil, fmt.Errorf("%w: %+v", storage.ErrSnapshotNotFound, id)
+}
+
+func (s hostSnapshots) List() []kraft.LogEnd {
+	out := make([]kraft.LogEnd, len(s.n.snaps))
+	for i, snap := range s.n.snaps {
+		out[i] = snap.id
+	}
+	return out
+}
+
+func (s hostSnapshots) Latest() (kraft.LogEnd, bool) {
+	if snap := s.n.latestSnapshot(); snap != nil {
+		return snap.id, true
+	}
+	return kraft.LogEnd{}, false
+}
+
+func (s hostSnapshots) Earliest() (kraft.LogEnd, bool) {
+	if len(s.n.snaps) > 0 {
+		return s.n.snaps[0].id, true
+	}
+	return kraft.LogEnd{}, false
+}
+
+func (s hostSnapshots) Size(id kraft.LogEnd) (int64, error) {
+	snap, err := s.find(id)
+	if err != nil {
+		return 0, err
+	}
+	return int64(len(snap.bytes())), nil
+}
+
+func (s hostSnapshots) Read(id kraft.LogEnd, position int64, maxBytes int) ([]byte, error) {
+	snap, err := s.find(id)
+	if err != nil {
+		// The replica looks the size up first: it serves only what it has.
+		s.c.fail(Violation{Node: s.n.id, Rule: "host-snapshot", Detail: fmt.Sprintf("asked to serve %+v, which the host does not have", id)})
+		return nil, err
+	}
+	b := snap.bytes()
+	if position < 0 || position > int64(len(b)) {
+		err := fmt.Errorf("asked to serve %+v at %d of %d bytes", id, position, len(b))
+		s.c.fail(Violation{Node: s.n.id, Rule: "host-snapshot", Detail: err.Error()})
+		return nil, err
+	}
+	end := position + int64(maxBytes)
+	if end > int64(len(b)) {
+		end = int64(len(b))
+	}
+	return b[position:end:end], nil
+}
+
+func (s hostSnapshots) Open(id kraft.LogEnd) (io.ReadCloser, error) {
+	snap, err := s.find(id)
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(bytes.NewReader(snap.bytes())), nil
+}
+
+func (s hostSnapshots) Create(id kraft.LogEnd) (replica.SnapshotWriter, error) {
+	p := &partial{id: id}
+	s.n.partial = p
+	return &partialWriter{s: s, p: p}, nil
+}
+
+func (s hostSnapshots) Delete(id kraft.LogEnd) error {
+	for i, snap := range s.n.snaps {
+		if snap.id == id {
+			s.n.snaps = append(s.n.snaps[:i:i], s.n.snaps[i+1:]...)
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %+v", storage.ErrSnapshotNotFound, id)
+}
+
+func (s hostSnapshots) DeleteBefore(id kraft.LogEnd) error {
+	kept := s.n.snaps[:0:0]
+	for _, snap := range s.n.snaps {
+		if snap.id.Compare(id) >= 0 {
+			kept = append(kept, snap)
+		}
+	}
+	s.n.snaps = kept
+	return nil
+}
+
+// add files a frozen snapshot in id order.
+func (s hostSnapshots) add(snap *snapshot) {
+	n := s.n
+	for i, old := range n.snaps {
+		if old.id == snap.id {
+			n.snaps[i] = snap
+			return
+		}
+	}
+	n.snaps = append(n.snaps, snap)
+	sort.Slice(n.snaps, func(i, j int) bool { return n.snaps[i].id.Compare(n.snaps[j].id) < 0 })
+}
+
+// partialWriter writes a download into n.partial; Freeze checks its
+// content against the committed log and files it.
+type partialWriter struct {
+	s hostSnapshots
+	p *partial
+}
+
+func (w *partialWriter) ID() kraft.LogEnd { return w.p.id }
+func (w *partialWriter) Size() int64      { return int64(len(w.p.data)) }
+
+func (w *partialWriter) Append(chunk []byte) error {
+	if w.s.n.partial != w.p {
+		return fmt.Errorf("the download of %+v was dropped", w.p.id)
+	}
+	w.p.data = append(w.p.data, chunk...)
+	return nil
+}
+
+func (w *partialWriter) Freeze() error {
+	n, c := w.s.n, w.s.c
+	if n.partial != w.p {
+		return fmt.Errorf("the download of %+v was dropped", w.p.id)
+	}
+	n.partial = nil
+	vs, rest, err := replica.ReadSnapshotVoters(bytes.NewReader(w.p.data))
+	var recs []Record
+	if err == nil {
+		var body []byte
+		body, err = io.ReadAll(rest)
+		if err == nil {
+			recs, err = decodeSnapshot(body)
+		}
+	}
+	if err != nil || int64(len(recs)) != w.p.id.Offset {
+		err = fmt.Errorf("the downloaded snapshot %+v does not decode to its %d records (%d, %v)", w.p.id, w.p.id.Offset, len(recs), err)
+		c.fail(Violation{Node: n.id, Rule: "host-snapshot", Detail: err.Error()})
+		return err
+	}
+	snap := &snapshot{id: w.p.id, recs: recs[:len(recs):len(recs)], data: w.p.data}
+	if vs != nil {
+		snap.voters = replica.KeysOf(vs)
+	}
+	c.check.snapshotInstalled(n, snap)
+	w.s.add(snap)
+	n.applied = snap.recs // the replica installs it: its latest
+	return nil
+}
+
+func (w *partialWriter) Abort() error {
+	if w.s.n.partial == w.p {
+		w.s.n.partial = nil
+	}
+	return nil
+}
+
+// observer is the checker's and the trace's view of replica n's steps.
+type observer struct {
+	c *Cluster
+	n *node
+}
+
+var _ replica.Observer = observer{}
+
+func (o observer) Started(rec *kraft.QuorumRecord, ls kraft.LogState, st kraft.State, acts []kraft.Action) {
+	c, n := o.c, o.n
+	before := n.st
+	n.st = st
+	n.before = before
+	c.stats.Events++
+	if c.trace != nil {
+		cfg := n.cfg
+		c.writeTrace(TraceLine{Kind: "start", T: c.now, Node: n.id, Config: &cfg, Record: rec, Log: &ls, Actions: encodeActions(acts), State: summarize(st)})
+	}
+	c.check.afterStart(n, before)
+	c.check.stepFrom = kraft.State{}
+}
+
+func (o observer) Stepped(e kraft.Event, before, after kraft.State, acts []kraft.Action) {
+	c, n := o.c, o.n
+	c.stats.Events++
+	n.st = after
+	if c.trace != nil {
+		c.writeTrace(TraceLine{Kind: "step", T: c.now, Node: n.id, Event: encodeEvent(e), Actions: encodeActions(acts), State: summarize(after)})
+	}
+	if c.OnStep != nil {
+		c.OnStep(n.id, e, before, after, acts)
+	}
+	c.check.stepFrom = before
+	switch e := e.(type) {
+	case kraft.ReceiveAddVoter:
+		c.received(n, e.Ref, VoterChange{At: c.now, Kind: kraft.AddVoter, Voter: e.Voter, From: e.From, Leader: n.id})
+	case kraft.ReceiveRemoveVoter:
+		c.received(n, e.Ref, VoterChange{At: c.now, Kind: kraft.RemoveVoter, Voter: e.Voter, From: e.From, Leader: n.id})
+	}
+	for _, a := range acts {
+		if f, ok := a.(kraft.Fault); ok {
+			c.check.beforeAction(n, f, e)
+		}
+	}
+}
+
+func (o observer) Carrying(a kraft.Action, e kraft.Event) {
+	if _, fault := a.(kraft.Fault); !fault {
+		o.c.check.beforeAction(o.n, a, e)
+	}
+}
+
+func (o observer) Carried(e kraft.Event, before kraft.State) {
+	if e == nil {
+		before = o.n.before
+	}
+	o.c.check.afterStep(o.n, before, e)
+}
