@@ -98,7 +98,7 @@ func runFlips(t *testing.T, dynamic bool, flips int) {
 	}
 
 	dirIDs := append([]string(nil), flipDirIDs...) // each replica's, by id
-	outcomes := map[string]map[string]int{} // file kind -> outcome -> count
+	outcomes := map[string]map[string]int{}        // file kind -> outcome -> count
 	note := func(kind, outcome string) {
 		if outcomes[kind] == nil {
 			outcomes[kind] = map[string]int{}
