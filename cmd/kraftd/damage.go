@@ -119,16 +119,12 @@ func checkDataDir(cfg *config, logger *log.Logger) (*dataDir, error) {
 	if cfg.dynamic && !cfg.dirIDGiven {
 		// A replica that replaced its disk before keeps its new id in
 		// DIR/directory.id, over its entry in -initial-voters.
-		b, err := os.ReadFile(filepath.Join(cfg.dir, directoryIDFile))
-		switch {
-		case err == nil:
-			id, err := parseUUID(strings.TrimSpace(string(b)))
-			if err != nil {
-				return fail("", &dirIDDamageError{path: filepath.Join(cfg.dir, directoryIDFile), err: err})
-			}
-			cfg.setDirectoryID(id)
-		case !errors.Is(err, os.ErrNotExist):
+		id, found, err := readDirectoryID(cfg.dir)
+		if err != nil {
 			return fail("", err)
+		}
+		if found {
+			cfg.setDirectoryID(id)
 		}
 	}
 	logDir := filepath.Join(cfg.dir, "log")
@@ -166,19 +162,6 @@ func checkDataDir(cfg *config, logger *log.Logger) (*dataDir, error) {
 	}
 	return d, nil
 }
-
-// dirIDDamageError: DIR/directory.id does not hold a directory id.
-type dirIDDamageError struct {
-	path string
-	err  error
-}
-
-func (e *dirIDDamageError) Error() string {
-	return fmt.Sprintf("the directory id file %s is damaged: %v", e.path, e.err)
-}
-
-// Is makes errors.Is(err, storage.ErrDamaged) hold.
-func (e *dirIDDamageError) Is(target error) bool { return target == storage.ErrDamaged }
 
 // moveAside moves everything in dir but its lock file and data moved aside
 // before into a new directory dir/damaged-TIME, durably, and returns its

@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kraftquorum/kraft/storage"
 )
 
 // oneDirID is the directory id of dynamicOne's voter.
@@ -80,9 +83,10 @@ func TestRunReplacesDamageInADynamicQuorum(t *testing.T) {
 		_, err := os.Stat(filepath.Join(aside[0], name))
 		require.NoError(t, err, "%s moved aside", name)
 	}
-	id, err := os.ReadFile(filepath.Join(dir, directoryIDFile))
+	id, found, err := readDirectoryID(dir)
 	require.NoError(t, err)
-	require.Equal(t, vb.Local.DirectoryID.String(), strings.TrimSpace(string(id)))
+	require.True(t, found)
+	require.Equal(t, vb.Local.DirectoryID, uuid.UUID(id))
 
 	// Restarted with the same flags, it keeps its new id and its new data.
 	var again syncBuffer
@@ -130,4 +134,32 @@ func TestOnDamageFlag(t *testing.T) {
 	require.ErrorContains(t, err, "-on-damage replace needs a dynamic quorum")
 	_, err = parseConfig([]string{"-cluster-id", testClusterID, "-id", "1", "-voters", "1@127.0.0.1:9091", "-dir", "d", "-on-damage", "ignore"})
 	require.ErrorContains(t, err, `-on-damage "ignore": want replace or refuse`)
+}
+
+// TestDirectoryIDFile: the directory id is kept with its checksum; a
+// flipped digit, which would still parse as another id, is damage; a file
+// of one line (written before the checksum) reads as it is.
+func TestDirectoryIDFile(t *testing.T) {
+	dir := t.TempDir()
+	id, err := directoryID(dir)
+	require.NoError(t, err)
+	again, found, err := readDirectoryID(dir)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, id, again)
+
+	path := filepath.Join(dir, directoryIDFile)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	b[3] ^= 0x03 // a hex digit to another ('0'-'3', '4'-'7', 'a'-'b', 'c'-'f' stay digits)
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	_, _, err = readDirectoryID(dir)
+	require.ErrorIs(t, err, storage.ErrDamaged)
+	require.ErrorContains(t, err, "the directory id file "+path+" is damaged")
+
+	require.NoError(t, os.WriteFile(path, []byte(oneDirID+"\n"), 0o644))
+	old, found, err := readDirectoryID(dir)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, oneDirID, uuid.UUID(old).String())
 }

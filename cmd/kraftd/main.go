@@ -39,8 +39,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -222,51 +220,6 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		srv.stop(0)
 	}
 	return exitFail
-}
-
-// onlyVoter: the replica is the only voter of its voter set.
-// directoryIDFile keeps a replica's directory id in its data directory
-// (Kafka keeps it in meta.properties).
-const directoryIDFile = "directory.id"
-
-// directoryID reads the directory id kept in dir, or makes a random one and
-// keeps it there durably.
-func directoryID(dir string) ([16]byte, error) {
-	path := filepath.Join(dir, directoryIDFile)
-	b, err := os.ReadFile(path)
-	if err == nil {
-		id, err := parseUUID(strings.TrimSpace(string(b)))
-		if err != nil {
-			return id, fmt.Errorf("%s: %w", path, err)
-		}
-		return id, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return [16]byte{}, err
-	}
-	id := uuid.New()
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return id, err
-	}
-	_, werr := f.WriteString(id.String() + "\n")
-	serr := f.Sync()
-	cerr := f.Close()
-	for _, e := range []error{werr, serr, cerr} {
-		if e != nil {
-			return id, e
-		}
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return id, err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return id, err
-	}
-	defer func() { _ = d.Close() }()
-	return id, d.Sync()
 }
 
 func votersString(vs []voter) string {
