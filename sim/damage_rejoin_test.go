@@ -185,5 +185,5 @@ func TestDamagedReplicaRejoiningAsItWasLosesRecords(t *testing.T) {
 		}
 	}
 	t.Logf("rejoining as it was: %d of 30 seeds fail; the first: %v", failed, first)
-	require.Greater(t, failed, 0, "no seed noticed a damaged replica rejoining as it was")
+	require.Positive(t, failed, "no seed noticed a damaged replica rejoining as it was")
 }

@@ -74,13 +74,17 @@ func openDataDir(cfg *config, logger *log.Logger) (*dataDir, bool) {
 		logger.Print(damageAdvice(*cfg))
 		return nil, false
 	}
-	aside, err := moveAside(cfg.dir)
-	if err != nil {
-		logger.Printf("kraftd: moving the damaged data of %s aside: %v", cfg.dir, err)
+	aside, merr := moveAside(cfg.dir)
+	if merr != nil {
+		logger.Printf("kraftd: moving the damaged data of %s aside: %v", cfg.dir, merr)
 		logger.Print(damageAdvice(*cfg))
 		return nil, false
 	}
-	old := cfg.dirID
+	old := fmt.Sprintf("%s", uuid.UUID(cfg.dirID))
+	var idErr *dirIDDamageError
+	if errors.As(err, &idErr) || cfg.dirID == ([16]byte{}) {
+		old = fmt.Sprintf("unknown: the voter with id %d in GET /voters", cfg.id)
+	}
 	id, err := directoryID(cfg.dir) // none is left: a new random one
 	if err != nil {
 		logger.Printf("kraftd: %v", err)
@@ -89,14 +93,14 @@ func openDataDir(cfg *config, logger *log.Logger) (*dataDir, bool) {
 	cfg.setDirectoryID(id)
 	next := "it asks the leader to remove its old key and add the new one by itself (-auto-join)"
 	if !cfg.autoJoin {
-		next = fmt.Sprintf("on the leader, remove the old key (POST /voters/remove {\"id\": %d, \"directory_id\": %q}) and add the new one "+
-			"(POST /voters/add {\"id\": %d, \"directory_id\": %q, \"endpoint\": %q}) once it has caught up, or restart it with -auto-join",
-			cfg.id, uuid.UUID(old).String(), cfg.id, uuid.UUID(id).String(), cfg.listen)
+		next = fmt.Sprintf("on the leader, remove the old key (POST /voters/remove {\"id\": %d, \"directory_id\": OLD}) and add the new one "+
+			"(POST /voters/add {\"id\": %d, \"directory_id\": %q, \"endpoint\": ITS-ADDRESS}) once it has caught up, or restart it with -auto-join",
+			cfg.id, cfg.id, uuid.UUID(id).String())
 	}
 	logger.Printf("kraftd: the data directory %s is damaged: moved the damaged data aside to %s (remove it once it is no longer needed); "+
 		"starting empty as a replaced disk (KIP-853) with the new directory id %s (the old one was %s): "+
 		"an observer until it has caught up from the leader; %s",
-		cfg.dir, aside, uuid.UUID(id), uuid.UUID(old), next)
+		cfg.dir, aside, uuid.UUID(id), old, next)
 	d, err = checkDataDir(cfg, logger)
 	if err != nil {
 		logger.Printf("kraftd: %v", err)
