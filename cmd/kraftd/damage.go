@@ -80,10 +80,12 @@ func openDataDir(cfg *config, logger *log.Logger) (*dataDir, bool) {
 		logger.Print(damageAdvice(*cfg))
 		return nil, false
 	}
-	old := fmt.Sprintf("%s", uuid.UUID(cfg.dirID))
+	// The old key, as far as it is known: not when directory.id is what
+	// is damaged.
+	old, oldJSON := uuid.UUID(cfg.dirID).String(), fmt.Sprintf("%q", uuid.UUID(cfg.dirID).String())
 	var idErr *dirIDDamageError
 	if errors.As(err, &idErr) || cfg.dirID == ([16]byte{}) {
-		old = fmt.Sprintf("unknown: the voter with id %d in GET /voters", cfg.id)
+		old, oldJSON = fmt.Sprintf("unknown: the voter with id %d in GET /voters", cfg.id), "OLD"
 	}
 	id, err := directoryID(cfg.dir) // none is left: a new random one
 	if err != nil {
@@ -93,9 +95,9 @@ func openDataDir(cfg *config, logger *log.Logger) (*dataDir, bool) {
 	cfg.setDirectoryID(id)
 	next := "it asks the leader to remove its old key and add the new one by itself (-auto-join)"
 	if !cfg.autoJoin {
-		next = fmt.Sprintf("on the leader, remove the old key (POST /voters/remove {\"id\": %d, \"directory_id\": OLD}) and add the new one "+
+		next = fmt.Sprintf("on the leader, remove the old key (POST /voters/remove {\"id\": %d, \"directory_id\": %s}) and add the new one "+
 			"(POST /voters/add {\"id\": %d, \"directory_id\": %q, \"endpoint\": ITS-ADDRESS}) once it has caught up, or restart it with -auto-join",
-			cfg.id, cfg.id, uuid.UUID(id).String())
+			cfg.id, oldJSON, cfg.id, uuid.UUID(id).String())
 	}
 	logger.Printf("kraftd: the data directory %s is damaged: moved the damaged data aside to %s (remove it once it is no longer needed); "+
 		"starting empty as a replaced disk (KIP-853) with the new directory id %s (the old one was %s): "+

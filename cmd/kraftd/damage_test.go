@@ -72,7 +72,7 @@ func TestRunReplacesDamageInADynamicQuorum(t *testing.T) {
 	require.Contains(t, out, "moved the damaged data aside to "+filepath.Join(dir, damagedPrefix))
 	require.Contains(t, out, "starting empty as a replaced disk (KIP-853) with the new directory id "+vb.Local.DirectoryID.String())
 	require.Contains(t, out, "(the old one was "+oneDirID+")")
-	require.Contains(t, out, "POST /voters/remove {\"id\": 1, \"directory_id\": OLD}", "without -auto-join it says what to do")
+	require.Contains(t, out, "POST /voters/remove {\"id\": 1, \"directory_id\": \""+oneDirID+"\"}", "without -auto-join it says what to do")
 	require.NotEqual(t, oneDirID, vb.Local.DirectoryID.String())
 	require.Equal(t, oneDirID, vb.Voters[0].DirectoryID.String(), "the old key stays a voter until it is removed")
 
@@ -162,4 +162,25 @@ func TestDirectoryIDFile(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, found)
 	require.Equal(t, oneDirID, uuid.UUID(old).String())
+}
+
+// TestRunReplacesADamagedDirectoryID: a directory.id that does not read
+// back is damage too; the old key is then unknown, and the advice says so.
+func TestRunReplacesADamagedDirectoryID(t *testing.T) {
+	dir := t.TempDir()
+	args, web := dynamicOne(t, dir)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, directoryIDFile), []byte(oneDirID[:35]+"g\n"), 0o644))
+	sigs := make(chan os.Signal, 1)
+	var stderr syncBuffer
+	code := make(chan int, 1)
+	go func() { code <- run(args, os.Stdout, &stderr, sigs) }()
+	var vb votersBody
+	require.Eventually(t, func() bool { return getJSON(web+"/voters", &vb) == nil }, 10*time.Second, 10*time.Millisecond, stderr.String())
+	sigs <- os.Interrupt
+	require.Equal(t, exitOK, <-code, stderr.String())
+	out := stderr.String()
+	require.Contains(t, out, "the directory id file "+filepath.Join(dir, directoryIDFile)+" is damaged")
+	require.Contains(t, out, "(the old one was unknown: the voter with id 1 in GET /voters)")
+	require.Contains(t, out, "POST /voters/remove {\"id\": 1, \"directory_id\": OLD}")
+	require.NotEqual(t, oneDirID, vb.Local.DirectoryID.String())
 }
