@@ -165,7 +165,7 @@ func newFlagSet(r *rawFlags) *flag.FlagSet {
 	fs.StringVar(&r.listen, "listen", "", "listen for the other replicas on `ADDR` (default: this replica's address in -voters; 127.0.0.1:0 for an observer)")
 	fs.StringVar(&r.httpAddr, "http", "", "serve the HTTP API on `ADDR` (default: no HTTP API)")
 	fs.StringVar(&r.clusterID, "cluster-id", "", "the cluster `UUID`, the same at every replica of the cluster (required; kraftd -random-uuid makes one, like kafka-storage random-uuid); requests with another one are refused")
-	fs.StringVar(&r.dirID, "directory-id", "", "this replica's directory `UUID` (default: its directory id in -voters or -initial-voters; in a dynamic quorum otherwise the one kept in DIR/directory.id, made at the first start)")
+	fs.StringVar(&r.dirID, "directory-id", "", "this replica's directory `UUID` (default: in a dynamic quorum the one kept in DIR/directory.id if there is one, else its entry's in -initial-voters, else a random one kept there at the first start; in a static quorum its entry's in -voters)")
 	fs.StringVar(&r.onDamage, "on-damage", "", "what to do when the data directory lost what it made durable: `replace` (move it aside and rejoin with a new directory id; a dynamic quorum's default) or refuse (exit; a static quorum's only choice)")
 	fs.Uint64Var(&r.seed, "seed", 0, "seed of the election timeouts (default: derived from -id)")
 	fs.DurationVar(&r.electionTimeout, "election-timeout", defaultElectionTimeout, "election timeout (controller.quorum.election.timeout.ms)")
