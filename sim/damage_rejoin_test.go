@@ -22,13 +22,15 @@ import (
 // protocol the damage is then the loss of the whole disk: OpLoseDisk, which
 // gives the replica a new directory id in a dynamic quorum.
 //
-// Each run drives the schedule that loses acknowledged records when a
-// damaged replica rejoins as it was: a laggard is crashed, records are
-// committed by the other two, the third is crashed, the victim's disk is
-// damaged, the victim and the laggard come back first (with the victim's
-// records gone and its vote still counted, the two of them elect a leader
-// without the new records), then the third. Network phases with losses,
-// duplicates and long delays come and go. The checker checks every safety
+// Each run (3 or 5 voters, snapshots every 16 or 64 records or none)
+// drives the schedule that loses acknowledged records when a damaged
+// replica rejoins as it was: a minority of laggards is crashed, records are
+// committed by the others, all of those but one (the victim) are crashed,
+// the victim's disk is damaged, the victim and the laggards come back
+// first (with the victim's records gone and its vote still counted, they
+// are a majority that elects a leader without the new records), then the
+// rest. Network phases with losses, duplicates and long delays come and
+// go. The checker checks every safety
 // rule after every event (one leader per epoch, a new leader holds every
 // committed record, committed records never change, ...); the run also
 // checks, itself, that every record committed before a damage is still
@@ -36,8 +38,9 @@ import (
 // under its new key before the next damage (one damaged replica at a time:
 // a majority of damaged disks is beyond any rule).
 
-// damageRun is one run of the damage schedule from seed: its cluster, how
-// many damages were rejoined, and how many records were committed.
+// damageRun is what one run of the damage schedule did: how many damages,
+// how many damaged replicas were voters again, how many records were
+// committed.
 type damageRun struct {
 	damages, rejoined, committed int
 }
@@ -51,10 +54,10 @@ func runDamageSchedule(seed int64, dynamic bool) (damageRun, error) {
 	r := rand.New(rand.NewSource(seed))
 	opts := DefaultOptions()
 	opts.Seed = seed
-	opts.Voters = 3
-	opts.SnapshotEvery = -1 // logs from offset 0, compared whole
+	opts.Voters = 3 + 2*r.Intn(2)
+	opts.SnapshotEvery = []int{-1, 16, 64}[r.Intn(3)]
 	if dynamic {
-		opts.Dynamic, opts.BootstrapVoters, opts.AutoJoin = true, 3, true
+		opts.Dynamic, opts.BootstrapVoters, opts.AutoJoin = true, opts.Voters, true
 	}
 	c, err := New(opts, nil)
 	if err != nil {
@@ -84,26 +87,41 @@ func runDamageSchedule(seed int64, dynamic bool) (damageRun, error) {
 		if r.Intn(3) == 0 {
 			c.SetNetwork(Network{MinDelay: time.Millisecond, MaxDelay: ms(5, 150), Loss: float64(r.Intn(3)) / 10, Duplicate: float64(r.Intn(2)) / 10})
 		}
-		perm := r.Perm(3)
-		laggard, victim, third := kraft.NodeID(perm[0]), kraft.NodeID(perm[1]), kraft.NodeID(perm[2])
-		c.Crash(laggard)
+		// f laggards, the victim and f others: the victim and the
+		// laggards are a majority without the records the others hold.
+		f := (opts.Voters - 1) / 2
+		var laggards, others []kraft.NodeID
+		perm := r.Perm(opts.Voters)
+		for _, i := range perm[:f] {
+			laggards = append(laggards, kraft.NodeID(i))
+		}
+		victim := kraft.NodeID(perm[f])
+		for _, i := range perm[f+1:] {
+			others = append(others, kraft.NodeID(i))
+		}
+		for _, id := range laggards {
+			c.Crash(id)
+		}
 		if err := c.RunFor(ms(100, 1500)); err != nil {
 			return run, err
 		}
 		remember()
-		c.Crash(third)
+		for _, id := range others {
+			c.Crash(id)
+		}
 		old := c.Key(victim)
 		c.LoseDisk(victim) // what the rule turns damage into: crashed, moved aside, started empty
 		run.damages++
 		if dynamic && c.Key(victim) == old {
 			return run, fmt.Errorf("seed %d: r%d came back from damage with its old key %v", seed, victim, old)
 		}
-		c.Restart(laggard)
+		for _, id := range laggards {
+			c.Restart(id)
+		}
 		if err := c.RunFor(ms(0, 3000)); err != nil {
 			return run, err
 		}
-		c.Restart(third)
-		c.StopFaults()
+		c.StopFaults() // restarts the others too
 		if !dynamic {
 			if _, err := c.WaitForLeader(20 * time.Second); err != nil {
 				return run, err
