@@ -165,11 +165,11 @@ func runDamageSchedule(seed int64, dynamic bool) (damageRun, error) {
 	return run, c.Err()
 }
 
-// TestDamagedReplicaRejoinsAsReplacedDisk: the rule over 100 seeds
+// TestDamagedReplicaRejoinsAsReplacedDisk: the rule over 60 seeds
 // (KRAFT_SIM_DAMAGE_SEEDS=N: N): 0 safety violations, 0 committed records
 // lost, every damaged replica a voter again under a new key.
 func TestDamagedReplicaRejoinsAsReplacedDisk(t *testing.T) {
-	seeds := 100
+	seeds := 60
 	if s := os.Getenv("KRAFT_SIM_DAMAGE_SEEDS"); s != "" {
 		var err error
 		seeds, err = strconv.Atoi(s)
