@@ -33,9 +33,10 @@ import (
 // padding) or refuses to start with a message that names the damage and
 // says what to do; in a static quorum the test then does what the message
 // says (restores the directory from the copy taken when it stopped), in a
-// dynamic quorum kraftd moves the damaged directory aside and rejoins as a
+// dynamic quorum kraftd moves the damaged data aside and rejoins as a
 // replaced disk by itself (D91). At the end every acknowledged append must
-// be in the logs.
+// be at its offset in every log (so on a majority), and the logs agree
+// below the high watermark.
 
 // TestProcessDiskFlips: a static quorum, 3 flips (KRAFTD_FLIPS=N: N),
 // seeded by KRAFTD_FLIPS_SEED (default: the clock; the seed is logged).
