@@ -102,6 +102,7 @@ type quorumCopy struct {
 	newest   quorumSlot
 	older    quorumSlot
 	hasOlder bool
+	badSlot  bool // the other slot fails its checksum
 }
 
 // readQuorumCopy reads the copy at path. found is false if there is none;
@@ -126,9 +127,9 @@ func readQuorumCopy(fsys fileSystem, path string) (c quorumCopy, found bool, dam
 		}
 		return quorumCopy{newest: a, older: o, hasOlder: true}, true, "", nil
 	case okA:
-		return quorumCopy{newest: a}, true, "", nil
+		return quorumCopy{newest: a, badSlot: true}, true, "", nil
 	case okO:
-		return quorumCopy{newest: o}, true, "", nil
+		return quorumCopy{newest: o, badSlot: true}, true, "", nil
 	}
 	return c, true, fmt.Sprintf("%s: both slots fail their checksum", path), nil
 }
@@ -252,7 +253,19 @@ func checkedQuorumState(fsys fileSystem, path string) (*QuorumStateData, error) 
 	case got == nil:
 		return nil, fail(fmt.Sprintf("the file is missing, but its checked copy holds %s", describeRecord(newest)))
 	default:
-		return nil, fail(fmt.Sprintf("the file holds %s, but its checked copy %s", describeRecord(got), describeRecord(newest)))
+		file, copied := describeRecord(got), describeRecord(newest)
+		if file == copied {
+			// Only the voted directory ids differ.
+			file += fmt.Sprintf(" (directory %s)", got.VotedKey.DirectoryID)
+			copied += fmt.Sprintf(" (directory %s)", newest.VotedKey.DirectoryID)
+		}
+		cause := fmt.Sprintf("the file holds %s, but its checked copy %s", file, copied)
+		if c.badSlot {
+			// The file may hold the record of the damaged slot: which of
+			// the two is intact cannot be told.
+			cause += ", and the copy's other slot fails its checksum"
+		}
+		return nil, fail(cause)
 	}
 	return d, nil
 }

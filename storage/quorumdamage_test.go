@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"testing"
@@ -155,4 +156,39 @@ func TestCheckQuorumStateAgainstTheLog(t *testing.T) {
 	l, recovery := reopen(t, dir+"/log", 0)
 	requireQuorumDamage(t, CheckQuorumState(path, rec, recovery.SyncedEpoch))
 	require.NoError(t, l.Close())
+}
+
+// TestQuorumStateDamageMessages: a refusal that only a voted directory id
+// tells apart shows the ids, and one with a damaged slot of the copy says
+// so.
+func TestQuorumStateDamageMessages(t *testing.T) {
+	dir := t.TempDir()
+	path := QuorumStatePath(dir)
+	voted := kraft.QuorumRecord{Epoch: 12, LeaderID: kraft.NoNode, VotedKey: kraft.ReplicaKey{ID: 2}}
+	require.NoError(t, WriteQuorumState(path, voted))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	i := bytes.Index(b, []byte(`"AAAA`))
+	require.Positive(t, i)
+	b[i+1] ^= 0x2b // the voted directory id: A -> j
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	_, err = ReadQuorumState(path)
+	require.ErrorIs(t, err, ErrDamaged)
+	require.ErrorContains(t, err, "vote 2 (directory 8c000000-0000-0000-0000-000000000000), but its checked copy epoch 12, leader -1, vote 2 (directory 00000000-0000-0000-0000-000000000000)")
+
+	dir = t.TempDir()
+	path = QuorumStatePath(dir)
+	require.NoError(t, WriteQuorumState(path, kraft.QuorumRecord{Epoch: 3, LeaderID: 1, VotedKey: kraft.NoReplica}))
+	require.NoError(t, WriteQuorumState(path, kraft.QuorumRecord{Epoch: 4, LeaderID: 1, VotedKey: kraft.NoReplica}))
+	c, err := os.ReadFile(path + QuorumStateCopySuffix)
+	require.NoError(t, err)
+	newest := 0 // the slot of the newest record
+	if s, ok := parseQuorumSlot(c[quorumCopySlotSize:]); ok && s.rec.Epoch == 4 {
+		newest = quorumCopySlotSize
+	}
+	c[newest+10] ^= 1
+	require.NoError(t, os.WriteFile(path+QuorumStateCopySuffix, c, 0o644))
+	_, err = ReadQuorumState(path)
+	require.ErrorIs(t, err, ErrDamaged)
+	require.ErrorContains(t, err, "the file holds epoch 4, leader 1, vote -1, but its checked copy epoch 3, leader 1, vote -1, and the copy's other slot fails its checksum")
 }

@@ -32,6 +32,12 @@ type config struct {
 	voters   []voter
 	observer bool // -id (with its directory id) matches no voter
 
+	// dirIDGiven: -directory-id fixes the directory id.
+	dirIDGiven bool
+	// onDamage is what to do with a damaged data directory at start:
+	// onDamageReplace or onDamageRefuse (docs/design.md D91).
+	onDamage string
+
 	// A dynamic quorum (KIP-853): -initial-voters (the bootstrap voter
 	// set, on the replicas that start the quorum), -bootstrap-servers
 	// (where a new replica finds the leader) and -auto-join.
@@ -138,6 +144,7 @@ type rawFlags struct {
 	id, voters, dir, listen, httpAddr, clusterID, dirID string
 	initialVoters, bootstrapServers                     string
 	autoJoin                                            bool
+	onDamage                                            string
 	seed                                                uint64
 	electionTimeout, fetchTimeout, electionBackoffMax   time.Duration
 	requestTimeout, retryBackoff, fetchMaxWait          time.Duration
@@ -158,7 +165,8 @@ func newFlagSet(r *rawFlags) *flag.FlagSet {
 	fs.StringVar(&r.listen, "listen", "", "listen for the other replicas on `ADDR` (default: this replica's address in -voters; 127.0.0.1:0 for an observer)")
 	fs.StringVar(&r.httpAddr, "http", "", "serve the HTTP API on `ADDR` (default: no HTTP API)")
 	fs.StringVar(&r.clusterID, "cluster-id", "", "the cluster `UUID`, the same at every replica of the cluster (required; kraftd -random-uuid makes one, like kafka-storage random-uuid); requests with another one are refused")
-	fs.StringVar(&r.dirID, "directory-id", "", "this replica's directory `UUID` (default: its directory id in -voters or -initial-voters; in a dynamic quorum otherwise the one kept in DIR/directory.id, made at the first start)")
+	fs.StringVar(&r.dirID, "directory-id", "", "this replica's directory `UUID` (default: in a dynamic quorum the one kept in DIR/directory.id if there is one, else its entry's in -initial-voters, else a random one kept there at the first start; in a static quorum its entry's in -voters)")
+	fs.StringVar(&r.onDamage, "on-damage", "", "what to do when the data directory lost what it made durable: `replace` (move it aside and rejoin with a new directory id; a dynamic quorum's default) or refuse (exit; a static quorum's only choice)")
 	fs.Uint64Var(&r.seed, "seed", 0, "seed of the election timeouts (default: derived from -id)")
 	fs.DurationVar(&r.electionTimeout, "election-timeout", defaultElectionTimeout, "election timeout (controller.quorum.election.timeout.ms)")
 	fs.DurationVar(&r.fetchTimeout, "fetch-timeout", defaultFetchTimeout, "fetch timeout (controller.quorum.fetch.timeout.ms)")
@@ -301,6 +309,17 @@ func parseConfig(args []string) (c config, err error) {
 		if c.dirID, err = parseUUID(r.dirID); err != nil {
 			return c, fmt.Errorf("-directory-id %q: %w", r.dirID, err)
 		}
+		c.dirIDGiven = true
+	}
+	switch {
+	case r.onDamage == "" && c.dynamic, r.onDamage == onDamageReplace && c.dynamic:
+		c.onDamage = onDamageReplace
+	case r.onDamage == "", r.onDamage == onDamageRefuse:
+		c.onDamage = onDamageRefuse
+	case r.onDamage == onDamageReplace:
+		return c, errors.New("-on-damage replace needs a dynamic quorum (-initial-voters or -bootstrap-servers): a static voter cannot rejoin with a new directory id")
+	default:
+		return c, fmt.Errorf("-on-damage %q: want replace or refuse", r.onDamage)
 	}
 	c.observer = true
 	for _, v := range append(append([]voter(nil), c.voters...), c.initialVoters...) {

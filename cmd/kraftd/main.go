@@ -39,8 +39,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -106,42 +104,13 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		return exitFail
 	}
 	defer func() { _ = lock.Unlock() }()
-	logDir := filepath.Join(cfg.dir, "log")
-	lg, rec, err := storage.Open(logDir, storage.Options{})
-	if err != nil {
-		logger.Printf("kraftd: opening the log: %v", err)
-		if errors.Is(err, storage.ErrDamaged) {
-			logger.Print(damageAdvice(cfg))
-		}
+	// A damaged directory is refused, or in a dynamic quorum replaced
+	// (docs/design.md D90, D91).
+	data, ok := openDataDir(&cfg, logger)
+	if !ok {
 		return exitFail
 	}
-	logger.Printf("kraftd: log %s: %d records in %d segments, ends at %+v", logDir, rec.Records, rec.Segments, lg.End())
-	if rec.DroppedBytes > 0 {
-		logger.Printf("kraftd: log recovery dropped a torn tail of %d bytes past the recovery point %d (never synced): %s", rec.DroppedBytes, rec.RecoveryPoint, rec.Cause)
-	}
-	qsPath := storage.QuorumStatePath(cfg.dir)
-	qs, err := storage.ReadQuorumState(qsPath)
-	if err == nil {
-		err = storage.CheckQuorumState(qsPath, qs, rec.SyncedEpoch)
-	}
-	if err != nil {
-		_ = lg.Close()
-		logger.Printf("kraftd: %v", err)
-		if errors.Is(err, storage.ErrDamaged) {
-			logger.Print(damageAdvice(cfg))
-		}
-		return exitFail
-	}
-	snapDir := filepath.Join(cfg.dir, "snapshots")
-	snaps, err := storage.OpenSnapshots(snapDir)
-	if err != nil {
-		_ = lg.Close()
-		logger.Printf("kraftd: opening the snapshots: %v", err)
-		return exitFail
-	}
-	if id, ok := snaps.Latest(); ok {
-		logger.Printf("kraftd: snapshots %s: %d, the latest ends at %+v; the log starts at %d", snapDir, len(snaps.List()), id, lg.StartOffset())
-	}
+	lg, snaps, qsPath := data.log, data.snaps, data.qsPath
 	if cfg.dynamic && cfg.dirID == ([16]byte{}) {
 		if cfg.dirID, err = directoryID(cfg.dir); err != nil {
 			_ = lg.Close()
@@ -251,66 +220,6 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		srv.stop(0)
 	}
 	return exitFail
-}
-
-// damageAdvice says what to do with a data directory whose synced data is
-// damaged: kraftd refuses to start on it, since a replica that lost
-// records it acknowledged, or its vote, could make the quorum lose a
-// committed record or elect two leaders in one epoch.
-func damageAdvice(cfg config) string {
-	s := fmt.Sprintf("kraftd: the data directory %s is damaged: records or a vote this replica made durable are gone, and it must not rejoin with it as it is. ", cfg.dir)
-	if cfg.dynamic {
-		return s + "Restore the directory from a copy taken while the replica was stopped, or stop it, remove the directory and " +
-			"start the replica again with an empty one (a new directory id); on the leader, remove its old directory id from the voters " +
-			"(POST /voters/remove) and add the new one (POST /voters/add, or -auto-join)."
-	}
-	return s + "Restore the directory from a copy taken while the replica was stopped. Do not start it with an empty directory " +
-		"in a static quorum while the others cannot form a majority without it: it may have held acknowledged records they lack."
-}
-
-// onlyVoter: the replica is the only voter of its voter set.
-// directoryIDFile keeps a replica's directory id in its data directory
-// (Kafka keeps it in meta.properties).
-const directoryIDFile = "directory.id"
-
-// directoryID reads the directory id kept in dir, or makes a random one and
-// keeps it there durably.
-func directoryID(dir string) ([16]byte, error) {
-	path := filepath.Join(dir, directoryIDFile)
-	b, err := os.ReadFile(path)
-	if err == nil {
-		id, err := parseUUID(strings.TrimSpace(string(b)))
-		if err != nil {
-			return id, fmt.Errorf("%s: %w", path, err)
-		}
-		return id, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return [16]byte{}, err
-	}
-	id := uuid.New()
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return id, err
-	}
-	_, werr := f.WriteString(id.String() + "\n")
-	serr := f.Sync()
-	cerr := f.Close()
-	for _, e := range []error{werr, serr, cerr} {
-		if e != nil {
-			return id, e
-		}
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return id, err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return id, err
-	}
-	defer func() { _ = d.Close() }()
-	return id, d.Sync()
 }
 
 func votersString(vs []voter) string {
