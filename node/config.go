@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -121,9 +122,26 @@ type Config struct {
 	// VotersRecord.
 	Endpoint string
 
-	// Logf, if set, receives one line for each role change (with kraft's
-	// reason), fault and I/O error.
+	// Logger receives the runtime's log records (log/slog): role changes
+	// with kraft's reasons, voter-set changes, snapshots, cluster id
+	// refusals, lagging voters, slow syncs, faults and I/O errors, each
+	// with an "event" attribute (the Event constants) and, where an
+	// operator should act, an "advice" attribute (docs/design.md D85).
+	// Repeating events are rate-limited. The node adds a "node" attribute
+	// (its id).
+	Logger *slog.Logger
+	// Logf, if set and Logger is nil, receives each record of Info level
+	// and above as one line: the level, the message, then the attributes
+	// as key=value.
 	Logf func(format string, args ...interface{})
+	// LagThreshold is how many records a voter may lag behind the leader's
+	// log end before the leader logs it (EventFollowerLagging);
+	// DefaultLagThreshold when zero, never when negative.
+	LagThreshold int64
+	// SlowSyncThreshold is how long a log sync may take before it is
+	// logged (EventSlowSync); DefaultSlowSyncThreshold when zero, never
+	// when negative.
+	SlowSyncThreshold time.Duration
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -192,8 +210,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.SnapshotChunkBytes == 0 {
 		c.SnapshotChunkBytes = DefaultSnapshotChunkBytes
 	}
-	if c.Logf == nil {
-		c.Logf = func(string, ...interface{}) {}
+	c.Logger = newLogger(c.Logger, c.Logf)
+	if c.LagThreshold == 0 {
+		c.LagThreshold = DefaultLagThreshold
+	}
+	if c.SlowSyncThreshold == 0 {
+		c.SlowSyncThreshold = DefaultSlowSyncThreshold
 	}
 	return c, nil
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/kraftquorum/kraft"
@@ -139,7 +140,7 @@ func (l *Latency) observe(d time.Duration) {
 
 // refusalLogEvery is how often, at most, a cluster id refusal is logged
 // again for one peer and direction; the line says how many were not.
-const refusalLogEvery = time.Minute
+const refusalLogEvery = DefaultLogEvery
 
 // loopMetrics is what the loop keeps for Metrics.
 type loopMetrics struct {
@@ -154,7 +155,6 @@ type loopMetrics struct {
 	polling                     bool
 	idle, busy                  time.Duration
 	refused, refusedBy          uint64
-	refusals                    map[refusalKey]*rateLimit
 }
 
 type pendingWrite struct {
@@ -165,11 +165,6 @@ type pendingWrite struct {
 type refusalKey struct {
 	peer kraft.NodeID
 	by   bool // the peer refused this replica's request
-}
-
-type rateLimit struct {
-	last       time.Duration
-	suppressed int
 }
 
 // pollStart marks the start of the loop's wait for input.
@@ -238,7 +233,10 @@ func (n *Node) syncLog() error {
 	start := time.Now()
 	err := n.cfg.Log.Sync()
 	took := time.Since(start)
-	n.internalCall(func() { n.met.fsync.observe(took) })
+	n.internalCall(func() {
+		n.met.fsync.observe(took)
+		n.slowSync(took)
+	})
 	return err
 }
 
@@ -247,8 +245,9 @@ func (n *Node) refusal(o replica.ClusterIDRefused) {
 	ours := n.cfg.Kraft.ClusterID
 	if o.Inbound {
 		n.met.refused++
-		n.logRefusal(refusalKey{peer: o.Peer}, "node %d: refused a %s request from node %d: INCONSISTENT_CLUSTER_ID: it has cluster id %s, this replica %s; give every replica of the cluster the same cluster id (or stop the stray one)",
-			n.local.ID, o.Request, o.Peer, o.Theirs.UUID, ours.UUID)
+		n.logRefusal(refusalKey{peer: o.Peer}, fmt.Sprintf("refused a %s request from node %d: INCONSISTENT_CLUSTER_ID: it has cluster id %s, this replica %s",
+			o.Request, o.Peer, o.Theirs.UUID, ours.UUID),
+			"peer", int32(o.Peer), "request", o.Request, "direction", "inbound", "peer_cluster_id", o.Theirs.UUID.String(), "cluster_id", ours.UUID.String())
 		return
 	}
 	n.met.refusedBy++
@@ -256,32 +255,41 @@ func (n *Node) refusal(o replica.ClusterIDRefused) {
 	if ours.Valid {
 		id = ours.UUID.String()
 	}
-	n.logRefusal(refusalKey{peer: o.Peer, by: true}, "node %d: node %d refused this replica's %s request: INCONSISTENT_CLUSTER_ID: it has another cluster id than this replica's (%s); give every replica of the cluster the same cluster id (or stop the stray one)",
-		n.local.ID, o.Peer, o.Request, id)
+	n.logRefusal(refusalKey{peer: o.Peer, by: true}, fmt.Sprintf("node %d refused this replica's %s request: INCONSISTENT_CLUSTER_ID: it has another cluster id than this replica's (%s)",
+		o.Peer, o.Request, id),
+		"peer", int32(o.Peer), "request", o.Request, "direction", "outbound", "cluster_id", id)
 }
 
 // logRefusal logs a cluster id refusal, at most once per refusalLogEvery
-// for each peer and direction.
-func (n *Node) logRefusal(k refusalKey, format string, args ...interface{}) {
-	now := n.clock()
-	if n.met.refusals == nil {
-		n.met.refusals = map[refusalKey]*rateLimit{}
-	}
-	rl := n.met.refusals[k]
-	if rl != nil && now-rl.last < refusalLogEvery {
-		rl.suppressed++
+// for each peer and direction, with the number left out since.
+func (n *Node) logRefusal(k refusalKey, msg string, attrs ...interface{}) {
+	ok, suppressed := n.limits.allow(k, n.clock())
+	if !ok {
 		return
 	}
-	line := fmt.Sprintf(format, args...)
-	if rl != nil && rl.suppressed > 0 {
-		line += fmt.Sprintf(" (%d more since the last report)", rl.suppressed)
+	if suppressed > 0 {
+		msg += fmt.Sprintf(" (%d more since the last report)", suppressed)
+		attrs = append(attrs, "suppressed", suppressed)
 	}
-	if rl == nil {
-		rl = &rateLimit{}
-		n.met.refusals[k] = rl
+	n.logEvent(slog.LevelWarn, EventClusterIDRefused, adviceClusterID, msg, attrs...)
+}
+
+// slowSync logs a log sync that took longer than the threshold, at most
+// once per DefaultLogEvery, with the number left out since.
+func (n *Node) slowSync(took time.Duration) {
+	if n.cfg.SlowSyncThreshold < 0 || took <= n.cfg.SlowSyncThreshold {
+		return
 	}
-	rl.last, rl.suppressed = now, 0
-	n.cfg.Logf("%s", line)
+	ok, suppressed := n.limits.allow(EventSlowSync, n.clock())
+	if !ok {
+		return
+	}
+	msg := fmt.Sprintf("slow disk: a sync of the log took %v (threshold %v)", took.Round(time.Millisecond), n.cfg.SlowSyncThreshold)
+	if suppressed > 0 {
+		msg += fmt.Sprintf(" (%d more slow syncs since the last report)", suppressed)
+	}
+	n.logEvent(slog.LevelWarn, EventSlowSync, adviceSlowSync, msg,
+		"took", took, "threshold", n.cfg.SlowSyncThreshold, "suppressed", suppressed, "role", n.st.Role().String())
 }
 
 // peerAddresses is a Transport that knows which peers it has an address
