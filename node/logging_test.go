@@ -334,7 +334,7 @@ func TestTCPLogsPeersAndGarbage(t *testing.T) {
 	garbage("GET /status HTTP/1.1\r\nHost: x\r\n\r\n")
 	g := rec.waitEvent(t, EventGarbageConnection, func(logRecord) bool { return true })
 	require.Equal(t, slog.LevelWarn, g.level)
-	require.Contains(t, g.msg, "does not speak kraft's protocol")
+	require.Contains(t, g.msg, `does not speak kraft's protocol: it sent "GET "`)
 	require.True(t, strings.HasPrefix(g.attrs["remote"].(string), "127.0.0.1:"))
 	require.Equal(t, adviceGarbage, g.attrs["advice"])
 	garbage("\x00\x00\x00\x09XXXX\x01\x00\x00\x00\x01")

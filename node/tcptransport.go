@@ -427,8 +427,13 @@ func (t *TCPTransport) readIncoming(c *tcpConn) {
 	defer t.forget(c)
 	r := bufio.NewReaderSize(c.c, 64<<10)
 	_ = c.c.SetReadDeadline(time.Now().Add(t.cfg.DialTimeout))
+	head, _ := r.Peek(4) // the first bytes, for the log if they are not a hello
+	head = append([]byte(nil), head...)
 	hello, err := readFrameLimit(r, tcpHelloSize)
 	if err != nil || len(hello) != tcpHelloSize || string(hello[:4]) != tcpHelloMagic || hello[4] != wireVersion {
+		if hello == nil && len(head) > 0 {
+			hello = head
+		}
 		t.garbage(c, hello, err)
 		return
 	}
@@ -666,6 +671,8 @@ func (t *TCPTransport) garbage(c *tcpConn, hello []byte, err error) {
 		why, level = "it closed the connection without sending anything", slog.LevelDebug
 	case err != nil && errors.Is(err, os.ErrDeadlineExceeded):
 		why = fmt.Sprintf("it sent no kraft hello within %v", t.cfg.DialTimeout)
+	case err != nil && hello != nil:
+		why = fmt.Sprintf("it sent %q where kraft's hello was expected (%v)", hello, err)
 	case err != nil:
 		why = err.Error()
 	default:
