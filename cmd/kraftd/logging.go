@@ -58,6 +58,7 @@ var lineLevels = []struct {
 	{"kraftd: creating the data directory", slog.LevelError},
 	{"kraftd: opening the", slog.LevelError},
 	{"kraftd: storage:", slog.LevelError},
+	{"kraftd: meta.properties:", slog.LevelError},
 	{"kraftd: node:", slog.LevelError},
 	{"kraftd: the data directory", slog.LevelError},
 	{"kraftd: starting the replica", slog.LevelError},

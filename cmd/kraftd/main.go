@@ -108,6 +108,10 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		return exitFail
 	}
 	defer func() { _ = lock.Unlock() }()
+	if err := checkMetaProperties(cfg, logger); err != nil {
+		logger.Printf("kraftd: meta.properties: %v", err)
+		return exitFail
+	}
 	logDir := filepath.Join(cfg.dir, "log")
 	lg, rec, err := storage.Open(logDir, storage.Options{})
 	if err != nil {
