@@ -353,3 +353,33 @@ func TestTCPLogsPeersAndGarbage(t *testing.T) {
 	require.Equal(t, 1, warns, "one Warn per host per interval: %v", rec.events(EventGarbageConnection))
 	require.Equal(t, 1, debugs, "a connection that sends nothing (a health check) is Debug")
 }
+
+// TestNodeVotersFetching: the leader counts the voters that fetched
+// within the fetch timeout, itself included; a crashed follower drops out
+// of the count once the fetch timeout has passed. Other roles count 0.
+func TestNodeVotersFetching(t *testing.T) {
+	c := newTestCluster(t, 3)
+	c.appendCommitted("a")
+	l := c.leader()
+	fetching := func() int {
+		m, err := l.Metrics()
+		require.NoError(t, err)
+		require.Equal(t, "Leader", m.Role)
+		return m.VotersFetching
+	}
+	require.Eventually(t, func() bool { return fetching() == 3 }, 5*time.Second, 5*time.Millisecond)
+	for id, nd := range c.nodes {
+		if id != l.local.ID {
+			m, err := nd.Metrics()
+			require.NoError(t, err)
+			require.Zero(t, m.VotersFetching, "node %d", id)
+		}
+	}
+	f := l.local.ID%3 + 1
+	c.crash(f)
+	crashed := time.Now()
+	require.Eventually(t, func() bool { return fetching() == 2 }, 5*time.Second, 5*time.Millisecond)
+	require.GreaterOrEqual(t, time.Since(crashed), 150*time.Millisecond, "counted until the fetch timeout (200ms) passed")
+	c.appendCommitted("b")
+	require.Equal(t, 2, fetching())
+}

@@ -101,6 +101,14 @@ type Metrics struct {
 	ClusterIDRefused, ClusterIDRefusedByPeers uint64
 	// TransportDropped is Status.TransportDropped.
 	TransportDropped uint64
+	// VotersFetching, on the leader, counts the voters in contact: itself
+	// (if a voter) and each other voter that sent a Fetch or FetchSnapshot
+	// within the last fetch timeout (a caught-up voter fetches at least
+	// every fetch max wait, a quarter of it by default). At most half of
+	// the voters is a leader that lost its quorum, which check-quorum
+	// resigns once 1.5 fetch timeouts have passed (docs/design.md D89).
+	// 0 on every other role.
+	VotersFetching int
 }
 
 // LatencyBounds are the upper bounds of Latency's histogram buckets.
@@ -155,6 +163,7 @@ type loopMetrics struct {
 	polling                     bool
 	idle, busy                  time.Duration
 	refused, refusedBy          uint64
+	fetchedAt                   map[kraft.NodeID]time.Duration // the latest Fetch or FetchSnapshot from each peer
 }
 
 type pendingWrite struct {
@@ -226,6 +235,39 @@ func (n *Node) observeState(next kraft.State) {
 		n.met.busy += now - n.met.pollStart
 		n.met.pollStart = now
 	}
+}
+
+// noteFetch notes when a peer's Fetch or FetchSnapshot request arrived
+// (run), for Metrics.VotersFetching.
+func (n *Node) noteFetch(m Message) {
+	if m.Response {
+		return
+	}
+	switch m.Event.(type) {
+	case kraft.ReceiveFetch, kraft.ReceiveFetchSnapshot:
+		if n.met.fetchedAt == nil {
+			n.met.fetchedAt = map[kraft.NodeID]time.Duration{}
+		}
+		n.met.fetchedAt[m.From] = n.clock()
+	}
+}
+
+// votersFetching is Metrics.VotersFetching.
+func (n *Node) votersFetching(s kraft.State) int {
+	if s.Role() != kraft.Leader {
+		return 0
+	}
+	window := n.cfg.Kraft.FetchTimeout
+	if window == 0 {
+		window = kraft.DefaultFetchTimeout
+	}
+	now, count := n.clock(), 0
+	for _, v := range s.Voters() {
+		if at, ok := n.met.fetchedAt[v.ID]; v.ID == n.local.ID || (ok && now-at <= window) {
+			count++
+		}
+	}
+	return count
 }
 
 // syncLog syncs the log, off the loop, and hands its latency to the loop.
@@ -332,6 +374,7 @@ func (n *Node) Metrics() (Metrics, error) {
 			m.TransportDropped = dc.Dropped()
 		}
 		m.Voters = voterProgress(s)
+		m.VotersFetching = n.votersFetching(s)
 	})
 	return m, err
 }

@@ -210,6 +210,7 @@ func (n *Node) run() {
 				return
 			}
 			n.pollEnd()
+			n.noteFetch(m)
 			n.r.Receive(n.clock(), m)
 		case f := <-n.calls:
 			n.pollEnd()
