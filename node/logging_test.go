@@ -31,12 +31,12 @@ func (r logRecord) String() string { return fmt.Sprintf("%v %q %v", r.level, r.m
 
 // recorder is a slog.Handler that keeps every record, for tests.
 type recorder struct {
-	mu      sync.Mutex
+	mu      *sync.Mutex // shared with the recorders WithAttrs makes
 	records *[]logRecord
 	attrs   []slog.Attr
 }
 
-func newRecorder() *recorder { return &recorder{records: &[]logRecord{}} }
+func newRecorder() *recorder { return &recorder{mu: &sync.Mutex{}, records: &[]logRecord{}} }
 
 func (r *recorder) logger() *slog.Logger { return slog.New(r) }
 
@@ -58,7 +58,7 @@ func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
 }
 
 func (r *recorder) WithAttrs(as []slog.Attr) slog.Handler {
-	return &recorder{records: r.records, attrs: append(append([]slog.Attr(nil), r.attrs...), as...)}
+	return &recorder{mu: r.mu, records: r.records, attrs: append(append([]slog.Attr(nil), r.attrs...), as...)}
 }
 
 func (r *recorder) WithGroup(string) slog.Handler { return r }
