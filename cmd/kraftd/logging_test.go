@@ -4,6 +4,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"log/slog"
 	"encoding/json"
 	"os"
 	"strings"
@@ -33,9 +35,6 @@ func jsonRecords(t *testing.T, out string) []map[string]interface{} {
 // JSON record with a UTC time and a level; the runtime's records carry
 // their event and attributes; -log-level leaves out the records below it.
 func TestRunLogsJSONInUTC(t *testing.T) {
-	local := time.Local
-	time.Local = time.FixedZone("UTC+5", 5*3600) // the machine's zone must not show
-	defer func() { time.Local = local }()
 	runOnce := func(level string) string {
 		ports := []string{freeAddr(t), freeAddr(t)}
 		sigs := make(chan os.Signal, 1)
@@ -78,6 +77,21 @@ func TestRunLogsJSONInUTC(t *testing.T) {
 
 	for _, r := range jsonRecords(t, runOnce("warn")) {
 		require.NotEqual(t, "INFO", r["level"], "-log-level warn: %v", r)
+	}
+}
+
+// TestLogTimesInUTC: a record's time is written in UTC, whatever its
+// zone (the machine's local time), in both formats.
+func TestLogTimesInUTC(t *testing.T) {
+	at := time.Date(2026, 12, 3, 20, 30, 0, 0, time.FixedZone("UTC+5", 5*3600))
+	for format, want := range map[string]string{
+		"text": "time=2026-12-03T15:30:00.000Z ",
+		"json": `{"time":"2026-12-03T15:30:00Z",`,
+	} {
+		var b bytes.Buffer
+		l := newSlogger(&b, format, slog.LevelInfo)
+		require.NoError(t, l.Handler().Handle(context.Background(), slog.NewRecord(at, slog.LevelInfo, "m", 0)))
+		require.True(t, strings.HasPrefix(b.String(), want), "%s: %s", format, b.String())
 	}
 }
 
