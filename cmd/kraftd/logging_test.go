@@ -5,8 +5,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
