@@ -142,6 +142,14 @@ type Config struct {
 	// logged (EventSlowSync); DefaultSlowSyncThreshold when zero, never
 	// when negative.
 	SlowSyncThreshold time.Duration
+	// SlowSyncResign, if positive, makes a leader resign (as Resign does)
+	// once this many syncs of its log in a row took longer than
+	// SlowSyncThreshold, so that a voter whose disk may be healthy leads:
+	// only while a majority of the voters fetched within the fetch timeout
+	// (a successor can be elected), and at most once every ten minutes
+	// (EventSlowSyncResign; docs/design.md D90). Zero: a slow leader only
+	// logs (EventSlowSync).
+	SlowSyncResign int
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -153,7 +161,7 @@ func (c Config) withDefaults() (Config, error) {
 	case c.Transport == nil:
 		return c, errors.New("node: Config.Transport is nil")
 	case c.RequestTimeout < 0 || c.RetryBackoff < 0 || c.FetchMaxWait < 0 || c.FetchMaxBytes < 0 ||
-		c.SnapshotChunkBytes < 0 || c.SnapshotEvery < 0:
+		c.SnapshotChunkBytes < 0 || c.SnapshotEvery < 0 || c.SlowSyncResign < 0:
 		return c, errors.New("node: negative timeout, backoff, size or snapshot interval")
 	case c.SnapshotChunkBytes > MaxFrameSize-1024:
 		return c, fmt.Errorf("node: SnapshotChunkBytes %d does not fit in a frame of %d bytes", c.SnapshotChunkBytes, MaxFrameSize)

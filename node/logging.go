@@ -65,6 +65,9 @@ const (
 	// EventSlowSync: a log sync (fsync) took longer than
 	// Config.SlowSyncThreshold (Warn, rate-limited).
 	EventSlowSync = "slow_sync"
+	// EventSlowSyncResign: a leader resigned because its last
+	// Config.SlowSyncResign syncs were slow (Warn).
+	EventSlowSyncResign = "slow_sync_resign"
 	// EventNoSuccessor: Shutdown closed a leader before another replica
 	// led (Warn).
 	EventNoSuccessor = "no_successor"
@@ -100,6 +103,7 @@ const (
 	adviceEncode      = "a message the wire format cannot carry: a bug in the sender; report it"
 	adviceLag         = "check that voter's disk, network and CPU: while it lags, the quorum has one voter less to lose"
 	adviceSlowSync    = "the disk is slow and every commit waits for syncs: check the disk (iostat, a full or failing device, a noisy neighbour); on the leader, hand leadership to a replica with a healthy disk (Resign, kraftd's POST /resign)"
+	adviceSlowResign  = "another voter leads now; this replica keeps following: fix or replace its disk (move the data directory to a healthy one), or it may lead again"
 	adviceRemoved     = "this replica is no longer a voter: it goes on as an observer; with auto-join it asks to be added back, so stop it or restart it without auto-join to remove it for good"
 	adviceNoSuccessor = "no other replica led within the handover bound: a majority of the voters may be down"
 	adviceSnapshot    = "the snapshot is dropped and tried again later; the log is not deleted behind it meanwhile"

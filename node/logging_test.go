@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -382,4 +383,62 @@ func TestNodeVotersFetching(t *testing.T) {
 	require.GreaterOrEqual(t, time.Since(crashed), 150*time.Millisecond, "counted until the fetch timeout (200ms) passed")
 	c.appendCommitted("b")
 	require.Equal(t, 2, fetching())
+}
+
+// switchLog is a log whose syncs can be made slow at any time.
+type switchLog struct {
+	storage.Log
+	delay *int64 // nanoseconds, atomic
+}
+
+func (l switchLog) Sync() error {
+	time.Sleep(time.Duration(atomic.LoadInt64(l.delay)))
+	return l.Log.Sync()
+}
+
+// TestSlowLeaderResigns: with SlowSyncResign, a leader whose syncs turn
+// slow resigns after that many slow syncs in a row, and says why; another
+// voter leads. Without it, the slow leader only logs.
+func TestSlowLeaderResigns(t *testing.T) {
+	for _, resign := range []int{3, 0} {
+		recs := map[kraft.NodeID]*recorder{1: newRecorder(), 2: newRecorder(), 3: newRecorder()}
+		delays := map[kraft.NodeID]*int64{1: new(int64), 2: new(int64), 3: new(int64)}
+		c := newTunedCluster(t, 3, nil, func(cfg *Config) {
+			id := cfg.Kraft.Local.ID
+			cfg.Log = switchLog{Log: cfg.Log, delay: delays[id]}
+			cfg.Logger = recs[id].logger()
+			cfg.SlowSyncThreshold = 20 * time.Millisecond
+			cfg.SlowSyncResign = resign
+		})
+		c.appendCommitted("a")
+		l := c.leader()
+		id := l.local.ID
+		atomic.StoreInt64(delays[id], int64(40*time.Millisecond))
+		// Appends commit on the followers' syncs; the leader's slow ones
+		// follow, one per 40 ms (group commit).
+		for i := 0; i < 15; i++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, _ = l.Append(ctx, []byte(fmt.Sprint(i))) // fails once it resigned
+			cancel()
+			time.Sleep(20 * time.Millisecond)
+		}
+		if resign == 0 {
+			require.Empty(t, recs[id].events(EventSlowSyncResign))
+			require.NotEmpty(t, recs[id].events(EventSlowSync))
+			st, err := l.Status()
+			require.NoError(t, err)
+			require.Equal(t, "Leader", st.Role, "a slow leader only logs")
+			continue
+		}
+		r := recs[id].waitEvent(t, EventSlowSyncResign, func(logRecord) bool { return true })
+		require.Equal(t, slog.LevelWarn, r.level)
+		require.Contains(t, r.msg, "resigning leadership: the last 3 syncs of the log each took longer than 20ms")
+		require.Equal(t, adviceSlowResign, r.attrs["advice"])
+		require.Eventually(t, func() bool {
+			m, err := l.Metrics()
+			require.NoError(t, err)
+			return m.CurrentLeader != kraft.NoNode && m.CurrentLeader != id
+		}, 10*time.Second, 5*time.Millisecond, "another voter leads")
+		require.Len(t, recs[id].events(EventSlowSyncResign), 1)
+	}
 }

@@ -164,6 +164,9 @@ type loopMetrics struct {
 	idle, busy                  time.Duration
 	refused, refusedBy          uint64
 	fetchedAt                   map[kraft.NodeID]time.Duration // the latest Fetch or FetchSnapshot from each peer
+	slowRun                     int                            // slow syncs in a row
+	slowResigned                bool                           // resigned for slow syncs, at slowResignAt
+	slowResignAt                time.Duration
 }
 
 type pendingWrite struct {
@@ -319,9 +322,15 @@ func (n *Node) logRefusal(k refusalKey, msg string, attrs ...interface{}) {
 // slowSync logs a log sync that took longer than the threshold, at most
 // once per DefaultLogEvery, with the number left out since.
 func (n *Node) slowSync(took time.Duration) {
-	if n.cfg.SlowSyncThreshold < 0 || took <= n.cfg.SlowSyncThreshold {
+	if n.cfg.SlowSyncThreshold < 0 {
 		return
 	}
+	if took <= n.cfg.SlowSyncThreshold {
+		n.met.slowRun = 0
+		return
+	}
+	n.met.slowRun++
+	n.maybeResignSlow(took)
 	ok, suppressed := n.limits.allow(EventSlowSync, n.clock())
 	if !ok {
 		return
@@ -332,6 +341,33 @@ func (n *Node) slowSync(took time.Duration) {
 	}
 	n.logEvent(slog.LevelWarn, EventSlowSync, adviceSlowSync, msg,
 		"took", took, "threshold", n.cfg.SlowSyncThreshold, "suppressed", suppressed, "role", n.st.Role().String())
+}
+
+// slowResignEvery is how often, at most, a leader resigns for its slow
+// syncs (Config.SlowSyncResign).
+const slowResignEvery = 10 * time.Minute
+
+// maybeResignSlow makes a leader whose last Config.SlowSyncResign syncs
+// were all slow resign, if a majority of the voters is in contact (a
+// successor can be elected) and it did not resign so within
+// slowResignEvery (docs/design.md D90).
+func (n *Node) maybeResignSlow(took time.Duration) {
+	s := n.st
+	if n.cfg.SlowSyncResign <= 0 || n.met.slowRun < n.cfg.SlowSyncResign || s.Role() != kraft.Leader {
+		return
+	}
+	voters := len(s.Voters())
+	fetching := n.votersFetching(s)
+	now := n.clock()
+	if voters < 2 || 2*fetching <= voters || (n.met.slowResigned && now-n.met.slowResignAt < slowResignEvery) {
+		return
+	}
+	n.met.slowResigned, n.met.slowResignAt, n.met.slowRun = true, now, 0
+	n.logEvent(slog.LevelWarn, EventSlowSyncResign, adviceSlowResign,
+		fmt.Sprintf("resigning leadership: the last %d syncs of the log each took longer than %v (the last %v): a slow disk slows every commit",
+			n.cfg.SlowSyncResign, n.cfg.SlowSyncThreshold, took.Round(time.Millisecond)),
+		"syncs", n.cfg.SlowSyncResign, "threshold", n.cfg.SlowSyncThreshold, "took", took, "epoch", int32(s.Epoch()))
+	n.r.Resign(now)
 }
 
 // peerAddresses is a Transport that knows which peers it has an address
