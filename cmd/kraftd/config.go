@@ -65,6 +65,7 @@ type config struct {
 	logger            *slog.Logger // made by run
 	lagThreshold      int64
 	slowSyncThreshold time.Duration
+	slowSyncResign    int
 
 	// warnings are the keys of -config that kraftd does not use.
 	warnings []string
@@ -154,6 +155,7 @@ type rawFlags struct {
 	logFormat, logLevel                                 string
 	lagThreshold                                        int64
 	slowSyncThreshold                                   time.Duration
+	slowSyncResign                                      int
 	config                                              string
 	version, randomUUID                                 bool
 }
@@ -184,6 +186,7 @@ func newFlagSet(r *rawFlags) *flag.FlagSet {
 	fs.StringVar(&r.logLevel, "log-level", "info", "log records of this `LEVEL` and above: debug, info, warn or error")
 	fs.Int64Var(&r.lagThreshold, "lag-threshold", defaultLagThreshold, "the leader logs a voter more than `N` records behind its log end (negative: never)")
 	fs.DurationVar(&r.slowSyncThreshold, "slow-sync-threshold", defaultSlowSyncThreshold, "log a log sync (fsync) that takes longer than this (negative: never)")
+	fs.IntVar(&r.slowSyncResign, "slow-sync-resign", 0, "a leader whose last `N` syncs were each slower than -slow-sync-threshold resigns, if a majority of the voters is in contact (at most once per 10 minutes; 0: never, it only logs)")
 	fs.StringVar(&r.config, "config", "", "read the configuration from `FILE`, in Java properties syntax with Kafka's controller.properties names (node.id, controller.quorum.voters, log.dirs, ...; docs/kraftd.md lists them); flags override it")
 	fs.BoolVar(&r.version, "version", false, "print kraftd's version and the Go version, and exit")
 	fs.BoolVar(&r.randomUUID, "random-uuid", false, "print a new random UUID for -cluster-id, and exit (kafka-storage random-uuid)")
@@ -412,6 +415,10 @@ func parseConfig(args []string) (c config, err error) {
 		return c, errors.New("-lag-threshold and -slow-sync-threshold: want a positive value (negative: never log)")
 	}
 	c.lagThreshold, c.slowSyncThreshold = r.lagThreshold, r.slowSyncThreshold
+	if r.slowSyncResign < 0 {
+		return c, fmt.Errorf("-slow-sync-resign %d: want 0 (never) or a number of syncs", r.slowSyncResign)
+	}
+	c.slowSyncResign = r.slowSyncResign
 	if err := c.kraftConfig().Validate(); err != nil {
 		return c, fmt.Errorf("-id/-voters: %w", err)
 	}

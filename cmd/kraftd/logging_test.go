@@ -127,16 +127,18 @@ func TestLogFlags(t *testing.T) {
 		{[]string{"-log-format", "xml"}, `-log-format "xml": want text or json`},
 		{[]string{"-log-level", "loud"}, `-log-level "loud": want debug, info, warn or error`},
 		{[]string{"-lag-threshold", "0"}, "-lag-threshold and -slow-sync-threshold: want a positive value"},
+		{[]string{"-slow-sync-resign", "-1"}, "-slow-sync-resign -1: want 0 (never) or a number of syncs"},
 	} {
 		_, err := parseConfig(append(append([]string(nil), base...), tc.args...))
 		require.ErrorContains(t, err, tc.want)
 	}
-	c, err := parseConfig(append(base, "-log-level", "DEBUG", "-log-format", "json", "-lag-threshold", "-1", "-slow-sync-threshold", "2s"))
+	c, err := parseConfig(append(base, "-log-level", "DEBUG", "-log-format", "json", "-lag-threshold", "-1", "-slow-sync-threshold", "2s", "-slow-sync-resign", "3"))
 	require.NoError(t, err)
 	require.Equal(t, "json", c.logFormat)
 	require.Equal(t, "DEBUG", c.logLevel.String())
 	require.Equal(t, int64(-1), c.lagThreshold)
 	require.Equal(t, 2*time.Second, c.slowSyncThreshold)
+	require.Equal(t, 3, c.slowSyncResign)
 	c, err = parseConfig(base)
 	require.NoError(t, err)
 	require.Equal(t, "text", c.logFormat)

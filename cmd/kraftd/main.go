@@ -199,6 +199,7 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 
 		LagThreshold:      cfg.lagThreshold,
 		SlowSyncThreshold: cfg.slowSyncThreshold,
+		SlowSyncResign:    cfg.slowSyncResign,
 	}
 	if cfg.dynamic {
 		ncfg.InitialVoters = cfg.nodeInitialVoters()
