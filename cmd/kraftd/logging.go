@@ -66,6 +66,8 @@ var lineLevels = []struct {
 	{"kraftd: the replica stopped", slog.LevelError},
 	{"kraftd: HTTP server", slog.LevelError},
 	{"kraftd: stopped with an error", slog.LevelError},
+	{"kraftd: " + syncDelayEnv + "=", slog.LevelError},
+	{"kraftd: fault injection:", slog.LevelWarn},
 	{"kraftd: -config:", slog.LevelWarn},
 	{"kraftd: log recovery dropped", slog.LevelWarn},
 	{"kraftd: stopped leading without a successor", slog.LevelWarn},
