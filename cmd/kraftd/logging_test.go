@@ -146,3 +146,17 @@ func TestLogFlags(t *testing.T) {
 	require.Equal(t, "text", c.logFormat)
 	require.Equal(t, "INFO", c.logLevel.String())
 }
+
+// TestSyncDelayEnv: a bad KRAFTD_SYNC_DELAY stops kraftd at start, as an
+// ERROR record naming it.
+func TestSyncDelayEnv(t *testing.T) {
+	t.Setenv(syncDelayEnv, "soon")
+	var stderr syncBuffer
+	code := run([]string{"-cluster-id", testClusterID, "-id", "1", "-voters", "1@" + freeAddr(t), "-dir", t.TempDir(), "-log-format", "json"},
+		os.Stdout, &stderr, nil)
+	require.Equal(t, exitFail, code, stderr.String())
+	recs := jsonRecords(t, stderr.String())
+	last := recs[len(recs)-1]
+	require.Equal(t, "ERROR", last["level"])
+	require.Equal(t, `kraftd: KRAFTD_SYNC_DELAY="soon": want a duration such as 500ms`, last["msg"])
+}
