@@ -289,12 +289,12 @@ func TestTCPLogsPeersAndGarbage(t *testing.T) {
 	ping(3)
 	r2 := rec.waitEvent(t, EventPeerUnreachable, func(r logRecord) bool { return r.attrs["peer"] == int64(2) })
 	require.Equal(t, slog.LevelWarn, r2.level)
-	require.Equal(t, false, r2.attrs["dns"])
+	require.False(t, r2.attrs["dns"].(bool))
 	require.Equal(t, addr2, r2.attrs["addr"])
 	require.Contains(t, r2.msg, "cannot connect to node 2 at "+addr2)
 	require.Equal(t, adviceUnreachable, r2.attrs["advice"])
 	r3 := rec.waitEvent(t, EventPeerUnreachable, func(r logRecord) bool { return r.attrs["peer"] == int64(3) })
-	require.Equal(t, true, r3.attrs["dns"], "%v", r3)
+	require.True(t, r3.attrs["dns"].(bool), "%v", r3)
 	require.Equal(t, adviceDNS, r3.attrs["advice"])
 
 	// More failed attempts are held back; then the peer comes up.
