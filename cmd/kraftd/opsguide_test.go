@@ -75,8 +75,9 @@ func guideScript(t *testing.T, blocks []string, bin, dir string) string {
 }
 
 // TestOperationsGuide runs docs/operations.md: start, grow, replace a dead
-// voter, a wiped disk, a slow disk, an upgrade, a backup and a restore,
-// with real kraftd processes.
+// voter, a wiped disk, a slow disk, a replica of another cluster, an
+// upgrade, a backup and a restore, with real kraftd processes; the logs
+// name the incidents.
 func TestOperationsGuide(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-process test: skipped with -short")
@@ -137,6 +138,8 @@ func TestOperationsGuide(t *testing.T) {
 		return string(b)
 	}
 	require.Contains(t, read(4), `"event":"slow_sync"`)
+	require.Regexp(t, `"event":"cluster_id_refused","peer":5,"request":"Fetch","direction":"inbound","peer_cluster_id":"[0-9a-f-]{36}"`, read(1))
+	require.Regexp(t, `"event":"cluster_id_refused","peer":1,"request":"Fetch","direction":"outbound"`, read(5))
 	require.Regexp(t, `"msg":"voter set changed: removed 3:[^"]*","node":1,"event":"voter_set_changed"`, read(1))
 	require.Regexp(t, `"event":"voter_change_started".*"kind":"RemoveRaftVoter","voter":"2:`, read(1)+read(4))
 }
