@@ -277,7 +277,7 @@ func (n *Node) call(f func()) error {
 
 func (n *Node) stoppedErr() error {
 	if err := n.Err(); err != nil {
-		return fmt.Errorf("%w: %v", ErrStopped, err) //nolint:errorlint // Go 1.18 takes one %w; callers test ErrStopped
+		return fmt.Errorf("%w: %w", ErrStopped, err)
 	}
 	return ErrStopped
 }
