@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -121,9 +122,34 @@ type Config struct {
 	// VotersRecord.
 	Endpoint string
 
-	// Logf, if set, receives one line for each role change (with kraft's
-	// reason), fault and I/O error.
+	// Logger receives the runtime's log records (log/slog): role changes
+	// with kraft's reasons, voter-set changes, snapshots, cluster id
+	// refusals, lagging voters, slow syncs, faults and I/O errors, each
+	// with an "event" attribute (the Event constants) and, where an
+	// operator should act, an "advice" attribute (docs/design.md D85).
+	// Repeating events are rate-limited. The node adds a "node" attribute
+	// (its id).
+	Logger *slog.Logger
+	// Logf, if set and Logger is nil, receives each record of Info level
+	// and above as one line: the level, the message, then the attributes
+	// as key=value.
 	Logf func(format string, args ...interface{})
+	// LagThreshold is how many records a voter may lag behind the leader's
+	// log end before the leader logs it (EventFollowerLagging);
+	// DefaultLagThreshold when zero, never when negative.
+	LagThreshold int64
+	// SlowSyncThreshold is how long a log sync may take before it is
+	// logged (EventSlowSync); DefaultSlowSyncThreshold when zero, never
+	// when negative.
+	SlowSyncThreshold time.Duration
+	// SlowSyncResign, if positive, makes a leader resign (as Resign does)
+	// once this many syncs of its log in a row took longer than
+	// SlowSyncThreshold, so that a voter whose disk may be healthy leads:
+	// only while a majority of the voters fetched within the fetch timeout
+	// (a successor can be elected), and at most once every ten minutes
+	// (EventSlowSyncResign; docs/design.md D93). Zero: a slow leader only
+	// logs (EventSlowSync).
+	SlowSyncResign int
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -135,7 +161,7 @@ func (c Config) withDefaults() (Config, error) {
 	case c.Transport == nil:
 		return c, errors.New("node: Config.Transport is nil")
 	case c.RequestTimeout < 0 || c.RetryBackoff < 0 || c.FetchMaxWait < 0 || c.FetchMaxBytes < 0 ||
-		c.SnapshotChunkBytes < 0 || c.SnapshotEvery < 0:
+		c.SnapshotChunkBytes < 0 || c.SnapshotEvery < 0 || c.SlowSyncResign < 0:
 		return c, errors.New("node: negative timeout, backoff, size or snapshot interval")
 	case c.SnapshotChunkBytes > MaxFrameSize-1024:
 		return c, fmt.Errorf("node: SnapshotChunkBytes %d does not fit in a frame of %d bytes", c.SnapshotChunkBytes, MaxFrameSize)
@@ -192,8 +218,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.SnapshotChunkBytes == 0 {
 		c.SnapshotChunkBytes = DefaultSnapshotChunkBytes
 	}
-	if c.Logf == nil {
-		c.Logf = func(string, ...interface{}) {}
+	c.Logger = newLogger(c.Logger, c.Logf)
+	if c.LagThreshold == 0 {
+		c.LagThreshold = DefaultLagThreshold
+	}
+	if c.SlowSyncThreshold == 0 {
+		c.SlowSyncThreshold = DefaultSlowSyncThreshold
 	}
 	return c, nil
 }

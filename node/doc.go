@@ -13,8 +13,17 @@
 // Resign, Shutdown (a leader hands leadership over first) and Status; a
 // state machine receives the committed records through Config.OnCommit.
 // Metrics returns Kafka's raft metrics (KafkaRaftMetrics) as values, with
-// fsync latency and each voter's lag; a request refused for its cluster id
-// is logged at both ends (docs/design.md D67, D68).
+// fsync latency and each voter's lag (docs/design.md D68).
+//
+// The node logs through Config.Logger (log/slog) a record for every
+// incident an operator must know of, each with an "event" attribute (the
+// Event constants), its cause as attributes and, where an operator acts,
+// an "advice" attribute: role changes, voter-set changes, snapshots, cluster
+// id refusals at both ends, peers the TCP transport cannot reach (DNS
+// failures named as such), connections that do not speak kraft's
+// protocol, dropped messages, voters lagging past Config.LagThreshold and
+// syncs slower than Config.SlowSyncThreshold. Repeats are rate-limited
+// (docs/design.md D67, D85).
 //
 // With Config.Snapshots, the node also carries out kraft's snapshot
 // actions: it answers FetchSnapshot requests with chunks of its snapshot

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"log/slog"
 	"sync"
 
 	"github.com/kraftquorum/kraft"
@@ -30,7 +31,7 @@ type MemNetwork struct {
 	down      map[kraft.NodeID]bool
 	delivered uint64
 	dropped   uint64
-	logf      func(format string, args ...interface{})
+	log       *slog.Logger
 }
 
 // memLink is an unordered pair of nodes: a < b.
@@ -118,9 +119,14 @@ func (n *MemNetwork) Up(id kraft.NodeID) {
 // message the codec refuses, and the other drops at the 1st, 2nd, 4th,
 // 8th... of the sending endpoint (see dropCounter).
 func (n *MemNetwork) SetLogf(logf func(format string, args ...interface{})) {
+	n.SetLogger(newLogger(nil, logf))
+}
+
+// SetLogger is SetLogf with a slog.Logger (EventMessageDropped records).
+func (n *MemNetwork) SetLogger(l *slog.Logger) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.logf = logf
+	n.log = l
 }
 
 // Delivered returns how many messages went into an Inbox.
@@ -171,7 +177,7 @@ func (n *MemNetwork) send(from *MemEndpoint, m Message) {
 // dropLocked counts a dropped message and logs it; n.mu is held.
 func (n *MemNetwork) dropLocked(from *MemEndpoint, always bool, format string, args ...interface{}) {
 	n.dropped++
-	from.drops.logf = n.logf
+	from.drops.log = n.log
 	from.drops.drop(always, "mem transport", format, args...)
 }
 

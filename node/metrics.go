@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/kraftquorum/kraft"
@@ -100,6 +101,14 @@ type Metrics struct {
 	ClusterIDRefused, ClusterIDRefusedByPeers uint64
 	// TransportDropped is Status.TransportDropped.
 	TransportDropped uint64
+	// VotersFetching, on the leader, counts the voters in contact: itself
+	// (if a voter) and each other voter that sent a Fetch or FetchSnapshot
+	// within the last fetch timeout (a caught-up voter fetches at least
+	// every fetch max wait, a quarter of it by default). At most half of
+	// the voters is a leader that lost its quorum, which check-quorum
+	// resigns once 1.5 fetch timeouts have passed (docs/design.md D89).
+	// 0 on every other role.
+	VotersFetching int
 }
 
 // LatencyBounds are the upper bounds of Latency's histogram buckets.
@@ -139,7 +148,7 @@ func (l *Latency) observe(d time.Duration) {
 
 // refusalLogEvery is how often, at most, a cluster id refusal is logged
 // again for one peer and direction; the line says how many were not.
-const refusalLogEvery = time.Minute
+const refusalLogEvery = DefaultLogEvery
 
 // loopMetrics is what the loop keeps for Metrics.
 type loopMetrics struct {
@@ -154,7 +163,10 @@ type loopMetrics struct {
 	polling                     bool
 	idle, busy                  time.Duration
 	refused, refusedBy          uint64
-	refusals                    map[refusalKey]*rateLimit
+	fetchedAt                   map[kraft.NodeID]time.Duration // the latest Fetch or FetchSnapshot from each peer
+	slowRun                     int                            // slow syncs in a row
+	slowResigned                bool                           // resigned for slow syncs, at slowResignAt
+	slowResignAt                time.Duration
 }
 
 type pendingWrite struct {
@@ -165,11 +177,6 @@ type pendingWrite struct {
 type refusalKey struct {
 	peer kraft.NodeID
 	by   bool // the peer refused this replica's request
-}
-
-type rateLimit struct {
-	last       time.Duration
-	suppressed int
 }
 
 // pollStart marks the start of the loop's wait for input.
@@ -233,12 +240,48 @@ func (n *Node) observeState(next kraft.State) {
 	}
 }
 
+// noteFetch notes when a peer's Fetch or FetchSnapshot request arrived
+// (run), for Metrics.VotersFetching.
+func (n *Node) noteFetch(m Message) {
+	if m.Response {
+		return
+	}
+	switch m.Event.(type) {
+	case kraft.ReceiveFetch, kraft.ReceiveFetchSnapshot:
+		if n.met.fetchedAt == nil {
+			n.met.fetchedAt = map[kraft.NodeID]time.Duration{}
+		}
+		n.met.fetchedAt[m.From] = n.clock()
+	}
+}
+
+// votersFetching is Metrics.VotersFetching.
+func (n *Node) votersFetching(s kraft.State) int {
+	if s.Role() != kraft.Leader {
+		return 0
+	}
+	window := n.cfg.Kraft.FetchTimeout
+	if window == 0 {
+		window = kraft.DefaultFetchTimeout
+	}
+	now, count := n.clock(), 0
+	for _, v := range s.Voters() {
+		if at, ok := n.met.fetchedAt[v.ID]; v.ID == n.local.ID || (ok && now-at <= window) {
+			count++
+		}
+	}
+	return count
+}
+
 // syncLog syncs the log, off the loop, and hands its latency to the loop.
 func (n *Node) syncLog() error {
 	start := time.Now()
 	err := n.cfg.Log.Sync()
 	took := time.Since(start)
-	n.internalCall(func() { n.met.fsync.observe(took) })
+	n.internalCall(func() {
+		n.met.fsync.observe(took)
+		n.slowSync(took)
+	})
 	return err
 }
 
@@ -247,8 +290,9 @@ func (n *Node) refusal(o replica.ClusterIDRefused) {
 	ours := n.cfg.Kraft.ClusterID
 	if o.Inbound {
 		n.met.refused++
-		n.logRefusal(refusalKey{peer: o.Peer}, "node %d: refused a %s request from node %d: INCONSISTENT_CLUSTER_ID: it has cluster id %s, this replica %s; give every replica of the cluster the same cluster id (or stop the stray one)",
-			n.local.ID, o.Request, o.Peer, o.Theirs.UUID, ours.UUID)
+		n.logRefusal(refusalKey{peer: o.Peer}, fmt.Sprintf("refused a %s request from node %d: INCONSISTENT_CLUSTER_ID: it has cluster id %s, this replica %s",
+			o.Request, o.Peer, o.Theirs.UUID, ours.UUID),
+			"peer", int32(o.Peer), "request", o.Request, "direction", "inbound", "peer_cluster_id", o.Theirs.UUID.String(), "cluster_id", ours.UUID.String())
 		return
 	}
 	n.met.refusedBy++
@@ -256,32 +300,74 @@ func (n *Node) refusal(o replica.ClusterIDRefused) {
 	if ours.Valid {
 		id = ours.UUID.String()
 	}
-	n.logRefusal(refusalKey{peer: o.Peer, by: true}, "node %d: node %d refused this replica's %s request: INCONSISTENT_CLUSTER_ID: it has another cluster id than this replica's (%s); give every replica of the cluster the same cluster id (or stop the stray one)",
-		n.local.ID, o.Peer, o.Request, id)
+	n.logRefusal(refusalKey{peer: o.Peer, by: true}, fmt.Sprintf("node %d refused this replica's %s request: INCONSISTENT_CLUSTER_ID: it has another cluster id than this replica's (%s)",
+		o.Peer, o.Request, id),
+		"peer", int32(o.Peer), "request", o.Request, "direction", "outbound", "cluster_id", id)
 }
 
 // logRefusal logs a cluster id refusal, at most once per refusalLogEvery
-// for each peer and direction.
-func (n *Node) logRefusal(k refusalKey, format string, args ...interface{}) {
-	now := n.clock()
-	if n.met.refusals == nil {
-		n.met.refusals = map[refusalKey]*rateLimit{}
-	}
-	rl := n.met.refusals[k]
-	if rl != nil && now-rl.last < refusalLogEvery {
-		rl.suppressed++
+// for each peer and direction, with the number left out since.
+func (n *Node) logRefusal(k refusalKey, msg string, attrs ...interface{}) {
+	ok, suppressed := n.limits.allow(k, n.clock())
+	if !ok {
 		return
 	}
-	line := fmt.Sprintf(format, args...)
-	if rl != nil && rl.suppressed > 0 {
-		line += fmt.Sprintf(" (%d more since the last report)", rl.suppressed)
+	if suppressed > 0 {
+		msg += fmt.Sprintf(" (%d more since the last report)", suppressed)
+		attrs = append(attrs, "suppressed", suppressed)
 	}
-	if rl == nil {
-		rl = &rateLimit{}
-		n.met.refusals[k] = rl
+	n.logEvent(slog.LevelWarn, EventClusterIDRefused, adviceClusterID, msg, attrs...)
+}
+
+// slowSync logs a log sync that took longer than the threshold, at most
+// once per DefaultLogEvery, with the number left out since.
+func (n *Node) slowSync(took time.Duration) {
+	if n.cfg.SlowSyncThreshold < 0 {
+		return
 	}
-	rl.last, rl.suppressed = now, 0
-	n.cfg.Logf("%s", line)
+	if took <= n.cfg.SlowSyncThreshold {
+		n.met.slowRun = 0
+		return
+	}
+	n.met.slowRun++
+	n.maybeResignSlow(took)
+	ok, suppressed := n.limits.allow(EventSlowSync, n.clock())
+	if !ok {
+		return
+	}
+	msg := fmt.Sprintf("slow disk: a sync of the log took %v (threshold %v)", took.Round(time.Millisecond), n.cfg.SlowSyncThreshold)
+	if suppressed > 0 {
+		msg += fmt.Sprintf(" (%d more slow syncs since the last report)", suppressed)
+	}
+	n.logEvent(slog.LevelWarn, EventSlowSync, adviceSlowSync, msg,
+		"took", took, "threshold", n.cfg.SlowSyncThreshold, "suppressed", suppressed, "role", n.st.Role().String())
+}
+
+// slowResignEvery is how often, at most, a leader resigns for its slow
+// syncs (Config.SlowSyncResign).
+const slowResignEvery = 10 * time.Minute
+
+// maybeResignSlow makes a leader whose last Config.SlowSyncResign syncs
+// were all slow resign, if a majority of the voters is in contact (a
+// successor can be elected) and it did not resign so within
+// slowResignEvery (docs/design.md D93).
+func (n *Node) maybeResignSlow(took time.Duration) {
+	s := n.st
+	if n.cfg.SlowSyncResign <= 0 || n.met.slowRun < n.cfg.SlowSyncResign || s.Role() != kraft.Leader {
+		return
+	}
+	voters := len(s.Voters())
+	fetching := n.votersFetching(s)
+	now := n.clock()
+	if voters < 2 || 2*fetching <= voters || (n.met.slowResigned && now-n.met.slowResignAt < slowResignEvery) {
+		return
+	}
+	n.met.slowResigned, n.met.slowResignAt, n.met.slowRun = true, now, 0
+	n.logEvent(slog.LevelWarn, EventSlowSyncResign, adviceSlowResign,
+		fmt.Sprintf("resigning leadership: the last %d syncs of the log each took longer than %v (the last %v): a slow disk slows every commit",
+			n.cfg.SlowSyncResign, n.cfg.SlowSyncThreshold, took.Round(time.Millisecond)),
+		"syncs", n.cfg.SlowSyncResign, "threshold", n.cfg.SlowSyncThreshold, "took", took, "epoch", int32(s.Epoch()))
+	n.r.Resign(now)
 }
 
 // peerAddresses is a Transport that knows which peers it has an address
@@ -324,6 +410,7 @@ func (n *Node) Metrics() (Metrics, error) {
 			m.TransportDropped = dc.Dropped()
 		}
 		m.Voters = voterProgress(s)
+		m.VotersFetching = n.votersFetching(s)
 	})
 	return m, err
 }

@@ -208,7 +208,7 @@ func TestNodeLogsClusterIDRefusals(t *testing.T) {
 func TestLogRefusalRateLimit(t *testing.T) {
 	var lines logLines
 	clock := time.Unix(1000, 0)
-	nd := &Node{cfg: Config{Logf: lines.logf}, epoch: clock, now: func() time.Time { return clock }}
+	nd := &Node{epoch: clock, now: func() time.Time { return clock }, log: newLogger(nil, lines.logf), limits: limiter{every: refusalLogEvery}}
 	nd.cfg.Kraft.ClusterID = uuid.NullUUID{UUID: uuid.New(), Valid: true}
 	other := uuid.NullUUID{UUID: uuid.New(), Valid: true}
 	// What the replica layer notes (replica.TestNoteClusterIDRefusals

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,6 +60,13 @@ type Node struct {
 	boot       []Voter               // the bootstrap checkpoint's set; read-only after Start
 	static     bool                  // a static voter set: no VotersRecords, no voter set in snapshots
 	met        loopMetrics           // for Metrics (metrics.go)
+
+	// The log (logging.go): the logger with the node's id, the rate limits
+	// of repeating events, and what the loop watches to log changes
+	// (watch.go).
+	log    *slog.Logger
+	limits limiter
+	watch  watchState
 
 	// Applier.
 	commitMu   sync.Mutex
@@ -140,6 +148,8 @@ func Start(cfg Config) (*Node, error) {
 		voterCalls: map[uint64]*voterCall{},
 		boot:       boot,
 		static:     static,
+		log:        cfg.Logger.With("node", int32(cfg.Kraft.Local.ID)),
+		limits:     limiter{every: DefaultLogEvery},
 	}
 	n.epoch = n.now()
 	rcfg := replica.Config{
@@ -147,7 +157,7 @@ func Start(cfg Config) (*Node, error) {
 		RequestTimeout: cfg.RequestTimeout, RetryBackoff: cfg.RetryBackoff, FetchMaxWait: cfg.FetchMaxWait,
 		FetchMaxBytes: cfg.FetchMaxBytes, SnapshotChunkBytes: cfg.SnapshotChunkBytes,
 		Bootstrap: boot, Static: static, BootstrapServers: cfg.BootstrapServers, Endpoint: cfg.Endpoint,
-		Logf: cfg.Logf,
+		Logf: n.replicaLogf,
 	}
 	if cfg.Snapshots != nil {
 		rcfg.Snapshots = replica.StorageSnapshots(cfg.Snapshots)
@@ -172,7 +182,8 @@ func Start(cfg Config) (*Node, error) {
 	if err := <-restored; err != nil {
 		return nil, err
 	}
-	cfg.Logf("node %d: started %v", n.local.ID, n.st)
+	n.logEvent(slog.LevelInfo, EventStarted, "", fmt.Sprintf("started: %v", n.st), "state", n.st.String())
+	n.watchStart()
 	n.carry()
 	go n.run()
 	return n, nil
@@ -199,6 +210,7 @@ func (n *Node) run() {
 				return
 			}
 			n.pollEnd()
+			n.noteFetch(m)
 			n.r.Receive(n.clock(), m)
 		case f := <-n.calls:
 			n.pollEnd()
@@ -265,7 +277,7 @@ func (n *Node) call(f func()) error {
 
 func (n *Node) stoppedErr() error {
 	if err := n.Err(); err != nil {
-		return fmt.Errorf("%w: %v", ErrStopped, err) //nolint:errorlint // Go 1.18 takes one %w; callers test ErrStopped
+		return fmt.Errorf("%w: %w", ErrStopped, err)
 	}
 	return ErrStopped
 }
@@ -284,7 +296,7 @@ func (n *Node) fail(err error) {
 	n.mu.Lock()
 	if n.err == nil {
 		n.err = err
-		n.cfg.Logf("node %d: stopping: %v", n.local.ID, err)
+		n.logEvent(slog.LevelError, EventStopped, adviceStopped, fmt.Sprintf("stopping: %v", err), "err", err.Error())
 	}
 	n.mu.Unlock()
 	n.stopOnce.Do(func() { close(n.stop) })
@@ -332,6 +344,7 @@ func (n *Node) carry() {
 	}
 	n.observeState(n.r.State())
 	n.st = n.r.State()
+	n.watchState()
 	n.armTimer()
 }
 
@@ -379,7 +392,8 @@ func (n *Node) sync() {
 }
 
 func (n *Node) onRoleChanged(a kraft.RoleChanged) {
-	n.cfg.Logf("node %d: %v -> %v in epoch %d, leader %d (%s)", n.local.ID, a.From, a.To, a.Epoch, a.LeaderID, a.Reason)
+	n.logEvent(slog.LevelInfo, EventRoleChanged, "", fmt.Sprintf("%v -> %v in epoch %d, leader %d (%s)", a.From, a.To, a.Epoch, a.LeaderID, a.Reason),
+		"from", a.From.String(), "to", a.To.String(), "epoch", int32(a.Epoch), "leader", int32(a.LeaderID), "reason", a.Reason)
 	if a.From == kraft.Leader {
 		for _, w := range n.waiters {
 			w.ch <- ErrLeadershipLost
@@ -597,7 +611,8 @@ func (n *Node) Shutdown(ctx context.Context) (Handover, error) {
 			h = got
 		case <-ctx.Done():
 		case <-bound.C:
-			n.cfg.Logf("node %d: no successor within %v of resigning: closing without a handover", n.local.ID, n.handoverBound())
+			n.logEvent(slog.LevelWarn, EventNoSuccessor, adviceNoSuccessor,
+				fmt.Sprintf("no successor within %v of resigning: closing without a handover", n.handoverBound()))
 		case <-n.done:
 		}
 	}

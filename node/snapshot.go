@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/kraftquorum/kraft"
 	"github.com/kraftquorum/kraft/replica"
@@ -75,7 +76,8 @@ func (n *Node) takeSnapshot(id kraft.LogEnd, voters []Voter) {
 	}
 	if err := n.cfg.Snapshot(id, w); err != nil {
 		_ = w.Abort()
-		n.cfg.Logf("node %d: Snapshot up to %+v failed, dropped: %v", n.local.ID, id, err)
+		n.logEvent(slog.LevelWarn, EventSnapshotFailed, adviceSnapshot, fmt.Sprintf("Snapshot up to offset %d failed, dropped: %v", id.Offset, err),
+			"offset", id.Offset, "epoch", int32(id.Epoch), "err", err.Error())
 		return
 	}
 	if err := w.Freeze(); err != nil {
@@ -84,11 +86,14 @@ func (n *Node) takeSnapshot(id kraft.LogEnd, voters []Voter) {
 	}
 	// The first Size reads the whole snapshot to verify its checksum: here,
 	// rather than on the loop when a follower first asks for it.
-	if _, err := n.cfg.Snapshots.Size(id); err != nil {
+	size, err := n.cfg.Snapshots.Size(id)
+	if err != nil {
 		if !errors.Is(err, storage.ErrSnapshotNotFound) { // else an install deleted it
 			n.fail(fmt.Errorf("node: reading back snapshot %+v: %w", id, err))
 		}
 		return
 	}
+	n.logEvent(slog.LevelInfo, EventSnapshotTaken, "", fmt.Sprintf("took a snapshot up to offset %d (epoch %d, %d bytes)", id.Offset, id.Epoch, size),
+		"offset", id.Offset, "epoch", int32(id.Epoch), "bytes", size)
 	n.internalCall(func() { n.r.SnapshotTaken(n.clock(), id) })
 }

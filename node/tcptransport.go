@@ -6,8 +6,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
+	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kraftquorum/kraft"
@@ -50,10 +54,17 @@ type TCPConfig struct {
 	// dropped.
 	QueueSize int
 	InboxSize int
-	// Logf, if set, logs the messages the transport drops: each one that
-	// cannot be encoded or decoded, and the others (no address or
-	// connection, a full queue, a write error) at the 1st, 2nd, 4th,
-	// 8th... drop. Dropped counts them all.
+	// Logger, if set, receives the transport's log records: the messages
+	// it drops (EventMessageDropped: each one that cannot be encoded, and
+	// the others, no address or connection, a full queue, a write error,
+	// at the 1st, 2nd, 4th, 8th... drop; Dropped counts them all), the
+	// peers it cannot connect to (EventPeerUnreachable, with "dns" true
+	// when the name does not resolve) and connects to again
+	// (EventPeerConnected), and connections that do not speak kraft's
+	// protocol (EventGarbageConnection). Repeats are rate-limited.
+	Logger *slog.Logger
+	// Logf, if set and Logger is nil, receives those records as lines
+	// (see node.Config.Logf).
 	Logf func(format string, args ...interface{})
 }
 
@@ -132,6 +143,10 @@ type TCPTransport struct {
 	// routes maps a requester's id to the incoming connection its latest
 	// request arrived on: where its responses go.
 	routes map[kraft.NodeID]*tcpConn
+
+	log    *slog.Logger
+	limits limiter
+	start  time.Time
 }
 
 var _ Transport = (*TCPTransport)(nil)
@@ -144,6 +159,10 @@ type tcpPeer struct {
 	// conn is the current connection, guarded by TCPTransport.mu; SetPeer
 	// closes it to make the writer dial the new address.
 	conn *tcpConn
+	// failures counts the failed connection attempts in a row since
+	// failingSince; runPeer's alone.
+	failures     int
+	failingSince time.Time
 }
 
 // tcpConn is one connection. Incoming connections have a queue of
@@ -192,8 +211,12 @@ func NewTCPTransport(cfg TCPConfig) (*TCPTransport, error) {
 		return nil, fmt.Errorf("node: listen: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	logger := newLogger(cfg.Logger, cfg.Logf).With("node", int32(cfg.ID))
 	t := &TCPTransport{
-		drops:  dropCounter{logf: cfg.Logf},
+		drops:  dropCounter{log: logger},
+		log:    logger,
+		limits: limiter{every: DefaultLogEvery},
+		start:  time.Now(),
 		cfg:    cfg,
 		ln:     ln,
 		inbox:  make(chan Message, cfg.InboxSize),
@@ -404,8 +427,14 @@ func (t *TCPTransport) readIncoming(c *tcpConn) {
 	defer t.forget(c)
 	r := bufio.NewReaderSize(c.c, 64<<10)
 	_ = c.c.SetReadDeadline(time.Now().Add(t.cfg.DialTimeout))
+	head, _ := r.Peek(4) // the first bytes, for the log if they are not a hello
+	head = append([]byte(nil), head...)
 	hello, err := readFrameLimit(r, tcpHelloSize)
 	if err != nil || len(hello) != tcpHelloSize || string(hello[:4]) != tcpHelloMagic || hello[4] != wireVersion {
+		if hello == nil && len(head) > 0 {
+			hello = head
+		}
+		t.garbage(c, hello, err)
 		return
 	}
 	_ = c.c.SetReadDeadline(time.Time{})
@@ -416,13 +445,18 @@ func (t *TCPTransport) readIncoming(c *tcpConn) {
 func (t *TCPTransport) readMessages(c *tcpConn, r *bufio.Reader, incoming bool) {
 	for {
 		frame, err := ReadFrame(r)
+		if errors.Is(err, ErrFrameTooLarge) {
+			t.garbage(c, nil, err)
+			return
+		}
 		if err != nil {
 			return
 		}
 		m, err := decodeShared(frame)
 		if err != nil {
 			// The stream is not what the peer should send: give up on it.
-			t.drop(true, "undecodable message from %v: %v", c.c.RemoteAddr(), err)
+			atomic.AddUint64(&t.drops.n, 1)
+			t.garbage(c, nil, fmt.Errorf("undecodable message: %w", err))
 			return
 		}
 		if incoming && !m.Response {
@@ -504,6 +538,7 @@ func (t *TCPTransport) runPeer(p *tcpPeer) {
 			var err error
 			c, err = t.dial(p)
 			if err != nil {
+				t.unreachable(p, err)
 				// The peer is unreachable: drop what waits for it, as
 				// its sender will retry, and back off.
 				t.drop(false, "%d unreachable: %v", p.id, err)
@@ -523,6 +558,7 @@ func (t *TCPTransport) runPeer(p *tcpPeer) {
 			if c == nil { // closed
 				return
 			}
+			t.connected(p)
 			backoff = t.cfg.ReconnectBackoff
 			w = bufio.NewWriterSize(c.c, 64<<10)
 			hello := make([]byte, 4, 4+tcpHelloSize)
@@ -567,4 +603,91 @@ func (t *TCPTransport) dial(p *tcpPeer) (*tcpConn, error) {
 		t.readMessages(c, bufio.NewReaderSize(c.c, 64<<10), false)
 	}()
 	return c, nil
+}
+
+// clock is the time since the transport was made, for its rate limits.
+func (t *TCPTransport) clock() time.Duration { return time.Since(t.start) }
+
+type peerKey kraft.NodeID
+
+// unreachable logs a failed connection attempt to p: the first of a row,
+// then at most once per DefaultLogEvery while they go on.
+func (t *TCPTransport) unreachable(p *tcpPeer, err error) {
+	p.failures++
+	if p.failures == 1 {
+		p.failingSince = time.Now()
+	}
+	ok, _ := t.limits.allow(peerKey(p.id), t.clock())
+	if !ok {
+		return
+	}
+	t.mu.Lock()
+	addr := t.addrs[p.id]
+	t.mu.Unlock()
+	var dnsErr *net.DNSError
+	dns := errors.As(err, &dnsErr)
+	advice := adviceUnreachable
+	if dns {
+		advice = adviceDNS
+	}
+	msg := fmt.Sprintf("cannot connect to node %d at %s: %v", p.id, addr, err)
+	if p.failures > 1 {
+		msg += fmt.Sprintf(" (%d attempts in a row over %v)", p.failures, time.Since(p.failingSince).Round(time.Millisecond))
+	}
+	logEvent(t.log, slog.LevelWarn, EventPeerUnreachable, advice, msg,
+		"peer", int32(p.id), "addr", addr, "err", err.Error(), "dns", dns, "attempts", p.failures)
+}
+
+// connected logs a connection to p after failed attempts.
+func (t *TCPTransport) connected(p *tcpPeer) {
+	if p.failures == 0 {
+		return
+	}
+	t.mu.Lock()
+	addr := t.addrs[p.id]
+	t.mu.Unlock()
+	logEvent(t.log, slog.LevelInfo, EventPeerConnected, "",
+		fmt.Sprintf("connected to node %d at %s after %d failed attempts over %v", p.id, addr, p.failures, time.Since(p.failingSince).Round(time.Millisecond)),
+		"peer", int32(p.id), "addr", addr, "attempts", p.failures)
+	p.failures = 0
+	t.limits.forget(peerKey(p.id))
+}
+
+type garbageKey string
+
+// garbage logs a connection that does not speak kraft's protocol, at most
+// once per DefaultLogEvery per remote host. A connection closed before it
+// sent a byte (a TCP health check) is logged at Debug level.
+func (t *TCPTransport) garbage(c *tcpConn, hello []byte, err error) {
+	remote := c.c.RemoteAddr().String()
+	host, _, splitErr := net.SplitHostPort(remote)
+	if splitErr != nil {
+		host = remote
+	}
+	var why string
+	level := slog.LevelWarn
+	switch {
+	case errors.Is(err, io.EOF) && hello == nil:
+		why, level = "it closed the connection without sending anything", slog.LevelDebug
+	case err != nil && errors.Is(err, os.ErrDeadlineExceeded):
+		why = fmt.Sprintf("it sent no kraft hello within %v", t.cfg.DialTimeout)
+	case err != nil && hello != nil:
+		why = fmt.Sprintf("it sent %q where kraft's hello was expected (%v)", hello, err)
+	case err != nil:
+		why = err.Error()
+	default:
+		why = fmt.Sprintf("it sent %q where kraft's hello was expected", hello)
+	}
+	if level == slog.LevelWarn {
+		ok, suppressed := t.limits.allow(garbageKey(host), t.clock())
+		if !ok {
+			return
+		}
+		if suppressed > 0 {
+			why += fmt.Sprintf(" (%d more connections from %s since the last report)", suppressed, host)
+		}
+	}
+	logEvent(t.log, level, EventGarbageConnection, adviceGarbage,
+		fmt.Sprintf("a connection from %s does not speak kraft's protocol: %s", remote, why),
+		"remote", remote, "reason", why)
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 
 	"github.com/kraftquorum/kraft/replica"
@@ -37,23 +38,30 @@ type DropCounter interface {
 	Dropped() uint64
 }
 
-// dropCounter counts the messages a transport drops and logs them: every
-// message that cannot be encoded (a sender's bug, which retries do not
-// cure), and the other drops (an unreachable peer, a full queue, which the
-// runtime's retries make up for) at the 1st, 2nd, 4th, 8th... drop, so an
-// outage logs a line per doubling of the count rather than one per
-// message. Keep it first in a struct: its counter is 64-bit.
+// dropCounter counts the messages a transport drops and logs them
+// (EventMessageDropped): every message that cannot be encoded (a sender's
+// bug, which retries do not cure) at Warn, and the other drops (an
+// unreachable peer, a full queue, which the runtime's retries make up for)
+// at Info at the 1st, 2nd, 4th, 8th... drop, so an outage logs a line per
+// doubling of the count rather than one per message. Keep it first in a
+// struct: its counter is 64-bit.
 type dropCounter struct {
-	n    uint64 // atomic
-	logf func(format string, args ...interface{})
+	n   uint64 // atomic
+	log *slog.Logger
 }
 
 // drop counts one message and maybe logs it.
 func (d *dropCounter) drop(always bool, who, format string, args ...interface{}) {
 	n := atomic.AddUint64(&d.n, 1)
-	if d.logf != nil && (always || n&(n-1) == 0) {
-		d.logf("%s: dropped a message (%d so far): %s", who, n, fmt.Sprintf(format, args...))
+	if d.log == nil || !(always || n&(n-1) == 0) {
+		return
 	}
+	level, advice := slog.LevelInfo, adviceDropped
+	if always {
+		level, advice = slog.LevelWarn, adviceEncode
+	}
+	logEvent(d.log, level, EventMessageDropped, advice,
+		fmt.Sprintf("%s: dropped a message (%d so far): %s", who, n, fmt.Sprintf(format, args...)), "dropped", n)
 }
 
 func (d *dropCounter) count() uint64 { return atomic.LoadUint64(&d.n) }

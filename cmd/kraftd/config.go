@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
 	"strconv"
@@ -62,6 +63,15 @@ type config struct {
 
 	snapshotEvery int64 // 0: the replica takes no snapshots
 	readyMaxLag   int64 // GET /readyz: the most a follower may lag
+
+	// The log (logging.go): -log-format, -log-level, and the thresholds
+	// of the runtime's lag and slow-sync records.
+	logFormat         string
+	logLevel          slog.Level
+	logger            *slog.Logger // made by run
+	lagThreshold      int64
+	slowSyncThreshold time.Duration
+	slowSyncResign    int
 
 	// warnings are the keys of -config that kraftd does not use.
 	warnings []string
@@ -149,6 +159,10 @@ type rawFlags struct {
 	electionTimeout, fetchTimeout, electionBackoffMax   time.Duration
 	requestTimeout, retryBackoff, fetchMaxWait          time.Duration
 	snapshotEvery, readyMaxLag                          int64
+	logFormat, logLevel                                 string
+	lagThreshold                                        int64
+	slowSyncThreshold                                   time.Duration
+	slowSyncResign                                      int
 	config                                              string
 	version, randomUUID                                 bool
 }
@@ -176,6 +190,11 @@ func newFlagSet(r *rawFlags) *flag.FlagSet {
 	fs.DurationVar(&r.fetchMaxWait, "fetch-max-wait", 0, "how long the leader holds a Fetch with nothing new (default: 500ms, or -fetch-timeout/4 if shorter)")
 	fs.Int64Var(&r.snapshotEvery, "snapshot-every", 0, "take a snapshot of the state machine every `N` applied offsets and delete the log before it (default: no snapshots)")
 	fs.Int64Var(&r.readyMaxLag, "ready-max-lag", defaultReadyMaxLag, "GET /readyz: a follower is ready while its high watermark is at most `N` records behind the leader's")
+	fs.StringVar(&r.logFormat, "log-format", "text", "the log's `FORMAT` on stderr: text (key=value) or json, one record a line, times in UTC")
+	fs.StringVar(&r.logLevel, "log-level", "info", "log records of this `LEVEL` and above: debug, info, warn or error")
+	fs.Int64Var(&r.lagThreshold, "lag-threshold", defaultLagThreshold, "the leader logs a voter more than `N` records behind its log end (negative: never)")
+	fs.DurationVar(&r.slowSyncThreshold, "slow-sync-threshold", defaultSlowSyncThreshold, "log a log sync (fsync) that takes longer than this (negative: never)")
+	fs.IntVar(&r.slowSyncResign, "slow-sync-resign", 0, "a leader whose last `N` syncs were each slower than -slow-sync-threshold resigns, if a majority of the voters is in contact (at most once per 10 minutes; 0: never, it only logs)")
 	fs.StringVar(&r.config, "config", "", "read the configuration from `FILE`, in Java properties syntax with Kafka's controller.properties names (node.id, controller.quorum.voters, log.dirs, ...; docs/kraftd.md lists them); flags override it")
 	fs.BoolVar(&r.version, "version", false, "print kraftd's version and the Go version, and exit")
 	fs.BoolVar(&r.randomUUID, "random-uuid", false, "print a new random UUID for -cluster-id, and exit (kafka-storage random-uuid)")
@@ -195,7 +214,7 @@ changes with POST /voters/add, /voters/remove and /voters/update at the
 leader (or -auto-join). It keeps Kafka's quorum-state file, a segment log and
 snapshots in -dir, talks to the other replicas over TCP, applies the
 committed records to a small state machine (a count and a running digest),
-logs role changes to stderr and, with -http, serves GET /status, POST
+logs to stderr (-log-format, -log-level) and, with -http, serves GET /status, POST
 /append, POST /resign, GET /voters, POST /voters/{add,remove,update}, GET
 /metrics (Prometheus), GET /healthz and GET /readyz. Every replica of a
 cluster needs the same -cluster-id. SIGINT or SIGTERM stops it gracefully
@@ -407,6 +426,18 @@ func parseConfig(args []string) (c config, err error) {
 		return c, fmt.Errorf("-ready-max-lag %d: want 0 or more records", r.readyMaxLag)
 	}
 	c.readyMaxLag = r.readyMaxLag
+	if c.logLevel, err = parseLogFlags(r.logFormat, r.logLevel); err != nil {
+		return c, err
+	}
+	c.logFormat = r.logFormat
+	if r.lagThreshold == 0 || r.slowSyncThreshold == 0 {
+		return c, errors.New("-lag-threshold and -slow-sync-threshold: want a positive value (negative: never log)")
+	}
+	c.lagThreshold, c.slowSyncThreshold = r.lagThreshold, r.slowSyncThreshold
+	if r.slowSyncResign < 0 {
+		return c, fmt.Errorf("-slow-sync-resign %d: want 0 (never) or a number of syncs", r.slowSyncResign)
+	}
+	c.slowSyncResign = r.slowSyncResign
 	if err := c.kraftConfig().Validate(); err != nil {
 		return c, fmt.Errorf("-id/-voters: %w", err)
 	}

@@ -247,7 +247,7 @@ func TestRunSingleVoter(t *testing.T) {
 		t.Fatalf("kraftd did not stop:\n%s", stderr.String())
 	}
 	out := stderr.String()
-	require.Contains(t, out, "node 1: Candidate -> Leader in epoch 1")
+	require.Contains(t, out, `msg="Candidate -> Leader in epoch 1, leader 1 (won election)" node=1 event=role_changed`)
 	require.Contains(t, out, "kraftd: stopped")
 }
 

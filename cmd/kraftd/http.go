@@ -64,9 +64,11 @@ type status struct {
 //
 //	GET  /status  200 node.Status and the state machine's status as JSON
 //	POST /append  the body is one record: 200 {"offset": N} once committed;
-//	              421 {"error", "leader"} on a replica that does not lead;
-//	              503 {"error"} if leadership was lost or the commit timed
-//	              out (the record may or may not commit)
+//	              413 {"error"} if the body is over maxRecordBytes or
+//	              unreadable; 421 {"error", "leader"} on a replica that
+//	              does not lead; 503 {"error"} if leadership was lost or the
+//	              commit timed out (the record may or may not commit); 500
+//	              {"error"} if writing it to the log failed
 //	POST /resign  200 {} on the leader, 421 elsewhere
 //	GET  /voters  200 {"kraft_version", "voters", "local"}
 //	POST /voters/add, /voters/remove, /voters/update
@@ -79,7 +81,8 @@ type status struct {
 //	              answer in time; try again); 400 for the other codes
 //	GET  /metrics 200 node.Metrics in the Prometheus text format (metrics.go)
 //	GET  /healthz 200: the process is alive
-//	GET  /readyz  200 if the replica leads, or follows a leader and its high
+//	GET  /readyz  200 if the replica leads with a majority of the voters in
+//	              contact (D89), or follows a leader and its high
 //	              watermark is at most readyMaxLag records behind the
 //	              leader's; 503 otherwise; the body says why
 //

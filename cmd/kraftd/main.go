@@ -23,8 +23,10 @@
 // The flags may come from a file in Java properties syntax with the names
 // of Kafka's controller.properties (-config; flags override it).
 //
-// Role changes
-// are logged to stderr with kraft's reasons. SIGINT or SIGTERM stops the
+// kraftd logs to stderr with log/slog, as text or JSON (-log-format,
+// -log-level), times in UTC: role changes with kraft's reasons, voter-set
+// changes, snapshots, peers it cannot reach, cluster id refusals, lagging
+// voters and slow syncs, each with what to do. SIGINT or SIGTERM stops the
 // replica gracefully: a leader hands leadership over first (up to 5s).
 // docs/kraftd.md shows how to run a three-voter cluster by hand.
 package main
@@ -83,8 +85,8 @@ func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 		_, _ = fmt.Fprintf(stderr, "kraftd: %v (kraftd -h for help)\n", err)
 		return exitBad
 	}
-	logger := log.New(stderr, "", log.LstdFlags|log.Lmicroseconds)
-	return serve(cfg, logger, sigs)
+	cfg.logger = newSlogger(stderr, cfg.logFormat, cfg.logLevel)
+	return serve(cfg, lineLogger(cfg.logger), sigs)
 }
 
 // serve runs the replica described by cfg.
@@ -104,6 +106,10 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		return exitFail
 	}
 	defer func() { _ = lock.Unlock() }()
+	if err := checkMetaProperties(cfg, logger); err != nil {
+		logger.Printf("kraftd: meta.properties: %v", err)
+		return exitFail
+	}
 	// A damaged directory is refused, or in a dynamic quorum replaced
 	// (docs/design.md D90, D91).
 	data, ok := openDataDir(&cfg, logger)
@@ -119,7 +125,7 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 			return exitFail
 		}
 	}
-	tr, err := node.NewTCPTransport(node.TCPConfig{ID: cfg.id, Listen: cfg.listen, Peers: cfg.peers(), Logf: logger.Printf})
+	tr, err := node.NewTCPTransport(node.TCPConfig{ID: cfg.id, Listen: cfg.listen, Peers: cfg.peers(), Logger: cfg.logger})
 	if err != nil {
 		_ = lg.Close()
 		_ = snaps.Close()
@@ -138,9 +144,17 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 	}
 	logger.Printf("kraftd: cluster id %s (%s)", kafkaUUID(cfg.clusterID), uuid.UUID(cfg.clusterID))
 	m := &machine{}
+	flog, err := withFaults(lg, logger)
+	if err != nil {
+		logger.Printf("kraftd: %v", err)
+		_ = lg.Close()
+		_ = snaps.Close()
+		_ = tr.Close()
+		return exitFail
+	}
 	ncfg := node.Config{
 		Kraft:          cfg.kraftConfig(),
-		Log:            lg,
+		Log:            flog,
 		Records:        node.FileRecords{Path: qsPath},
 		Transport:      tr,
 		RequestTimeout: cfg.requestTimeout,
@@ -149,8 +163,12 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		OnCommit:       m.apply,
 		Snapshots:      snaps,
 		Restore:        m.restore,
-		Logf:           logger.Printf,
+		Logger:         cfg.logger,
 		Endpoint:       tr.Addr().String(),
+
+		LagThreshold:      cfg.lagThreshold,
+		SlowSyncThreshold: cfg.slowSyncThreshold,
+		SlowSyncResign:    cfg.slowSyncResign,
 	}
 	if cfg.dynamic {
 		ncfg.InitialVoters = cfg.nodeInitialVoters()

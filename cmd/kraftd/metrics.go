@@ -138,6 +138,7 @@ func writeMetrics(w io.Writer, m node.Metrics) error {
 	for _, v := range m.Voters {
 		p.sample("kraft_voter_lag_records", float64(v.Lag), label{"voter", strconv.Itoa(int(v.ID))})
 	}
+	p.gauge("kraft_voters_fetching", "On the leader: the voters in contact (itself, and each voter that fetched within the fetch timeout); 0 on other roles.", float64(m.VotersFetching))
 	p.gauge("kraft_leader_high_watermark", "On a follower: the high watermark the leader sent last in this epoch; -1 if none.", float64(m.LeaderHighWatermark))
 	p.counter("kraft_cluster_id_refused_total", "Requests this replica refused because they carry another cluster id.", float64(m.ClusterIDRefused))
 	p.counter("kraft_cluster_id_refused_by_peers_total", "Requests of this replica that peers refused because of the cluster id.", float64(m.ClusterIDRefusedByPeers))
@@ -161,6 +162,10 @@ func readiness(m node.Metrics, maxLag int64) (bool, string) {
 	switch {
 	case m.CurrentLeader < 0:
 		return false, fmt.Sprintf("no known leader (%s in epoch %d)", m.Role, m.CurrentEpoch)
+	case m.Role == kraft.Leader.String() && len(m.Voters) > 0 && 2*m.VotersFetching <= len(m.Voters):
+		// docs/design.md D89: a leader that lost its quorum, before
+		// check-quorum resigns it.
+		return false, fmt.Sprintf("leader of epoch %d without a quorum: %d of %d voters in contact within the fetch timeout", m.CurrentEpoch, m.VotersFetching, len(m.Voters))
 	case m.Role == kraft.Leader.String():
 		return true, fmt.Sprintf("leader of epoch %d", m.CurrentEpoch)
 	case m.Role != kraft.Follower.String():

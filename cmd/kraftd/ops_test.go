@@ -463,6 +463,9 @@ func TestReadiness(t *testing.T) {
 		why   string
 	}{
 		{node.Metrics{CurrentLeader: 1, CurrentEpoch: 3, Role: "Leader"}, true, "leader of epoch 3"},
+		{node.Metrics{CurrentLeader: 1, CurrentEpoch: 3, Role: "Leader", Voters: make([]node.VoterStatus, 3), VotersFetching: 2}, true, "leader of epoch 3"},
+		{node.Metrics{CurrentLeader: 1, CurrentEpoch: 3, Role: "Leader", Voters: make([]node.VoterStatus, 3), VotersFetching: 1}, false, "leader of epoch 3 without a quorum: 1 of 3 voters in contact"},
+		{node.Metrics{CurrentLeader: 1, CurrentEpoch: 3, Role: "Leader", Voters: make([]node.VoterStatus, 4), VotersFetching: 2}, false, "2 of 4 voters"},
 		{node.Metrics{CurrentLeader: -1, CurrentEpoch: 3, Role: "Prospective"}, false, "no known leader (Prospective in epoch 3)"},
 		{node.Metrics{CurrentLeader: 1, CurrentEpoch: 3, Role: "Resigned"}, false, "Resigned in epoch 3 (leader 1)"},
 		{node.Metrics{CurrentLeader: 1, CurrentEpoch: 3, Role: "Unattached"}, false, "Unattached in epoch 3"},
