@@ -26,6 +26,11 @@ const (
 	DefaultQueueSize           = 1024
 )
 
+// DefaultSoftwareVersion is the client_software_version kraft sends when
+// none is configured: "unknown", what Kafka's own clients send when they
+// do not know theirs (AppInfoParser).
+const DefaultSoftwareVersion = "unknown"
+
 // TransportConfig configures a Transport.
 type TransportConfig struct {
 	// ID is the local replica's id; DirectoryID its directory id.
@@ -48,7 +53,10 @@ type TransportConfig struct {
 	// KRaftVersions is the kraft.version feature range advertised in
 	// ApiVersions answers (default replica.SupportedKRaftVersions).
 	KRaftVersions *kraft.VersionRange
-	// SoftwareVersion is sent as ApiVersions' client_software_version.
+	// SoftwareVersion is sent as ApiVersions' client_software_version
+	// (default DefaultSoftwareVersion). Kafka answers ApiVersions v3+ with
+	// INVALID_REQUEST unless the name and version match
+	// ApiVersionsRequest.isValid's pattern: [a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?
 	SoftwareVersion string
 	// ClientID is the request header's client id (default "raft-client-ID",
 	// as Kafka's KafkaRaftManager names its client).
@@ -80,6 +88,9 @@ func (c TransportConfig) withDefaults() (TransportConfig, error) {
 	if c.KRaftVersions == nil {
 		kv := replica.SupportedKRaftVersions
 		c.KRaftVersions = &kv
+	}
+	if c.SoftwareVersion == "" {
+		c.SoftwareVersion = DefaultSoftwareVersion
 	}
 	if c.ClientID == "" {
 		c.ClientID = fmt.Sprintf("raft-client-%d", c.ID)
@@ -147,6 +158,7 @@ type Transport struct {
 
 	dropped atomic.Uint64
 	seq     atomic.Uint64 // Corr of incoming requests
+	fetches fetchTracker  // for DescribeQuorum
 
 	mu      sync.Mutex
 	closed  bool
@@ -192,6 +204,7 @@ type served struct {
 	corr    int32
 	api     int16
 	version int16
+	at      time.Time // when it arrived
 }
 
 // peer is the outgoing side to one peer: its queue, drained by one
@@ -425,6 +438,9 @@ func (t *Transport) sendResponse(m node.Message) {
 	}
 	if f, ok := m.Event.(kraft.ReceiveFetchResponse); ok && f.Error == kraft.ErrNone {
 		s.c.hwm.Store(f.HighWatermark)
+		if len(m.Records) == 0 && f.Diverging == nil && f.Snapshot == nil {
+			t.fetches.caughtUp(m.To, s.at)
+		}
 	}
 	frame := AppendResponse(nil, s.corr, resp)
 	select {
@@ -656,11 +672,13 @@ func (t *Transport) serve(c *conn) {
 			t.mu.Unlock()
 			return
 		}
-		t.serving[corr] = &served{c: c, corr: h.CorrelationID, api: h.APIKey, version: h.APIVersion}
+		now := time.Now()
+		t.serving[corr] = &served{c: c, corr: h.CorrelationID, api: h.APIKey, version: h.APIVersion, at: now}
 		t.mu.Unlock()
 		msg := node.Message{From: fromOf(m.Event), To: t.cfg.ID, Corr: corr, Event: m.Event}
-		if h.APIKey == Fetch {
+		if f, ok := m.Event.(kraft.ReceiveFetch); ok {
 			msg.HighWatermark = c.hwm.Load()
+			t.fetches.fetched(f.From, f.FetchOffset, now)
 		}
 		if !t.deliver(msg) {
 			return
@@ -724,9 +742,12 @@ func refusal(req kmsg.Request, err error) kmsg.Response {
 // describe answers a DescribeQuorum request.
 func (t *Transport) describe(q *kmsg.DescribeQuorumRequest) kmsg.Response {
 	var r *kmsg.DescribeQuorumResponse
-	if t.cfg.Describe != nil {
+	t.mu.Lock()
+	describe := t.cfg.Describe
+	t.mu.Unlock()
+	if describe != nil {
 		var err error
-		if r, err = t.cfg.Describe(); err != nil {
+		if r, err = describe(); err != nil {
 			r = nil
 		}
 	}

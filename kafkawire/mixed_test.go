@@ -1,0 +1,370 @@
+package kafkawire
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/node"
+	"github.com/kraftquorum/kraft/storage"
+)
+
+// The mixed quorum's timeouts, for every node (Kafka's
+// controller.quorum.election.timeout.ms and fetch.timeout.ms, halved).
+const (
+	mixedElectionTimeout = 500 * time.Millisecond
+	mixedFetchTimeout    = 1000 * time.Millisecond
+)
+
+// mixedQuorum is a static three-voter quorum: Kafka's own replicas 1 and
+// 2, and a kraft runtime (node.Node over Transport) as 3.
+type mixedQuorum struct {
+	t       *testing.T
+	bin     string
+	cluster string
+	addrs   []string
+	dirs    []string
+	kafka   map[int]*kafkaNode
+
+	kraft *node.Node
+	tr    *Transport
+
+	mu      sync.Mutex
+	applied []string // the kraft node's committed data records, this life
+	snaps   []kraft.LogEnd
+}
+
+const kraftID = 3
+
+func newMixedQuorum(t *testing.T) *mixedQuorum {
+	bin := kafkaNodeDir(t)
+	q := &mixedQuorum{t: t, bin: bin, cluster: "MkU3OEVBNTcwNTJENDM2Qg", addrs: freePorts(t, 3), kafka: map[int]*kafkaNode{}}
+	for i := 0; i < 3; i++ {
+		q.dirs = append(q.dirs, t.TempDir())
+	}
+	q.startKafka(1)
+	q.startKafka(2)
+	q.startKraft()
+	t.Cleanup(func() {
+		if q.kraft != nil {
+			_ = q.kraft.Close()
+		}
+	})
+	return q
+}
+
+func (q *mixedQuorum) startKafka(id int) {
+	q.kafka[id] = startKafkaNode(q.t, q.bin, id, q.addrs[id-1], voterList(q.addrs), q.cluster,
+		filepath.Join(q.dirs[id-1], "kafka"),
+		"--election-timeout-ms", fmt.Sprint(mixedElectionTimeout.Milliseconds()),
+		"--fetch-timeout-ms", fmt.Sprint(mixedFetchTimeout.Milliseconds()),
+		"--election-backoff-max-ms", "500")
+}
+
+func (q *mixedQuorum) startKraft() {
+	q.t.Helper()
+	cid, err := ParseClusterID(&q.cluster)
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	peers := map[kraft.NodeID]string{}
+	var voters []kraft.ReplicaKey
+	for i, a := range q.addrs {
+		voters = append(voters, kraft.ReplicaKey{ID: kraft.NodeID(i + 1)})
+		if i+1 != kraftID {
+			peers[kraft.NodeID(i+1)] = a
+		}
+	}
+	var tr *Transport
+	for try := 0; try < 100; try++ {
+		tr, err = NewTransport(TransportConfig{ID: kraftID, Listen: q.addrs[kraftID-1], Peers: peers, Logf: q.t.Logf})
+		if err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	dir := q.dirs[kraftID-1]
+	lg, _, err := storage.Open(filepath.Join(dir, "log"), storage.Options{})
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	q.mu.Lock()
+	q.applied = nil
+	q.mu.Unlock()
+	nd, err := node.Start(node.Config{
+		Kraft: kraft.Config{
+			Local: kraft.ReplicaKey{ID: kraftID}, Voters: voters, ClusterID: cid, Seed: uint64(time.Now().UnixNano()),
+			ElectionTimeout: mixedElectionTimeout, FetchTimeout: mixedFetchTimeout, ElectionBackoffMax: 500 * time.Millisecond,
+		},
+		Log: lg, Records: node.FileRecords{Path: filepath.Join(dir, "quorum-state")}, Transport: tr,
+		Logf: q.t.Logf,
+		OnCommit: func(rs []node.Record) {
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			for _, r := range rs {
+				q.applied = append(q.applied, string(r.Data))
+			}
+		},
+	})
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	tr.ServeDescribeQuorum(nd)
+	q.kraft, q.tr = nd, tr
+}
+
+// stopKraft closes the kraft node at once (no handover), as kill -9.
+func (q *mixedQuorum) stopKraft() {
+	_ = q.kraft.Close()
+	q.kraft, q.tr = nil, nil
+}
+
+// view is one node's idea of the quorum.
+type view struct {
+	role   string
+	epoch  int
+	leader int
+	hwm    int64
+}
+
+func (q *mixedQuorum) views() map[int]view {
+	out := map[int]view{}
+	for id, k := range q.kafka {
+		if k.exited() {
+			continue
+		}
+		a := k.call("status", 10*time.Second)
+		out[id] = view{role: fmt.Sprint(a["role"]), epoch: int(a["epoch"].(float64)), leader: int(a["leaderId"].(float64)), hwm: int64(a["highWatermark"].(float64))}
+	}
+	if q.kraft != nil {
+		st, err := q.kraft.Status()
+		if err == nil {
+			out[kraftID] = view{role: st.Role, epoch: int(st.Epoch), leader: int(st.Leader), hwm: st.HighWatermark}
+		}
+	}
+	return out
+}
+
+// leader waits until one node leads and every running node follows it in
+// its epoch, and returns its id and epoch.
+func (q *mixedQuorum) leader() (int, int) {
+	q.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var vs map[int]view
+	for time.Now().Before(deadline) {
+		vs = q.views()
+		leader, epoch := -1, -1
+		for id, v := range vs {
+			if v.role == "Leader" {
+				leader, epoch = id, v.epoch
+			}
+		}
+		agree := leader >= 0
+		for _, v := range vs {
+			if v.leader != leader || v.epoch != epoch {
+				agree = false
+			}
+		}
+		if agree {
+			return leader, epoch
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	q.t.Fatalf("no agreed leader within 30s: %+v", vs)
+	return -1, -1
+}
+
+// appendAt appends text at node id, which leads, and waits for its commit.
+func (q *mixedQuorum) appendAt(id int, text string) error {
+	if id == kraftID {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := q.kraft.Append(ctx, []byte(text))
+		return err
+	}
+	a := q.kafka[id].call("append "+text, 35*time.Second)
+	if a["ok"] != true {
+		return fmt.Errorf("kafka node %d: %v", id, a["error"])
+	}
+	return nil
+}
+
+// appendCommitted appends text at whichever node leads until it commits.
+func (q *mixedQuorum) appendCommitted(text string) int {
+	q.t.Helper()
+	for try := 0; try < 10; try++ {
+		l, _ := q.leader()
+		err := q.appendAt(l, text)
+		if err == nil {
+			return l
+		}
+		q.t.Logf("append %q at %d: %v", text, l, err)
+		time.Sleep(100 * time.Millisecond)
+	}
+	q.t.Fatalf("append %q never committed", text)
+	return -1
+}
+
+// kraftApplied is the kraft node's committed data records.
+func (q *mixedQuorum) kraftApplied() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]string(nil), q.applied...)
+}
+
+// waitSame waits until every running node has committed exactly want.
+func (q *mixedQuorum) waitSame(want []string) {
+	q.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		bad := ""
+		if q.kraft != nil {
+			if got := q.kraftApplied(); fmt.Sprint(got) != fmt.Sprint(want) {
+				bad = fmt.Sprintf("kraft node %d committed %q, want %q", kraftID, got, want)
+			}
+		}
+		for id, k := range q.kafka {
+			if k.exited() {
+				continue
+			}
+			if got := k.committedTexts(); fmt.Sprint(got) != fmt.Sprint(want) {
+				bad = fmt.Sprintf("kafka node %d committed %q, want %q", id, got, want)
+			}
+		}
+		if bad == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			q.t.Fatal(bad)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// leadBy waits for a leader that want accepts and returns it. While a
+// Kafka node leads that want does not accept, it stops the other Kafka
+// node (kill -9) and has the leader resign: the kraft node is then the
+// one replica that can be elected; the stopped node restarts after. While
+// the kraft node leads and want does not accept it, the kraft node
+// resigns.
+func (q *mixedQuorum) leadBy(want func(int) bool) int {
+	q.t.Helper()
+	for try := 0; try < 10; try++ {
+		l, epoch := q.leader()
+		if want(l) {
+			return l
+		}
+		if l == kraftID {
+			q.t.Logf("kraft leader %d resigns in epoch %d", l, epoch)
+			if err := q.kraft.Resign(); err != nil {
+				q.t.Logf("resign: %v", err)
+			}
+		} else {
+			other := 3 - l
+			q.t.Logf("kafka leader %d resigns in epoch %d, with kafka node %d stopped", l, epoch, other)
+			q.kafka[other].kill()
+			delete(q.kafka, other)
+			if a := q.kafka[l].call("resign", 10*time.Second); a["ok"] != true {
+				q.t.Logf("kafka node %d resign: %v", l, a)
+			}
+			q.waitEpochAfter(epoch)
+			q.startKafka(other)
+		}
+		q.waitEpochAfter(epoch)
+	}
+	q.t.Fatal("could not get the wanted leader in 10 tries")
+	return -1
+}
+
+// waitEpochAfter waits for an agreed leader in an epoch after epoch.
+func (q *mixedQuorum) waitEpochAfter(epoch int) (int, int) {
+	q.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		l, e := q.leader()
+		if e > epoch {
+			return l, e
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	q.t.Fatalf("no leader after epoch %d within 30s", epoch)
+	return -1, -1
+}
+
+var _ = uuid.Nil
+
+// TestMixedQuorum: two Kafka KRaft replicas and a kraft runtime form a
+// quorum in Kafka's wire protocol. They elect a leader, whichever it is;
+// records appended at a Kafka leader reach kraft and the other way round,
+// identical everywhere; each kind of leader resigns to the other kind and
+// is killed (kill -9 for Kafka's; the kraft node is closed without a
+// handover, and restarts from its disk), and the quorum goes on with the
+// records it committed.
+func TestMixedQuorum(t *testing.T) {
+	q := newMixedQuorum(t)
+	var want []string
+	add := func(prefix string, n int) {
+		for i := 0; i < n; i++ {
+			want = append(want, fmt.Sprintf("%s%d", prefix, i))
+			q.appendCommitted(want[len(want)-1])
+		}
+	}
+	l, epoch := q.leader()
+	t.Logf("first leader %d in epoch %d", l, epoch)
+	add("first", 3)
+	q.waitSame(want)
+
+	// A Kafka leader: appends reach kraft.
+	isKafka := func(id int) bool { return id != kraftID }
+	isKraft := func(id int) bool { return id == kraftID }
+	q.leadBy(isKafka)
+	add("kafka-led", 5)
+	q.waitSame(want)
+
+	// A Kafka leader resigns, the kraft node is elected: appends reach
+	// Kafka's nodes.
+	q.leadBy(isKraft)
+	add("kraft-led", 5)
+	q.waitSame(want)
+
+	// The kraft leader resigns; a Kafka node is elected.
+	_, epoch = q.leader()
+	if err := q.kraft.Resign(); err != nil {
+		t.Fatal(err)
+	}
+	l, _ = q.waitEpochAfter(epoch)
+	if l == kraftID {
+		t.Logf("the resigned kraft node was elected again")
+	}
+	add("after-kraft-resigned", 3)
+	q.waitSame(want)
+
+	// kill -9 of a Kafka leader.
+	l, epoch = q.leadBy(isKafka), 0
+	_, epoch = q.leader()
+	t.Logf("kill -9 of kafka leader %d in epoch %d", l, epoch)
+	q.kafka[l].kill()
+	delete(q.kafka, l)
+	q.waitEpochAfter(epoch)
+	add("after-kafka-kill", 3)
+	q.startKafka(l)
+	q.waitSame(want)
+
+	// The kraft leader stops without a handover and restarts.
+	q.leadBy(isKraft)
+	_, epoch = q.leader()
+	t.Logf("kraft leader stops in epoch %d", epoch)
+	q.stopKraft()
+	q.waitEpochAfter(epoch)
+	add("after-kraft-kill", 3)
+	q.startKraft()
+	q.waitSame(want)
+}
