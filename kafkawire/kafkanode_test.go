@@ -67,7 +67,7 @@ func startKafkaNode(t *testing.T, bin string, id int, listen, voters, cluster, d
 	if err != nil {
 		t.Fatal(err)
 	}
-	logf, err := os.Create(filepath.Join(dataDir+".stderr"))
+	logf, err := os.Create(filepath.Join(dataDir + ".stderr"))
 	if err != nil {
 		t.Fatal(err)
 	}
