@@ -301,6 +301,61 @@ func (q *mixedQuorum) waitEpochAfter(epoch int) (int, int) {
 
 var _ = uuid.Nil
 
+// describeKafka checks a Kafka leader's DescribeQuorum answer as kraft's
+// Describe reads it.
+func (q *mixedQuorum) describeKafka(leader int) {
+	q.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r, err := Describe(ctx, q.addrs[leader-1])
+	if err != nil {
+		q.t.Fatalf("describe kafka leader %d: %v", leader, err)
+	}
+	if r.Version != 2 || r.ErrorCode != 0 || len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+		q.t.Fatalf("describe kafka leader %d: %+v", leader, r)
+	}
+	p := r.Topics[0].Partitions[0]
+	if int(p.LeaderID) != leader || len(p.CurrentVoters) != 3 || p.HighWatermark <= 0 || len(r.Nodes) != 3 {
+		q.t.Fatalf("describe kafka leader %d: %+v", leader, r)
+	}
+	for _, v := range p.CurrentVoters {
+		if v.LogEndOffset <= 0 || v.LastFetchTimestamp <= 0 {
+			q.t.Fatalf("describe kafka leader %d: voter %+v", leader, v)
+		}
+	}
+	q.t.Logf("kafka leader %d describes: epoch %d hwm %d voters %+v", leader, p.LeaderEpoch, p.HighWatermark, p.CurrentVoters)
+}
+
+// describeKraft has a Kafka node send DescribeQuorum to the kraft leader
+// (Kafka's own request and response classes) and checks the answer.
+func (q *mixedQuorum) describeKraft() {
+	q.t.Helper()
+	st, err := q.kraft.Status()
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	for id, k := range q.kafka {
+		a := k.call("describe "+q.addrs[kraftID-1], 10*time.Second)
+		if a["ok"] != true {
+			q.t.Fatalf("kafka node %d describe of the kraft leader: %v", id, a)
+		}
+		if int(a["leaderId"].(float64)) != kraftID || int(a["leaderEpoch"].(float64)) != int(st.Epoch) {
+			q.t.Fatalf("kafka node %d describes the kraft leader: %v", id, a)
+		}
+		voters, _ := a["voters"].([]any)
+		if len(voters) != 3 || int64(a["highWatermark"].(float64)) <= 0 {
+			q.t.Fatalf("kafka node %d describes the kraft leader: %v", id, a)
+		}
+		for _, v := range voters {
+			m := v.(map[string]any)
+			if m["logEndOffset"].(float64) <= 0 {
+				q.t.Fatalf("kafka node %d describes the kraft leader: voter %v", id, m)
+			}
+		}
+		q.t.Logf("kafka node %d describes the kraft leader: %v", id, a["response"])
+	}
+}
+
 // TestMixedQuorum: two Kafka KRaft replicas and a kraft runtime form a
 // quorum in Kafka's wire protocol. They elect a leader, whichever it is;
 // records appended at a Kafka leader reach kraft and the other way round,
@@ -325,15 +380,17 @@ func TestMixedQuorum(t *testing.T) {
 	// A Kafka leader: appends reach kraft.
 	isKafka := func(id int) bool { return id != kraftID }
 	isKraft := func(id int) bool { return id == kraftID }
-	q.leadBy(isKafka)
+	l = q.leadBy(isKafka)
 	add("kafka-led", 5)
 	q.waitSame(want)
+	q.describeKafka(l)
 
 	// A Kafka leader resigns, the kraft node is elected: appends reach
 	// Kafka's nodes.
 	q.leadBy(isKraft)
 	add("kraft-led", 5)
 	q.waitSame(want)
+	q.describeKraft()
 
 	// The kraft leader resigns; a Kafka node is elected.
 	_, epoch = q.leader()
