@@ -32,7 +32,11 @@ func kafkaNodeDir(t *testing.T) string {
 		t.Skipf("%s=%s: %v", KafkaNodeEnv, dir, err)
 	}
 	if _, err := exec.LookPath("java"); err != nil {
-		t.Skipf("no java: %v", err)
+		t.Skipf("%s=%s but no java: %v", KafkaNodeEnv, dir, err)
+	}
+	// run.sh checks its jars before it starts Java.
+	if out, err := exec.Command(filepath.Join(dir, "run.sh"), "--help").CombinedOutput(); err != nil {
+		t.Skipf("%s=%s: run.sh cannot start: %v: %s", KafkaNodeEnv, dir, err, strings.TrimSpace(string(out)))
 	}
 	return dir
 }
