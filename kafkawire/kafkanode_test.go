@@ -34,8 +34,9 @@ func kafkaNodeDir(t *testing.T) string {
 	if _, err := exec.LookPath("java"); err != nil {
 		t.Skipf("%s=%s but no java: %v", KafkaNodeEnv, dir, err)
 	}
-	// run.sh checks its jars before it starts Java.
-	if out, err := exec.Command(filepath.Join(dir, "run.sh"), "--help").CombinedOutput(); err != nil {
+	// run.sh checks java and its jars before it starts Java, and says so
+	// with a "run.sh:" line (--help itself exits 2 with the usage).
+	if out, err := exec.Command(filepath.Join(dir, "run.sh"), "--help").CombinedOutput(); err != nil && strings.Contains(string(out), "run.sh:") {
 		t.Skipf("%s=%s: run.sh cannot start: %v: %s", KafkaNodeEnv, dir, err, strings.TrimSpace(string(out)))
 	}
 	return dir
@@ -122,11 +123,17 @@ func (k *kafkaNode) exited() bool {
 // waitEvent waits for an event named name.
 func (k *kafkaNode) waitEvent(name string, d time.Duration) map[string]any {
 	k.t.Helper()
+	return k.waitEventWhere(name, func(map[string]any) bool { return true }, d)
+}
+
+// waitEventWhere waits for an event named name for which ok holds.
+func (k *kafkaNode) waitEventWhere(name string, ok func(map[string]any) bool, d time.Duration) map[string]any {
+	k.t.Helper()
 	deadline := time.Now().Add(d)
 	for {
 		k.mu.Lock()
 		for _, e := range k.events {
-			if e["event"] == name {
+			if e["event"] == name && ok(e) {
 				k.mu.Unlock()
 				return e
 			}

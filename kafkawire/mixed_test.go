@@ -2,7 +2,9 @@ package kafkawire
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -35,8 +37,16 @@ type mixedQuorum struct {
 	tr    *Transport
 
 	mu      sync.Mutex
-	applied []string // the kraft node's committed data records, this life
-	snaps   []kraft.LogEnd
+	applied []mixedRecord // the kraft node's state: its committed data records
+}
+
+// mixedRecord is a record of the state machine, and of its snapshots in
+// Kafka's format, as Kafka's test replica keeps them: JSON
+// {"offset","epoch","text"} per record.
+type mixedRecord struct {
+	Offset int64  `json:"offset"`
+	Epoch  int64  `json:"epoch"`
+	Text   string `json:"text"`
 }
 
 const kraftID = 3
@@ -99,7 +109,50 @@ func (q *mixedQuorum) startKraft() {
 	q.mu.Lock()
 	q.applied = nil
 	q.mu.Unlock()
+	snaps, err := storage.OpenSnapshots(filepath.Join(dir, "snapshots"))
+	if err != nil {
+		q.t.Fatal(err)
+	}
 	nd, err := node.Start(node.Config{
+		Snapshots: snaps, SnapshotEvery: 8, SnapshotChunkBytes: 200,
+		Snapshot: func(upTo kraft.LogEnd, w io.Writer) error {
+			q.mu.Lock()
+			recs := append([]mixedRecord(nil), q.applied...)
+			q.mu.Unlock()
+			now := time.Now().UnixMilli()
+			sw, err := NewSnapshotWriter(w, upTo, now, now)
+			if err != nil {
+				return err
+			}
+			var values [][]byte
+			for _, r := range recs {
+				v, _ := json.Marshal(r)
+				values = append(values, v)
+			}
+			if err := sw.Append(now, values...); err != nil {
+				return err
+			}
+			return sw.Close(now)
+		},
+		Restore: func(id kraft.LogEnd, r io.Reader) error {
+			c, err := ReadSnapshot(r)
+			if err != nil {
+				return err
+			}
+			var recs []mixedRecord
+			for _, v := range c.Values {
+				var m mixedRecord
+				if err := json.Unmarshal(v, &m); err != nil {
+					m = mixedRecord{Offset: -1, Text: string(v)}
+				}
+				recs = append(recs, m)
+			}
+			q.mu.Lock()
+			q.applied = recs
+			q.mu.Unlock()
+			q.t.Logf("kraft node restored snapshot %+v: %d records", id, len(recs))
+			return nil
+		},
 		Kraft: kraft.Config{
 			Local: kraft.ReplicaKey{ID: kraftID}, Voters: voters, ClusterID: cid, Seed: uint64(time.Now().UnixNano()),
 			ElectionTimeout: mixedElectionTimeout, FetchTimeout: mixedFetchTimeout, ElectionBackoffMax: 500 * time.Millisecond,
@@ -110,7 +163,7 @@ func (q *mixedQuorum) startKraft() {
 			q.mu.Lock()
 			defer q.mu.Unlock()
 			for _, r := range rs {
-				q.applied = append(q.applied, string(r.Data))
+				q.applied = append(q.applied, mixedRecord{Offset: r.Offset, Epoch: int64(r.Epoch), Text: string(r.Data)})
 			}
 		},
 	})
@@ -217,7 +270,11 @@ func (q *mixedQuorum) appendCommitted(text string) int {
 func (q *mixedQuorum) kraftApplied() []string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return append([]string(nil), q.applied...)
+	var out []string
+	for _, r := range q.applied {
+		out = append(out, r.Text)
+	}
+	return out
 }
 
 // waitSame waits until every running node has committed exactly want.
@@ -423,5 +480,87 @@ func TestMixedQuorum(t *testing.T) {
 	q.waitEpochAfter(epoch)
 	add("after-kraft-kill", 3)
 	q.startKraft()
+	q.waitSame(want)
+}
+
+// TestMixedSnapshots: a snapshot in Kafka's format goes each way. A Kafka
+// leader snapshots and deletes its log past the stopped kraft node's end;
+// the kraft node comes back, downloads the snapshot with FetchSnapshot,
+// installs it and restores its state from it. Then the kraft node leads,
+// a Kafka follower is killed, the kraft leader snapshots and deletes its
+// log past it; the Kafka node comes back, downloads and loads the kraft
+// leader's snapshot. Every node ends with the same records.
+func TestMixedSnapshots(t *testing.T) {
+	q := newMixedQuorum(t)
+	var want []string
+	add := func(prefix string, n int) {
+		for i := 0; i < n; i++ {
+			want = append(want, fmt.Sprintf("%s%d", prefix, i))
+			q.appendCommitted(want[len(want)-1])
+		}
+	}
+	isKafka := func(id int) bool { return id != kraftID }
+	isKraft := func(id int) bool { return id == kraftID }
+
+	// Kafka's snapshot to kraft.
+	l := q.leadBy(isKafka)
+	add("a", 3)
+	q.waitSame(want)
+	st, err := q.kraft.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.stopKraft()
+	add("b", 5)
+	a := q.kafka[l].call("snapshot clean", 10*time.Second)
+	if a["ok"] != true || int64(a["logStartOffset"].(float64)) <= st.LogEnd {
+		t.Fatalf("kafka leader %d snapshot clean: %v (the kraft node's log ends at %d)", l, a, st.LogEnd)
+	}
+	t.Logf("kafka leader %d: %v", l, a)
+	q.startKraft()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := q.kraft.Status()
+		if err == nil && st.SnapshotsInstalled >= 1 {
+			t.Logf("the kraft node installed snapshot %+v", st.LatestSnapshot)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the kraft node installed no snapshot: %+v %v", st, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	add("c", 2)
+	q.waitSame(want)
+
+	// kraft's snapshot to Kafka.
+	q.leadBy(isKraft)
+	follower := 1
+	fst := q.kafka[follower].call("status", 10*time.Second)
+	fEnd := int64(fst["logEndOffset"].(float64))
+	q.kafka[follower].kill()
+	delete(q.kafka, follower)
+	add("d", 10)
+	var snap int64
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		st, err := q.kraft.Status()
+		if err == nil && st.LogStart > fEnd {
+			snap = st.LogStart
+			t.Logf("the kraft leader's log starts at %d, snapshot %+v; kafka node %d's log ended at %d", st.LogStart, st.LatestSnapshot, follower, fEnd)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the kraft leader did not clean its log past %d: %+v %v", fEnd, st, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	q.startKafka(follower)
+	// Its own older snapshot loads first; then the kraft leader's.
+	ev := q.kafka[follower].waitEventWhere("snapshot", func(e map[string]any) bool {
+		return int64(e["endOffset"].(float64)) >= snap
+	}, 30*time.Second)
+	t.Logf("kafka node %d loaded the kraft leader's snapshot: end offset %v epoch %v", follower, ev["endOffset"], ev["epoch"])
+	add("e", 2)
 	q.waitSame(want)
 }
