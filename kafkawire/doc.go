@@ -83,7 +83,21 @@
 // CRC-32C checked). AppendEntries and ReadEntries convert kraft's log
 // entries: a data entry is a data record (null key, the payload as value);
 // a LeaderChange entry is a LeaderChange control batch (LeaderChangeMessage
-// v0). VotersRecord and KRaftVersion control records, kraft's read
-// barriers, and snapshots in Kafka's format (SnapshotHeader and
-// SnapshotFooter control batches) are not mapped yet.
+// v0). VotersRecord and KRaftVersion control records and kraft's read
+// barriers are not mapped yet. Snapshots in Kafka's format (a
+// SnapshotHeader control batch, data batches, a SnapshotFooter control
+// batch) are written by SnapshotWriter and read by ReadSnapshot; a runtime
+// in a quorum with Kafka's replicas keeps its snapshots in that format, and
+// FetchSnapshot carries them as they are (docs/design.md D84).
+//
+// # Transport
+//
+// Transport is a node.Transport in Kafka's protocol (docs/design.md D80,
+// D81): kraft's runtime (package node) over it votes in, follows and leads
+// a quorum of Apache Kafka's own KRaft replicas. It dials one connection
+// per peer for its requests and sends ApiVersions first on each, answers
+// ApiVersions and DescribeQuorum itself (ServeDescribeQuorum), maps Kafka's
+// int32 correlation ids to the runtime's uint64 ones, and advertises the
+// replica's endpoint under the listener name CONTROLLER. Describe is a
+// DescribeQuorum client, as kafka-metadata-quorum describe.
 package kafkawire

@@ -26,6 +26,19 @@ const (
 	DefaultQueueSize           = 1024
 )
 
+// TransportVersions is what Transport serves: Supported without the
+// KIP-853 voter changes (AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter),
+// which it does not map to the runtime yet and so does not advertise.
+var TransportVersions = func() Versions {
+	vs := Versions{}
+	for k, v := range Supported {
+		if k != AddRaftVoter && k != RemoveRaftVoter && k != UpdateRaftVoter {
+			vs[k] = v
+		}
+	}
+	return vs
+}()
+
 // DefaultSoftwareVersion is the client_software_version kraft sends when
 // none is configured: "unknown", what Kafka's own clients send when they
 // do not know theirs (AppInfoParser).
@@ -47,8 +60,8 @@ type TransportConfig struct {
 	// controller.quorum.voters or bootstrap servers).
 	Peers map[kraft.NodeID]string
 	// Versions is what the transport advertises in its ApiVersions answers
-	// and negotiates with (default Supported). A narrower table makes a
-	// replica of an older Kafka, for tests.
+	// and negotiates with (default TransportVersions). A narrower table
+	// makes a replica of an older Kafka, for tests.
 	Versions Versions
 	// KRaftVersions is the kraft.version feature range advertised in
 	// ApiVersions answers (default replica.SupportedKRaftVersions).
@@ -83,7 +96,7 @@ func (c TransportConfig) withDefaults() (TransportConfig, error) {
 		return c, errors.New("kafkawire: TransportConfig: negative timeout, backoff or size")
 	}
 	if c.Versions == nil {
-		c.Versions = Supported
+		c.Versions = TransportVersions
 	}
 	if c.KRaftVersions == nil {
 		kv := replica.SupportedKRaftVersions
