@@ -316,3 +316,30 @@ func TestTransportSnapshot(t *testing.T) {
 	c.appendCommitted("c")
 	c.waitApplied(want)
 }
+
+// TestTransportOlderPeers: replicas of an older Kafka (Vote v1, no
+// pre-vote; BeginQuorumEpoch and EndQuorumEpoch v0, no endpoints; Fetch
+// v16; FetchSnapshot v0) negotiate those versions. A Prospective's
+// pre-vote cannot be sent below Vote v2: the transport answers it with
+// UNSUPPORTED_VERSION and the Prospective becomes Candidate (KIP-996), so
+// the quorum elects, commits and fails over; without that answer no
+// replica would ever be elected.
+func TestTransportOlderPeers(t *testing.T) {
+	old := Versions{APIVersions: {0, 3}, Vote: {0, 1}, BeginQuorumEpoch: {0, 0}, EndQuorumEpoch: {0, 0},
+		Fetch: {12, 16}, FetchSnapshot: {0, 0}, DescribeQuorum: {0, 1}}
+	c := newWireCluster(t, 3, false, map[kraft.NodeID]Versions{1: old, 2: old, 3: old})
+	var want []string
+	for i := 0; i < 5; i++ {
+		want = append(want, fmt.Sprintf("a%d", i))
+		c.appendCommitted(want[len(want)-1])
+	}
+	_, l := c.leader()
+	if err := c.nodes[l].Resign(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		want = append(want, fmt.Sprintf("b%d", i))
+		c.appendCommitted(want[len(want)-1])
+	}
+	c.waitApplied(want)
+}
