@@ -35,6 +35,13 @@ type mixedQuorum struct {
 
 	kraft *node.Node
 	tr    *Transport
+	// observer: Kafka's replicas are the only voters; the kraft runtime
+	// observes their quorum.
+	observer bool
+	// kafkaArgs are extra arguments of the Kafka replicas; versions is
+	// the kraft transport's version table (nil: TransportVersions).
+	kafkaArgs []string
+	versions  Versions
 
 	mu      sync.Mutex
 	applied []mixedRecord // the kraft node's state: its committed data records
@@ -51,9 +58,16 @@ type mixedRecord struct {
 
 const kraftID = 3
 
-func newMixedQuorum(t *testing.T) *mixedQuorum {
+func newMixedQuorum(t *testing.T) *mixedQuorum { return newMixed(t, false) }
+
+func newMixed(t *testing.T, observer bool) *mixedQuorum {
+	return newMixedWith(t, observer, nil, nil)
+}
+
+func newMixedWith(t *testing.T, observer bool, kafkaArgs []string, versions Versions) *mixedQuorum {
 	bin := kafkaNodeDir(t)
-	q := &mixedQuorum{t: t, bin: bin, cluster: "MkU3OEVBNTcwNTJENDM2Qg", addrs: freePorts(t, 3), kafka: map[int]*kafkaNode{}}
+	q := &mixedQuorum{t: t, bin: bin, cluster: "MkU3OEVBNTcwNTJENDM2Qg", addrs: freePorts(t, 3), kafka: map[int]*kafkaNode{},
+		observer: observer, kafkaArgs: kafkaArgs, versions: versions}
 	for i := 0; i < 3; i++ {
 		q.dirs = append(q.dirs, t.TempDir())
 	}
@@ -69,11 +83,15 @@ func newMixedQuorum(t *testing.T) *mixedQuorum {
 }
 
 func (q *mixedQuorum) startKafka(id int) {
-	q.kafka[id] = startKafkaNode(q.t, q.bin, id, q.addrs[id-1], voterList(q.addrs), q.cluster,
-		filepath.Join(q.dirs[id-1], "kafka"),
+	voters := voterList(q.addrs)
+	if q.observer {
+		voters = voterList(q.addrs[:2])
+	}
+	args := append([]string{
 		"--election-timeout-ms", fmt.Sprint(mixedElectionTimeout.Milliseconds()),
 		"--fetch-timeout-ms", fmt.Sprint(mixedFetchTimeout.Milliseconds()),
-		"--election-backoff-max-ms", "500")
+		"--election-backoff-max-ms", "500"}, q.kafkaArgs...)
+	q.kafka[id] = startKafkaNode(q.t, q.bin, id, q.addrs[id-1], voters, q.cluster, filepath.Join(q.dirs[id-1], "kafka"), args...)
 }
 
 func (q *mixedQuorum) startKraft() {
@@ -85,14 +103,16 @@ func (q *mixedQuorum) startKraft() {
 	peers := map[kraft.NodeID]string{}
 	var voters []kraft.ReplicaKey
 	for i, a := range q.addrs {
-		voters = append(voters, kraft.ReplicaKey{ID: kraft.NodeID(i + 1)})
+		if i+1 != kraftID || !q.observer {
+			voters = append(voters, kraft.ReplicaKey{ID: kraft.NodeID(i + 1)})
+		}
 		if i+1 != kraftID {
 			peers[kraft.NodeID(i+1)] = a
 		}
 	}
 	var tr *Transport
 	for try := 0; try < 100; try++ {
-		tr, err = NewTransport(TransportConfig{ID: kraftID, Listen: q.addrs[kraftID-1], Peers: peers, Logf: q.t.Logf})
+		tr, err = NewTransport(TransportConfig{ID: kraftID, Listen: q.addrs[kraftID-1], Peers: peers, Versions: q.versions, Logf: q.t.Logf})
 		if err == nil {
 			break
 		}
@@ -154,7 +174,7 @@ func (q *mixedQuorum) startKraft() {
 			return nil
 		},
 		Kraft: kraft.Config{
-			Local: kraft.ReplicaKey{ID: kraftID}, Voters: voters, ClusterID: cid, Seed: uint64(time.Now().UnixNano()),
+			Local: kraft.ReplicaKey{ID: kraftID}, Observer: q.observer, Voters: voters, ClusterID: cid, Seed: uint64(time.Now().UnixNano()),
 			ElectionTimeout: mixedElectionTimeout, FetchTimeout: mixedFetchTimeout, ElectionBackoffMax: 500 * time.Millisecond,
 		},
 		Log: lg, Records: node.FileRecords{Path: filepath.Join(dir, "quorum-state")}, Transport: tr,
@@ -562,5 +582,79 @@ func TestMixedSnapshots(t *testing.T) {
 	}, 30*time.Second)
 	t.Logf("kafka node %d loaded the kraft leader's snapshot: end offset %v epoch %v", follower, ev["endOffset"], ev["epoch"])
 	add("e", 2)
+	q.waitSame(want)
+}
+
+// TestMixedObserver: the kraft runtime observes a quorum of two Kafka
+// voters: it follows their leader, commits what they commit, follows the
+// next leader after a resignation, and the Kafka leader's DescribeQuorum
+// lists it as an observer.
+func TestMixedObserver(t *testing.T) {
+	q := newMixed(t, true)
+	var want []string
+	add := func(prefix string, n int) {
+		for i := 0; i < n; i++ {
+			want = append(want, fmt.Sprintf("%s%d", prefix, i))
+			q.appendCommitted(want[len(want)-1])
+		}
+	}
+	l, epoch := q.leader()
+	if l == kraftID {
+		t.Fatal("the observer leads")
+	}
+	add("a", 5)
+	q.waitSame(want)
+	if st, err := q.kraft.Status(); err != nil || st.Role == "Leader" || st.Leader != kraft.NodeID(l) {
+		t.Fatalf("observer status %+v %v", st, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	r, err := Describe(ctx, q.addrs[l-1])
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Topics[0].Partitions[0]
+	if len(p.CurrentVoters) != 2 || len(p.Observers) != 1 || p.Observers[0].ReplicaID != kraftID || p.Observers[0].LogEndOffset <= 0 {
+		t.Fatalf("kafka leader %d describes voters %+v observers %+v", l, p.CurrentVoters, p.Observers)
+	}
+	if a := q.kafka[l].call("resign", 10*time.Second); a["ok"] != true {
+		t.Fatalf("resign: %v", a)
+	}
+	l2, _ := q.waitEpochAfter(epoch)
+	t.Logf("leader %d resigned; %d leads", l, l2)
+	add("b", 5)
+	q.waitSame(want)
+}
+
+// TestMixedWithoutPreVote: Kafka's replicas and the kraft runtime all
+// advertise Vote v1 at most (a quorum of replicas from before KIP-996) and
+// the older BeginQuorumEpoch, EndQuorumEpoch and Fetch versions: every
+// pre-vote falls back to a standard vote on both kinds of replica, and the
+// quorum elects either kind, replicates both ways and hands leadership
+// over both ways.
+func TestMixedWithoutPreVote(t *testing.T) {
+	old := Versions{APIVersions: {0, 4}, Vote: {0, 1}, BeginQuorumEpoch: {0, 0}, EndQuorumEpoch: {0, 0},
+		Fetch: {12, 16}, FetchSnapshot: {0, 1}, DescribeQuorum: {0, 2}}
+	q := newMixedWith(t, false, []string{"--advertise-max", "vote=1,begin_quorum_epoch=0,end_quorum_epoch=0,fetch=16"}, old)
+	var want []string
+	add := func(prefix string, n int) {
+		for i := 0; i < n; i++ {
+			want = append(want, fmt.Sprintf("%s%d", prefix, i))
+			q.appendCommitted(want[len(want)-1])
+		}
+	}
+	add("a", 3)
+	q.leadBy(func(id int) bool { return id != kraftID })
+	add("kafka-led", 3)
+	q.waitSame(want)
+	q.leadBy(func(id int) bool { return id == kraftID })
+	add("kraft-led", 3)
+	q.waitSame(want)
+	_, epoch := q.leader()
+	if err := q.kraft.Resign(); err != nil {
+		t.Fatal(err)
+	}
+	q.waitEpochAfter(epoch)
+	add("b", 3)
 	q.waitSame(want)
 }
