@@ -133,6 +133,8 @@ func (q *mixedQuorum) startKraft() {
 	if err != nil {
 		q.t.Fatal(err)
 	}
+	// KafkaFailover: Kafka's election rules in a quorum with Kafka's
+	// replicas (docs/design.md D86).
 	nd, err := node.Start(node.Config{
 		Snapshots: snaps, SnapshotEvery: 8, SnapshotChunkBytes: 200,
 		Snapshot: func(upTo kraft.LogEnd, w io.Writer) error {
@@ -174,7 +176,7 @@ func (q *mixedQuorum) startKraft() {
 			return nil
 		},
 		Kraft: kraft.Config{
-			Local: kraft.ReplicaKey{ID: kraftID}, Observer: q.observer, Voters: voters, ClusterID: cid, Seed: uint64(time.Now().UnixNano()),
+			Local: kraft.ReplicaKey{ID: kraftID}, Observer: q.observer, KafkaFailover: true, Voters: voters, ClusterID: cid, Seed: uint64(time.Now().UnixNano()),
 			ElectionTimeout: mixedElectionTimeout, FetchTimeout: mixedFetchTimeout, ElectionBackoffMax: 500 * time.Millisecond,
 		},
 		Log: lg, Records: node.FileRecords{Path: filepath.Join(dir, "quorum-state")}, Transport: tr,
@@ -485,9 +487,11 @@ func TestMixedQuorum(t *testing.T) {
 	l, epoch = q.leadBy(isKafka), 0
 	_, epoch = q.leader()
 	t.Logf("kill -9 of kafka leader %d in epoch %d", l, epoch)
+	killed := time.Now()
 	q.kafka[l].kill()
 	delete(q.kafka, l)
-	q.waitEpochAfter(epoch)
+	nl, _ := q.waitEpochAfter(epoch)
+	t.Logf("failover after kill -9 of kafka leader %d: %d leads after %v", l, nl, time.Since(killed).Round(time.Millisecond))
 	add("after-kafka-kill", 3)
 	q.startKafka(l)
 	q.waitSame(want)
@@ -496,8 +500,10 @@ func TestMixedQuorum(t *testing.T) {
 	q.leadBy(isKraft)
 	_, epoch = q.leader()
 	t.Logf("kraft leader stops in epoch %d", epoch)
+	killed = time.Now()
 	q.stopKraft()
-	q.waitEpochAfter(epoch)
+	nl, _ = q.waitEpochAfter(epoch)
+	t.Logf("failover after the kraft leader stopped: %d leads after %v", nl, time.Since(killed).Round(time.Millisecond))
 	add("after-kraft-kill", 3)
 	q.startKraft()
 	q.waitSame(want)
