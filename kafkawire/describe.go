@@ -16,7 +16,7 @@ import (
 )
 
 // fetchTracker keeps, per replica that fetches from this one, what Kafka's
-// LeaderState.ReplicaState keeps for DescribeQuorum (docs/design.md D83):
+// LeaderState.ReplicaState keeps for DescribeQuorum (docs/design.md D82):
 // the offset of its latest Fetch, when it came, and when it last fetched
 // from the log end (caught up: a Fetch answered with no records and no
 // error). The runtime does not report fetch times; the transport sees

@@ -88,7 +88,7 @@
 // SnapshotHeader control batch, data batches, a SnapshotFooter control
 // batch) are written by SnapshotWriter and read by ReadSnapshot; a runtime
 // in a quorum with Kafka's replicas keeps its snapshots in that format, and
-// FetchSnapshot carries them as they are (docs/design.md D84).
+// FetchSnapshot carries them as they are (docs/design.md D83).
 //
 // # Transport
 //

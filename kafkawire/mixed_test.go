@@ -134,7 +134,7 @@ func (q *mixedQuorum) startKraft() {
 		q.t.Fatal(err)
 	}
 	// KafkaFailover: Kafka's election rules in a quorum with Kafka's
-	// replicas (docs/design.md D86).
+	// replicas (docs/design.md D84).
 	nd, err := node.Start(node.Config{
 		Snapshots: snaps, SnapshotEvery: 8, SnapshotChunkBytes: 200,
 		Snapshot: func(upTo kraft.LogEnd, w io.Writer) error {

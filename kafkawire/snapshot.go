@@ -24,7 +24,7 @@ import (
 // reads them with ReadSnapshot), so that FetchSnapshot carries the bytes
 // as they are stored, in both directions, and a snapshot's size and the
 // positions of its chunks are the same numbers on every replica
-// (docs/design.md D84).
+// (docs/design.md D83).
 
 // SnapshotWriter writes a snapshot in Kafka's format to an io.Writer.
 type SnapshotWriter struct {

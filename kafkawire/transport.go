@@ -690,6 +690,7 @@ func (t *Transport) serve(c *conn) {
 		t.mu.Unlock()
 		msg := node.Message{From: fromOf(m.Event), To: t.cfg.ID, Corr: corr, Event: m.Event}
 		if f, ok := m.Event.(kraft.ReceiveFetch); ok {
+			// Fetch below v18 has no high watermark (docs/design.md D81).
 			msg.HighWatermark = c.hwm.Load()
 			t.fetches.fetched(f.From, f.FetchOffset, now)
 		}
