@@ -105,13 +105,7 @@ func (t *Transport) describeStatus(st node.Status, now time.Time) *kmsg.Describe
 	topic := kmsg.NewDescribeQuorumResponseTopic()
 	topic.Topic = MetadataTopic
 	if st.Role != kraft.Leader.String() {
-		p.ErrorCode = int16(kraft.ErrNotLeaderOrFollower)
-		msg := kraft.ErrNotLeaderOrFollower.String()
-		p.ErrorMessage = &msg
-		p.LeaderID, p.LeaderEpoch, p.HighWatermark = -1, -1, -1
-		topic.Partitions = []kmsg.DescribeQuorumResponseTopicPartition{p}
-		r.Topics = []kmsg.DescribeQuorumResponseTopic{topic}
-		return r
+		return notLeaderDescribe()
 	}
 	p.LeaderID, p.LeaderEpoch, p.HighWatermark = int32(st.ID), int32(st.Epoch), st.HighWatermark
 	voters := map[kraft.NodeID]bool{}
@@ -153,6 +147,28 @@ func (t *Transport) describeStatus(st node.Status, now time.Time) *kmsg.Describe
 			})
 		}
 	}
+	return r
+}
+
+// notLeaderDescribe is the DescribeQuorum answer of a replica that does not
+// lead: a partition error NOT_LEADER_OR_FOLLOWER (Kafka's
+// DescribeQuorumResponse.singletonErrorResponse).
+func notLeaderDescribe() *kmsg.DescribeQuorumResponse {
+	r := kmsg.NewPtrDescribeQuorumResponse()
+	empty := ""
+	r.ErrorMessage = &empty
+	p := kmsg.NewDescribeQuorumResponseTopicPartition()
+	p.Partition = MetadataPartition
+	p.ErrorCode = int16(kraft.ErrNotLeaderOrFollower)
+	msg := kraft.ErrNotLeaderOrFollower.String()
+	p.ErrorMessage = &msg
+	p.LeaderID, p.LeaderEpoch, p.HighWatermark = -1, -1, -1
+	p.CurrentVoters = []kmsg.DescribeQuorumResponseTopicPartitionReplicaState{}
+	p.Observers = []kmsg.DescribeQuorumResponseTopicPartitionReplicaState{}
+	topic := kmsg.NewDescribeQuorumResponseTopic()
+	topic.Topic = MetadataTopic
+	topic.Partitions = []kmsg.DescribeQuorumResponseTopicPartition{p}
+	r.Topics = []kmsg.DescribeQuorumResponseTopic{topic}
 	return r
 }
 

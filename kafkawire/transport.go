@@ -766,10 +766,7 @@ func (t *Transport) describe(q *kmsg.DescribeQuorumRequest) kmsg.Response {
 		}
 	}
 	if r == nil {
-		r = kmsg.NewPtrDescribeQuorumResponse()
-		r.ErrorCode = int16(kraft.ErrNotLeaderOrFollower)
-		msg := "not the leader"
-		r.ErrorMessage = &msg
+		r = notLeaderDescribe()
 	}
 	r.Version = q.Version
 	return r
