@@ -143,7 +143,11 @@ func varintLen(v int64) int {
 // length and CRC-32C. A trailing partial batch (a Fetch answer cut by its
 // byte limit) is dropped, as Kafka's readers drop it. Compressed batches
 // are not supported (KRaft's metadata log is not compressed by default).
-func ReadBatches(src []byte) ([]Batch, error) {
+func ReadBatches(src []byte) ([]Batch, error) { return readBatches(src, false) }
+
+// readBatches is ReadBatches; with alias, the records' keys, values and
+// header values are slices of src rather than copies.
+func readBatches(src []byte, alias bool) ([]Batch, error) {
 	var out []Batch
 	for len(src) > 0 {
 		if len(src) < 12 {
@@ -156,7 +160,7 @@ func ReadBatches(src []byte) ([]Batch, error) {
 		if int64(len(src)-12) < int64(length) {
 			break
 		}
-		b, err := readBatch(src[:12+int(length)])
+		b, err := readBatch(src[:12+int(length)], alias)
 		if err != nil {
 			return out, err
 		}
@@ -166,7 +170,7 @@ func ReadBatches(src []byte) ([]Batch, error) {
 	return out, nil
 }
 
-func readBatch(src []byte) (Batch, error) {
+func readBatch(src []byte, alias bool) (Batch, error) {
 	var b Batch
 	b.BaseOffset = int64(binary.BigEndian.Uint64(src))
 	b.PartitionLeaderEpoch = int32(binary.BigEndian.Uint32(src[12:]))
@@ -196,7 +200,7 @@ func readBatch(src []byte) (Batch, error) {
 	b.Records = make([]Record, count)
 	for i := range b.Records {
 		var err error
-		if p, err = readRecord(p, &b.Records[i]); err != nil {
+		if p, err = readRecord(p, &b.Records[i], alias); err != nil {
 			return b, fmt.Errorf("%w: record %d of the batch at offset %d: %v", ErrCorruptBatch, i, b.BaseOffset, err)
 		}
 	}
@@ -207,8 +211,9 @@ func readBatch(src []byte) (Batch, error) {
 }
 
 type reader struct {
-	b   []byte
-	err error
+	b     []byte
+	err   error
+	alias bool // bytes returns slices of b, not copies
 }
 
 func (r *reader) varint() int64 {
@@ -236,18 +241,23 @@ func (r *reader) bytes() []byte {
 		r.err = fmt.Errorf("length %d past the end", n)
 		return nil
 	}
-	out := make([]byte, n)
-	copy(out, r.b)
+	var out []byte
+	if r.alias {
+		out = r.b[:n:n]
+	} else {
+		out = make([]byte, n)
+		copy(out, r.b)
+	}
 	r.b = r.b[n:]
 	return out
 }
 
-func readRecord(p []byte, rec *Record) ([]byte, error) {
+func readRecord(p []byte, rec *Record, alias bool) ([]byte, error) {
 	size, n := binary.Varint(p)
 	if n <= 0 || size < 0 || size > int64(len(p)-n) {
 		return nil, errors.New("bad record length")
 	}
-	r := reader{b: p[n : n+int(size)]}
+	r := reader{b: p[n : n+int(size)], alias: alias}
 	if len(r.b) < 1 {
 		return nil, errors.New("empty record")
 	}

@@ -44,7 +44,9 @@ const (
 // epoch; every record gets timestamp ts (Kafka's leader stamps a batch
 // with its append time). Entries must have consecutive offsets.
 func AppendEntries(dst []byte, entries []storage.Entry, ts int64) ([]byte, error) {
-	var b Batch
+	// One slice of records for every batch: each is encoded before the
+	// next begins.
+	b := Batch{Records: make([]Record, 0, len(entries))}
 	flush := func() {
 		if len(b.Records) > 0 {
 			dst = AppendBatch(dst, &b)
@@ -64,7 +66,9 @@ func AppendEntries(dst []byte, entries []storage.Entry, ts int64) ([]byte, error
 				flush()
 			}
 			if len(b.Records) == 0 {
+				recs := b.Records[:0]
 				b = newBatch(e, ts, 0)
+				b.Records = recs
 			}
 			delta := int32(e.Offset - b.BaseOffset)
 			b.Records = append(b.Records, Record{OffsetDelta: delta, Value: e.Data[1:]})
@@ -75,7 +79,9 @@ func AppendEntries(dst []byte, entries []storage.Entry, ts int64) ([]byte, error
 			if err != nil {
 				return dst, fmt.Errorf("kafkawire: entry at offset %d: %w", e.Offset, err)
 			}
+			recs := b.Records[:0]
 			b = newBatch(e, ts, AttrControl)
+			b.Records = recs
 			b.Records = append(b.Records, Record{Key: controlKey(ControlLeaderChange), Value: value})
 			flush()
 		default:
@@ -119,11 +125,26 @@ func leaderChangeValue(data []byte) ([]byte, error) {
 // leader epoch. It also returns the first batch's base timestamp (0 without
 // batches), which AppendEntries takes back.
 func ReadEntries(src []byte) ([]storage.Entry, int64, error) {
-	batches, err := ReadBatches(src)
+	// The records alias src; each data record is copied once, into one
+	// block for them all, behind its kind byte.
+	batches, err := readBatches(src, true)
 	if err != nil {
 		return nil, 0, err
 	}
-	var entries []storage.Entry
+	n, size := 0, 0
+	for i := range batches {
+		n += len(batches[i].Records)
+		if !batches[i].Control() {
+			for _, r := range batches[i].Records {
+				size += 1 + len(r.Value)
+			}
+		}
+	}
+	if n == 0 {
+		return nil, 0, nil
+	}
+	entries := make([]storage.Entry, 0, n)
+	block := make([]byte, 0, size)
 	var ts int64
 	for i := range batches {
 		b := &batches[i]
@@ -137,7 +158,9 @@ func ReadEntries(src []byte) ([]storage.Entry, int64, error) {
 					return nil, 0, fmt.Errorf("kafkawire: offset %d: %w", e.Offset, err)
 				}
 			} else {
-				e.Data = append([]byte{replica.RecordData}, r.Value...)
+				start := len(block)
+				block = append(append(block, replica.RecordData), r.Value...)
+				e.Data = block[start:len(block):len(block)]
 			}
 			entries = append(entries, e)
 		}

@@ -205,6 +205,9 @@ type conn struct {
 	hwm atomic.Int64
 }
 
+// maxPending bounds the requests waiting for a response on one connection.
+const maxPending = 4096
+
 type pendingRequest struct {
 	corr    uint64
 	api     int16
@@ -885,6 +888,10 @@ func (t *Transport) request(to kraft.NodeID, c *conn, m node.Message) []byte {
 	corr := c.nextCorr
 	c.nextCorr++
 	c.pending[corr] = pendingRequest{corr: m.Corr, api: api, version: version}
+	// A request still unanswered maxPending requests later will not be
+	// (Kafka's servers answer a connection's requests in order; the
+	// runtime has sent it again long since): forget it.
+	delete(c.pending, corr-maxPending)
 	c.mu.Unlock()
 	return AppendRequest(nil, corr, &t.cfg.ClientID, req)
 }
