@@ -186,14 +186,15 @@ func (k *kafkaNode) kill() {
 	}
 }
 
-// committedTexts is the node's committed data records, in order.
-func (k *kafkaNode) committedTexts() []string {
+// committed is the node's committed data records, in order, each as
+// "offset@epoch:text".
+func (k *kafkaNode) committed() []string {
 	a := k.call("records", 10*time.Second)
 	var out []string
 	rs, _ := a["records"].([]any)
 	for _, r := range rs {
 		m, _ := r.(map[string]any)
-		out = append(out, fmt.Sprint(m["text"]))
+		out = append(out, fmt.Sprintf("%v@%v:%v", m["offset"], m["epoch"], m["text"]))
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -299,23 +300,48 @@ func (q *mixedQuorum) kraftApplied() []string {
 	return out
 }
 
-// waitSame waits until every running node has committed exactly want.
+// kraftCommitted is the kraft node's state as kafkaNode.committed
+// reports a Kafka node's.
+func (q *mixedQuorum) kraftCommitted() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []string
+	for _, r := range q.applied {
+		out = append(out, fmt.Sprintf("%d@%d:%s", r.Offset, r.Epoch, r.Text))
+	}
+	return out
+}
+
+// waitSame waits until every running node has committed exactly want, at
+// the same offsets in the same epochs.
 func (q *mixedQuorum) waitSame(want []string) {
 	q.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		bad := ""
+		var ref []string
 		if q.kraft != nil {
 			if got := q.kraftApplied(); fmt.Sprint(got) != fmt.Sprint(want) {
 				bad = fmt.Sprintf("kraft node %d committed %q, want %q", kraftID, got, want)
 			}
+			ref = q.kraftCommitted()
 		}
 		for id, k := range q.kafka {
 			if k.exited() {
 				continue
 			}
-			if got := k.committedTexts(); fmt.Sprint(got) != fmt.Sprint(want) {
-				bad = fmt.Sprintf("kafka node %d committed %q, want %q", id, got, want)
+			got := k.committed()
+			if ref == nil {
+				ref = got
+			}
+			var texts []string
+			for _, g := range got {
+				texts = append(texts, g[strings.Index(g, ":")+1:])
+			}
+			if fmt.Sprint(texts) != fmt.Sprint(want) {
+				bad = fmt.Sprintf("kafka node %d committed %q, want %q", id, texts, want)
+			} else if fmt.Sprint(got) != fmt.Sprint(ref) {
+				bad = fmt.Sprintf("kafka node %d committed %q, the kraft node (or another) %q", id, got, ref)
 			}
 		}
 		if bad == "" {
