@@ -84,8 +84,8 @@
 // CRC-32C checked). AppendEntries and ReadEntries convert kraft's log
 // entries: a data entry is a data record (null key, the payload as value);
 // a LeaderChange entry is a LeaderChange control batch (LeaderChangeMessage
-// v0). VotersRecord and KRaftVersion control records and kraft's read
-// barriers are not mapped yet. Snapshots in Kafka's format (a
+// v0); a read barrier is a LeaderChange control batch with leader -1.
+// VotersRecord and KRaftVersion control records are not mapped yet. Snapshots in Kafka's format (a
 // SnapshotHeader control batch, data batches, a SnapshotFooter control
 // batch) are written by SnapshotWriter and read by ReadSnapshot; a runtime
 // in a quorum with Kafka's replicas keeps its snapshots in that format, and

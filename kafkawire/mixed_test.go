@@ -496,6 +496,15 @@ func TestMixedQuorum(t *testing.T) {
 	add("kraft-led", 5)
 	q.waitSame(want)
 	q.describeKraft()
+	// A read barrier crosses to Kafka's followers as a LeaderChange
+	// control batch; replication goes on after it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	if _, err := q.kraft.ReadBarrier(ctx); err != nil {
+		t.Fatalf("read barrier: %v", err)
+	}
+	cancel()
+	add("after-barrier", 2)
+	q.waitSame(want)
 
 	// The kraft leader resigns; a Kafka node is elected.
 	_, epoch = q.leader()

@@ -34,9 +34,17 @@ const (
 //     has no directory ids, and the flag is kraft's note that a
 //     VotersRecord follows in the log.
 //
-// VotersRecords, KRaftVersion records and kraft's read barriers have no
-// mapping yet: AppendEntries refuses them and ReadEntries refuses Kafka
-// control records other than LeaderChange.
+//   - a read barrier (replica.RecordBarrier, a leader's no-op) is a
+//     LeaderChange control batch whose leader id is -1 and whose voter
+//     lists are empty: Kafka has no no-op record, its replicas take a
+//     LeaderChange control record anywhere in the log and act on none of
+//     its fields (its state machines never see control records), and a
+//     LeaderChange always names a leader otherwise, so ReadEntries turns
+//     it back into a barrier.
+//
+// VotersRecords and KRaftVersion records have no mapping yet:
+// AppendEntries refuses them and ReadEntries refuses Kafka control records
+// other than LeaderChange.
 
 // AppendEntries appends log entries as v2 record batches: one batch per run
 // of consecutive data entries of one epoch, and one control batch per
@@ -73,11 +81,14 @@ func AppendEntries(dst []byte, entries []storage.Entry, ts int64) ([]byte, error
 			delta := int32(e.Offset - b.BaseOffset)
 			b.Records = append(b.Records, Record{OffsetDelta: delta, Value: e.Data[1:]})
 			b.LastOffsetDelta = delta
-		case replica.RecordLeaderChange:
+		case replica.RecordLeaderChange, replica.RecordBarrier:
 			flush()
-			value, err := leaderChangeValue(e.Data[1:])
-			if err != nil {
-				return dst, fmt.Errorf("kafkawire: entry at offset %d: %w", e.Offset, err)
+			value := barrierValue
+			if e.Data[0] == replica.RecordLeaderChange {
+				var err error
+				if value, err = leaderChangeValue(e.Data[1:]); err != nil {
+					return dst, fmt.Errorf("kafkawire: entry at offset %d: %w", e.Offset, err)
+				}
 			}
 			recs := b.Records[:0]
 			b = newBatch(e, ts, AttrControl)
@@ -99,6 +110,10 @@ func newBatch(e storage.Entry, ts int64, attrs int16) Batch {
 	}
 }
 
+// barrierValue is a read barrier's LeaderChangeMessage v0: leader -1, no
+// voters.
+var barrierValue = (&kmsg.LeaderChangeMessage{Version: 0, LeaderID: -1}).AppendTo(nil)
+
 func controlKey(typ int16) []byte {
 	k := kmsg.ControlRecordKey{Version: 0, Type: kmsg.ControlRecordKeyType(typ)}
 	return k.AppendTo(nil)
@@ -108,6 +123,10 @@ func leaderChangeValue(data []byte) ([]byte, error) {
 	var a kraft.AppendLeaderChange
 	if err := json.Unmarshal(data, &a); err != nil {
 		return nil, fmt.Errorf("LeaderChange record: %w", err)
+	}
+	if a.LeaderID < 0 {
+		// Its leader writes it, naming itself; leader -1 marks a barrier.
+		return nil, fmt.Errorf("LeaderChange record without a leader")
 	}
 	m := kmsg.LeaderChangeMessage{Version: 0, LeaderID: int32(a.LeaderID)}
 	for _, v := range a.Voters {
@@ -179,6 +198,9 @@ func controlEntry(epoch kraft.Epoch, r Record) ([]byte, error) {
 	var m kmsg.LeaderChangeMessage
 	if err := m.ReadFrom(r.Value); err != nil {
 		return nil, fmt.Errorf("LeaderChange record: %w", err)
+	}
+	if m.LeaderID == -1 && len(m.Voters) == 0 && len(m.GrantingVoters) == 0 {
+		return []byte{replica.RecordBarrier}, nil
 	}
 	a := kraft.AppendLeaderChange{Epoch: epoch, LeaderID: kraft.NodeID(m.LeaderID)}
 	for _, v := range m.Voters {

@@ -3,9 +3,12 @@ package kafkawire
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/replica"
+	"github.com/kraftquorum/kraft/storage"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -56,5 +59,34 @@ func TestSnapshotFormatGolden(t *testing.T) {
 	bad.Write(golden)
 	if _, err := ReadSnapshot(&bad); !errors.Is(err, ErrNotKafkaSnapshot) {
 		t.Errorf("data before the header: %v", err)
+	}
+}
+
+// TestBarrierCrossesAsLeaderChange: a read barrier between data records
+// goes out as a LeaderChange control batch with leader -1 and no voters
+// (what a Kafka replica takes anywhere in the log) and comes back as a
+// barrier at its offset, the records around it unchanged.
+func TestBarrierCrossesAsLeaderChange(t *testing.T) {
+	entries := []storage.Entry{
+		{Offset: 7, Epoch: 2, Data: []byte{replica.RecordData, 'a'}},
+		{Offset: 8, Epoch: 2, Data: []byte{replica.RecordBarrier}},
+		{Offset: 9, Epoch: 2, Data: []byte{replica.RecordData, 'b'}},
+	}
+	raw, err := AppendEntries(nil, entries, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches, err := ReadBatches(raw)
+	if err != nil || len(batches) != 3 || !batches[1].Control() {
+		t.Fatalf("%d batches %+v: %v", len(batches), batches, err)
+	}
+	var m kmsg.LeaderChangeMessage
+	if err := m.ReadFrom(batches[1].Records[0].Value); err != nil || m.LeaderID != -1 || len(m.Voters) != 0 ||
+		string(batches[1].Records[0].Key) != string(controlKey(ControlLeaderChange)) {
+		t.Fatalf("barrier batch %+v: %+v %v", batches[1], m, err)
+	}
+	got, _, err := ReadEntries(raw)
+	if err != nil || !reflect.DeepEqual(got, entries) {
+		t.Fatalf("read back %+v: %v", got, err)
 	}
 }
