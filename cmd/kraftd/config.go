@@ -57,6 +57,8 @@ type config struct {
 	snapshotEvery int64 // 0: the replica takes no snapshots
 	readyMaxLag   int64 // GET /readyz: the most a follower may lag
 
+	wire string // the quorum's wire protocol: wireKraft or wireKafka
+
 	// warnings are the keys of -config that kraftd does not use.
 	warnings []string
 }
@@ -144,6 +146,7 @@ type rawFlags struct {
 	snapshotEvery, readyMaxLag                          int64
 	config                                              string
 	version, randomUUID                                 bool
+	wire                                                string
 }
 
 func newFlagSet(r *rawFlags) *flag.FlagSet {
@@ -169,6 +172,7 @@ func newFlagSet(r *rawFlags) *flag.FlagSet {
 	fs.Int64Var(&r.snapshotEvery, "snapshot-every", 0, "take a snapshot of the state machine every `N` applied offsets and delete the log before it (default: no snapshots)")
 	fs.Int64Var(&r.readyMaxLag, "ready-max-lag", defaultReadyMaxLag, "GET /readyz: a follower is ready while its high watermark is at most `N` records behind the leader's")
 	fs.StringVar(&r.config, "config", "", "read the configuration from `FILE`, in Java properties syntax with Kafka's controller.properties names (node.id, controller.quorum.voters, log.dirs, ...; docs/kraftd.md lists them); flags override it")
+	fs.StringVar(&r.wire, "wire", wireKraft, "the quorum's wire `PROTOCOL`: kraft (kraft's own codec) or kafka (Kafka's: ApiVersions, Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot and DescribeQuorum, endpoints under the listener name CONTROLLER, snapshots in Kafka's format), to run in a quorum with Apache Kafka's controllers")
 	fs.BoolVar(&r.version, "version", false, "print kraftd's version and the Go version, and exit")
 	fs.BoolVar(&r.randomUUID, "random-uuid", false, "print a new random UUID for -cluster-id, and exit (kafka-storage random-uuid)")
 	return fs
@@ -270,6 +274,10 @@ func parseConfig(args []string) (c config, err error) {
 		return c, errors.New("-auto-join needs a dynamic quorum (-initial-voters or -bootstrap-servers)")
 	case r.dir == "":
 		return c, errors.New("-dir is required")
+	case r.wire != wireKraft && r.wire != wireKafka:
+		return c, fmt.Errorf("-wire %q: want kraft or kafka", r.wire)
+	case r.wire == wireKafka && (r.initialVoters != "" || r.bootstrapServers != ""):
+		return c, errors.New("-wire kafka serves a static quorum only (-voters): the KIP-853 voter changes are not served in Kafka's protocol yet")
 	}
 	id, err := parseNodeID(r.id)
 	if err != nil {
@@ -388,6 +396,7 @@ func parseConfig(args []string) (c config, err error) {
 		return c, fmt.Errorf("-ready-max-lag %d: want 0 or more records", r.readyMaxLag)
 	}
 	c.readyMaxLag = r.readyMaxLag
+	c.wire = r.wire
 	if err := c.kraftConfig().Validate(); err != nil {
 		return c, fmt.Errorf("-id/-voters: %w", err)
 	}
