@@ -143,34 +143,51 @@ func varintLen(v int64) int {
 // length and CRC-32C. A trailing partial batch (a Fetch answer cut by its
 // byte limit) is dropped, as Kafka's readers drop it. Compressed batches
 // are not supported (KRaft's metadata log is not compressed by default).
-func ReadBatches(src []byte) ([]Batch, error) { return readBatches(src, false) }
-
-// readBatches is ReadBatches; with alias, the records' keys, values and
-// header values are slices of src rather than copies.
-func readBatches(src []byte, alias bool) ([]Batch, error) {
+func ReadBatches(src []byte) ([]Batch, error) {
 	var out []Batch
+	err := eachBatch(src, false, false, func(b *Batch) error {
+		out = append(out, *b)
+		return nil
+	})
+	return out, err
+}
+
+// eachBatch decodes the batches of src as ReadBatches does and calls f
+// with each. With alias, the records' keys, values and header values are
+// slices of src rather than copies; with reuse, every batch's Records
+// reuse one slice, valid only during f.
+func eachBatch(src []byte, alias, reuse bool, f func(*Batch) error) error {
+	var recs []Record
+	var b Batch // one for every batch: f gets a pointer
 	for len(src) > 0 {
 		if len(src) < 12 {
 			break
 		}
 		length := int32(binary.BigEndian.Uint32(src[8:]))
 		if length < batchOverhead-12 {
-			return out, fmt.Errorf("%w: batch length %d", ErrCorruptBatch, length)
+			return fmt.Errorf("%w: batch length %d", ErrCorruptBatch, length)
 		}
 		if int64(len(src)-12) < int64(length) {
 			break
 		}
-		b, err := readBatch(src[:12+int(length)], alias)
-		if err != nil {
-			return out, err
+		var err error
+		if b, err = readBatch(src[:12+int(length)], alias, recs); err != nil {
+			return err
 		}
-		out = append(out, b)
+		if reuse {
+			recs = b.Records[:0]
+		}
+		if err := f(&b); err != nil {
+			return err
+		}
 		src = src[12+int(length):]
 	}
-	return out, nil
+	return nil
 }
 
-func readBatch(src []byte, alias bool) (Batch, error) {
+// readBatch decodes one batch, its records in recs (reallocated if too
+// small; nil: a new slice).
+func readBatch(src []byte, alias bool, recs []Record) (Batch, error) {
 	var b Batch
 	b.BaseOffset = int64(binary.BigEndian.Uint64(src))
 	b.PartitionLeaderEpoch = int32(binary.BigEndian.Uint32(src[12:]))
@@ -197,7 +214,12 @@ func readBatch(src []byte, alias bool) (Batch, error) {
 	if count < 0 || int64(count) > int64(len(p)) {
 		return b, fmt.Errorf("%w: %d records", ErrCorruptBatch, count)
 	}
-	b.Records = make([]Record, count)
+	if int(count) <= cap(recs) {
+		b.Records = recs[:count]
+		clear(b.Records)
+	} else {
+		b.Records = make([]Record, count)
+	}
 	for i := range b.Records {
 		var err error
 		if p, err = readRecord(p, &b.Records[i], alias); err != nil {

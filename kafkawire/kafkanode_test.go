@@ -50,6 +50,8 @@ type kafkaNode struct {
 	in   io.WriteCloser
 	done chan struct{}
 
+	stderr string // the process's stderr file
+
 	mu      sync.Mutex
 	req     int
 	answers map[int]map[string]any
@@ -63,7 +65,11 @@ func startKafkaNode(t *testing.T, bin string, id int, listen, voters, cluster, d
 	args := append([]string{"--node-id", fmt.Sprint(id), "--listen", listen, "--voters", voters,
 		"--cluster-id", cluster, "--data-dir", dataDir, "--stdin-eof", "quit"}, extra...)
 	cmd := exec.Command(filepath.Join(bin, "run.sh"), args...)
-	cmd.Env = append(os.Environ(), "KAFKA_RAFT_NODE_LOG_LEVEL=warn")
+	level := "warn"
+	if l := os.Getenv("KAFKA_RAFT_NODE_LOG_LEVEL"); l != "" {
+		level = l
+	}
+	cmd.Env = append(os.Environ(), "KAFKA_RAFT_NODE_LOG_LEVEL="+level)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +86,7 @@ func startKafkaNode(t *testing.T, bin string, id int, listen, voters, cluster, d
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	k := &kafkaNode{t: t, id: id, cmd: cmd, in: in, done: make(chan struct{}), answers: map[int]map[string]any{}}
+	k := &kafkaNode{t: t, id: id, cmd: cmd, in: in, done: make(chan struct{}), answers: map[int]map[string]any{}, stderr: dataDir + ".stderr"}
 	k.cond = sync.NewCond(&k.mu)
 	go func() {
 		defer close(k.done)
@@ -109,6 +115,22 @@ func startKafkaNode(t *testing.T, bin string, id int, listen, voters, cluster, d
 	t.Cleanup(func() { k.kill() })
 	k.waitEvent("started", 30*time.Second)
 	return k
+}
+
+// exitReport is what the process said before it exited: its last events
+// and the tail of its stderr.
+func (k *kafkaNode) exitReport() string {
+	k.mu.Lock()
+	evs := k.events
+	if len(evs) > 3 {
+		evs = evs[len(evs)-3:]
+	}
+	k.mu.Unlock()
+	b, _ := os.ReadFile(k.stderr)
+	if len(b) > 20000 {
+		b = b[len(b)-20000:]
+	}
+	return fmt.Sprintf("last events %v; stderr:\n%s", evs, b)
 }
 
 func (k *kafkaNode) exited() bool {
@@ -140,7 +162,7 @@ func (k *kafkaNode) waitEventWhere(name string, ok func(map[string]any) bool, d 
 		}
 		k.mu.Unlock()
 		if k.exited() {
-			k.t.Fatalf("kafka node %d exited before %q", k.id, name)
+			k.t.Fatalf("kafka node %d exited before %q: %s", k.id, name, k.exitReport())
 		}
 		if time.Now().After(deadline) {
 			k.t.Fatalf("kafka node %d: no %q within %v", k.id, name, d)
@@ -167,7 +189,10 @@ func (k *kafkaNode) call(line string, d time.Duration) map[string]any {
 			return a
 		}
 		if k.exited() {
-			k.t.Fatalf("kafka node %d exited before answering %q", k.id, line)
+			k.mu.Unlock()
+			report := k.exitReport()
+			k.mu.Lock()
+			k.t.Fatalf("kafka node %d exited before answering %q: %s", k.id, line, report)
 		}
 		if time.Now().After(deadline) {
 			k.t.Fatalf("kafka node %d: no answer to %q within %v", k.id, line, d)

@@ -46,15 +46,23 @@ const (
 // AppendEntries refuses them and ReadEntries refuses Kafka control records
 // other than LeaderChange.
 
-// AppendEntries appends log entries as v2 record batches: one batch per run
-// of consecutive data entries of one epoch, and one control batch per
-// LeaderChange entry. Each batch's partition leader epoch is its entries'
+// AppendEntries appends log entries as v2 record batches: a batch per
+// entry, a control batch for a LeaderChange or a barrier. Kafka's replicas
+// append whole batches only and assume that the high watermark never falls
+// inside one (Kafka's leader forwards the batches it made, so every replica
+// holds the same batches, and a high watermark, some replica's log end, is
+// a batch boundary on all of them). kraft's log keeps entries, not
+// batches, and a leader reads them anew for each Fetch: batches of several
+// entries would differ from follower to follower, and a follower given
+// offsets 5 to 7 in one batch while the high watermark is 6 could not read
+// its committed records (Kafka's MockLog stops with "Expected to find at
+// least one entry"). With a batch per entry every offset is a boundary
+// (docs/design.md D83). Each batch's partition leader epoch is its entry's
 // epoch; every record gets timestamp ts (Kafka's leader stamps a batch
 // with its append time). Entries must have consecutive offsets.
 func AppendEntries(dst []byte, entries []storage.Entry, ts int64) ([]byte, error) {
-	// One slice of records for every batch: each is encoded before the
-	// next begins.
-	b := Batch{Records: make([]Record, 0, len(entries))}
+	// One record slice for every batch: each is encoded before the next.
+	b := Batch{Records: make([]Record, 0, 1)}
 	flush := func() {
 		if len(b.Records) > 0 {
 			dst = AppendBatch(dst, &b)
@@ -70,19 +78,11 @@ func AppendEntries(dst []byte, entries []storage.Entry, ts int64) ([]byte, error
 		}
 		switch e.Data[0] {
 		case replica.RecordData:
-			if len(b.Records) > 0 && (b.Control() || b.PartitionLeaderEpoch != int32(e.Epoch)) {
-				flush()
-			}
-			if len(b.Records) == 0 {
-				recs := b.Records[:0]
-				b = newBatch(e, ts, 0)
-				b.Records = recs
-			}
-			delta := int32(e.Offset - b.BaseOffset)
-			b.Records = append(b.Records, Record{OffsetDelta: delta, Value: e.Data[1:]})
-			b.LastOffsetDelta = delta
-		case replica.RecordLeaderChange, replica.RecordBarrier:
+			recs := b.Records[:0]
+			b = newBatch(e, ts, 0)
+			b.Records = append(recs, Record{Value: e.Data[1:]})
 			flush()
+		case replica.RecordLeaderChange, replica.RecordBarrier:
 			value := barrierValue
 			if e.Data[0] == replica.RecordLeaderChange {
 				var err error
@@ -145,36 +145,22 @@ func leaderChangeValue(data []byte) ([]byte, error) {
 // batches), which AppendEntries takes back.
 func ReadEntries(src []byte) ([]storage.Entry, int64, error) {
 	// The records alias src; each data record is copied once, into one
-	// block for them all, behind its kind byte.
-	batches, err := readBatches(src, true)
-	if err != nil {
-		return nil, 0, err
-	}
-	n, size := 0, 0
-	for i := range batches {
-		n += len(batches[i].Records)
-		if !batches[i].Control() {
-			for _, r := range batches[i].Records {
-				size += 1 + len(r.Value)
-			}
-		}
-	}
-	if n == 0 {
-		return nil, 0, nil
-	}
-	entries := make([]storage.Entry, 0, n)
-	block := make([]byte, 0, size)
+	// block for them all (at most src's size), behind its kind byte.
+	var entries []storage.Entry
+	var block []byte
 	var ts int64
-	for i := range batches {
-		b := &batches[i]
-		if i == 0 {
-			ts = b.FirstTimestamp
+	first := true
+	err := eachBatch(src, true, true, func(b *Batch) error {
+		if first {
+			ts, first = b.FirstTimestamp, false
+			block = make([]byte, 0, len(src))
 		}
 		for _, r := range b.Records {
 			e := storage.Entry{Offset: b.BaseOffset + int64(r.OffsetDelta), Epoch: kraft.Epoch(b.PartitionLeaderEpoch)}
 			if b.Control() {
+				var err error
 				if e.Data, err = controlEntry(e.Epoch, r); err != nil {
-					return nil, 0, fmt.Errorf("kafkawire: offset %d: %w", e.Offset, err)
+					return fmt.Errorf("kafkawire: offset %d: %w", e.Offset, err)
 				}
 			} else {
 				start := len(block)
@@ -183,6 +169,13 @@ func ReadEntries(src []byte) ([]storage.Entry, int64, error) {
 			}
 			entries = append(entries, e)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(entries) == 0 {
+		return nil, 0, nil
 	}
 	return entries, ts, nil
 }

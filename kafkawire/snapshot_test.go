@@ -77,7 +77,7 @@ func TestBarrierCrossesAsLeaderChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	batches, err := ReadBatches(raw)
-	if err != nil || len(batches) != 3 || !batches[1].Control() {
+	if err != nil || len(batches) != 3 || !batches[1].Control() || batches[0].Control() || batches[2].Control() {
 		t.Fatalf("%d batches %+v: %v", len(batches), batches, err)
 	}
 	var m kmsg.LeaderChangeMessage
