@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/kraftquorum/kraft"
 	"github.com/kraftquorum/kraft/node"
 	"github.com/kraftquorum/kraft/replica"
@@ -46,8 +47,11 @@ const DefaultSoftwareVersion = "unknown"
 
 // TransportConfig configures a Transport.
 type TransportConfig struct {
-	// ID is the local replica's id; DirectoryID its directory id.
-	ID kraft.NodeID
+	// ID is the local replica's id; DirectoryID its directory id (zero:
+	// none), by which it finds its place in an EndQuorumEpoch's preferred
+	// candidates.
+	ID          kraft.NodeID
+	DirectoryID uuid.UUID
 	// Listen is the address to accept connections on ("127.0.0.1:0": any
 	// free port, see Addr).
 	Listen string
@@ -640,7 +644,7 @@ func (t *Transport) serve(c *conn) {
 	defer t.wg.Done()
 	defer t.forget(c)
 	r := bufio.NewReaderSize(c.c, 64<<10)
-	local := kraft.ReplicaKey{ID: t.cfg.ID}
+	local := kraft.ReplicaKey{ID: t.cfg.ID, DirectoryID: t.cfg.DirectoryID}
 	for {
 		frame, err := ReadFrame(r, 0)
 		if err != nil {

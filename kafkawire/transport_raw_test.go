@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/kraftquorum/kraft"
 	"github.com/kraftquorum/kraft/node"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -132,5 +133,42 @@ func TestTransportServes(t *testing.T) {
 	tr.Send(node.Message{From: 1, To: 2, Corr: m.Corr, Response: true, Event: kraft.ReceiveVoteResponse{From: 1, Epoch: 4, LeaderID: kraft.NoNode}})
 	if tr.Dropped() != before+1 {
 		t.Fatal("a second response to one request was not dropped")
+	}
+}
+
+// TestTransportRanksByDirectoryID: an EndQuorumEpoch's preferred
+// candidates name replicas with their directory ids (KIP-853); the
+// transport finds the local replica's place by its configured directory
+// id, and an entry with its id but another directory id is not its.
+func TestTransportRanksByDirectoryID(t *testing.T) {
+	dir := mustUuid("a3JhZnQAAAAAAAAAAAAQAQ")
+	other := mustUuid("a3JhZnQAAAAAAAAAAAAQBA")
+	for _, tc := range []struct {
+		local uuid.UUID
+		want  kraft.SuccessorRank
+	}{{dir, kraft.SuccessorRank{Position: 1, Of: 3}}, {other, kraft.SuccessorRank{Position: 3, Of: 3}}} {
+		tr, err := NewTransport(TransportConfig{ID: 1, DirectoryID: tc.local, Listen: "127.0.0.1:0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc := dialRaw(t, tr.Addr().String())
+		req, err := EncodeRequest(Msg{Event: kraft.ReceiveEndQuorumEpoch{LeaderID: 2, LeaderEpoch: 5},
+			Preferred: []kraft.ReplicaKey{{ID: 3}, {ID: 1, DirectoryID: dir}, {ID: 4}}}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := "raw"
+		if _, err := rc.c.Write(AppendRequest(nil, 7, &client, req)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case m := <-tr.Inbox():
+			if e, ok := m.Event.(kraft.ReceiveEndQuorumEpoch); !ok || e.SuccessorRank != tc.want || m.From != 2 {
+				t.Errorf("local directory %v: %+v, want rank %+v", tc.local, m, tc.want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no EndQuorumEpoch in Inbox")
+		}
+		tr.Close()
 	}
 }
