@@ -143,7 +143,7 @@ func (t *Transport) describeStatus(st node.Status, now time.Time) *kmsg.Describe
 		for _, ep := range t.endpointOf(kraft.NodeID(rs.ReplicaID)) {
 			r.Nodes = append(r.Nodes, kmsg.DescribeQuorumResponseNode{
 				NodeID:    rs.ReplicaID,
-				Listeners: []kmsg.DescribeQuorumResponseNodeListener{{Name: ListenerName, Host: ep.Host, Port: ep.Port}},
+				Listeners: []kmsg.DescribeQuorumResponseNodeListener{{Name: ep.Name, Host: ep.Host, Port: ep.Port}},
 			})
 		}
 	}

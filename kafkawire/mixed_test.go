@@ -43,6 +43,7 @@ type mixedQuorum struct {
 	// the kraft transport's version table (nil: TransportVersions).
 	kafkaArgs []string
 	versions  Versions
+	listener  string // the kraft transport's listener name ("": CONTROLLER)
 
 	mu      sync.Mutex
 	applied []mixedRecord // the kraft node's state: its committed data records
@@ -113,7 +114,8 @@ func (q *mixedQuorum) startKraft() {
 	}
 	var tr *Transport
 	for try := 0; try < 100; try++ {
-		tr, err = NewTransport(TransportConfig{ID: kraftID, Listen: q.addrs[kraftID-1], Peers: peers, Versions: q.versions, Logf: q.t.Logf})
+		tr, err = NewTransport(TransportConfig{ID: kraftID, Listen: q.addrs[kraftID-1], Peers: peers, Versions: q.versions,
+			ListenerName: q.listener, Logf: q.t.Logf})
 		if err == nil {
 			break
 		}
@@ -698,4 +700,43 @@ func TestMixedWithoutPreVote(t *testing.T) {
 	q.waitEpochAfter(epoch)
 	add("b", 3)
 	q.waitSame(want)
+}
+
+// TestMixedListenerName: every replica uses the listener name CTRL (Kafka's
+// controller.listener.names=CTRL): Kafka's followers find the kraft
+// leader's endpoint under it, and its DescribeQuorum lists the nodes under
+// it.
+func TestMixedListenerName(t *testing.T) {
+	bin := kafkaNodeDir(t)
+	q := &mixedQuorum{t: t, bin: bin, cluster: "MkU3OEVBNTcwNTJENDM2Qg", addrs: freePorts(t, 3), kafka: map[int]*kafkaNode{},
+		kafkaArgs: []string{"--listener-name", "CTRL"}, listener: "CTRL"}
+	for i := 0; i < 3; i++ {
+		q.dirs = append(q.dirs, t.TempDir())
+	}
+	q.startKafka(1)
+	q.startKafka(2)
+	q.startKraft()
+	t.Cleanup(func() {
+		if q.kraft != nil {
+			_ = q.kraft.Close()
+		}
+	})
+	var want []string
+	add := func(prefix string, n int) {
+		for i := 0; i < n; i++ {
+			want = append(want, fmt.Sprintf("%s%d", prefix, i))
+			q.appendCommitted(want[len(want)-1])
+		}
+	}
+	q.leadBy(func(id int) bool { return id == kraftID })
+	add("kraft-led", 3)
+	q.waitSame(want)
+	for id, k := range q.kafka {
+		a := k.call("describe "+q.addrs[kraftID-1], 10*time.Second)
+		r, _ := a["response"].(map[string]any)
+		nodes, _ := r["nodes"].([]any)
+		if a["ok"] != true || len(nodes) != 3 || !strings.Contains(fmt.Sprint(nodes), "name:CTRL") {
+			t.Fatalf("kafka node %d describes the kraft leader: %v", id, a)
+		}
+	}
 }

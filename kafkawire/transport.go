@@ -60,6 +60,13 @@ type TransportConfig struct {
 	// EndQuorumEpoch's leader_endpoints, node_endpoints of responses that
 	// name it the leader). Empty: the listener's address.
 	Advertised string
+	// ListenerName is the listener name the replica's endpoint is
+	// advertised under and the other replicas' endpoints are taken by
+	// (Kafka's first controller.listener.names; default ListenerName,
+	// CONTROLLER). Kafka's replicas look their leader's endpoint up by
+	// their own listener name and stop without it: every replica of a
+	// quorum needs the same one.
+	ListenerName string
 	// Peers are the other replicas' host:port, for requests (Kafka's
 	// controller.quorum.voters or bootstrap servers).
 	Peers map[kraft.NodeID]string
@@ -105,6 +112,9 @@ func (c TransportConfig) withDefaults() (TransportConfig, error) {
 	if c.KRaftVersions == nil {
 		kv := replica.SupportedKRaftVersions
 		c.KRaftVersions = &kv
+	}
+	if c.ListenerName == "" {
+		c.ListenerName = ListenerName
 	}
 	if c.SoftwareVersion == "" {
 		c.SoftwareVersion = DefaultSoftwareVersion
@@ -277,6 +287,7 @@ func NewTransport(cfg TransportConfig) (*Transport, error) {
 		_ = ln.Close()
 		return nil, err
 	}
+	self.Name = cfg.ListenerName
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &Transport{
 		cfg: cfg, ln: ln, self: self,
@@ -366,7 +377,7 @@ func (t *Transport) learn(eps []Endpoint) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, ep := range eps {
-		if ep.NodeID == t.cfg.ID || ep.Host == "" || (ep.Name != "" && ep.Name != ListenerName) {
+		if ep.NodeID == t.cfg.ID || ep.Host == "" || (ep.Name != "" && ep.Name != t.cfg.ListenerName) {
 			continue
 		}
 		if _, ok := t.addrs[ep.NodeID]; ok && !t.learned[ep.NodeID] {
@@ -395,6 +406,7 @@ func (t *Transport) endpointOf(id kraft.NodeID) []Endpoint {
 	if err != nil {
 		return nil
 	}
+	ep.Name = t.cfg.ListenerName
 	return []Endpoint{ep}
 }
 

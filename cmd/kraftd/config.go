@@ -57,7 +57,8 @@ type config struct {
 	snapshotEvery int64 // 0: the replica takes no snapshots
 	readyMaxLag   int64 // GET /readyz: the most a follower may lag
 
-	wire string // the quorum's wire protocol: wireKraft or wireKafka
+	wire         string // the quorum's wire protocol: wireKraft or wireKafka
+	listenerName string // with -wire kafka: the listener name of the endpoints
 
 	// warnings are the keys of -config that kraftd does not use.
 	warnings []string
@@ -146,7 +147,7 @@ type rawFlags struct {
 	snapshotEvery, readyMaxLag                          int64
 	config                                              string
 	version, randomUUID                                 bool
-	wire                                                string
+	wire, listenerName                                  string
 }
 
 func newFlagSet(r *rawFlags) *flag.FlagSet {
@@ -173,6 +174,7 @@ func newFlagSet(r *rawFlags) *flag.FlagSet {
 	fs.Int64Var(&r.readyMaxLag, "ready-max-lag", defaultReadyMaxLag, "GET /readyz: a follower is ready while its high watermark is at most `N` records behind the leader's")
 	fs.StringVar(&r.config, "config", "", "read the configuration from `FILE`, in Java properties syntax with Kafka's controller.properties names (node.id, controller.quorum.voters, log.dirs, ...; docs/kraftd.md lists them); flags override it")
 	fs.StringVar(&r.wire, "wire", wireKraft, "the quorum's wire `PROTOCOL`: kraft (kraft's own codec) or kafka (Kafka's: ApiVersions, Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot and DescribeQuorum, endpoints under the listener name CONTROLLER, snapshots in Kafka's format), to run in a quorum with Apache Kafka's controllers")
+	fs.StringVar(&r.listenerName, "listener-name", "CONTROLLER", "with -wire kafka, the listener `NAME` the replicas' endpoints go under (the first of controller.listener.names); the same on every replica")
 	fs.BoolVar(&r.version, "version", false, "print kraftd's version and the Go version, and exit")
 	fs.BoolVar(&r.randomUUID, "random-uuid", false, "print a new random UUID for -cluster-id, and exit (kafka-storage random-uuid)")
 	return fs
@@ -397,6 +399,7 @@ func parseConfig(args []string) (c config, err error) {
 	}
 	c.readyMaxLag = r.readyMaxLag
 	c.wire = r.wire
+	c.listenerName = r.listenerName
 	if err := c.kraftConfig().Validate(); err != nil {
 		return c, fmt.Errorf("-id/-voters: %w", err)
 	}

@@ -34,7 +34,7 @@ type quorumTransport interface {
 func newTransport(cfg config, logf func(format string, args ...interface{})) (quorumTransport, error) {
 	if cfg.wire == wireKafka {
 		return kafkawire.NewTransport(kafkawire.TransportConfig{
-			ID: cfg.id, DirectoryID: cfg.dirID, Listen: cfg.listen, Peers: cfg.peers(), SoftwareVersion: softwareVersion(), Logf: logf,
+			ID: cfg.id, DirectoryID: cfg.dirID, Listen: cfg.listen, ListenerName: cfg.listenerName, Peers: cfg.peers(), SoftwareVersion: softwareVersion(), Logf: logf,
 		})
 	}
 	return node.NewTCPTransport(node.TCPConfig{ID: cfg.id, Listen: cfg.listen, Peers: cfg.peers(), Logf: logf})
