@@ -145,28 +145,49 @@ func varintLen(v int64) int {
 // are not supported (KRaft's metadata log is not compressed by default).
 func ReadBatches(src []byte) ([]Batch, error) {
 	var out []Batch
+	err := eachBatch(src, false, false, func(b *Batch) error {
+		out = append(out, *b)
+		return nil
+	})
+	return out, err
+}
+
+// eachBatch decodes the batches of src as ReadBatches does and calls f
+// with each. With alias, the records' keys, values and header values are
+// slices of src rather than copies; with reuse, every batch's Records
+// reuse one slice, valid only during f.
+func eachBatch(src []byte, alias, reuse bool, f func(*Batch) error) error {
+	var recs []Record
+	var b Batch // one for every batch: f gets a pointer
 	for len(src) > 0 {
 		if len(src) < 12 {
 			break
 		}
 		length := int32(binary.BigEndian.Uint32(src[8:]))
 		if length < batchOverhead-12 {
-			return out, fmt.Errorf("%w: batch length %d", ErrCorruptBatch, length)
+			return fmt.Errorf("%w: batch length %d", ErrCorruptBatch, length)
 		}
 		if int64(len(src)-12) < int64(length) {
 			break
 		}
-		b, err := readBatch(src[:12+int(length)])
-		if err != nil {
-			return out, err
+		var err error
+		if b, err = readBatch(src[:12+int(length)], alias, recs); err != nil {
+			return err
 		}
-		out = append(out, b)
+		if reuse {
+			recs = b.Records[:0]
+		}
+		if err := f(&b); err != nil {
+			return err
+		}
 		src = src[12+int(length):]
 	}
-	return out, nil
+	return nil
 }
 
-func readBatch(src []byte) (Batch, error) {
+// readBatch decodes one batch, its records in recs (reallocated if too
+// small; nil: a new slice).
+func readBatch(src []byte, alias bool, recs []Record) (Batch, error) {
 	var b Batch
 	b.BaseOffset = int64(binary.BigEndian.Uint64(src))
 	b.PartitionLeaderEpoch = int32(binary.BigEndian.Uint32(src[12:]))
@@ -193,10 +214,15 @@ func readBatch(src []byte) (Batch, error) {
 	if count < 0 || int64(count) > int64(len(p)) {
 		return b, fmt.Errorf("%w: %d records", ErrCorruptBatch, count)
 	}
-	b.Records = make([]Record, count)
+	if int(count) <= cap(recs) {
+		b.Records = recs[:count]
+		clear(b.Records)
+	} else {
+		b.Records = make([]Record, count)
+	}
 	for i := range b.Records {
 		var err error
-		if p, err = readRecord(p, &b.Records[i]); err != nil {
+		if p, err = readRecord(p, &b.Records[i], alias); err != nil {
 			return b, fmt.Errorf("%w: record %d of the batch at offset %d: %v", ErrCorruptBatch, i, b.BaseOffset, err)
 		}
 	}
@@ -207,8 +233,9 @@ func readBatch(src []byte) (Batch, error) {
 }
 
 type reader struct {
-	b   []byte
-	err error
+	b     []byte
+	err   error
+	alias bool // bytes returns slices of b, not copies
 }
 
 func (r *reader) varint() int64 {
@@ -236,18 +263,23 @@ func (r *reader) bytes() []byte {
 		r.err = fmt.Errorf("length %d past the end", n)
 		return nil
 	}
-	out := make([]byte, n)
-	copy(out, r.b)
+	var out []byte
+	if r.alias {
+		out = r.b[:n:n]
+	} else {
+		out = make([]byte, n)
+		copy(out, r.b)
+	}
 	r.b = r.b[n:]
 	return out
 }
 
-func readRecord(p []byte, rec *Record) ([]byte, error) {
+func readRecord(p []byte, rec *Record, alias bool) ([]byte, error) {
 	size, n := binary.Varint(p)
 	if n <= 0 || size < 0 || size > int64(len(p)-n) {
 		return nil, errors.New("bad record length")
 	}
-	r := reader{b: p[n : n+int(size)]}
+	r := reader{b: p[n : n+int(size)], alias: alias}
 	if len(r.b) < 1 {
 		return nil, errors.New("empty record")
 	}

@@ -53,7 +53,8 @@
 // ApiVersions v0 answer with UNSUPPORTED_VERSION and the table
 // (APIVersionsAnswer, KIP-511). DescribeQuorum and the KIP-853 voter
 // changes are framed here; mapping them to kraft's events and answers is
-// the transport's.
+// the transport's; Transport does not serve the voter changes yet and
+// leaves them out of its ApiVersions answers (TransportVersions).
 //
 // Older versions carry less, and the fields they lack decode to their
 // defaults: Vote v0 has no voter id (-1) and no directory ids;
@@ -83,7 +84,21 @@
 // CRC-32C checked). AppendEntries and ReadEntries convert kraft's log
 // entries: a data entry is a data record (null key, the payload as value);
 // a LeaderChange entry is a LeaderChange control batch (LeaderChangeMessage
-// v0). VotersRecord and KRaftVersion control records, kraft's read
-// barriers, and snapshots in Kafka's format (SnapshotHeader and
-// SnapshotFooter control batches) are not mapped yet.
+// v0); a read barrier is a LeaderChange control batch with leader -1.
+// VotersRecord and KRaftVersion control records are not mapped yet. Snapshots in Kafka's format (a
+// SnapshotHeader control batch, data batches, a SnapshotFooter control
+// batch) are written by SnapshotWriter and read by ReadSnapshot; a runtime
+// in a quorum with Kafka's replicas keeps its snapshots in that format, and
+// FetchSnapshot carries them as they are (docs/design.md D83).
+//
+// # Transport
+//
+// Transport is a node.Transport in Kafka's protocol (docs/design.md D80,
+// D81): kraft's runtime (package node) over it votes in, follows and leads
+// a quorum of Apache Kafka's own KRaft replicas. It dials one connection
+// per peer for its requests and sends ApiVersions first on each, answers
+// ApiVersions and DescribeQuorum itself (ServeDescribeQuorum), maps Kafka's
+// int32 correlation ids to the runtime's uint64 ones, and advertises the
+// replica's endpoint under the listener name CONTROLLER. Describe is a
+// DescribeQuorum client, as kafka-metadata-quorum describe.
 package kafkawire

@@ -208,7 +208,8 @@ func TestEntriesBatching(t *testing.T) {
 		}
 		shape = append(shape, s)
 	}
-	if want := []string{"data", "control", "data", "data"}; !reflect.DeepEqual(shape, want) {
+	// A batch per entry: every offset is a batch boundary.
+	if want := []string{"data", "data", "control", "data", "data"}; !reflect.DeepEqual(shape, want) {
 		t.Fatalf("batches %v, want %v", shape, want)
 	}
 	got, ts, err := ReadEntries(raw)

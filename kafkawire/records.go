@@ -34,17 +34,35 @@ const (
 //     has no directory ids, and the flag is kraft's note that a
 //     VotersRecord follows in the log.
 //
-// VotersRecords, KRaftVersion records and kraft's read barriers have no
-// mapping yet: AppendEntries refuses them and ReadEntries refuses Kafka
-// control records other than LeaderChange.
+//   - a read barrier (replica.RecordBarrier, a leader's no-op) is a
+//     LeaderChange control batch whose leader id is -1 and whose voter
+//     lists are empty: Kafka has no no-op record, its replicas take a
+//     LeaderChange control record anywhere in the log and act on none of
+//     its fields (its state machines never see control records), and a
+//     LeaderChange always names a leader otherwise, so ReadEntries turns
+//     it back into a barrier.
+//
+// VotersRecords and KRaftVersion records have no mapping yet:
+// AppendEntries refuses them and ReadEntries refuses Kafka control records
+// other than LeaderChange.
 
-// AppendEntries appends log entries as v2 record batches: one batch per run
-// of consecutive data entries of one epoch, and one control batch per
-// LeaderChange entry. Each batch's partition leader epoch is its entries'
+// AppendEntries appends log entries as v2 record batches: a batch per
+// entry, a control batch for a LeaderChange or a barrier. Kafka's replicas
+// append whole batches only and assume that the high watermark never falls
+// inside one (Kafka's leader forwards the batches it made, so every replica
+// holds the same batches, and a high watermark, some replica's log end, is
+// a batch boundary on all of them). kraft's log keeps entries, not
+// batches, and a leader reads them anew for each Fetch: batches of several
+// entries would differ from follower to follower, and a follower given
+// offsets 5 to 7 in one batch while the high watermark is 6 could not read
+// its committed records (Kafka's MockLog stops with "Expected to find at
+// least one entry"). With a batch per entry every offset is a boundary
+// (docs/design.md D83). Each batch's partition leader epoch is its entry's
 // epoch; every record gets timestamp ts (Kafka's leader stamps a batch
 // with its append time). Entries must have consecutive offsets.
 func AppendEntries(dst []byte, entries []storage.Entry, ts int64) ([]byte, error) {
-	var b Batch
+	// One record slice for every batch: each is encoded before the next.
+	b := Batch{Records: make([]Record, 0, 1)}
 	flush := func() {
 		if len(b.Records) > 0 {
 			dst = AppendBatch(dst, &b)
@@ -60,22 +78,21 @@ func AppendEntries(dst []byte, entries []storage.Entry, ts int64) ([]byte, error
 		}
 		switch e.Data[0] {
 		case replica.RecordData:
-			if len(b.Records) > 0 && (b.Control() || b.PartitionLeaderEpoch != int32(e.Epoch)) {
-				flush()
-			}
-			if len(b.Records) == 0 {
-				b = newBatch(e, ts, 0)
-			}
-			delta := int32(e.Offset - b.BaseOffset)
-			b.Records = append(b.Records, Record{OffsetDelta: delta, Value: e.Data[1:]})
-			b.LastOffsetDelta = delta
-		case replica.RecordLeaderChange:
+			recs := b.Records[:0]
+			b = newBatch(e, ts, 0)
+			b.Records = append(recs, Record{Value: e.Data[1:]})
 			flush()
-			value, err := leaderChangeValue(e.Data[1:])
-			if err != nil {
-				return dst, fmt.Errorf("kafkawire: entry at offset %d: %w", e.Offset, err)
+		case replica.RecordLeaderChange, replica.RecordBarrier:
+			value := barrierValue
+			if e.Data[0] == replica.RecordLeaderChange {
+				var err error
+				if value, err = leaderChangeValue(e.Data[1:]); err != nil {
+					return dst, fmt.Errorf("kafkawire: entry at offset %d: %w", e.Offset, err)
+				}
 			}
+			recs := b.Records[:0]
 			b = newBatch(e, ts, AttrControl)
+			b.Records = recs
 			b.Records = append(b.Records, Record{Key: controlKey(ControlLeaderChange), Value: value})
 			flush()
 		default:
@@ -93,6 +110,10 @@ func newBatch(e storage.Entry, ts int64, attrs int16) Batch {
 	}
 }
 
+// barrierValue is a read barrier's LeaderChangeMessage v0: leader -1, no
+// voters.
+var barrierValue = (&kmsg.LeaderChangeMessage{Version: 0, LeaderID: -1}).AppendTo(nil)
+
 func controlKey(typ int16) []byte {
 	k := kmsg.ControlRecordKey{Version: 0, Type: kmsg.ControlRecordKeyType(typ)}
 	return k.AppendTo(nil)
@@ -102,6 +123,10 @@ func leaderChangeValue(data []byte) ([]byte, error) {
 	var a kraft.AppendLeaderChange
 	if err := json.Unmarshal(data, &a); err != nil {
 		return nil, fmt.Errorf("LeaderChange record: %w", err)
+	}
+	if a.LeaderID < 0 {
+		// Its leader writes it, naming itself; leader -1 marks a barrier.
+		return nil, fmt.Errorf("LeaderChange record without a leader")
 	}
 	m := kmsg.LeaderChangeMessage{Version: 0, LeaderID: int32(a.LeaderID)}
 	for _, v := range a.Voters {
@@ -119,28 +144,38 @@ func leaderChangeValue(data []byte) ([]byte, error) {
 // leader epoch. It also returns the first batch's base timestamp (0 without
 // batches), which AppendEntries takes back.
 func ReadEntries(src []byte) ([]storage.Entry, int64, error) {
-	batches, err := ReadBatches(src)
-	if err != nil {
-		return nil, 0, err
-	}
+	// The records alias src; each data record is copied once, into one
+	// block for them all (at most src's size), behind its kind byte.
 	var entries []storage.Entry
+	var block []byte
 	var ts int64
-	for i := range batches {
-		b := &batches[i]
-		if i == 0 {
-			ts = b.FirstTimestamp
+	first := true
+	err := eachBatch(src, true, true, func(b *Batch) error {
+		if first {
+			ts, first = b.FirstTimestamp, false
+			block = make([]byte, 0, len(src))
 		}
 		for _, r := range b.Records {
 			e := storage.Entry{Offset: b.BaseOffset + int64(r.OffsetDelta), Epoch: kraft.Epoch(b.PartitionLeaderEpoch)}
 			if b.Control() {
+				var err error
 				if e.Data, err = controlEntry(e.Epoch, r); err != nil {
-					return nil, 0, fmt.Errorf("kafkawire: offset %d: %w", e.Offset, err)
+					return fmt.Errorf("kafkawire: offset %d: %w", e.Offset, err)
 				}
 			} else {
-				e.Data = append([]byte{replica.RecordData}, r.Value...)
+				start := len(block)
+				block = append(append(block, replica.RecordData), r.Value...)
+				e.Data = block[start:len(block):len(block)]
 			}
 			entries = append(entries, e)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(entries) == 0 {
+		return nil, 0, nil
 	}
 	return entries, ts, nil
 }
@@ -156,6 +191,9 @@ func controlEntry(epoch kraft.Epoch, r Record) ([]byte, error) {
 	var m kmsg.LeaderChangeMessage
 	if err := m.ReadFrom(r.Value); err != nil {
 		return nil, fmt.Errorf("LeaderChange record: %w", err)
+	}
+	if m.LeaderID == -1 && len(m.Voters) == 0 && len(m.GrantingVoters) == 0 {
+		return []byte{replica.RecordBarrier}, nil
 	}
 	a := kraft.AppendLeaderChange{Epoch: epoch, LeaderID: kraft.NodeID(m.LeaderID)}
 	for _, v := range m.Voters {

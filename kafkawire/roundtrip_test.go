@@ -99,8 +99,10 @@ func genEntries(t *rapid.T) []storage.Entry {
 	for i := 0; i < n; i++ {
 		epoch += kraft.Epoch(rapid.IntRange(0, 1).Draw(t, "epochStep"))
 		e := storage.Entry{Offset: off + int64(i), Epoch: epoch}
-		if rapid.IntRange(0, 3).Draw(t, "kind") == 0 {
-			a := kraft.AppendLeaderChange{Epoch: epoch, LeaderID: genNode(t, "lcLeader")}
+		switch rapid.IntRange(0, 5).Draw(t, "kind") {
+		case 0:
+			// A leader writes a LeaderChange naming itself.
+			a := kraft.AppendLeaderChange{Epoch: epoch, LeaderID: kraft.NodeID(rapid.Int32Range(0, 1<<20).Draw(t, "lcLeader"))}
 			for _, id := range rapid.SliceOfN(rapid.Int32Range(0, 100), 0, 4).Draw(t, "voters") {
 				a.Voters = append(a.Voters, kraft.ReplicaKey{ID: kraft.NodeID(id)})
 			}
@@ -112,7 +114,9 @@ func genEntries(t *rapid.T) []storage.Entry {
 				t.Fatal(err)
 			}
 			e.Data = append([]byte{replica.RecordLeaderChange}, data...)
-		} else {
+		case 1:
+			e.Data = []byte{replica.RecordBarrier}
+		default:
 			e.Data = append([]byte{replica.RecordData}, rapid.SliceOfN(rapid.Byte(), 0, 40).Draw(t, "value")...)
 		}
 		out = append(out, e)

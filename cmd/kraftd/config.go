@@ -72,6 +72,8 @@ type config struct {
 	lagThreshold      int64
 	slowSyncThreshold time.Duration
 	slowSyncResign    int
+	wire         string // the quorum's wire protocol: wireKraft or wireKafka
+	listenerName string // with -wire kafka: the listener name of the endpoints
 
 	// warnings are the keys of -config that kraftd does not use.
 	warnings []string
@@ -165,6 +167,7 @@ type rawFlags struct {
 	slowSyncResign                                      int
 	config                                              string
 	version, randomUUID                                 bool
+	wire, listenerName                                  string
 }
 
 func newFlagSet(r *rawFlags) *flag.FlagSet {
@@ -196,6 +199,8 @@ func newFlagSet(r *rawFlags) *flag.FlagSet {
 	fs.DurationVar(&r.slowSyncThreshold, "slow-sync-threshold", defaultSlowSyncThreshold, "log a log sync (fsync) that takes longer than this (negative: never)")
 	fs.IntVar(&r.slowSyncResign, "slow-sync-resign", 0, "a leader whose last `N` syncs were each slower than -slow-sync-threshold resigns, if a majority of the voters is in contact (at most once per 10 minutes; 0: never, it only logs)")
 	fs.StringVar(&r.config, "config", "", "read the configuration from `FILE`, in Java properties syntax with Kafka's controller.properties names (node.id, controller.quorum.voters, log.dirs, ...; docs/kraftd.md lists them); flags override it")
+	fs.StringVar(&r.wire, "wire", wireKraft, "the quorum's wire `PROTOCOL`: kraft (kraft's own codec) or kafka (Kafka's: ApiVersions, Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot and DescribeQuorum, endpoints under the listener name CONTROLLER, snapshots in Kafka's format), to run in a quorum with Apache Kafka's controllers")
+	fs.StringVar(&r.listenerName, "listener-name", "CONTROLLER", "with -wire kafka, the listener `NAME` the replicas' endpoints go under (the first of controller.listener.names); the same on every replica")
 	fs.BoolVar(&r.version, "version", false, "print kraftd's version and the Go version, and exit")
 	fs.BoolVar(&r.randomUUID, "random-uuid", false, "print a new random UUID for -cluster-id, and exit (kafka-storage random-uuid)")
 	return fs
@@ -297,6 +302,10 @@ func parseConfig(args []string) (c config, err error) {
 		return c, errors.New("-auto-join needs a dynamic quorum (-initial-voters or -bootstrap-servers)")
 	case r.dir == "":
 		return c, errors.New("-dir is required")
+	case r.wire != wireKraft && r.wire != wireKafka:
+		return c, fmt.Errorf("-wire %q: want kraft or kafka", r.wire)
+	case r.wire == wireKafka && (r.initialVoters != "" || r.bootstrapServers != ""):
+		return c, errors.New("-wire kafka serves a static quorum only (-voters): the KIP-853 voter changes are not served in Kafka's protocol yet")
 	}
 	id, err := parseNodeID(r.id)
 	if err != nil {
@@ -438,6 +447,8 @@ func parseConfig(args []string) (c config, err error) {
 		return c, fmt.Errorf("-slow-sync-resign %d: want 0 (never) or a number of syncs", r.slowSyncResign)
 	}
 	c.slowSyncResign = r.slowSyncResign
+	c.wire = r.wire
+	c.listenerName = r.listenerName
 	if err := c.kraftConfig().Validate(); err != nil {
 		return c, fmt.Errorf("-id/-voters: %w", err)
 	}

@@ -125,7 +125,7 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 			return exitFail
 		}
 	}
-	tr, err := node.NewTCPTransport(node.TCPConfig{ID: cfg.id, Listen: cfg.listen, Peers: cfg.peers(), Logger: cfg.logger})
+	tr, err := newTransport(cfg, logger.Printf)
 	if err != nil {
 		_ = lg.Close()
 		_ = snaps.Close()
@@ -140,7 +140,7 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		logger.Printf("kraftd: replica %d:%s listening on %s, dynamic quorum (initial voters %s, bootstrap servers %s, auto-join %v), data in %s",
 			cfg.id, uuid.UUID(cfg.dirID), tr.Addr(), votersString(cfg.initialVoters), votersString(cfg.bootstrapServers), cfg.autoJoin, cfg.dir)
 	} else {
-		logger.Printf("kraftd: replica %d (%s) listening on %s, voters %s, data in %s", cfg.id, role, tr.Addr(), votersString(cfg.voters), cfg.dir)
+		logger.Printf("kraftd: replica %d (%s) listening on %s (%s wire protocol), voters %s, data in %s", cfg.id, role, tr.Addr(), cfg.wire, votersString(cfg.voters), cfg.dir)
 	}
 	logger.Printf("kraftd: cluster id %s (%s)", kafkaUUID(cfg.clusterID), uuid.UUID(cfg.clusterID))
 	m := &machine{}
@@ -178,6 +178,15 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 	if cfg.snapshotEvery > 0 {
 		ncfg.Snapshot, ncfg.SnapshotEvery = m.snapshot, cfg.snapshotEvery
 	}
+	if cfg.wire == wireKafka {
+		// Kafka's election rules beside Kafka's replicas (docs/design.md
+		// D84), its snapshot format (D83).
+		ncfg.Kraft.KafkaFailover = true
+		ncfg.Restore = kafkaRestore(m)
+		if ncfg.Snapshot != nil {
+			ncfg.Snapshot = kafkaSnapshot(m)
+		}
+	}
 	n, err := node.Start(ncfg)
 	if err != nil {
 		_ = lg.Close()
@@ -186,6 +195,7 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		logger.Printf("kraftd: starting the replica: %v", err)
 		return exitFail
 	}
+	serveDescribe(tr, n)
 
 	var srv *httpServer
 	httpErr := make(chan error, 1)

@@ -92,6 +92,13 @@ num.network.threads=3
 	require.Len(t, c.voters, 3)
 	require.False(t, c.observer)
 	require.Equal(t, "127.0.0.1:19092", c.listen)
+	require.Equal(t, "CONTROLLER", c.listenerName, "the first of controller.listener.names")
+	other := writeFile(t, "other.properties", "node.id=2\ncontroller.quorum.voters="+threeVoters+"\ncluster.id="+testClusterID+
+		"\nlog.dirs=/d\nlisteners=CTRL://127.0.0.1:19092\ncontroller.listener.names=CTRL,OTHER\n")
+	oc, err := parseConfig([]string{"-config", other})
+	require.NoError(t, err)
+	require.Equal(t, "CTRL", oc.listenerName)
+	require.Equal(t, "127.0.0.1:19092", oc.listen)
 	require.Equal(t, "/var/kraft/data", c.dir, "the first of log.dirs")
 	require.Equal(t, 300*time.Millisecond, c.electionTimeout)
 	require.Equal(t, 800*time.Millisecond, c.fetchTimeout)

@@ -223,6 +223,10 @@ func applyConfigFile(fs *flag.FlagSet, path string, set map[string]bool) (warnin
 	} else if p, ok := last[keyListenerNames]; ok && strings.TrimSpace(p.value) == "" {
 		return nil, nil, fmt.Errorf("line %d: %s is empty", p.line, p.key)
 	}
+	if p, ok := last[keyListenerNames]; ok && strings.TrimSpace(p.value) != "" {
+		p.value = strings.TrimSpace(strings.Split(p.value, ",")[0])
+		values["listener-name"] = p
+	}
 	origins = map[string]string{}
 	names := make([]string, 0, len(values))
 	for name := range values {

@@ -1,0 +1,1064 @@
+package kafkawire
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/node"
+	"github.com/kraftquorum/kraft/replica"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Defaults of TransportConfig, as node.TCPConfig's.
+const (
+	DefaultDialTimeout         = time.Second
+	DefaultReconnectBackoff    = 50 * time.Millisecond // Kafka's reconnect.backoff.ms
+	DefaultMaxReconnectBackoff = time.Second           // Kafka's reconnect.backoff.max.ms
+	DefaultWriteTimeout        = 10 * time.Second
+	DefaultQueueSize           = 1024
+)
+
+// TransportVersions is what Transport serves: Supported without the
+// KIP-853 voter changes (AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter),
+// which it does not map to the runtime yet and so does not advertise.
+var TransportVersions = func() Versions {
+	vs := Versions{}
+	for k, v := range Supported {
+		if k != AddRaftVoter && k != RemoveRaftVoter && k != UpdateRaftVoter {
+			vs[k] = v
+		}
+	}
+	return vs
+}()
+
+// DefaultSoftwareVersion is the client_software_version kraft sends when
+// none is configured: "unknown", what Kafka's own clients send when they
+// do not know theirs (AppInfoParser).
+const DefaultSoftwareVersion = "unknown"
+
+// TransportConfig configures a Transport.
+type TransportConfig struct {
+	// ID is the local replica's id; DirectoryID its directory id (zero:
+	// none), by which it finds its place in an EndQuorumEpoch's preferred
+	// candidates.
+	ID          kraft.NodeID
+	DirectoryID uuid.UUID
+	// Listen is the address to accept connections on ("127.0.0.1:0": any
+	// free port, see Addr).
+	Listen string
+	// Advertised is the host:port the other replicas reach this one at,
+	// sent as this replica's CONTROLLER endpoint (BeginQuorumEpoch's and
+	// EndQuorumEpoch's leader_endpoints, node_endpoints of responses that
+	// name it the leader). Empty: the listener's address.
+	Advertised string
+	// ListenerName is the listener name the replica's endpoint is
+	// advertised under and the other replicas' endpoints are taken by
+	// (Kafka's first controller.listener.names; default ListenerName,
+	// CONTROLLER). Kafka's replicas look their leader's endpoint up by
+	// their own listener name and stop without it: every replica of a
+	// quorum needs the same one.
+	ListenerName string
+	// Peers are the other replicas' host:port, for requests (Kafka's
+	// controller.quorum.voters or bootstrap servers).
+	Peers map[kraft.NodeID]string
+	// Versions is what the transport advertises in its ApiVersions answers
+	// and negotiates with (default TransportVersions). A narrower table
+	// makes a replica of an older Kafka, for tests.
+	Versions Versions
+	// KRaftVersions is the kraft.version feature range advertised in
+	// ApiVersions answers (default replica.SupportedKRaftVersions).
+	KRaftVersions *kraft.VersionRange
+	// SoftwareVersion is sent as ApiVersions' client_software_version
+	// (default DefaultSoftwareVersion). Kafka answers ApiVersions v3+ with
+	// INVALID_REQUEST unless the name and version match
+	// ApiVersionsRequest.isValid's pattern: [a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?
+	SoftwareVersion string
+	// ClientID is the request header's client id (default "raft-client-ID",
+	// as Kafka's KafkaRaftManager names its client).
+	ClientID string
+
+	DialTimeout         time.Duration
+	ReconnectBackoff    time.Duration
+	MaxReconnectBackoff time.Duration
+	WriteTimeout        time.Duration
+	QueueSize           int
+	InboxSize           int
+
+	// Describe, if set, answers DescribeQuorum requests (see
+	// DescribeQuorumResponse); without it they are answered
+	// NOT_LEADER_OR_FOLLOWER. It is called from a connection's goroutine.
+	Describe func() (*kmsg.DescribeQuorumResponse, error)
+	// Logf, if set, logs dropped messages and connection errors.
+	Logf func(format string, args ...interface{})
+}
+
+func (c TransportConfig) withDefaults() (TransportConfig, error) {
+	if c.DialTimeout < 0 || c.ReconnectBackoff < 0 || c.MaxReconnectBackoff < 0 ||
+		c.WriteTimeout < 0 || c.QueueSize < 0 || c.InboxSize < 0 {
+		return c, errors.New("kafkawire: TransportConfig: negative timeout, backoff or size")
+	}
+	if c.Versions == nil {
+		c.Versions = TransportVersions
+	}
+	if c.KRaftVersions == nil {
+		kv := replica.SupportedKRaftVersions
+		c.KRaftVersions = &kv
+	}
+	if c.ListenerName == "" {
+		c.ListenerName = ListenerName
+	}
+	if c.SoftwareVersion == "" {
+		c.SoftwareVersion = DefaultSoftwareVersion
+	}
+	if c.ClientID == "" {
+		c.ClientID = fmt.Sprintf("raft-client-%d", c.ID)
+	}
+	if c.DialTimeout == 0 {
+		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.ReconnectBackoff == 0 {
+		c.ReconnectBackoff = DefaultReconnectBackoff
+	}
+	if c.MaxReconnectBackoff == 0 {
+		c.MaxReconnectBackoff = DefaultMaxReconnectBackoff
+	}
+	if c.MaxReconnectBackoff < c.ReconnectBackoff {
+		c.MaxReconnectBackoff = c.ReconnectBackoff
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.QueueSize == 0 {
+		c.QueueSize = DefaultQueueSize
+	}
+	if c.InboxSize == 0 {
+		c.InboxSize = c.QueueSize
+	}
+	return c, nil
+}
+
+// Transport is a node.Transport in Kafka's wire protocol: what a KRaft
+// controller's KafkaNetworkChannel and SocketServer exchange (docs/design.md
+// D80).
+//
+// Outgoing: one connection per peer, dialed at the first request to it and
+// again, with exponential backoff, after an error. The first request on a
+// connection is ApiVersions (v4, again at the version the answer names if
+// it is UNSUPPORTED_VERSION, KIP-511); each request then goes at the
+// highest version of its API both sides support (Negotiate). Requests are
+// pipelined; responses are matched to requests by correlation id.
+//
+// Incoming: every accepted connection is served; ApiVersions and
+// DescribeQuorum are answered by the transport, the raft RPCs are decoded
+// to kraft events for Inbox, and their responses go back on the request's
+// connection with the request's correlation id and version.
+//
+// Correlation ids (D81): Kafka's are int32 and per connection; node.Message's
+// Corr is a uint64 unique per sender. A request's Corr stays in the
+// transport, keyed by the int32 correlation id the request went out with on
+// its connection, and comes back on its response. An incoming request gets
+// a Corr of the transport's own, a counter, under which the connection,
+// correlation id, API and version wait for the response; a response whose
+// Corr is not waiting (its connection closed) is dropped.
+//
+// Send never blocks: a message that cannot be sent now is dropped and the
+// runtime's retries make up for it, as with node.TCPTransport.
+type Transport struct {
+	cfg    TransportConfig
+	ln     net.Listener
+	self   Endpoint
+	inbox  chan node.Message
+	done   chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+
+	dropped atomic.Uint64
+	seq     atomic.Uint64 // Corr of incoming requests
+	fetches fetchTracker  // for DescribeQuorum
+
+	mu      sync.Mutex
+	closed  bool
+	addrs   map[kraft.NodeID]string
+	learned map[kraft.NodeID]bool // addresses learned from endpoints, not configured
+	peers   map[kraft.NodeID]*peer
+	conns   map[*conn]struct{}
+	serving map[uint64]*served // incoming requests waiting for their response
+}
+
+var _ node.Transport = (*Transport)(nil)
+
+// conn is one TCP connection: outgoing (to a peer: pending requests) or
+// incoming (out: response frames for its writer).
+type conn struct {
+	c     net.Conn
+	out   chan []byte
+	done  chan struct{}
+	close sync.Once
+
+	// Outgoing connections: the negotiated versions and the requests
+	// waiting for a response, by correlation id.
+	mu         sync.Mutex
+	negotiated map[int16]int16
+	nextCorr   int32
+	pending    map[int32]pendingRequest
+
+	// Incoming connections: the high watermark last sent in a Fetch
+	// response on this connection (the follower's, as far as the leader
+	// knows, for Fetch below v18, which does not carry it); -1 before.
+	hwm atomic.Int64
+}
+
+// maxPending bounds the requests waiting for a response on one connection.
+const maxPending = 4096
+
+type pendingRequest struct {
+	corr    uint64
+	api     int16
+	version int16
+}
+
+// served is an incoming request waiting for the runtime's response.
+type served struct {
+	c       *conn
+	corr    int32
+	api     int16
+	version int16
+	at      time.Time // when it arrived
+}
+
+// peer is the outgoing side to one peer: its queue, drained by one
+// goroutine that owns the connection.
+type peer struct {
+	id    kraft.NodeID
+	queue chan node.Message
+	conn  *conn // guarded by Transport.mu
+}
+
+func newConn(c net.Conn, queue int) *conn {
+	cn := &conn{c: c, done: make(chan struct{}), pending: map[int32]pendingRequest{}}
+	cn.out = make(chan []byte, queue)
+	cn.hwm.Store(-1)
+	return cn
+}
+
+func (c *conn) shut() {
+	c.close.Do(func() {
+		close(c.done)
+		_ = c.c.Close()
+	})
+}
+
+func (c *conn) isShut() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// NewTransport listens on cfg.Listen and returns the transport.
+func NewTransport(cfg TransportConfig) (*Transport, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("kafkawire: listen: %w", err)
+	}
+	adv := cfg.Advertised
+	if adv == "" {
+		adv = ln.Addr().String()
+	}
+	self, err := ParseEndpoint(cfg.ID, adv)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	self.Name = cfg.ListenerName
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &Transport{
+		cfg: cfg, ln: ln, self: self,
+		inbox: make(chan node.Message, cfg.InboxSize),
+		done:  make(chan struct{}), ctx: ctx, cancel: cancel,
+		addrs: map[kraft.NodeID]string{}, learned: map[kraft.NodeID]bool{},
+		peers: map[kraft.NodeID]*peer{}, conns: map[*conn]struct{}{},
+		serving: map[uint64]*served{},
+	}
+	for id, a := range cfg.Peers {
+		t.addrs[id] = a
+	}
+	t.wg.Add(1)
+	go t.accept()
+	return t, nil
+}
+
+// ParseEndpoint reads host:port as node id's endpoint under the listener
+// name CONTROLLER.
+func ParseEndpoint(id kraft.NodeID, hostport string) (Endpoint, error) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("kafkawire: endpoint %q: %w", hostport, err)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("kafkawire: endpoint %q: bad port", hostport)
+	}
+	return Endpoint{NodeID: id, Name: ListenerName, Host: host, Port: uint16(p)}, nil
+}
+
+// Addr is the address the transport listens on.
+func (t *Transport) Addr() net.Addr { return t.ln.Addr() }
+
+// Endpoint is the local replica's advertised endpoint.
+func (t *Transport) Endpoint() Endpoint { return t.self }
+
+// Inbox delivers the requests and responses that arrived.
+func (t *Transport) Inbox() <-chan node.Message { return t.inbox }
+
+// Dropped counts the messages the transport dropped (node.DropCounter).
+func (t *Transport) Dropped() uint64 { return t.dropped.Load() }
+
+func (t *Transport) drop(always bool, format string, args ...interface{}) {
+	n := t.dropped.Add(1)
+	if t.cfg.Logf != nil && (always || n&(n-1) == 0) {
+		t.cfg.Logf("kafka transport %d: dropped a message (%d so far): %s", t.cfg.ID, n, fmt.Sprintf(format, args...))
+	}
+}
+
+func (t *Transport) logf(format string, args ...interface{}) {
+	if t.cfg.Logf != nil {
+		t.cfg.Logf("kafka transport %d: "+format, append([]interface{}{t.cfg.ID}, args...)...)
+	}
+}
+
+// SetPeer sets the address of peer id (the runtime's voter set changed);
+// an empty addr forgets it. A connection to the old address is closed.
+func (t *Transport) SetPeer(id kraft.NodeID, addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.setPeerLocked(id, addr)
+	delete(t.learned, id)
+}
+
+func (t *Transport) setPeerLocked(id kraft.NodeID, addr string) {
+	if old, ok := t.addrs[id]; ok && old == addr {
+		return
+	}
+	if addr == "" {
+		delete(t.addrs, id)
+	} else {
+		t.addrs[id] = addr
+	}
+	if p := t.peers[id]; p != nil && p.conn != nil {
+		p.conn.shut()
+	}
+}
+
+// learn keeps endpoints a message carried for replicas without a
+// configured address (an observer learns its leader's this way, as
+// Kafka's followers do from leader_endpoints and node_endpoints).
+func (t *Transport) learn(eps []Endpoint) {
+	if len(eps) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, ep := range eps {
+		if ep.NodeID == t.cfg.ID || ep.Host == "" || (ep.Name != "" && ep.Name != t.cfg.ListenerName) {
+			continue
+		}
+		if _, ok := t.addrs[ep.NodeID]; ok && !t.learned[ep.NodeID] {
+			continue
+		}
+		t.setPeerLocked(ep.NodeID, net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))))
+		t.learned[ep.NodeID] = true
+	}
+}
+
+// endpointOf is node id's CONTROLLER endpoint, if known.
+func (t *Transport) endpointOf(id kraft.NodeID) []Endpoint {
+	if id == t.cfg.ID {
+		return []Endpoint{t.self}
+	}
+	if id < 0 {
+		return nil
+	}
+	t.mu.Lock()
+	addr, ok := t.addrs[id]
+	t.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	ep, err := ParseEndpoint(id, addr)
+	if err != nil {
+		return nil
+	}
+	ep.Name = t.cfg.ListenerName
+	return []Endpoint{ep}
+}
+
+// Send sends m: a request on the connection to m.To, a response on the
+// connection its request came on. It never blocks.
+func (t *Transport) Send(m node.Message) {
+	if m.To == t.cfg.ID {
+		t.drop(false, "a message to the local id %d", m.To)
+		return
+	}
+	if m.Response {
+		t.sendResponse(m)
+		return
+	}
+	t.mu.Lock()
+	var queue chan node.Message
+	if !t.closed {
+		p := t.peers[m.To]
+		if p == nil {
+			if _, ok := t.addrs[m.To]; ok {
+				p = &peer{id: m.To, queue: make(chan node.Message, t.cfg.QueueSize)}
+				t.peers[m.To] = p
+				t.wg.Add(1)
+				go t.runPeer(p)
+			}
+		}
+		if p != nil {
+			queue = p.queue
+		}
+	}
+	t.mu.Unlock()
+	if queue == nil {
+		t.drop(false, "no address for %d", m.To)
+		return
+	}
+	select {
+	case queue <- m:
+	default:
+		t.drop(false, "the queue for %d is full", m.To)
+	}
+}
+
+// sendResponse encodes a response at its request's version (before Send
+// returns: its records may be the log's memory) and queues it for the
+// request's connection.
+func (t *Transport) sendResponse(m node.Message) {
+	t.mu.Lock()
+	s := t.serving[m.Corr]
+	delete(t.serving, m.Corr)
+	t.mu.Unlock()
+	if s == nil {
+		t.drop(false, "response %d to %d: its request's connection is gone", m.Corr, m.To)
+		return
+	}
+	msg := Msg{Event: m.Event, API: s.api, Records: m.Records, RecordTimestamp: time.Now().UnixMilli(), LogStartOffset: -1, Chunk: m.Chunk}
+	msg.Endpoints = t.responseEndpoints(m.Event)
+	resp, err := EncodeResponse(msg, s.version)
+	if err != nil {
+		t.drop(true, "%s response to %d not encoded: %v", kmsg.NameForKey(s.api), m.To, err)
+		return
+	}
+	if f, ok := m.Event.(kraft.ReceiveFetchResponse); ok && f.Error == kraft.ErrNone {
+		s.c.hwm.Store(f.HighWatermark)
+		if len(m.Records) == 0 && f.Diverging == nil && f.Snapshot == nil {
+			t.fetches.caughtUp(m.To, s.at)
+		}
+	}
+	frame := AppendResponse(nil, s.corr, resp)
+	select {
+	case s.c.out <- frame:
+	case <-s.c.done:
+		t.drop(false, "response to %d: connection closed", m.To)
+	default:
+		t.drop(false, "the response queue of the connection from %d is full", m.To)
+	}
+}
+
+// responseEndpoints are the node_endpoints of a response: the leader's it
+// names, if known (Kafka's KafkaRaftClient adds the leader's endpoint).
+func (t *Transport) responseEndpoints(ev kraft.Event) []Endpoint {
+	var leader kraft.NodeID = kraft.NoNode
+	switch e := ev.(type) {
+	case kraft.ReceiveVoteResponse:
+		leader = e.LeaderID
+	case kraft.ReceiveQuorumResponse:
+		leader = e.LeaderID
+	case kraft.ReceiveFetchResponse:
+		leader = e.LeaderID
+	case kraft.ReceiveFetchSnapshotResponse:
+		leader = e.LeaderID
+	}
+	return t.endpointOf(leader)
+}
+
+// Close closes the listener and every connection, waits for the
+// transport's goroutines and closes Inbox.
+func (t *Transport) Close() error {
+	var err error
+	t.once.Do(func() {
+		t.mu.Lock()
+		t.closed = true
+		conns := make([]*conn, 0, len(t.conns))
+		for c := range t.conns {
+			conns = append(conns, c)
+		}
+		t.mu.Unlock()
+		close(t.done)
+		t.cancel()
+		err = t.ln.Close()
+		for _, c := range conns {
+			c.shut()
+		}
+		t.wg.Wait()
+		close(t.inbox)
+	})
+	return err
+}
+
+func (t *Transport) sleep(d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-t.done:
+		return false
+	}
+}
+
+// track registers c so Close closes it, adding n to the wait group for
+// its goroutines; false if closed.
+func (t *Transport) track(c *conn, n int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		c.shut()
+		return false
+	}
+	t.conns[c] = struct{}{}
+	t.wg.Add(n)
+	return true
+}
+
+// forget closes c and drops the requests waiting on it.
+func (t *Transport) forget(c *conn) {
+	c.shut()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.conns, c)
+	for k, s := range t.serving {
+		if s.c == c {
+			delete(t.serving, k)
+		}
+	}
+}
+
+func (t *Transport) deliver(m node.Message) bool {
+	select {
+	case t.inbox <- m:
+		return true
+	case <-t.done:
+		return false
+	}
+}
+
+// ---- the server side ----
+
+func (t *Transport) accept() {
+	defer t.wg.Done()
+	var delay time.Duration
+	for {
+		nc, err := t.ln.Accept()
+		if err != nil {
+			select {
+			case <-t.done:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if delay == 0 {
+				delay = 5 * time.Millisecond
+			} else if delay < time.Second {
+				delay *= 2
+			}
+			if !t.sleep(delay) {
+				return
+			}
+			continue
+		}
+		delay = 0
+		c := newConn(nc, t.cfg.QueueSize)
+		if !t.track(c, 2) {
+			continue
+		}
+		go t.serve(c)
+		go t.writeLoop(c)
+	}
+}
+
+// writeLoop writes the frames queued for c.
+func (t *Transport) writeLoop(c *conn) {
+	defer t.wg.Done()
+	defer t.forget(c)
+	w := bufio.NewWriterSize(c.c, 64<<10)
+	for {
+		select {
+		case <-t.done:
+			return
+		case <-c.done:
+			return
+		case frame := <-c.out:
+			_ = c.c.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout))
+			for frame != nil {
+				if _, err := w.Write(frame); err != nil {
+					t.drop(false, "writing to %v: %v", c.c.RemoteAddr(), err)
+					return
+				}
+				select {
+				case frame = <-c.out:
+				default:
+					frame = nil
+				}
+			}
+			if err := w.Flush(); err != nil {
+				t.drop(false, "writing to %v: %v", c.c.RemoteAddr(), err)
+				return
+			}
+		}
+	}
+}
+
+// answer queues a response the transport makes itself.
+func (t *Transport) answer(c *conn, corr int32, r kmsg.Response) {
+	select {
+	case c.out <- AppendResponse(nil, corr, r):
+	case <-c.done:
+	}
+}
+
+// serve reads the requests of an accepted connection: ApiVersions and
+// DescribeQuorum are answered here, raft requests go to Inbox. Any other
+// API, or a version the transport does not support, closes the
+// connection, as Kafka's SocketServer does.
+func (t *Transport) serve(c *conn) {
+	defer t.wg.Done()
+	defer t.forget(c)
+	r := bufio.NewReaderSize(c.c, 64<<10)
+	local := kraft.ReplicaKey{ID: t.cfg.ID, DirectoryID: t.cfg.DirectoryID}
+	for {
+		frame, err := ReadFrame(r, 0)
+		if err != nil {
+			return
+		}
+		h, req, err := ReadRequest(frame)
+		var uv *UnsupportedVersionError
+		if errors.As(err, &uv) && h.APIKey == APIVersions {
+			t.answer(c, h.CorrelationID, apiVersionsAnswer(t.cfg.Versions, h.APIVersion, t.cfg.KRaftVersions))
+			continue
+		}
+		if err != nil {
+			t.drop(true, "request from %v: %v", c.c.RemoteAddr(), err)
+			return
+		}
+		if vr, ok := t.cfg.Versions[h.APIKey]; !ok || h.APIVersion < vr.Min || h.APIVersion > vr.Max {
+			if h.APIKey == APIVersions {
+				t.answer(c, h.CorrelationID, apiVersionsAnswer(t.cfg.Versions, h.APIVersion, t.cfg.KRaftVersions))
+				continue
+			}
+			t.drop(true, "request from %v: %s v%d is not supported", c.c.RemoteAddr(), kmsg.NameForKey(h.APIKey), h.APIVersion)
+			return
+		}
+		switch q := req.(type) {
+		case *kmsg.ApiVersionsRequest:
+			t.answer(c, h.CorrelationID, apiVersionsAnswer(t.cfg.Versions, h.APIVersion, t.cfg.KRaftVersions))
+			continue
+		case *kmsg.DescribeQuorumRequest:
+			t.answer(c, h.CorrelationID, t.describe(q))
+			continue
+		}
+		m, err := DecodeRequest(req, local)
+		if err != nil {
+			if resp := refusal(req, err); resp != nil {
+				t.answer(c, h.CorrelationID, resp)
+				continue
+			}
+			t.drop(true, "request from %v: %v", c.c.RemoteAddr(), err)
+			return
+		}
+		t.learn(m.Endpoints)
+		corr := t.seq.Add(1)
+		t.mu.Lock()
+		if c.isShut() {
+			t.mu.Unlock()
+			return
+		}
+		now := time.Now()
+		t.serving[corr] = &served{c: c, corr: h.CorrelationID, api: h.APIKey, version: h.APIVersion, at: now}
+		t.mu.Unlock()
+		msg := node.Message{From: fromOf(m.Event), To: t.cfg.ID, Corr: corr, Event: m.Event}
+		if f, ok := m.Event.(kraft.ReceiveFetch); ok {
+			// Fetch below v18 has no high watermark (docs/design.md D81).
+			msg.HighWatermark = c.hwm.Load()
+			t.fetches.fetched(f.From, f.FetchOffset, now)
+		}
+		if !t.deliver(msg) {
+			return
+		}
+	}
+}
+
+// fromOf is the requester a request event names.
+func fromOf(ev kraft.Event) kraft.NodeID {
+	switch e := ev.(type) {
+	case kraft.ReceiveVoteRequest:
+		return e.From
+	case kraft.ReceiveBeginQuorumEpoch:
+		return e.From
+	case kraft.ReceiveEndQuorumEpoch:
+		return e.From
+	case kraft.ReceiveFetch:
+		return e.From
+	case kraft.ReceiveFetchSnapshot:
+		return e.From
+	}
+	return kraft.NoNode
+}
+
+// refusal is the answer to a request the transport refuses without
+// stepping it (docs/wire-mapping.md): a cluster id that is not a Kafka
+// Uuid gets INCONSISTENT_CLUSTER_ID; another partition INVALID_REQUEST, or
+// UNKNOWN_TOPIC_OR_PARTITION for FetchSnapshot. Nil: close the connection.
+func refusal(req kmsg.Request, err error) kmsg.Response {
+	var code kraft.ErrorCode
+	switch {
+	case errors.Is(err, ErrInvalidClusterID):
+		code = kraft.ErrInconsistentClusterID
+	case errors.Is(err, ErrNotMetadataPartition):
+		code = kraft.ErrInvalidRequest
+		if req.Key() == FetchSnapshot {
+			code = kraft.ErrUnknownTopicOrPartition
+		}
+	default:
+		return nil
+	}
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	switch r := resp.(type) {
+	case *kmsg.VoteResponse:
+		r.ErrorCode = int16(code)
+	case *kmsg.BeginQuorumEpochResponse:
+		r.ErrorCode = int16(code)
+	case *kmsg.EndQuorumEpochResponse:
+		r.ErrorCode = int16(code)
+	case *kmsg.FetchResponse:
+		r.ErrorCode = int16(code)
+	case *kmsg.FetchSnapshotResponse:
+		r.ErrorCode = int16(code)
+	default:
+		return nil
+	}
+	return resp
+}
+
+// describe answers a DescribeQuorum request.
+func (t *Transport) describe(q *kmsg.DescribeQuorumRequest) kmsg.Response {
+	var r *kmsg.DescribeQuorumResponse
+	t.mu.Lock()
+	describe := t.cfg.Describe
+	t.mu.Unlock()
+	if describe != nil {
+		var err error
+		if r, err = describe(); err != nil {
+			r = nil
+		}
+	}
+	if r == nil {
+		r = notLeaderDescribe()
+	}
+	r.Version = q.Version
+	return r
+}
+
+// ---- the client side ----
+
+// runPeer sends the requests queued for p, dialing and negotiating its
+// connection when there is none.
+func (t *Transport) runPeer(p *peer) {
+	defer t.wg.Done()
+	var c *conn
+	var w *bufio.Writer
+	backoff := t.cfg.ReconnectBackoff
+	for {
+		var m node.Message
+		select {
+		case <-t.done:
+			return
+		case m = <-p.queue:
+		}
+		if c != nil && c.isShut() {
+			c, w = nil, nil
+		}
+		if c == nil {
+			var err error
+			c, err = t.connect(p)
+			if err != nil {
+				t.drop(false, "%d unreachable: %v", p.id, err)
+				for n := len(p.queue); n > 0; n-- {
+					<-p.queue
+					t.drop(false, "%d unreachable: %v", p.id, err)
+				}
+				if !t.sleep(backoff) {
+					return
+				}
+				backoff = min(backoff*2, t.cfg.MaxReconnectBackoff)
+				continue
+			}
+			if c == nil { // closed
+				return
+			}
+			backoff = t.cfg.ReconnectBackoff
+			w = bufio.NewWriterSize(c.c, 64<<10)
+		}
+		_ = c.c.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout))
+		for ok := true; ok; {
+			frame := t.request(p.id, c, m)
+			if frame != nil {
+				if _, err := w.Write(frame); err != nil {
+					t.drop(false, "writing to %d: %v", p.id, err)
+					c.shut()
+					break
+				}
+			}
+			select {
+			case m = <-p.queue:
+			default:
+				ok = false
+			}
+		}
+		if !c.isShut() {
+			if err := w.Flush(); err != nil {
+				t.drop(false, "writing to %d: %v", p.id, err)
+				c.shut()
+			}
+		}
+	}
+}
+
+// request encodes request m for connection c at the negotiated version and
+// registers it as pending; nil if it is not sent (then it was dropped or
+// answered locally).
+func (t *Transport) request(to kraft.NodeID, c *conn, m node.Message) []byte {
+	api, ok := apiOf(m)
+	if !ok {
+		t.drop(true, "request %T to %d has no Kafka mapping", m.Event, to)
+		return nil
+	}
+	c.mu.Lock()
+	version, ok := c.negotiated[api]
+	c.mu.Unlock()
+	var req kmsg.Request
+	var err error
+	if !ok {
+		err = fmt.Errorf("%w: %d does not support %s", ErrNotRepresentable, to, kmsg.NameForKey(api))
+	} else if api == APIVersions {
+		req = APIVersionsRequest(version, t.cfg.SoftwareVersion)
+	} else {
+		msg := Msg{Event: m.Event, MaxWaitMs: 500, MaxBytes: replica.DefaultFetchMaxBytes}
+		switch e := m.Event.(type) {
+		case kraft.ReceiveBeginQuorumEpoch, kraft.ReceiveEndQuorumEpoch:
+			msg.Endpoints = []Endpoint{t.self}
+			if e, ok := e.(kraft.ReceiveEndQuorumEpoch); ok {
+				msg.Preferred = PreferredFor(e.SuccessorRank, to, e.LeaderID)
+			}
+		case kraft.ReceiveFetchSnapshot:
+			msg.MaxBytes = replica.DefaultSnapshotChunkBytes
+		}
+		req, err = EncodeRequest(msg, version)
+	}
+	if err != nil {
+		// A pre-vote to a voter without Vote v2 (KIP-996): Kafka's client
+		// answers it UNSUPPORTED_VERSION without touching the wire, and a
+		// Prospective becomes Candidate.
+		if v, isVote := m.Event.(kraft.ReceiveVoteRequest); isVote && errors.Is(err, ErrNotRepresentable) {
+			t.deliver(node.Message{From: to, To: t.cfg.ID, Corr: m.Corr, Response: true, Event: kraft.ReceiveVoteResponse{
+				From: to, Error: kraft.ErrUnsupportedVersion, Epoch: v.CandidateEpoch, LeaderID: kraft.NoNode,
+			}})
+			return nil
+		}
+		t.drop(true, "request to %d not encoded: %v", to, err)
+		return nil
+	}
+	c.mu.Lock()
+	corr := c.nextCorr
+	c.nextCorr++
+	c.pending[corr] = pendingRequest{corr: m.Corr, api: api, version: version}
+	// A request still unanswered maxPending requests later will not be
+	// (Kafka's servers answer a connection's requests in order; the
+	// runtime has sent it again long since): forget it.
+	delete(c.pending, corr-maxPending)
+	c.mu.Unlock()
+	return AppendRequest(nil, corr, &t.cfg.ClientID, req)
+}
+
+// apiOf is the API of a request message.
+func apiOf(m node.Message) (int16, bool) {
+	if m.APIVersions {
+		return APIVersions, true
+	}
+	switch m.Event.(type) {
+	case kraft.ReceiveVoteRequest:
+		return Vote, true
+	case kraft.ReceiveBeginQuorumEpoch:
+		return BeginQuorumEpoch, true
+	case kraft.ReceiveEndQuorumEpoch:
+		return EndQuorumEpoch, true
+	case kraft.ReceiveFetch:
+		return Fetch, true
+	case kraft.ReceiveFetchSnapshot:
+		return FetchSnapshot, true
+	}
+	return 0, false
+}
+
+// connect dials p, exchanges ApiVersions and starts the connection's
+// reader. nil, nil: the transport is closed.
+func (t *Transport) connect(p *peer) (*conn, error) {
+	t.mu.Lock()
+	addr, ok := t.addrs[p.id]
+	t.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("no address for %d", p.id)
+	}
+	d := net.Dialer{Timeout: t.cfg.DialTimeout}
+	nc, err := d.DialContext(t.ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	c := newConn(nc, 0)
+	if !t.track(c, 0) {
+		return nil, nil
+	}
+	neg, err := t.handshake(c)
+	if err != nil {
+		t.forget(c)
+		return nil, fmt.Errorf("ApiVersions with %d at %s: %w", p.id, addr, err)
+	}
+	c.negotiated = neg
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		t.forget(c)
+		return nil, nil
+	}
+	p.conn = c
+	t.wg.Add(1)
+	t.mu.Unlock()
+	go t.readResponses(p.id, c)
+	return c, nil
+}
+
+// handshake sends ApiVersions (at the newest version, then at the one an
+// UNSUPPORTED_VERSION answer names) and returns the negotiated versions.
+func (t *Transport) handshake(c *conn) (map[int16]int16, error) {
+	_ = c.c.SetDeadline(time.Now().Add(t.cfg.DialTimeout))
+	defer c.c.SetDeadline(time.Time{})
+	version := t.cfg.Versions[APIVersions].Max
+	for try := 0; try < 2; try++ {
+		corr := c.nextCorr
+		c.nextCorr++
+		if _, err := c.c.Write(AppendRequest(nil, corr, &t.cfg.ClientID, APIVersionsRequest(version, t.cfg.SoftwareVersion))); err != nil {
+			return nil, err
+		}
+		frame, err := ReadFrame(c.c, 0)
+		if err != nil {
+			return nil, err
+		}
+		got, resp, err := ReadResponse(frame, APIVersions, version)
+		if err != nil {
+			return nil, err
+		}
+		if got != corr {
+			return nil, fmt.Errorf("correlation id %d, expected %d", got, corr)
+		}
+		av := resp.(*kmsg.ApiVersionsResponse)
+		v, retry, err := APIVersionsRetry(av)
+		if err != nil {
+			return nil, err
+		}
+		if retry {
+			version = v
+			continue
+		}
+		if av.ErrorCode != 0 {
+			return nil, fmt.Errorf("error %v", kraft.ErrorCode(av.ErrorCode))
+		}
+		return Negotiate(t.cfg.Versions, VersionsOf(av)), nil
+	}
+	return nil, errors.New("ApiVersions retried without success")
+}
+
+// readResponses reads the responses of an outgoing connection and delivers
+// them as kraft events.
+func (t *Transport) readResponses(from kraft.NodeID, c *conn) {
+	defer t.wg.Done()
+	defer t.forget(c)
+	r := bufio.NewReaderSize(c.c, 64<<10)
+	for {
+		frame, err := ReadFrame(r, 0)
+		if err != nil {
+			return
+		}
+		corr, err := ResponseCorrelationID(frame)
+		if err != nil {
+			return
+		}
+		c.mu.Lock()
+		p, ok := c.pending[corr]
+		delete(c.pending, corr)
+		c.mu.Unlock()
+		if !ok {
+			t.drop(true, "response from %d with unknown correlation id %d", from, corr)
+			return
+		}
+		_, resp, err := ReadResponse(frame, p.api, p.version)
+		if err != nil {
+			t.drop(true, "response from %d: %v", from, err)
+			return
+		}
+		m := node.Message{From: from, To: t.cfg.ID, Corr: p.corr, Response: true}
+		if av, ok := resp.(*kmsg.ApiVersionsResponse); ok {
+			m.APIVersions = true
+			m.Event = kraft.ReceiveAPIVersionsResponse{From: from, Error: kraft.ErrorCode(av.ErrorCode), KRaftVersions: KRaftVersionsOf(av)}
+		} else {
+			msg, err := DecodeResponse(resp, from)
+			var tle *TopLevelError
+			if errors.As(err, &tle) {
+				// Not stepped: the runtime's request timeout retries it
+				// (Kafka's handleTopLevelError backs off and retries).
+				t.drop(false, "%v from %d", err, from)
+				continue
+			}
+			if err != nil {
+				t.drop(true, "response from %d: %v", from, err)
+				continue
+			}
+			t.learn(msg.Endpoints)
+			m.Event, m.Records, m.Chunk = msg.Event, msg.Records, msg.Chunk
+		}
+		if !t.deliver(m) {
+			return
+		}
+	}
+}
