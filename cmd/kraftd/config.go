@@ -72,8 +72,8 @@ type config struct {
 	lagThreshold      int64
 	slowSyncThreshold time.Duration
 	slowSyncResign    int
-	wire         string // the quorum's wire protocol: wireKraft or wireKafka
-	listenerName string // with -wire kafka: the listener name of the endpoints
+	wire              string // the quorum's wire protocol: wireKraft or wireKafka
+	listenerName      string // with -wire kafka: the listener name of the endpoints
 
 	// warnings are the keys of -config that kraftd does not use.
 	warnings []string
