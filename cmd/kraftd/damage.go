@@ -122,6 +122,12 @@ func checkDataDir(cfg *config, logger *log.Logger) (*dataDir, error) {
 		}
 		return nil, fmt.Errorf(format, err)
 	}
+	// The directory's cluster and node first (D88): another cluster's or
+	// node's directory is refused as it is; a damaged meta.properties is
+	// damage.
+	if err := checkMetaProperties(*cfg, logger); err != nil {
+		return fail("meta.properties: %w", err)
+	}
 	if cfg.dynamic && !cfg.dirIDGiven {
 		// A replica that replaced its disk before keeps its new id in
 		// DIR/directory.id, over its entry in -initial-voters.

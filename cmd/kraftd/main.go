@@ -106,10 +106,6 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		return exitFail
 	}
 	defer func() { _ = lock.Unlock() }()
-	if err := checkMetaProperties(cfg, logger); err != nil {
-		logger.Printf("kraftd: meta.properties: %v", err)
-		return exitFail
-	}
 	// A damaged directory is refused, or in a dynamic quorum replaced
 	// (docs/design.md D90, D91).
 	data, ok := openDataDir(&cfg, logger)
