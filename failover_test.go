@@ -292,6 +292,16 @@ func TestFollowerOfAResignedLeaderCampaignsWhenALaggingSuccessorAsks(t *testing.
 	require.Equal(t, Follower, f.Role())
 	require.Empty(t, ofType[SendVoteRequest](acts))
 
+	// D79: the pre-vote came first, the EndQuorumEpoch second (they cross
+	// on the network). The resignation shows the election is on: 2
+	// campaigns at once rather than after its backoff, and answers the
+	// EndQuorumEpoch.
+	f, acts = step(t, f, ReceiveEndQuorumEpoch{From: 1, LeaderID: 1, LeaderEpoch: 1, SuccessorRank: SuccessorRank{Position: 1, Of: 2}})
+	require.Equal(t, Prospective, f.Role())
+	require.Len(t, ofType[SendVoteRequest](acts), 2)
+	require.Len(t, ofType[SendEndQuorumEpochResponse](acts), 1)
+	// Without the pre-vote first, rank 1 waits its backoff (resigned, above).
+
 	// Kafka's rules: it waits for its backoff.
 	k := resigned(config(2, 1, 2, 3))
 	k, acts = step(t, k, preVoteRequest(3, 1, lagging))

@@ -256,11 +256,18 @@ type State struct {
 	// Invariant: as said, by role.
 	endpoints bool
 	// Follower: a fetch from the leader succeeded since this Follower role
-	// began (Kafka's hasFetchedFromLeader), and the leader has resigned
+	// began (Kafka's hasFetchedFromLeader) and since the fetch timer last
+	// fired (D78: a voter whose leader was silent for T_f waits its rank's
+	// offset with fetched false, granting pre-votes), and the leader has resigned
 	// (an EndQuorumEpoch arrived; then pre-votes are granted again, the fix
 	// proposed in KAFKA-20895). Invariant: both false unless Follower.
 	fetched        bool
 	leaderResigned bool
+	// Follower (voter): a voter that ranks below this one asked for its
+	// pre-vote while its leader was still heard from, and was refused: an
+	// election may be on. If the leader then resigns, this replica
+	// campaigns at once (D79). Invariant: false unless Follower.
+	lowerAsked bool
 	// Follower (voter): the next Fetch waits for the written log to be
 	// flushed (D30); LogFlushed sends it. Invariant: false unless
 	// Follower or Unattached (an observer's search waits the same way).
