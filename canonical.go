@@ -55,6 +55,9 @@ func (s State) appendCanonical(dst []byte) []byte {
 	if s.fetchPending {
 		flags |= 8
 	}
+	if s.lowerAsked {
+		flags |= 16
+	}
 	if s.download != nil {
 		flags |= 32
 	}

@@ -127,6 +127,7 @@ func TestCanonicalEveryField(t *testing.T) {
 		"rng":            func(s *State) { s.rng++ },
 		"fetched":        func(s *State) { s.fetched = !s.fetched },
 		"leaderResigned": func(s *State) { s.leaderResigned = !s.leaderResigned },
+		"lowerAsked":     func(s *State) { s.lowerAsked = !s.lowerAsked },
 		"fetchPending":   func(s *State) { s.fetchPending = !s.fetchPending },
 		"download": func(s *State) {
 			if s.download == nil {

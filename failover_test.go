@@ -1,6 +1,7 @@
 package kraft
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -46,23 +47,58 @@ func fetchTimer(t *testing.T, acts []Action) ResetTimer {
 // (D59), kept for the role; on a leader's crash the survivors time out in
 // the order in which they rank on equal logs. With KafkaFailover, and for
 // observers, it is exactly T_f, as in Kafka.
+// TestFollowerFetchTimeoutFollowsRank: a voter Follower's fetch timer runs
+// T_f; once it fires with the leader silent, the Follower grants pre-votes
+// and campaigns after its rank's offset among the voters but the leader
+// (D59, D78), unless it is first.
 func TestFollowerFetchTimeoutFollowsRank(t *testing.T) {
 	step64 := testTe / 64
 	for _, c := range []struct {
-		local  NodeID
-		voters []NodeID
-		want   time.Duration
+		local, leader NodeID
+		voters        []NodeID
+		wait          time.Duration // 0: campaigns at T_f
 	}{
-		{2, []NodeID{1, 2, 3}, testTf + step64},
-		{3, []NodeID{1, 2, 3}, testTf + 2*step64},
-		{3, []NodeID{3, 1, 2}, testTf + 2*step64}, // by key, not by place in the set
-		{5, []NodeID{1, 2, 3, 4, 5}, testTf + 2*step64},
+		// The leader (1) is left out of the rank.
+		{2, 1, []NodeID{1, 2, 3}, 0},
+		{3, 1, []NodeID{1, 2, 3}, step64},
+		{3, 1, []NodeID{3, 1, 2}, step64}, // by key, not by place in the set
+		{5, 1, []NodeID{1, 2, 3, 4, 5}, 2 * step64},
+		// A leader ranked after the replica changes nothing.
+		{2, 3, []NodeID{1, 2, 3}, step64},
+		{1, 3, []NodeID{1, 2, 3}, 0},
 	} {
+		what := fmt.Sprintf("voter %d of %v, leader %d", c.local, c.voters, c.leader)
 		cfg := failoverConfig(c.local, c.voters...)
-		s, acts := failoverFollower(t, cfg)
-		require.Equal(t, ResetTimer{Timer: FetchTimer, After: c.want}, fetchTimer(t, acts), "voter %d of %v", c.local, c.voters)
-		_, again := step(t, s, fetchOK(1, 1, 2))
-		require.Equal(t, c.want, fetchTimer(t, again).After, "kept for the role")
+		s := start(t, cfg)
+		s, _ = step(t, s, ReceiveBeginQuorumEpoch{From: c.leader, LeaderID: c.leader, LeaderEpoch: 1, VoterID: cfg.Local.ID})
+		s, _ = durable(t, s, LogEnd{Offset: 2, Epoch: 1})
+		s, acts := step(t, s, fetchOK(c.leader, 1, 2))
+		require.Equal(t, ResetTimer{Timer: FetchTimer, After: testTf}, fetchTimer(t, acts), what)
+		s, acts = step(t, s, FetchTimeout{})
+		if c.wait == 0 {
+			require.Equal(t, Prospective, s.Role(), what)
+			continue
+		}
+		require.Equal(t, Follower, s.Role(), what)
+		require.Equal(t, ResetTimer{Timer: FetchTimer, After: c.wait}, fetchTimer(t, acts), what)
+		// The leader is silent: pre-votes are granted now (KIP-996 rejects
+		// them only while it is heard from).
+		other := c.voters[0]
+		for _, v := range c.voters {
+			if v != c.local && v != c.leader {
+				other = v
+				break
+			}
+		}
+		_, acts = step(t, s, preVoteRequest(other, 1, LogEnd{Offset: 3, Epoch: 1}))
+		require.True(t, ofType[SendVoteResponse](acts)[0].VoteGranted, what)
+		// A fetch in the wait: the leader is back, and the wait is over.
+		back, acts := step(t, s, fetchOK(c.leader, 1, 2))
+		require.Equal(t, ResetTimer{Timer: FetchTimer, After: testTf}, fetchTimer(t, acts), what)
+		_, acts = step(t, back, preVoteRequest(other, 1, LogEnd{Offset: 3, Epoch: 1}))
+		require.False(t, ofType[SendVoteResponse](acts)[0].VoteGranted, what)
+		s, _ = step(t, s, FetchTimeout{})
+		require.Equal(t, Prospective, s.Role(), what)
 	}
 
 	_, acts := failoverFollower(t, config(2, 1, 2, 3))
@@ -172,6 +208,9 @@ func TestProspectiveYieldsToARival(t *testing.T) {
 	f, _ := failoverFollower(t, failoverConfig(3, 1, 2, 3, 4, 5))
 	f, acts = step(t, f, preVoteRequest(2, 1, equal))
 	require.False(t, ofType[SendVoteResponse](acts)[0].VoteGranted, "a Follower that has fetched")
+	f, acts = step(t, f, FetchTimeout{})
+	require.Equal(t, Follower, f.Role(), "T_f passed: it waits its rank (D78)")
+	require.Equal(t, ResetTimer{Timer: FetchTimer, After: testTe / 64}, fetchTimer(t, acts))
 	f, _ = step(t, f, FetchTimeout{})
 	require.Equal(t, Prospective, f.Role())
 	_, acts = step(t, f, preVoteRequest(4, 1, LogEnd{Offset: 3, Epoch: 1}))
@@ -252,6 +291,16 @@ func TestFollowerOfAResignedLeaderCampaignsWhenALaggingSuccessorAsks(t *testing.
 	f, acts = step(t, f, preVoteRequest(3, 1, lagging))
 	require.Equal(t, Follower, f.Role())
 	require.Empty(t, ofType[SendVoteRequest](acts))
+
+	// D79: the pre-vote came first, the EndQuorumEpoch second (they cross
+	// on the network). The resignation shows the election is on: 2
+	// campaigns at once rather than after its backoff, and answers the
+	// EndQuorumEpoch.
+	f, acts = step(t, f, ReceiveEndQuorumEpoch{From: 1, LeaderID: 1, LeaderEpoch: 1, SuccessorRank: SuccessorRank{Position: 1, Of: 2}})
+	require.Equal(t, Prospective, f.Role())
+	require.Len(t, ofType[SendVoteRequest](acts), 2)
+	require.Len(t, ofType[SendEndQuorumEpochResponse](acts), 1)
+	// Without the pre-vote first, rank 1 waits its backoff (resigned, above).
 
 	// Kafka's rules: it waits for its backoff.
 	k := resigned(config(2, 1, 2, 3))

@@ -40,6 +40,15 @@ func (t *stepper) onEndQuorumEpoch(e ReceiveEndQuorumEpoch) {
 		// (the fix proposed in KAFKA-20895; docs/design.md, contract
 		// decision 3) so that the preferred successor can win.
 		t.s.leaderResigned = true
+		if t.s.lowerAsked && !t.s.c.kafkaFailover && !t.s.outranked() {
+			// D79: a voter that ranks below this one has campaigned (its
+			// pre-vote arrived before this EndQuorumEpoch), so the
+			// election is on and this replica is the better candidate:
+			// D66's rule, for a pre-vote that came first.
+			t.emit(SendEndQuorumEpochResponse{To: e.From, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader})
+			t.toProspective("a voter that ranks below campaigned and the leader resigned")
+			return
+		}
 		backoff := t.endQuorumBackoff(e.SuccessorRank)
 		t.emitResetTimer(ResetTimer{Timer: FetchTimer, After: backoff})
 		// Kafka's pollFollowerAsVoter on the next poll: at rank 0 the
@@ -117,6 +126,18 @@ func (t *stepper) onFetchTimeout() {
 	switch t.s.role {
 	case Follower:
 		if t.s.c.isVoter() {
+			if r := t.survivorRank(); r > 0 && t.s.fetched && !t.s.leaderResigned && !t.s.c.kafkaFailover {
+				// D78: the leader has been silent for T_f (a leader that
+				// resigned ranked its successors itself: EndQuorumEpoch's
+				// backoff). This Follower
+				// grants pre-votes from now on (KIP-996 rejects them only
+				// while the leader is heard from), and campaigns itself
+				// after its rank's offset unless a higher-ranked voter
+				// does first (D59).
+				t.s.fetched = false
+				t.emit(t.s.c.rankWait[r])
+				return
+			}
 			t.toProspective("fetch timeout")
 			return
 		}
@@ -351,10 +372,31 @@ func (t *stepper) enterFollower() {
 	t.sendFetch()
 }
 
-// followerFetchReset arms a Follower's fetch timer: T_f, plus its rank's
-// offset unless Config.KafkaFailover (D59).
+// followerFetchReset arms a Follower's fetch timer: T_f (Kafka's). A
+// voter whose leader stays silent waits its rank's offset more before it
+// campaigns (onFetchTimeout, D59, D78).
 func (t *stepper) followerFetchReset() Action {
-	return t.s.c.followerFetch
+	return t.s.c.resetFetch
+}
+
+// survivorRank is a voter Follower's rank among the voters but its
+// leader, capped at rankSteps: when its fetch timer fires, the leader is
+// the one presumed gone, and the survivors' order is what matters (D78).
+func (t *stepper) survivorRank() int {
+	c := t.s.c
+	r := c.rankBelow
+	if r > 0 {
+		for i, id := range c.voterIDs {
+			if id == t.s.leader && c.voters[i].Compare(c.local) < 0 {
+				r--
+				break
+			}
+		}
+	}
+	if r > rankSteps {
+		r = rankSteps
+	}
+	return r
 }
 
 // sendFetch sends a Follower's next Fetch to its leader. The Fetch tells

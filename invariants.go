@@ -85,6 +85,8 @@ func (s State) checkInvariants() error {
 			return fmt.Errorf("%v has fetched from a leader", role)
 		case s.leaderResigned:
 			return fmt.Errorf("%v knows its leader resigned", role)
+		case s.lowerAsked:
+			return fmt.Errorf("%v notes a lower-ranked campaigner", role)
 		case s.download != nil:
 			return fmt.Errorf("%v downloads a snapshot", role)
 		case s.joinWait:

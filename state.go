@@ -90,10 +90,14 @@ type settings struct {
 	fetchAhead     bool
 	autoJoin       bool
 	requestTimeout time.Duration
-	// followerFetch is a voter Follower's fetch timer arming: T_f plus
-	// its rank's offset (D59); resetFetch with Config.KafkaFailover and
-	// for an observer.
-	followerFetch Action
+	// rankWait[r] arms a voter Follower's fetch timer for its rank's
+	// offset (D59: r steps; D78: once T_f has passed without a fetch, the
+	// Follower grants pre-votes and waits this long before campaigning);
+	// rankBelow voters have a lower key than the local one, the leader
+	// perhaps among them (it is left out of the rank). Unused with
+	// Config.KafkaFailover and for an observer.
+	rankWait  [rankSteps + 1]Action
+	rankBelow int
 }
 
 // rankSteps: a voter Follower's fetch timer runs T_f plus min(rank,
@@ -106,14 +110,20 @@ const (
 	rankStepDivisor = 64
 )
 
-// rankOffset is local's fetch timer offset among voters (D59).
-func rankOffset(voters []ReplicaKey, local ReplicaKey, te time.Duration) time.Duration {
+// rankBelow is how many voters have a key lower than local's.
+func rankBelow(voters []ReplicaKey, local ReplicaKey) int {
 	rank := 0
 	for _, v := range voters {
 		if v.Compare(local) < 0 {
 			rank++
 		}
 	}
+	return rank
+}
+
+// rankOffset is the fetch timer offset of a replica with rank voters
+// ranked before it (D59).
+func rankOffset(rank int, te time.Duration) time.Duration {
 	if rank > rankSteps {
 		rank = rankSteps
 	}
@@ -161,9 +171,9 @@ func (c *settings) withVoters(voters []ReplicaKey, dynamic bool) *settings {
 	for i, v := range voters {
 		s.voterIDs[i] = v.ID
 	}
-	s.followerFetch = s.resetFetch
-	if !s.kafkaFailover && s.isVoter() {
-		s.followerFetch = ResetTimer{Timer: FetchTimer, After: s.fetchTimeout + rankOffset(voters, s.local, s.electionTimeout)}
+	s.rankBelow = rankBelow(voters, s.local)
+	for r := range s.rankWait {
+		s.rankWait[r] = ResetTimer{Timer: FetchTimer, After: rankOffset(r, s.electionTimeout)}
 	}
 	return &s
 }
@@ -246,11 +256,18 @@ type State struct {
 	// Invariant: as said, by role.
 	endpoints bool
 	// Follower: a fetch from the leader succeeded since this Follower role
-	// began (Kafka's hasFetchedFromLeader), and the leader has resigned
+	// began (Kafka's hasFetchedFromLeader) and since the fetch timer last
+	// fired (D78: a voter whose leader was silent for T_f waits its rank's
+	// offset with fetched false, granting pre-votes), and the leader has resigned
 	// (an EndQuorumEpoch arrived; then pre-votes are granted again, the fix
 	// proposed in KAFKA-20895). Invariant: both false unless Follower.
 	fetched        bool
 	leaderResigned bool
+	// Follower (voter): a voter that ranks below this one asked for its
+	// pre-vote while its leader was still heard from, and was refused: an
+	// election may be on. If the leader then resigns, this replica
+	// campaigns at once (D79). Invariant: false unless Follower.
+	lowerAsked bool
 	// Follower (voter): the next Fetch waits for the written log to be
 	// flushed (D30); LogFlushed sends it. Invariant: false unless
 	// Follower or Unattached (an observer's search waits the same way).

@@ -258,7 +258,7 @@ func (t *stepper) become(role Role, epoch Epoch, leader NodeID, voted ReplicaKey
 	n := old
 	n.role, n.epoch, n.leader, n.voted = role, epoch, leader, voted
 	n.endpoints = false
-	n.fetched, n.leaderResigned, n.fetchPending = false, false, false
+	n.fetched, n.leaderResigned, n.fetchPending, n.lowerAsked = false, false, false, false
 	n.download = nil
 	n.granted, n.rejected = 0, 0
 	if epoch != old.epoch {

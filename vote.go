@@ -86,7 +86,12 @@ func (t *stepper) onVoteRequest(e ReceiveVoteRequest) {
 	above, recampaigned := false, false
 	if ci >= 0 && ci != t.s.c.localIndex {
 		above = ranksAbove(last, candidate, t.s.log.end, t.s.c.local)
-		if !above && t.s.rival == 0 && t.s.role == Follower && (!t.s.fetched || t.s.leaderResigned) {
+		if !above && !t.s.outranked() && t.s.role == Follower && t.s.fetched && !t.s.leaderResigned {
+			// Its leader is still heard from: refused (KIP-996), but noted,
+			// in case the leader turns out to be resigning (D79).
+			t.s.lowerAsked = true
+		}
+		if !above && !t.s.outranked() && t.s.role == Follower && (!t.s.fetched || t.s.leaderResigned) {
 			// A voter that ranks below this one campaigns, and this
 			// Follower has not heard from its leader since it lost a
 			// pre-vote (or began following), or its leader resigned (a
@@ -130,6 +135,15 @@ func ranksAbove(a LogEnd, ka ReplicaKey, b LogEnd, kb ReplicaKey) bool {
 
 // rivalLog is the rival's log end (D59).
 func (s *State) rivalLog() LogEnd { return LogEnd{Offset: s.rivalOffset, Epoch: s.rivalEpoch} }
+
+// outranked: the rival still ranks above this replica (D59). A rival
+// noted while the logs were equal falls behind when this replica's log
+// grows past its log end; waiting for it then would leave the election to
+// a voter whose pre-vote cannot win (D79).
+func (s *State) outranked() bool {
+	r := int(s.rival) - 1
+	return r >= 0 && r < len(s.c.voters) && ranksAbove(s.rivalLog(), s.c.voters[r], s.log.end, s.c.local)
+}
 
 // forgetRival drops the rival (D59).
 func (s *State) forgetRival() { s.rival, s.rivalEpoch, s.rivalOffset = 0, 0, 0 }
@@ -273,7 +287,7 @@ func (t *stepper) onVoteResponse(e ReceiveVoteResponse) {
 		t.s.granted, t.s.rejected = t.s.granted.without(i), t.s.rejected.with(i)
 	}
 	switch {
-	case granted && t.won() && t.s.role == Prospective && t.s.rival != 0:
+	case granted && t.won() && t.s.role == Prospective && t.s.outranked():
 		// A voter that ranks above this one campaigns (D59): wait for its
 		// election, or for this round's election timer.
 	case granted && t.won() && t.s.role == Prospective:
@@ -306,11 +320,17 @@ func (t *stepper) commonResponse(epoch Epoch, leader NodeID, code ErrorCode) boo
 			t.inconsistentLeader(epoch, leader)
 			return false
 		}
-		if t.s.leader == NoNode {
+		if t.s.leader == NoNode || (!t.s.endpoints && t.s.role != Leader && t.s.role != Resigned) {
 			// Kafka's maybeHandleCommonResponse follows the newly named
 			// leader first and handles the response only without an
 			// error: an error answer (INVALID_REQUEST included) is then
-			// done with, not fatal.
+			// done with, not fatal. A replica that knew the leader's id
+			// but could not reach it (no endpoints: a voter whose stale
+			// voter set lacks the leader) follows it too, as a request
+			// naming it makes it (reconcile): Kafka's responses carry the
+			// leader's endpoints. Otherwise a voter removed while it was
+			// down stays Unattached for good, its pre-votes refused and
+			// no leader ever contacting it (D94).
 			t.toFollower(epoch, leader, "response names the leader")
 			return code == ErrNone
 		}
@@ -334,7 +354,7 @@ func (t *stepper) toProspective(reason string) {
 	t.s.endpoints = endpoints
 	t.newTally()
 	t.armElection(timerRandom)
-	if t.won() && t.s.rival == 0 {
+	if t.won() && !t.s.outranked() {
 		t.toCandidate("won pre-vote")
 		return
 	}
