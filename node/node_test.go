@@ -412,7 +412,11 @@ func TestNodeDropsStaleTimersAndResponses(t *testing.T) {
 			Event: kraft.ReceiveFetchResponse{From: l.local.ID, LeaderID: kraft.NoNode, LeaderEpoch: before.Epoch() + 5, HighWatermark: -1},
 		})
 		require.Equal(t, before, follower.r.State(), "a response to no request in flight was stepped")
+		// T_f passes; a follower that ranks after another survivor then
+		// waits its rank's offset, at most 2 T_e/64 (D78), and campaigns
+		// well before its election timer (T_e, 100 ms) could end the round.
 		follower.r.Tick(now + time.Minute)
+		follower.r.Tick(now + time.Minute + 10*time.Millisecond)
 		require.Equal(t, kraft.Prospective, follower.r.State().Role(), "the fetch timer must fire")
 		follower.carry()
 	}))
