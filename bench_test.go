@@ -469,12 +469,15 @@ func bnWithObservers(tb testing.TB, k int) State {
 // standard-granted: a steady Follower (voter 3) grants voter 2's standard
 // vote for epoch 2 (moves to Unattached in epoch 2, persists the vote).
 // prevote-granted: voter 3, whose fetch timer fired (Prospective in epoch
-// 1), grants voter 2's pre-vote. prevote-rejected: a steady Follower that
+// 1, after its rank's wait), grants voter 2's pre-vote. prevote-rejected: a steady Follower that
 // has fetched rejects it (KIP-996).
 func BenchmarkVote(b *testing.B) {
 	c := bnSteady(b, 3)
 	follower := c.state(3)
-	prospective := bnMust(b, follower, FetchTimeout{}, func(s State, _ []Action) bool { return s.Role() == Prospective })
+	// Its fetch timer fires: T_f passed (voter 3 then waits its rank's
+	// offset after voter 2, D78), then the offset.
+	waiting := bnMust(b, follower, FetchTimeout{}, func(s State, _ []Action) bool { return s.Role() == Follower })
+	prospective := bnMust(b, waiting, FetchTimeout{}, func(s State, _ []Action) bool { return s.Role() == Prospective })
 	standard := ReceiveVoteRequest{From: 2, VoterID: 3, CandidateEpoch: 2, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 1, Epoch: 1}}
 	pre := ReceiveVoteRequest{From: 2, VoterID: 3, CandidateEpoch: 1, Candidate: 2, CandidateLogEnd: LogEnd{Offset: 1, Epoch: 1}, PreVote: true}
 	granted := func(want bool) func(State, []Action) bool {
