@@ -54,7 +54,9 @@ type Log interface {
 	// the new end.
 	AppendEntries(entries ...Entry) (kraft.LogEnd, error)
 	// Read returns the records from offset from on, as many as fit in
-	// maxBytes bytes of payload but at least one, as Kafka's fetch does.
+	// maxBytes bytes of payload but at least one, as Kafka's fetch does (a
+	// log may return fewer, at least one: the replica layer sends what it
+	// gets, and the simulator's log reads a few records at a time).
 	// from == End().Offset gives no records; a from outside [0, End().Offset]
 	// is ErrOutOfRange, and one below StartOffset() is ErrBelowStart. The
 	// entries' Data belong to the caller.
@@ -62,8 +64,11 @@ type Log interface {
 	// Truncate removes every record at or after offset to (Kafka's
 	// truncateTo; the state's TruncateLog action). A to at or past the end
 	// changes nothing; a to below StartOffset() is ErrBelowStart. Otherwise
-	// the removal is durable when Truncate returns, and so is every record
-	// below to: Flushed() is then to.
+	// the removal is durable when Truncate returns, and FileLog and MemLog
+	// make every record below to durable too: Flushed() is then to. (A log
+	// may leave the unsynced records below to unsynced, Flushed() then at
+	// most to, as the simulator's does: the replica layer asks for a Sync
+	// of what is not flushed.)
 	Truncate(to int64) error
 	// StartOffset is the log start offset (Kafka's logStartOffset): the
 	// offset of the first record the log holds, or End().Offset when it
