@@ -89,13 +89,33 @@ func (r *Replica) sendRequest(m Message, k kind) {
 	}
 	r.corr++
 	m.Corr = r.corr
-	r.inflight = append(r.inflight, &request{kind: k, corr: m.Corr, msg: m, deadline: r.now + r.cfg.RequestTimeout})
+	r.inflight = append(r.inflight, &request{kind: k, corr: m.Corr, msg: m, deadline: r.now + r.timeoutOf(k)})
 	if k == kindFetch {
 		c := m
 		r.lastFetch = &c
 		r.sentFetch = true
 	}
 	r.emit(Send{Message: m})
+}
+
+// timeoutOf is how long a request of kind k waits for its answer. An
+// election's requests (Vote, and BeginQuorumEpoch, which tells the voters
+// who won) are answered at once, so they go again after a quarter of the
+// election timeout when that is shorter than the request timeout: a lost
+// vote then costs a fraction of an election rather than a whole request
+// timeout (D95). A Fetch may be parked for FetchMaxWait, and keeps it.
+func (r *Replica) timeoutOf(k kind) time.Duration {
+	t := r.cfg.RequestTimeout
+	if k == kindVote || k == kindBegin {
+		te := r.cfg.Kraft.ElectionTimeout
+		if te == 0 {
+			te = kraft.DefaultElectionTimeout
+		}
+		if q := te / 4; q < t {
+			t = q
+		}
+	}
+	return t
 }
 
 // dropRequest forgets the request of kind k in flight to to, if any.
@@ -129,13 +149,12 @@ func (r *Replica) match(m Message) (*request, bool) {
 	return nil, false
 }
 
-// timedOut handles a request with no answer within the request timeout:
-// a BeginQuorumEpoch is left to the leader's own timer, an ApiVersions
-// fails the voter change waiting for it, and the others go again after the
-// retry backoff.
+// timedOut handles a request with no answer within its timeout
+// (timeoutOf): an ApiVersions fails the voter change waiting for it, and
+// the others go again after the retry backoff (a BeginQuorumEpoch too: a
+// voter that granted its vote learns who won from it, D95).
 func (r *Replica) timedOut(q *request) {
 	switch q.kind {
-	case kindBegin:
 	case kindAPIVersions:
 		r.step(kraft.ReceiveAPIVersionsResponse{From: q.msg.To, Error: kraft.ErrRequestTimedOut})
 	default:
