@@ -65,28 +65,35 @@ func (d Deadline) String() string {
 // Deadlines lists the armed deadlines, in the order Tick runs those due at
 // the same time.
 func (r *Replica) Deadlines() []Deadline {
-	if r.err != nil {
-		return nil
-	}
 	var out []Deadline
+	r.eachDeadline(func(d Deadline) { out = append(out, d) })
+	return out
+}
+
+// eachDeadline calls f with each armed deadline, in Deadlines' order; none
+// once the replica stopped. Deadlines, NextDeadline and Tick list them
+// from here alone.
+func (r *Replica) eachDeadline(f func(Deadline)) {
+	if r.err != nil {
+		return
+	}
 	for t, at := range r.timers {
 		if at != 0 {
-			out = append(out, Deadline{Kind: DeadlineTimer, Timer: kraft.Timer(t), At: at})
+			f(Deadline{Kind: DeadlineTimer, Timer: kraft.Timer(t), At: at})
 		}
 	}
 	for i, q := range r.inflight {
-		out = append(out, Deadline{Kind: DeadlineRequest, Index: i, At: q.deadline})
+		f(Deadline{Kind: DeadlineRequest, Index: i, At: q.deadline})
 	}
 	for i, q := range r.retries {
-		out = append(out, Deadline{Kind: DeadlineRetry, Index: i, At: q.at})
+		f(Deadline{Kind: DeadlineRetry, Index: i, At: q.at})
 	}
 	for i, p := range r.parked {
-		out = append(out, Deadline{Kind: DeadlineParked, Index: i, At: p.deadline})
+		f(Deadline{Kind: DeadlineParked, Index: i, At: p.deadline})
 	}
 	if r.snap.cleanAt != 0 {
-		out = append(out, Deadline{Kind: DeadlineClean, At: r.snap.cleanAt})
+		f(Deadline{Kind: DeadlineClean, At: r.snap.cleanAt})
 	}
-	return out
 }
 
 // Expire runs deadline d (one Deadlines listed, with no input since) at

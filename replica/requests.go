@@ -224,39 +224,12 @@ func (r *Replica) fire(t kraft.Timer) {
 // a kraft timer, a request timeout, a retry, a parked Fetch's wait, a
 // snapshot download's hold. ok is false when nothing is armed.
 func (r *Replica) NextDeadline() (at time.Duration, ok bool) {
-	if r.err != nil {
-		return 0, false
-	}
-	d := deadline{}
-	for _, at := range r.timers {
-		if at != 0 {
-			d.add(at)
+	r.eachDeadline(func(d Deadline) {
+		if !ok || d.At < at {
+			at, ok = d.At, true
 		}
-	}
-	for _, q := range r.inflight {
-		d.add(q.deadline)
-	}
-	for _, q := range r.retries {
-		d.add(q.at)
-	}
-	for _, p := range r.parked {
-		d.add(p.deadline)
-	}
-	if r.snap.cleanAt != 0 {
-		d.add(r.snap.cleanAt)
-	}
-	return d.at, d.ok
-}
-
-type deadline struct {
-	at time.Duration
-	ok bool
-}
-
-func (d *deadline) add(at time.Duration) {
-	if !d.ok || at < d.at {
-		d.at, d.ok = at, true
-	}
+	})
+	return at, ok
 }
 
 // Tick runs, at time now, everything whose deadline has come, earliest
@@ -272,15 +245,17 @@ func (r *Replica) Tick(now time.Duration) {
 	r.settle()
 }
 
-// tickOne runs the earliest due deadline; false: none is due.
+// tickOne runs the earliest due deadline (the first listed of those due
+// at the same time); false: none is due. It allocates nothing: Tick runs
+// on every timer of the runtime.
 func (r *Replica) tickOne() bool {
 	var due Deadline
 	found := false
-	for _, d := range r.Deadlines() {
+	r.eachDeadline(func(d Deadline) {
 		if d.At <= r.now && (!found || d.At < due.At) {
 			due, found = d, true
 		}
-	}
+	})
 	if found {
 		r.expire(due)
 	}

@@ -62,3 +62,21 @@ func TestVoteRequestsGoAgainAfterAQuarterElection(t *testing.T) {
 	require.Equal(t, te/4, r.timeoutOf(kindBegin))
 	require.Equal(t, 2*time.Second, r.timeoutOf(kindFetch))
 }
+
+// TestTickAllocatesNothingWhenNothingIsDue: the runtime calls NextDeadline
+// and Tick on every timer; listing the deadlines costs no allocation.
+func TestTickAllocatesNothingWhenNothingIsDue(t *testing.T) {
+	r, err := New(Config{
+		Kraft: kraft.Config{Local: kraft.ReplicaKey{ID: 1}, Voters: []kraft.ReplicaKey{{ID: 1}, {ID: 2}, {ID: 3}}},
+		Log:   storage.NewMemLog(), Records: &memRecords{}, Static: true,
+	}, 0)
+	require.NoError(t, err)
+	r.Take()
+	at, ok := r.NextDeadline()
+	require.True(t, ok)
+	allocs := testing.AllocsPerRun(100, func() {
+		_, _ = r.NextDeadline()
+		r.Tick(at - 1)
+	})
+	require.Zero(t, allocs)
+}
