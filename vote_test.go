@@ -1059,3 +1059,23 @@ func TestResponseNamingNodeZeroLeaderIsFollowed(t *testing.T) {
 	}, acts)
 	requireState(t, next, Follower, 0, 0, NoReplica)
 }
+
+// TestResponseNamingAnUnreachableLeaderIsFollowed: a replica that knows
+// its epoch's leader by id only (restarted from a record naming a leader
+// its voter set lacks: Unattached with a leader, no endpoints, as Kafka
+// keeps it) campaigns; a vote answer naming that leader makes it follow,
+// as a request naming it would (reconcile). Kafka's responses carry the
+// leader's endpoints (KIP-853's NodeEndpoints); without this a voter removed
+// while it was down stays Unattached for good. Reference: docs/design.md D94.
+func TestResponseNamingAnUnreachableLeaderIsFollowed(t *testing.T) {
+	cfg := config(2, 1, 2, 4)
+	s, _ := restart(t, cfg, QuorumRecord{Epoch: 2, LeaderID: 3, VotedKey: NoReplica}, LogState{})
+	require.Equal(t, Unattached, s.Role())
+	require.Equal(t, NodeID(3), s.Leader())
+	s, _ = step(t, s, ElectionTimeout{})
+	require.Equal(t, Prospective, s.Role())
+	s, acts := step(t, s, ReceiveVoteResponse{From: 1, Epoch: 2, VoteGranted: false, LeaderID: 3})
+	require.Equal(t, Follower, s.Role())
+	require.Equal(t, NodeID(3), s.Leader())
+	require.Len(t, ofType[SendFetch](acts), 1, "it fetches from the leader")
+}
