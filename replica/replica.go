@@ -13,7 +13,9 @@ import (
 // Kafka's defaults for the layer's knobs.
 const (
 	// DefaultRequestTimeout is controller.quorum.request.timeout.ms: a
-	// request with no answer within it is sent again.
+	// request with no answer within it is sent again (Vote and
+	// BeginQuorumEpoch after a quarter of the election timeout if that is
+	// shorter, docs/design.md D95).
 	DefaultRequestTimeout = 2 * time.Second
 	// DefaultRetryBackoff is controller.quorum.retry.backoff.ms: the wait
 	// before a request is sent again after a timeout or an error answer.

@@ -9,9 +9,10 @@ import (
 // Requests, as Kafka's RequestManager keeps them: at most one request in
 // flight per destination and kind, each with a correlation id; a response
 // that matches none (stale, duplicated, from before the latest role
-// change) is dropped; a request with no answer within the request timeout
-// is sent again after the retry backoff. Time is an input: every deadline
-// here fires from Tick.
+// change) is dropped; a request with no answer within its timeout
+// (timeoutOf) is sent again after the retry backoff, one retry at most per
+// destination and kind (D77). Time is an input: every deadline here fires
+// from Tick.
 
 // kind is a request kind: one of each in flight per destination.
 type kind uint8
