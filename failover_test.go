@@ -228,6 +228,32 @@ func TestProspectiveYieldsToARival(t *testing.T) {
 	require.Equal(t, Candidate, k.Role())
 }
 
+// TestRivalForgottenWhenPreVoteRoundIsLost: 3 grants the pre-vote of 1,
+// which ranks above it, and remembers 1 as its rival. 1 then never
+// campaigns again (its disk was lost: it rejoins as an observer with a new
+// directory id). 3's own pre-vote round is lost to voters that hold the
+// same rival; losing ends the round as a timeout does, so 3 forgets the
+// rival and grants 4, which ranks below 1. Kept, the rival would have
+// every survivor refuse every pre-vote for good: no leader, ever.
+// Reference: docs/design.md D59.
+func TestRivalForgottenWhenPreVoteRoundIsLost(t *testing.T) {
+	empty := LogEnd{}
+	s := start(t, failoverConfig(3, 1, 2, 3, 4, 5))
+	s, acts := step(t, s, preVoteRequest(1, 0, empty))
+	require.True(t, ofType[SendVoteResponse](acts)[0].VoteGranted)
+	_, acts = step(t, s, preVoteRequest(4, 0, empty))
+	require.False(t, ofType[SendVoteResponse](acts)[0].VoteGranted, "4 ranks below rival 1")
+
+	s, _ = step(t, s, ElectionTimeout{})
+	require.Equal(t, Prospective, s.Role())
+	for _, from := range []NodeID{2, 4, 5} {
+		s, _ = step(t, s, ReceiveVoteResponse{From: from, Epoch: 0, VoteGranted: false, LeaderID: NoNode})
+	}
+	require.Equal(t, Unattached, s.Role(), "the pre-vote round is lost")
+	_, acts = step(t, s, preVoteRequest(4, 0, empty))
+	require.True(t, ofType[SendVoteResponse](acts)[0].VoteGranted, "the rival went with the round")
+}
+
 // TestFollowerThatLostCampaignsAgainWhenALowerRankedPeerCampaigns: 2 runs
 // first and loses its pre-vote to Followers that still follow the dead
 // leader; it follows the leader again (Kafka's

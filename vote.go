@@ -295,6 +295,15 @@ func (t *stepper) onVoteResponse(e ReceiveVoteResponse) {
 	case granted && t.won():
 		t.toLeader()
 	case !granted && t.electionLost() && t.s.role == Prospective:
+		// The round is over as when it times out: the rival is forgotten
+		// (D59). A rival that lost its disk (or its voter key) never
+		// campaigns again in this epoch; kept, it would have every voter
+		// refuse every pre-vote below it for good.
+		// The round is over as when it times out: the rival is forgotten
+		// (D59). A rival that lost its disk (or its voter key) never
+		// campaigns again in this epoch; kept, it would have every voter
+		// refuse every pre-vote below it for good.
+		t.s.forgetRival()
 		t.afterElectionLoss(timerRandom, "lost pre-vote")
 	}
 	// A Candidate that lost waits for its election timer (KAFKA-18345).
