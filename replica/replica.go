@@ -163,6 +163,11 @@ type Replica struct {
 	syncing    bool  // a Sync output is not answered yet
 	holdTimers bool  // HoldTimeouts: no election or fetch timeouts
 	hwm        int64
+	// slowFetch is one past the epoch in which a Fetch that could not be
+	// parked timed out (0: none): the link is slow or lossy, and the
+	// layer's Fetches wait the whole request timeout until the epoch
+	// changes (timeoutOf, D100).
+	slowFetch int64
 
 	snap snapshots
 

@@ -30,6 +30,7 @@ type request struct {
 	corr     uint64
 	msg      Message
 	deadline time.Duration
+	short    bool // waits less than the request timeout (timeoutOf)
 }
 
 // retry sends msg again at at, if no request of its kind to its
@@ -90,7 +91,8 @@ func (r *Replica) sendRequest(m Message, k kind) {
 	}
 	r.corr++
 	m.Corr = r.corr
-	r.inflight = append(r.inflight, &request{kind: k, corr: m.Corr, msg: m, deadline: r.now + r.timeoutOf(k)})
+	t := r.timeoutOf(m, k)
+	r.inflight = append(r.inflight, &request{kind: k, corr: m.Corr, msg: m, deadline: r.now + t, short: t < r.cfg.RequestTimeout})
 	if k == kindFetch {
 		c := m
 		r.lastFetch = &c
@@ -99,15 +101,21 @@ func (r *Replica) sendRequest(m Message, k kind) {
 	r.emit(Send{Message: m})
 }
 
-// timeoutOf is how long a request of kind k waits for its answer. An
+// timeoutOf is how long request m, of kind k, waits for its answer. An
 // election's requests (Vote, and BeginQuorumEpoch, which tells the voters
 // who won) are answered at once, so they go again after a quarter of the
 // election timeout when that is shorter than the request timeout: a lost
 // vote then costs a fraction of an election rather than a whole request
-// timeout (D95). A Fetch may be parked for FetchMaxWait, and keeps it.
-func (r *Replica) timeoutOf(k kind) time.Duration {
+// timeout (D95). A Fetch that the leader cannot park (atOnce) does the
+// same, unless one already timed out in this epoch (D100); any other Fetch
+// may be parked for FetchMaxWait, and keeps the request timeout.
+func (r *Replica) timeoutOf(m Message, k kind) time.Duration {
 	t := r.cfg.RequestTimeout
-	if k == kindVote || k == kindBegin {
+	short := k == kindVote || k == kindBegin
+	if f, ok := m.Event.(kraft.ReceiveFetch); ok && k == kindFetch {
+		short = atOnce(f, m.HighWatermark) && r.slowFetch != int64(r.st.Epoch())+1
+	}
+	if short {
 		te := r.cfg.Kraft.ElectionTimeout
 		if te == 0 {
 			te = kraft.DefaultElectionTimeout
@@ -117,6 +125,20 @@ func (r *Replica) timeoutOf(k kind) time.Duration {
 		}
 	}
 	return t
+}
+
+// atOnce reports whether a leader answers Fetch f, from a replica whose
+// high watermark is hwm, without parking it (D100): f is the replica's
+// first of the leader's epoch (its log ends in an older epoch, and the
+// leader has at least the epoch's LeaderChange record for it), or it
+// offers records past hwm (the leader's high watermark is above hwm, or
+// moves past it with this very Fetch, and a Fetch whose answer would raise
+// the sender's high watermark is answered at once: fetchResponse, as
+// KIP-1166's Fetch v18 has Kafka's leader do). A voter that the leader
+// does not need for its high watermark may still be parked: it then asks
+// again sooner than it would have, which costs a request.
+func atOnce(f kraft.ReceiveFetch, hwm int64) bool {
+	return f.FetchEpoch < f.CurrentLeaderEpoch || f.FetchOffset > hwm
 }
 
 // dropRequest forgets the request of kind k in flight to to, if any.
@@ -159,6 +181,12 @@ func (r *Replica) timedOut(q *request) {
 	case kindAPIVersions:
 		r.step(kraft.ReceiveAPIVersionsResponse{From: q.msg.To, Error: kraft.ErrRequestTimedOut})
 	default:
+		if q.kind == kindFetch && q.short {
+			// It waited less than the request timeout: the link is slower
+			// than the short wait allows, or lossy; wait longer from now
+			// on in this epoch (D100).
+			r.slowFetch = int64(r.st.Epoch()) + 1
+		}
 		if r.plant == bugTwoFetches && q.kind == kindFetch {
 			r.sendRequest(q.msg, q.kind) // at once, and again after the backoff
 			q.corr = r.corr

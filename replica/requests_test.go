@@ -58,9 +58,78 @@ func TestVoteRequestsGoAgainAfterAQuarterElection(t *testing.T) {
 		require.NotEqual(t, first[to].Corr, m.Corr)
 		require.Equal(t, first[to].Event, m.Event)
 	}
-	require.Equal(t, te/4, r.timeoutOf(kindVote))
-	require.Equal(t, te/4, r.timeoutOf(kindBegin))
-	require.Equal(t, 2*time.Second, r.timeoutOf(kindFetch))
+	require.Equal(t, te/4, r.timeoutOf(Message{}, kindVote))
+	require.Equal(t, te/4, r.timeoutOf(Message{}, kindBegin))
+}
+
+// sentFetches are the Fetch requests among outs.
+func sentFetches(outs []Output) []Message {
+	var fs []Message
+	for _, o := range outs {
+		if s, ok := o.(Send); ok {
+			if _, fetch := s.Message.Event.(kraft.ReceiveFetch); fetch {
+				fs = append(fs, s.Message)
+			}
+		}
+	}
+	return fs
+}
+
+// TestFetchThatCannotBeParkedGoesAgainAfterAQuarterElection: a
+// follower's first Fetch of its leader's epoch is answered at once (the
+// leader has the epoch's LeaderChange for it), so with no answer it goes
+// again after a quarter of the election timeout; once one has timed out,
+// the link is taken as slow and the next waits the request timeout, until
+// the epoch changes. A Fetch the leader may park (the follower holds
+// nothing past its high watermark) keeps the request timeout (D100).
+func TestFetchThatCannotBeParkedGoesAgainAfterAQuarterElection(t *testing.T) {
+	te, backoff := time.Second, 20*time.Millisecond
+	r, err := New(Config{
+		Kraft: kraft.Config{
+			Local: kraft.ReplicaKey{ID: 2}, Voters: []kraft.ReplicaKey{{ID: 1}, {ID: 2}, {ID: 3}},
+			ElectionTimeout: te, FetchTimeout: 10 * te,
+		},
+		Log: storage.NewMemLog(), Records: &memRecords{}, Static: true,
+		RequestTimeout: 2 * time.Second, RetryBackoff: backoff,
+	}, 0)
+	require.NoError(t, err)
+	r.Take()
+	r.Receive(0, Message{From: 1, To: 2, Corr: 7, Event: kraft.ReceiveBeginQuorumEpoch{From: 1, LeaderID: 1, LeaderEpoch: 1, VoterID: 2}})
+	first := sentFetches(r.Take())
+	require.Len(t, first, 1)
+	r.Tick(te/4 - time.Millisecond)
+	require.Empty(t, sentFetches(r.Take()))
+	r.Tick(te / 4)
+	r.Tick(te/4 + backoff)
+	again := sentFetches(r.Take())
+	require.Len(t, again, 1, "the first Fetch of the epoch goes again after a quarter election")
+	require.NotEqual(t, first[0].Corr, again[0].Corr)
+
+	// This one timed out once already in the epoch: the request timeout.
+	sent := te/4 + backoff
+	r.Tick(sent + te/4)
+	r.Tick(sent + te/4 + backoff)
+	require.Empty(t, sentFetches(r.Take()))
+	r.Tick(sent + 2*time.Second)
+	r.Tick(sent + 2*time.Second + backoff)
+	require.Len(t, sentFetches(r.Take()), 1)
+
+	// Which Fetches cannot be parked.
+	f := func(offset int64, epoch kraft.Epoch) kraft.ReceiveFetch {
+		return kraft.ReceiveFetch{From: 2, CurrentLeaderEpoch: 3, FetchOffset: offset, FetchEpoch: epoch}
+	}
+	require.True(t, atOnce(f(10, 2), 10), "the first of the leader's epoch")
+	require.True(t, atOnce(f(10, 3), 9), "records past the high watermark")
+	require.False(t, atOnce(f(10, 3), 10), "caught up: parked until something new")
+	fresh, err := New(Config{
+		Kraft: kraft.Config{Local: kraft.ReplicaKey{ID: 2}, Voters: []kraft.ReplicaKey{{ID: 1}, {ID: 2}, {ID: 3}}, ElectionTimeout: te},
+		Log:   storage.NewMemLog(), Records: &memRecords{}, Static: true, RequestTimeout: 2 * time.Second,
+	}, 0)
+	require.NoError(t, err)
+	require.Equal(t, te/4, fresh.timeoutOf(Message{Event: f(10, 2), HighWatermark: 10}, kindFetch))
+	require.Equal(t, 2*time.Second, fresh.timeoutOf(Message{Event: f(10, 3), HighWatermark: 10}, kindFetch))
+	require.Equal(t, 2*time.Second, fresh.timeoutOf(Message{Event: kraft.ReceiveFetchSnapshot{From: 2}}, kindFetch),
+		"a snapshot chunk keeps the request timeout")
 }
 
 // TestTickAllocatesNothingWhenNothingIsDue: the runtime calls NextDeadline
