@@ -48,6 +48,10 @@ const (
 	// EventPeerConnected: the transport connected to a peer it could not
 	// reach before (Info).
 	EventPeerConnected = "peer_connected"
+	// EventPeerDown: a peer closed its connection and refuses new ones:
+	// its process is gone while its host is up (Info). A follower whose
+	// leader it is campaigns at once (docs/design.md D101).
+	EventPeerDown = "peer_down"
 	// EventGarbageConnection: a connection to the raft port that does not
 	// speak kraft's protocol: no hello, or a message that does not decode
 	// (Warn, rate-limited per remote host).

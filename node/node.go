@@ -196,6 +196,10 @@ func (n *Node) clock() time.Duration { return n.now().Sub(n.epoch) }
 func (n *Node) run() {
 	defer close(n.done)
 	inbox := n.cfg.Transport.Inbox()
+	var downs <-chan kraft.NodeID
+	if pd, ok := n.cfg.Transport.(PeerDownReporter); ok {
+		downs = pd.PeerDowns()
+	}
 	for {
 		if n.Err() != nil {
 			return
@@ -212,6 +216,9 @@ func (n *Node) run() {
 			n.pollEnd()
 			n.noteFetch(m)
 			n.r.Receive(n.clock(), m)
+		case id := <-downs:
+			n.pollEnd()
+			n.r.PeerDown(n.clock(), id)
 		case f := <-n.calls:
 			n.pollEnd()
 			f()

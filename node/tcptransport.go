@@ -12,6 +12,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/kraftquorum/kraft"
@@ -66,6 +67,9 @@ type TCPConfig struct {
 	// Logf, if set and Logger is nil, receives those records as lines
 	// (see node.Config.Logf).
 	Logf func(format string, args ...interface{})
+	// NoPeerDown turns off the reports of PeerDowns: a peer's process is
+	// then found gone by the fetch timeout alone.
+	NoPeerDown bool
 }
 
 func (c TCPConfig) withDefaults() (TCPConfig, error) {
@@ -147,6 +151,7 @@ type TCPTransport struct {
 	log    *slog.Logger
 	limits limiter
 	start  time.Time
+	downs  chan kraft.NodeID // PeerDowns
 }
 
 var _ Transport = (*TCPTransport)(nil)
@@ -227,6 +232,7 @@ func NewTCPTransport(cfg TCPConfig) (*TCPTransport, error) {
 		peers:  make(map[kraft.NodeID]*tcpPeer),
 		conns:  make(map[*tcpConn]struct{}),
 		routes: make(map[kraft.NodeID]*tcpConn),
+		downs:  make(chan kraft.NodeID, 16),
 	}
 	for id, addr := range cfg.Peers {
 		t.addrs[id] = addr
@@ -539,6 +545,10 @@ func (t *TCPTransport) runPeer(p *tcpPeer) {
 			c, err = t.dial(p)
 			if err != nil {
 				t.unreachable(p, err)
+				t.mu.Lock()
+				addr := t.addrs[p.id]
+				t.mu.Unlock()
+				t.refused(p.id, addr, err)
 				// The peer is unreachable: drop what waits for it, as
 				// its sender will retry, and back off.
 				t.drop(false, "%d unreachable: %v", p.id, err)
@@ -601,8 +611,73 @@ func (t *TCPTransport) dial(p *tcpPeer) (*tcpConn, error) {
 		defer t.wg.Done()
 		defer t.forget(c)
 		t.readMessages(c, bufio.NewReaderSize(c.c, 64<<10), false)
+		// However it ended (the peer closed or reset it, or a write to
+		// it failed and the writer closed it), ask whether the peer is
+		// still there, unless the transport is closing or the peer has
+		// moved (SetPeer).
+		t.mu.Lock()
+		moved := t.closed || t.addrs[p.id] != addr
+		t.mu.Unlock()
+		if !moved && !t.cfg.NoPeerDown {
+			t.probe(p.id, addr)
+		}
 	}()
 	return c, nil
+}
+
+// PeerDowns delivers the ids of peers whose process is gone while their
+// host is up (docs/design.md D101): a connection to the peer's address is
+// refused, so no process listens there. The transport tries one as soon
+// as a connection it dialed to the peer ends (the peer closed or reset
+// it, or a write failed), and reports a refusal of its usual connection
+// attempts too. The runtime hands the reports to
+// replica.Replica.PeerDown. A peer that closed a connection but accepts
+// new ones is not reported, nor is a machine that is gone or a network
+// that drops everything: they refuse nothing, and the fetch timeout finds
+// them. Reports that the runtime does not read in time are dropped (a
+// buffer of 16).
+func (t *TCPTransport) PeerDowns() <-chan kraft.NodeID { return t.downs }
+
+// probe dials addr after a connection to peer id ended, and reports the
+// peer down if the dial is refused. A dying process's sockets close one by
+// one, its listener possibly after the connection: a dial that connects
+// is closed at once (the peer logs it at Debug level, as a health check)
+// and tried again 5 ms and 20 ms later, before the peer is taken as alive.
+func (t *TCPTransport) probe(id kraft.NodeID, addr string) {
+	d := net.Dialer{Timeout: t.cfg.DialTimeout}
+	for _, wait := range []time.Duration{0, 5 * time.Millisecond, 15 * time.Millisecond} {
+		if !t.sleep(wait) {
+			return
+		}
+		nc, err := d.DialContext(t.ctx, "tcp", addr)
+		if err != nil {
+			t.refused(id, addr, err)
+			return
+		}
+		_ = nc.Close()
+	}
+}
+
+type peerDownKey kraft.NodeID
+
+// refused reports peer id down if err, from a connection attempt to addr,
+// is a refusal (nothing listens there): after a connection to the peer
+// ended (probe), or when a connection is to be made to send it a request
+// (runPeer), since a connection that ended unnoticed before leaves a
+// refusal the only sign.
+func (t *TCPTransport) refused(id kraft.NodeID, addr string, err error) {
+	if t.cfg.NoPeerDown || !errors.Is(err, syscall.ECONNREFUSED) {
+		return
+	}
+	if ok, _ := t.limits.allow(peerDownKey(id), t.clock()); ok {
+		logEvent(t.log, slog.LevelInfo, EventPeerDown, "",
+			fmt.Sprintf("node %d refuses connections at %s: its process is gone", id, addr),
+			"peer", int32(id), "addr", addr)
+	}
+	select {
+	case t.downs <- id:
+	default:
+	}
 }
 
 // clock is the time since the transport was made, for its rate limits.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync/atomic"
 
+	"github.com/kraftquorum/kraft"
 	"github.com/kraftquorum/kraft/replica"
 )
 
@@ -30,6 +31,16 @@ type Transport interface {
 	Inbox() <-chan Message
 	// Close stops the transport; Inbox is closed after it.
 	Close() error
+}
+
+// PeerDownReporter is a Transport that learns when a peer's process is
+// gone while its host is up (TCPTransport: its connection closed and a new
+// one refused). The runtime reads PeerDowns on its loop and tells the
+// replica (replica.Replica.PeerDown): a follower whose leader died then
+// campaigns at once rather than after the fetch timeout (docs/design.md
+// D101).
+type PeerDownReporter interface {
+	PeerDowns() <-chan kraft.NodeID
 }
 
 // DropCounter is a Transport that counts the messages it dropped

@@ -337,7 +337,10 @@ func (r *Replica) AppendCanonicalUntimed(dst []byte) []byte {
 	dst = putVarint(dst, r.leaderHWM)
 	dst = putVarint(dst, r.hwm)
 	flags := byte(0)
-	for i, f := range []bool{r.syncing, r.holdTimers, r.err != nil, r.snap.cleanAt != 0, r.snap.partial != nil} {
+	// slowFetch and request.short change how long a request waits, not
+	// what the replica does when the deadline fires: they are times.
+	leaderDown := r.leaderDown == int64(r.st.Epoch())+1
+	for i, f := range []bool{r.syncing, r.holdTimers, r.err != nil, r.snap.cleanAt != 0, r.snap.partial != nil, leaderDown} {
 		if f {
 			flags |= 1 << uint(i)
 		}

@@ -168,6 +168,11 @@ type Replica struct {
 	// layer's Fetches wait the whole request timeout until the epoch
 	// changes (timeoutOf, D100).
 	slowFetch int64
+	// leaderDown is one past the epoch in which the host reported the
+	// leader's process gone (LeaderDown; 0: none): a second report in the
+	// epoch is ignored, so that it cannot cut a survivor's rank wait
+	// short (D101).
+	leaderDown int64
 
 	snap snapshots
 
@@ -514,6 +519,34 @@ func (r *Replica) Synced(now time.Duration) {
 	// A truncation since the Sync started has already lowered it.
 	if f := r.cfg.Log.Flushed(); f > r.st.FlushedOffset() {
 		r.step(kraft.LogFlushed{Offset: f})
+	}
+	r.settle()
+}
+
+// PeerDown reports, at time now, that the process of replica id is gone
+// while its host is up: the host's connection to it was closed or reset
+// by the other side, and a new connection was refused at once (no process
+// listens at its address). A machine that is gone, or a network that
+// drops everything, refuses nothing, and is found by the fetch timeout
+// as before.
+//
+// When id is the leader this replica follows, the replica takes it as its
+// fetch timeout, at once rather than after T_f: a voter grants pre-votes
+// from then on and campaigns at its rank (the first survivor at once), an
+// observer looks for the new leader (D101). The wire does not change: the
+// other voters grant those pre-votes only once they too have lost the
+// leader, and a voter that still hears it refuses them (KIP-996), so a
+// wrong report costs a refused pre-vote round, never a second leader. A
+// report about any other replica, or a second one in the epoch, does
+// nothing.
+func (r *Replica) PeerDown(now time.Duration, id kraft.NodeID) {
+	if !r.input(now) {
+		return
+	}
+	epoch := int64(r.st.Epoch()) + 1
+	if r.st.Role() == kraft.Follower && r.st.Leader() == id && id != r.local.ID && r.leaderDown != epoch && !r.holdTimers {
+		r.leaderDown = epoch
+		r.step(kraft.FetchTimeout{})
 	}
 	r.settle()
 }

@@ -149,3 +149,71 @@ func TestTickAllocatesNothingWhenNothingIsDue(t *testing.T) {
 	})
 	require.Zero(t, allocs)
 }
+
+// TestLeaderDownIsTheFetchTimeoutAtOnce: a follower told that its
+// leader's process is gone takes it as its fetch timeout, at once (D101).
+// The first survivor (replica 2: equal logs, lowest key without the
+// leader) asks for pre-votes at once; the second (replica 3) asks nothing
+// yet, but grants the first's pre-vote, which it refuses while it hears
+// the leader. A report about another replica, or a second report in the
+// epoch, does nothing.
+func TestLeaderDownIsTheFetchTimeoutAtOnce(t *testing.T) {
+	follower := func(id kraft.NodeID) *Replica {
+		r, err := New(Config{
+			Kraft: kraft.Config{Local: kraft.ReplicaKey{ID: id}, Voters: []kraft.ReplicaKey{{ID: 1}, {ID: 2}, {ID: 3}}},
+			Log:   storage.NewMemLog(), Records: &memRecords{}, Static: true,
+		}, 0)
+		require.NoError(t, err)
+		r.Take()
+		r.Receive(0, Message{From: 1, To: id, Corr: 7, Event: kraft.ReceiveBeginQuorumEpoch{From: 1, LeaderID: 1, LeaderEpoch: 1, VoterID: id}})
+		fetches := sentFetches(r.Take())
+		require.Len(t, fetches, 1)
+		r.Receive(time.Millisecond, Message{From: 1, To: id, Corr: fetches[0].Corr, Response: true,
+			Event: kraft.ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1}})
+		r.Take()
+		require.Equal(t, kraft.Follower, r.State().Role())
+		return r
+	}
+	preVotes := func(outs []Output) (n int) {
+		for _, o := range outs {
+			if s, ok := o.(Send); ok {
+				if v, ok := s.Message.Event.(kraft.ReceiveVoteRequest); ok && v.PreVote && !s.Message.Response {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	granted := func(r *Replica) bool {
+		r.Receive(3*time.Millisecond, Message{From: 2, To: r.local.ID, Corr: 9, Event: kraft.ReceiveVoteRequest{
+			From: 2, VoterID: r.local.ID, CandidateEpoch: 1, Candidate: 2, CandidateLogEnd: r.State().LogEnd(), PreVote: true}})
+		for _, o := range r.Take() {
+			if s, ok := o.(Send); ok && s.Message.Response {
+				if v, ok := s.Message.Event.(kraft.ReceiveVoteResponse); ok {
+					return v.VoteGranted
+				}
+			}
+		}
+		t.Fatal("no answer to the pre-vote")
+		return false
+	}
+
+	first := follower(2)
+	first.PeerDown(2*time.Millisecond, 3)
+	require.Zero(t, preVotes(first.Take()), "replica 3 is not the leader")
+	require.Equal(t, kraft.Follower, first.State().Role())
+	first.PeerDown(2*time.Millisecond, 1)
+	require.Equal(t, kraft.Prospective, first.State().Role())
+	require.Equal(t, 2, preVotes(first.Take()), "the first survivor asks at once")
+
+	hears := follower(3)
+	require.False(t, granted(hears), "a voter that hears its leader refuses")
+
+	second := follower(3)
+	second.PeerDown(2*time.Millisecond, 1)
+	require.Zero(t, preVotes(second.Take()), "the second survivor waits its rank")
+	second.PeerDown(2*time.Millisecond, 1)
+	require.Zero(t, preVotes(second.Take()), "a second report does not cut the wait short")
+	require.Equal(t, kraft.Follower, second.State().Role())
+	require.True(t, granted(second), "a voter that lost the leader grants")
+}

@@ -124,6 +124,7 @@ const (
 	itemFlush
 	itemClient
 	itemOp
+	itemDown // node learns that replica gone's process is gone (OpKill)
 )
 
 type item struct {
@@ -133,6 +134,7 @@ type item struct {
 	node kraft.NodeID
 	inc  int
 	msg  *message
+	gone kraft.NodeID // itemDown
 	gen  uint64
 	op   Op
 }
@@ -434,6 +436,12 @@ func (c *Cluster) handle(it *item) {
 		c.push(&item{at: c.now + c.clientDelay(), kind: itemClient})
 	case itemOp:
 		c.Apply(it.op)
+	case itemDown:
+		n := c.node(it.node)
+		if n.up && n.inc == it.inc {
+			n.rep.PeerDown(c.now, it.gone)
+			c.carry(n)
+		}
 	}
 }
 

@@ -23,17 +23,25 @@ type Failover struct {
 // MeasureFailover runs a cluster with opts until it has a leader and has
 // committed for settle, crashes the leader, and measures the failover.
 func MeasureFailover(opts Options, settle time.Duration) (Failover, error) {
-	return measure(opts, settle, false)
+	return measure(opts, settle, OpCrash)
+}
+
+// MeasureKill is MeasureFailover with the leader's process killed on a
+// host that stays up (OpKill): the other replicas learn it a round trip
+// later, rather than by their fetch timeout.
+func MeasureKill(opts Options, settle time.Duration) (Failover, error) {
+	return measure(opts, settle, OpKill)
 }
 
 // MeasureHandover is MeasureFailover with a graceful resignation
 // (kraft.Resign: EndQuorumEpoch to the voters) instead of the crash; the
 // old leader stays up.
 func MeasureHandover(opts Options, settle time.Duration) (Failover, error) {
-	return measure(opts, settle, true)
+	return measure(opts, settle, OpResign)
 }
 
-func measure(opts Options, settle time.Duration, resign bool) (Failover, error) {
+func measure(opts Options, settle time.Duration, how OpKind) (Failover, error) {
+	resign := how == OpResign
 	c, err := New(opts, nil)
 	if err != nil {
 		return Failover{}, err
@@ -46,13 +54,8 @@ func measure(opts Options, settle time.Duration, resign bool) (Failover, error) 
 		return Failover{}, err
 	}
 	epoch, hwm := c.State(old).Epoch(), c.State(old).HighWatermark()
-	what := "crash"
-	if resign {
-		what = "resignation"
-		c.Resign(old)
-	} else {
-		c.Crash(old)
-	}
+	what := map[OpKind]string{OpCrash: "crash", OpKill: "kill", OpResign: "resignation"}[how]
+	c.Apply(Op{Kind: how, Node: old})
 	start := c.Now()
 	leader := old
 	// A leader of a later epoch that committed past hwm: after a crash

@@ -89,3 +89,37 @@ func TestGracefulHandoverTakesRoundTrips(t *testing.T) {
 		assert.LessOrEqual(t, st.P99, 600*time.Millisecond, "%d voters: p99 handover", voters)
 	}
 }
+
+// TestKilledLeaderIsReplacedWithinAnElectionTimeout: a leader whose
+// process dies on a live host (OpKill: its peers notice the closed
+// connections and the refused port, D101) is replaced by a leader that
+// commits within one election timeout in the median, and in every one of
+// 200 seeds before the fetch timeout would have begun an election; a
+// silent crash of the same seeds waits the fetch timeout every time.
+// Virtual time: the same seeds give the same figures on every machine.
+func TestKilledLeaderIsReplacedWithinAnElectionTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200 kills per cluster size")
+	}
+	o := DefaultOptions()
+	for _, voters := range []int{3, 5} {
+		var kills, crashes []Failover
+		for seed := int64(0); seed < 200; seed++ {
+			opts := DefaultOptions()
+			opts.Voters, opts.Seed = voters, seed
+			f, err := MeasureKill(opts, 3*time.Second)
+			require.NoError(t, err)
+			kills = append(kills, f)
+			f, err = MeasureFailover(opts, 3*time.Second)
+			require.NoError(t, err)
+			crashes = append(crashes, f)
+		}
+		k, c := SummarizeFailovers(kills), SummarizeFailovers(crashes)
+		t.Logf("%d voters, %d kills: p50 %v, p99 %v, max %v, split votes %d; silent crashes: p50 %v",
+			voters, k.N, k.P50.Round(time.Millisecond), k.P99.Round(time.Millisecond), k.Max.Round(time.Millisecond), k.Splits,
+			c.P50.Round(time.Millisecond))
+		assert.LessOrEqual(t, k.P50, o.ElectionTimeout, "%d voters: p50 after a kill", voters)
+		assert.Less(t, k.Max, o.FetchTimeout, "%d voters: a kill waited for the fetch timeout", voters)
+		assert.Greater(t, c.P50, o.FetchTimeout, "%d voters: a silent crash cannot be noticed before the fetch timeout", voters)
+	}
+}

@@ -15,6 +15,12 @@ const (
 	// OpCrash stops Node; it loses its unflushed log tail and everything in
 	// flight to it.
 	OpCrash OpKind = "crash"
+	// OpKill stops Node as OpCrash does, as a process that dies on a host
+	// that stays up: the kernel closes its connections, and a connection
+	// attempt to it is refused. Each replica that is up and that the
+	// network joins to Node learns it (replica.PeerDown) a round trip
+	// later, as package node's TCP transport does (docs/design.md D101).
+	OpKill OpKind = "kill"
 	// OpRestart restarts a crashed Node from its record and flushed log.
 	OpRestart OpKind = "restart"
 	// OpLoseDisk crashes Node if it is up, wipes its record, log and
@@ -59,7 +65,7 @@ type Op struct {
 // String describes the operation.
 func (o Op) String() string {
 	switch o.Kind {
-	case OpCrash, OpRestart, OpLoseDisk, OpResign, OpAddVoter, OpRemoveVoter:
+	case OpCrash, OpKill, OpRestart, OpLoseDisk, OpResign, OpAddVoter, OpRemoveVoter:
 		return fmt.Sprintf("%v %s %d", o.At, o.Kind, o.Node)
 	case OpPartition, OpOneWay:
 		return fmt.Sprintf("%v %s %v", o.At, o.Kind, o.Group)
@@ -109,6 +115,11 @@ func (c *Cluster) apply(op Op) {
 	case OpCrash:
 		if valid {
 			c.crash(c.nodes[op.Node])
+		}
+	case OpKill:
+		if valid && c.nodes[op.Node].up {
+			c.crash(c.nodes[op.Node])
+			c.noticeDown(op.Node)
 		}
 	case OpRestart:
 		if valid && !c.nodes[op.Node].up {
@@ -198,6 +209,30 @@ func (c *Cluster) crash(n *node) {
 	n.rep = nil     // and everything in memory
 	n.requests = nil
 	c.check.logChangedFrom(n, len(n.log))
+}
+
+// noticeDown tells every replica that is up, and that the network joins to
+// replica gone both ways, that gone's process is gone: after one message
+// delay its connection closes, after another a new one is refused. The
+// notice is not lost (TCP sends the close again until it is answered),
+// and it comes after every message gone sent to the replica before it
+// died, as a connection's close comes after the bytes sent on it.
+func (c *Cluster) noticeDown(gone kraft.NodeID) {
+	for _, n := range c.nodes {
+		if !n.up || n.id == gone || c.cut[[2]kraft.NodeID{gone, n.id}] || c.cut[[2]kraft.NodeID{n.id, gone}] {
+			continue
+		}
+		at := c.now + 2*c.net.MinDelay
+		if c.net.MaxDelay > c.net.MinDelay {
+			at += time.Duration(c.rng.Int63n(int64(c.net.MaxDelay-c.net.MinDelay)+1)) + time.Duration(c.rng.Int63n(int64(c.net.MaxDelay-c.net.MinDelay)+1))
+		}
+		for _, it := range c.q {
+			if it.kind == itemMessage && it.msg.m.From == gone && it.msg.m.To == n.id && it.at >= at {
+				at = it.at + 1
+			}
+		}
+		c.push(&item{at: at, kind: itemDown, node: n.id, inc: n.inc, gone: gone})
+	}
 }
 
 // Crash stops replica id (see OpCrash).

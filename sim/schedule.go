@@ -9,7 +9,8 @@ import (
 )
 
 // RandomSchedule draws n fault operations in [0, window) for a cluster of
-// the given size: crashes, restarts, resignations, symmetric and one-way
+// the given size: crashes (half of them kills that the others notice),
+// restarts, resignations, symmetric and one-way
 // partitions, heals, lossy or duplicating network phases, and slow disk
 // phases (flushes that take up to three election timeouts). Disk loss is
 // left out (see the package doc); add OpLoseDisk operations by hand.
@@ -20,7 +21,14 @@ func RandomSchedule(r *rand.Rand, voters, observers int, window time.Duration, n
 		op := Op{At: time.Duration(r.Int63n(int64(window))), Node: kraft.NodeID(r.Intn(total))}
 		switch k := r.Intn(11); {
 		case k < 2:
+			// Half the crashes are kills, which the other replicas
+			// notice (the parity of the time draws it, so that the
+			// random stream, and every other operation of a seed's
+			// schedule, stay as they were before kills).
 			op.Kind = OpCrash
+			if op.At%2 == 1 {
+				op.Kind = OpKill
+			}
 		case k < 4:
 			op.Kind = OpRestart
 		case k < 5:

@@ -12,7 +12,9 @@ import (
 // time until a new leader commits is recorded, with whether the first
 // election after the crash split the vote (docs/design.md D59). With
 // -handovers the leader resigns gracefully instead (EndQuorumEpoch to the
-// voters, which rank the successors) and stays up.
+// voters, which rank the successors) and stays up; with -kills the
+// leader's process dies on a host that stays up, and the others learn it
+// a round trip later from their connections (sim.OpKill, D101).
 func failovers(cfg config, stdout, stderr *printer) int {
 	switch {
 	case cfg.failovers < 1 || cfg.failovers > 100000:
@@ -21,6 +23,8 @@ func failovers(cfg config, stdout, stderr *printer) int {
 		return badUsage(stderr, "-failovers needs 2 to 50 voters, -voters is %d", cfg.voters)
 	case cfg.observers < 0 || cfg.observers > 50:
 		return badUsage(stderr, "-observers %d: want 0 to 50", cfg.observers)
+	case cfg.kills && cfg.handovers:
+		return badUsage(stderr, "-kills and -handovers: pick one")
 	}
 	var fs []sim.Failover
 	start := time.Now()
@@ -30,8 +34,11 @@ func failovers(cfg config, stdout, stderr *printer) int {
 		opts.KafkaFailover = cfg.kafkaFailover
 		opts.Network.Loss = cfg.rates.loss
 		measure := sim.MeasureFailover
-		if cfg.handovers {
+		switch {
+		case cfg.handovers:
 			measure = sim.MeasureHandover
+		case cfg.kills:
+			measure = sim.MeasureKill
 		}
 		f, err := measure(opts, 3*time.Second)
 		if err != nil {
@@ -47,8 +54,11 @@ func failovers(cfg config, stdout, stderr *printer) int {
 	}
 	o := sim.DefaultOptions()
 	what, path := "leader crashes", "crash"
-	if cfg.handovers {
+	switch {
+	case cfg.handovers:
 		what, path = "graceful resignations", "resignation"
+	case cfg.kills:
+		what, path = "leader process kills (noticed by the peers)", "kill"
 	}
 	loss := ""
 	if cfg.rates.loss > 0 {

@@ -58,6 +58,7 @@ type config struct {
 	quiet, wall       bool
 	failovers         int
 	handovers         bool
+	kills             bool
 	kafkaFailover     bool
 	snapshotEvery     int
 	set               map[string]bool
@@ -162,6 +163,7 @@ func command(args []string, stdout, stderr *printer, terminal bool) int {
 	fs.BoolVar(&cfg.quiet, "q", false, "print only the summary, not the timeline")
 	fs.IntVar(&cfg.failovers, "failovers", 0, "measure `N` leader crashes (seeds -seed to -seed+N-1): failover times and split votes")
 	fs.BoolVar(&cfg.handovers, "handovers", false, "with -failovers: the leader resigns gracefully (kraft.Resign) instead of crashing")
+	fs.BoolVar(&cfg.kills, "kills", false, "with -failovers: the leader's process dies on a live host, and its peers notice the closed connections (D101), instead of a silent crash")
 	fs.BoolVar(&cfg.kafkaFailover, "kafka-failover", false, "run failovers with Kafka's exact rules (kraft.Config.KafkaFailover)")
 	fs.BoolVar(&cfg.wall, "wall", true, "include wall-clock figures (wall time, events per second) in the summary")
 	fs.IntVar(&cfg.snapshotEvery, "snapshot-every", sim.DefaultOptions().SnapshotEvery, "each replica snapshots every `N` committed records and cleans its log behind its 2 newest snapshots (0: no snapshots)")

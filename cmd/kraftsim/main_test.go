@@ -303,6 +303,16 @@ func TestFailoversReportsSplitVotes(t *testing.T) {
 	require.Contains(t, out, "50 graceful resignations, 3 voters")
 	require.Contains(t, out, "1% message loss")
 	require.Contains(t, out, "resignation to a new leader that commits")
+
+	// -kills: the peers notice the leader's process is gone (D101), and
+	// the failover takes a fraction of an election timeout, not T_f.
+	code, out, errOut = runArgs(t, "-failovers", "20", "-voters", "3", "-kills")
+	require.Equal(t, exitOK, code, out+errOut)
+	require.Contains(t, out, "20 leader process kills (noticed by the peers), 3 voters")
+	require.Regexp(t, `kill to a new leader that commits\): p50 \d+ms`, out)
+	code, _, errOut = runArgs(t, "-failovers", "20", "-kills", "-handovers")
+	require.Equal(t, exitBad, code)
+	require.Contains(t, errOut, "pick one")
 }
 
 // TestSnapshotScenario: the snapshot scenario shows a restarted voter and
