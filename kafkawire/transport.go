@@ -99,6 +99,8 @@ type TransportConfig struct {
 	Describe func() (*kmsg.DescribeQuorumResponse, error)
 	// Logf, if set, logs dropped messages and connection errors.
 	Logf func(format string, args ...interface{})
+	// NoPeerDown turns off the reports of PeerDowns.
+	NoPeerDown bool
 }
 
 func (c TransportConfig) withDefaults() (TransportConfig, error) {
@@ -194,9 +196,32 @@ type Transport struct {
 	peers   map[kraft.NodeID]*peer
 	conns   map[*conn]struct{}
 	serving map[uint64]*served // incoming requests waiting for their response
+
+	downs chan kraft.NodeID // PeerDowns
 }
 
-var _ node.Transport = (*Transport)(nil)
+var (
+	_ node.Transport        = (*Transport)(nil)
+	_ node.PeerDownReporter = (*Transport)(nil)
+)
+
+// PeerDowns delivers the ids of peers whose process is gone while their
+// host is up: a connection to the peer's address was refused, when one to
+// it ended or when one was to be made (node.TCPTransport.PeerDowns,
+// docs/design.md D101).
+func (t *Transport) PeerDowns() <-chan kraft.NodeID { return t.downs }
+
+// refused reports peer id down if err is a refusal (node.IsRefusal).
+func (t *Transport) refused(id kraft.NodeID, addr string, err error) {
+	if t.cfg.NoPeerDown || err == nil || !node.IsRefusal(err) {
+		return
+	}
+	t.logf("node %d refuses connections at %s: its process is gone", id, addr)
+	select {
+	case t.downs <- id:
+	default:
+	}
+}
 
 // conn is one TCP connection: outgoing (to a peer: pending requests) or
 // incoming (out: response frames for its writer).
@@ -296,6 +321,7 @@ func NewTransport(cfg TransportConfig) (*Transport, error) {
 		addrs: map[kraft.NodeID]string{}, learned: map[kraft.NodeID]bool{},
 		peers: map[kraft.NodeID]*peer{}, conns: map[*conn]struct{}{},
 		serving: map[uint64]*served{},
+		downs:   make(chan kraft.NodeID, 16),
 	}
 	for id, a := range cfg.Peers {
 		t.addrs[id] = a
@@ -814,6 +840,10 @@ func (t *Transport) runPeer(p *peer) {
 			var err error
 			c, err = t.connect(p)
 			if err != nil {
+				t.mu.Lock()
+				addr := t.addrs[p.id]
+				t.mu.Unlock()
+				t.refused(p.id, addr, err)
 				t.drop(false, "%d unreachable: %v", p.id, err)
 				for n := len(p.queue); n > 0; n-- {
 					<-p.queue
@@ -965,7 +995,18 @@ func (t *Transport) connect(p *peer) (*conn, error) {
 	p.conn = c
 	t.wg.Add(1)
 	t.mu.Unlock()
-	go t.readResponses(p.id, c)
+	go func() {
+		defer t.wg.Done()
+		t.readResponses(p.id, c)
+		// However it ended, ask whether the peer is still there, unless
+		// the transport is closing or the peer has moved (D101).
+		t.mu.Lock()
+		moved := t.closed || t.addrs[p.id] != addr
+		t.mu.Unlock()
+		if !moved && !t.cfg.NoPeerDown {
+			t.refused(p.id, addr, node.PeerGone(t.ctx, t.cfg.DialTimeout, addr))
+		}
+	}()
 	return c, nil
 }
 
@@ -1012,7 +1053,6 @@ func (t *Transport) handshake(c *conn) (map[int16]int16, error) {
 // readResponses reads the responses of an outgoing connection and delivers
 // them as kraft events.
 func (t *Transport) readResponses(from kraft.NodeID, c *conn) {
-	defer t.wg.Done()
 	defer t.forget(c)
 	r := bufio.NewReaderSize(c.c, 64<<10)
 	for {

@@ -638,25 +638,49 @@ func (t *TCPTransport) dial(p *tcpPeer) (*tcpConn, error) {
 // buffer of 16).
 func (t *TCPTransport) PeerDowns() <-chan kraft.NodeID { return t.downs }
 
-// probe dials addr after a connection to peer id ended, and reports the
-// peer down if the dial is refused. A dying process's sockets close one by
-// one, its listener possibly after the connection: a dial that connects
-// is closed at once (the peer logs it at Debug level, as a health check)
-// and tried again 5 ms and 20 ms later, before the peer is taken as alive.
+// probe asks, after a connection to peer id ended, whether the peer's
+// process is gone (PeerGone), and reports it if so.
 func (t *TCPTransport) probe(id kraft.NodeID, addr string) {
-	d := net.Dialer{Timeout: t.cfg.DialTimeout}
+	if err := PeerGone(t.ctx, t.cfg.DialTimeout, addr); err != nil {
+		t.refused(id, addr, err)
+	}
+}
+
+// PeerGone dials addr to learn whether the process that listened there is
+// gone, after a connection to it ended (docs/design.md D101): it returns
+// the refusal if nothing listens there, nil otherwise. A dying process's
+// sockets close one by one, its listener possibly after the connection:
+// a dial that connects is closed at once (the peer logs it as a health
+// check) and tried again 5 ms and 20 ms later, before the peer is taken
+// as alive. A transport of the runtime's other than TCPTransport (package
+// kafkawire's) uses it too.
+func PeerGone(ctx context.Context, dialTimeout time.Duration, addr string) error {
+	d := net.Dialer{Timeout: dialTimeout}
 	for _, wait := range []time.Duration{0, 5 * time.Millisecond, 15 * time.Millisecond} {
-		if !t.sleep(wait) {
-			return
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			}
 		}
-		nc, err := d.DialContext(t.ctx, "tcp", addr)
+		nc, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
-			t.refused(id, addr, err)
-			return
+			if IsRefusal(err) {
+				return err
+			}
+			return nil
 		}
 		_ = nc.Close()
 	}
+	return nil
 }
+
+// IsRefusal reports whether err, from a connection attempt, is a refusal:
+// nothing listens at the address (D101).
+func IsRefusal(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
 
 type peerDownKey kraft.NodeID
 
@@ -666,7 +690,7 @@ type peerDownKey kraft.NodeID
 // (runPeer), since a connection that ended unnoticed before leaves a
 // refusal the only sign.
 func (t *TCPTransport) refused(id kraft.NodeID, addr string, err error) {
-	if t.cfg.NoPeerDown || !errors.Is(err, syscall.ECONNREFUSED) {
+	if t.cfg.NoPeerDown || !IsRefusal(err) {
 		return
 	}
 	if ok, _ := t.limits.allow(peerDownKey(id), t.clock()); ok {
