@@ -543,12 +543,19 @@ func (r *Replica) PeerDown(now time.Duration, id kraft.NodeID) {
 	if !r.input(now) {
 		return
 	}
-	epoch := int64(r.st.Epoch()) + 1
-	if r.st.Role() == kraft.Follower && r.st.Leader() == id && id != r.local.ID && r.leaderDown != epoch && !r.holdTimers {
-		r.leaderDown = epoch
+	if r.LeaderDownReportable() && r.st.Leader() == id {
+		r.leaderDown = int64(r.st.Epoch()) + 1
 		r.step(kraft.FetchTimeout{})
 	}
 	r.settle()
+}
+
+// LeaderDownReportable reports whether PeerDown about the leader would be
+// taken now: the replica follows a leader, and no report was taken in the
+// epoch (a model checker offers the report only then).
+func (r *Replica) LeaderDownReportable() bool {
+	return r.err == nil && r.st.Role() == kraft.Follower && r.st.Leader() != r.local.ID &&
+		r.leaderDown != int64(r.st.Epoch())+1 && !r.holdTimers
 }
 
 // Receive takes a message from the network at time now.

@@ -21,6 +21,7 @@ type exploreConfig struct {
 	workers                             int
 	timeout                             time.Duration
 	liveness, full                      bool
+	peerDowns                           bool
 }
 
 // exploreFlags registers the -explore flags on fs.
@@ -37,6 +38,7 @@ func exploreFlags(fs *flag.FlagSet) *exploreConfig {
 	fs.DurationVar(&x.timeout, "explore-timeout", 0, "-explore: stop, incomplete, after this wall time (0: no limit)")
 	fs.BoolVar(&x.liveness, "liveness", false, "-explore: also check that a state with a leader is reachable from every explored state (keeps the state graph: more memory)")
 	fs.IntVar(&x.workers, "workers", 0, "-explore: goroutines that expand the states (0: GOMAXPROCS); the result does not depend on it")
+	fs.BoolVar(&x.peerDowns, "peer-downs", false, "-explore: a follower's host may report its leader's process gone at any moment, true or not (D101)")
 	fs.BoolVar(&x.full, "full-model", false, "-explore: turn the reductions off (every drop a move of its own, dead messages kept): for comparison")
 	return x
 }
@@ -45,7 +47,7 @@ func exploreFlags(fs *flag.FlagSet) *exploreConfig {
 var exploreFlagNames = map[string]bool{
 	"explore": true, "voters": true, "observers": true, "max-epoch": true, "max-messages": true, "max-crashes": true,
 	"max-appends": true, "max-dups": true, "max-depth": true, "max-states": true, "explore-timeout": true,
-	"liveness": true, "full-model": true, "workers": true, "trace": true, "q": true, "wall": true,
+	"liveness": true, "full-model": true, "workers": true, "trace": true, "q": true, "wall": true, "peer-downs": true,
 }
 
 // exploreRun is kraftsim -explore. The output depends only on the flags,
@@ -66,7 +68,7 @@ func exploreRun(cfg config, x *exploreConfig, stdout, stderr *printer) int {
 	b := explore.Bounds{
 		Voters: voters, Observers: observers, MaxEpoch: kraft.Epoch(x.maxEpoch),
 		MaxMessages: x.maxMessages, MaxCrashes: x.maxCrashes, MaxAppends: x.maxAppends,
-		MaxDuplicates: x.maxDups, MaxDepth: x.maxDepth,
+		MaxDuplicates: x.maxDups, MaxDepth: x.maxDepth, PeerDowns: x.peerDowns,
 	}
 	if x.maxStates < 0 || x.timeout < 0 || x.workers < 0 {
 		return badUsage(stderr, "-max-states, -explore-timeout and -workers: want 0 or more")
@@ -86,8 +88,12 @@ func exploreRun(cfg config, x *exploreConfig, stdout, stderr *printer) int {
 	if err != nil {
 		return badUsage(stderr, "-explore: %v", err)
 	}
-	stdout.printf("explore: %d voters, %d observers, epoch <= %d, <= %d messages in flight, <= %d crashes, <= %d appends, <= %d duplicates, depth <= %s\n",
-		b.Voters, b.Observers, b.MaxEpoch, b.MaxMessages, b.MaxCrashes, b.MaxAppends, b.MaxDuplicates, depthText(b.MaxDepth))
+	downs := ""
+	if b.PeerDowns {
+		downs = ", leader-down reports"
+	}
+	stdout.printf("explore: %d voters, %d observers, epoch <= %d, <= %d messages in flight, <= %d crashes, <= %d appends, <= %d duplicates, depth <= %s%s\n",
+		b.Voters, b.Observers, b.MaxEpoch, b.MaxMessages, b.MaxCrashes, b.MaxAppends, b.MaxDuplicates, depthText(b.MaxDepth), downs)
 	r := m.Run()
 	stdout.printf("\nSummary\n")
 	stdout.printf("  distinct states        %s\n", thousands(r.Distinct))
@@ -167,7 +173,7 @@ func exploreRun(cfg config, x *exploreConfig, stdout, stderr *printer) int {
 
 // exploreOnly returns a flag of set that only -explore takes, or "".
 func exploreOnly(set map[string]bool) string {
-	for _, name := range []string{"max-epoch", "max-messages", "max-crashes", "max-appends", "max-dups", "max-depth", "max-states", "explore-timeout", "liveness", "full-model", "workers"} {
+	for _, name := range []string{"max-epoch", "max-messages", "max-crashes", "max-appends", "max-dups", "max-depth", "max-states", "explore-timeout", "liveness", "full-model", "workers", "peer-downs"} {
 		if set[name] {
 			return name
 		}

@@ -40,6 +40,10 @@ const (
 	// Append: a client record is proposed at Node, a leader (written and
 	// reported, unflushed; bounded by MaxAppends).
 	Append
+	// ReportDown: Node's host reports its leader Target's process gone
+	// (replica.Replica.PeerDown, docs/design.md D101), whether it is or
+	// not (Bounds.PeerDowns).
+	ReportDown
 )
 
 // Move is one transition: Msg indexes the network of the state it is
@@ -159,7 +163,7 @@ func (g *engine) apply(w *world, m Move) (*world, *Violation, bool) {
 	switch m.Kind {
 	case Deliver:
 		w.touch(m.Target)
-	case Fire, Flush, Crash, Restart, ResignLeader, Append:
+	case Fire, Flush, Crash, Restart, ResignLeader, Append, ReportDown:
 		w.touch(m.Node)
 	case Drop, Duplicate:
 	}
@@ -192,6 +196,11 @@ func (g *engine) apply(w *world, m Move) (*world, *Violation, bool) {
 	case ResignLeader:
 		if r := g.own(m.Node); r != nil {
 			r.rep.Resign(0)
+			g.carry(m.Node)
+		}
+	case ReportDown:
+		if r := g.own(m.Node); r != nil {
+			r.rep.PeerDown(0, m.Target)
 			g.carry(m.Node)
 		}
 	case Append:

@@ -25,6 +25,11 @@ type Bounds struct {
 	// MaxDepth: at most this many transitions from the initial world; 0
 	// for no limit.
 	MaxDepth int
+	// PeerDowns: a Follower's host may report its leader's process gone
+	// at any moment (ReportDown), true or not, as a host that notices a
+	// killed process does (docs/design.md D101). A replica takes one
+	// report per epoch, so the moves need no bound of their own.
+	PeerDowns bool
 }
 
 // Options configure a Model.
@@ -192,6 +197,9 @@ func (g *engine) moves(w *world, out []Move) []Move {
 		}
 		if w.crashes < g.b.MaxCrashes {
 			out = append(out, Move{Kind: Crash, Node: id})
+		}
+		if g.b.PeerDowns && r.st.Role() == kraft.Follower && r.rep.LeaderDownReportable() {
+			out = append(out, Move{Kind: ReportDown, Node: id, Target: r.st.Leader()})
 		}
 		if r.st.Role() == kraft.Leader {
 			out = append(out, Move{Kind: ResignLeader, Node: id})

@@ -323,3 +323,25 @@ func plainBFS(t *testing.T, g *engine, w0 *world, maxDepth int, visit func(w *wo
 	}
 	return len(seen)
 }
+
+// TestPeerDownsKeepSafety: with the host free to report a Follower's
+// leader gone at any moment (ReportDown, true or not: docs/design.md
+// D101), no safety rule breaks, and a leader stays reachable from every
+// world. The reports are taken: the search finds more worlds with them.
+func TestPeerDownsKeepSafety(t *testing.T) {
+	b := ciBounds
+	b.MaxCrashes = 0 // a report may be true or not: crashes add nothing
+	if raceEnabled {
+		b.MaxMessages = 1
+	}
+	_, without := run(t, Options{Bounds: b})
+	b.PeerDowns = true
+	m, r := run(t, Options{Bounds: b, Liveness: true})
+	if r.Violation != nil {
+		t.Fatalf("%v\n%s", r.Violation, describe(t, m, r))
+	}
+	require.True(t, r.Complete)
+	require.True(t, r.LivenessChecked)
+	require.Zero(t, r.Leaderless)
+	require.Greater(t, r.Distinct, without.Distinct, "the reports reach no world of their own")
+}

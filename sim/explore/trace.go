@@ -44,6 +44,8 @@ func (m Move) String() string {
 		return fmt.Sprintf("leader %d resigns", m.Node)
 	case Append:
 		return fmt.Sprintf("client append at leader %d", m.Node)
+	case ReportDown:
+		return fmt.Sprintf("%d's host reports its leader %d's process gone", m.Node, m.Target)
 	}
 	return "move?"
 }
