@@ -44,6 +44,8 @@ func (m Move) String() string {
 		return fmt.Sprintf("leader %d resigns", m.Node)
 	case Append:
 		return fmt.Sprintf("client append at leader %d", m.Node)
+	case Damage:
+		return fmt.Sprintf("restart %d on a log damaged from offset %d", m.Node, m.Msg)
 	}
 	return "move?"
 }
