@@ -41,13 +41,14 @@ type Stats struct {
 	// Damages counts the disk faults injected (OpDamage), DamagesByKind
 	// the same by kind; DamagesSkipped those not injected: while an
 	// earlier one was not over (one damaged replica at a time), or with
-	// nothing to damage, or damage no local check can see (damage.go).
+	// nothing to damage, or damage no local check can see (damage.go);
+	// DamagesBusy counts the first of those.
 	// Of the injected ones, DamagesReplaced were met by a replaced disk
 	// (a dynamic voter set), DamagesRefused by a refusal to start (a
 	// static one; DamagesRestored of those restored by the operator
 	// since), and DamagesCut by a log cut at the damage (the planted bug
 	// plant.TornTail).
-	Damages, DamagesSkipped                                      int
+	Damages, DamagesSkipped, DamagesBusy                         int
 	DamagesByKind                                                map[Damage]int
 	DamagesReplaced, DamagesRefused, DamagesRestored, DamagesCut int
 }

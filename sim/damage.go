@@ -145,6 +145,7 @@ func (c *Cluster) damageOver() bool {
 func (c *Cluster) damage(n *node, kind Damage) {
 	if !c.damageOver() || n.damage != nil {
 		c.stats.DamagesSkipped++
+		c.stats.DamagesBusy++
 		return
 	}
 	c.crash(n)
