@@ -236,6 +236,19 @@ func (k *Checker) diskLost(n *node) {
 	p.dirty = true
 }
 
+// diskDamaged notes that n's disk lost its log from offset from on (the
+// planted bug plant.TornTail cut it there): the disk lost those records,
+// not the protocol, so "committed-lost" starts again from what is left;
+// what the checks then catch is what the cluster does with the shorter
+// log under the replica's old key and vote.
+func (k *Checker) diskDamaged(n *node, from int) {
+	p := k.of(n)
+	if p.held > from {
+		p.held = from
+	}
+	k.logChangedFrom(n, from)
+}
+
 func (k *Checker) afterStart(n *node, _ kraft.State) {
 	p := k.of(n)
 	p.hwm = -1

@@ -38,6 +38,19 @@ type Stats struct {
 	// committed log (with Options.Dynamic; the first leader's copy of the
 	// bootstrap set included).
 	VoterChangesCommitted int
+	// Damages counts the disk faults injected (OpDamage), DamagesByKind
+	// the same by kind; DamagesSkipped those not injected: while an
+	// earlier one was not over (one damaged replica at a time), or with
+	// nothing to damage, or damage no local check can see (damage.go);
+	// DamagesBusy counts the first of those.
+	// Of the injected ones, DamagesReplaced were met by a replaced disk
+	// (a dynamic voter set), DamagesRefused by a refusal to start (a
+	// static one; DamagesRestored of those restored by the operator
+	// since), and DamagesCut by a log cut at the damage (the planted bug
+	// plant.TornTail).
+	Damages, DamagesSkipped, DamagesBusy                         int
+	DamagesByKind                                                map[Damage]int
+	DamagesReplaced, DamagesRefused, DamagesRestored, DamagesCut int
 }
 
 // node is one replica and its simulated host.
@@ -55,6 +68,11 @@ type node struct {
 	before kraft.State
 
 	record *kraft.QuorumRecord // durable quorum-state record
+	// history holds the last quorum-state records written, oldest first
+	// (a rollback's candidates); damage is a disk fault that takes effect
+	// at the next start (damage.go).
+	history []kraft.QuorumRecord
+	damage  *diskDamage
 	// log is the host's written log, indexed by offset; log[:flushed] is
 	// durable. The log starts at start: the records below it were deleted
 	// (zero values), and the snapshot at start holds them; startEpoch is
@@ -124,7 +142,8 @@ const (
 	itemFlush
 	itemClient
 	itemOp
-	itemDown // node learns that replica gone's process is gone (OpKill)
+	itemDown    // node learns that replica gone's process is gone (OpKill)
+	itemRestore // the operator restores a damaged replica's directory
 )
 
 type item struct {
@@ -182,6 +201,11 @@ type Cluster struct {
 	err                     error
 	client                  uint64
 
+	// victim is the replica of the latest disk fault, NoNode once it is
+	// over (damageOver); victimKey its key when the fault struck.
+	victim    kraft.NodeID
+	victimKey kraft.ReplicaKey
+
 	// changes are the voter-change requests handled, refs the pending
 	// ones' handles by leader (see voters.go); history the committed
 	// voter sets.
@@ -213,6 +237,7 @@ func New(opts Options, trace io.Writer) (*Cluster, error) {
 		cut:        map[[2]kraft.NodeID]bool{},
 		flushDelay: opts.FlushDelayMax,
 		net:        opts.Network,
+		victim:     kraft.NoNode,
 	}
 	if trace != nil {
 		c.trace = json.NewEncoder(trace)
@@ -442,6 +467,8 @@ func (c *Cluster) handle(it *item) {
 			n.rep.PeerDown(c.now, it.gone)
 			c.carry(n)
 		}
+	case itemRestore:
+		c.restore(c.node(it.node))
 	}
 }
 
@@ -491,6 +518,9 @@ func (c *Cluster) flush(n *node) {
 // start (re)builds n's replica from its durable record, flushed log and
 // snapshots (replica.New: Kafka's startup rules).
 func (c *Cluster) start(n *node) {
+	if n.damage != nil && !c.startDamaged(n) {
+		return
+	}
 	n.log = n.log[:n.flushed:n.flushed]
 	n.partial = nil
 	n.up = true
@@ -528,7 +558,7 @@ func (c *Cluster) start(n *node) {
 			cfg.BootstrapServers = append(cfg.BootstrapServers, id)
 		}
 	}
-	if c.opts.plant != plant.None {
+	if c.opts.plant != plant.None && !c.opts.plant.Host() {
 		plant.Into(&cfg, c.opts.plant)
 	}
 	r, err := replica.New(cfg, c.now)

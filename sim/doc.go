@@ -87,4 +87,11 @@
 // holder in the majority rule for a leader's high watermark (the leader may
 // still count the position it fetched before the loss). The other rules still
 // apply to it. Kafka's own simulation runs its data-loss test the same way.
+//
+// Disk faults (OpDamage, RandomDiskFaults: flipped bits and lost writes in
+// synced records, lost or rolled-back quorum-state records, one damaged
+// replica at a time) take effect at the replica's next start, where the host
+// detects them as package storage does and applies the recovery rule of
+// docs/design.md D91: a replaced disk in a dynamic voter set, a refusal and
+// the operator's restore in a static one (damage.go).
 package sim

@@ -49,6 +49,13 @@ const (
 	// voter with Node's id, by the key its voter set holds
 	// (RemoveRaftVoter; Options.Dynamic).
 	OpRemoveVoter OpKind = "remove_voter"
+	// OpDamage damages Node's disk (Damage says how), crashing it first if
+	// it is up; the damage takes effect at its next start (see damage.go).
+	OpDamage OpKind = "damage"
+	// OpRefused is not an operation to schedule: the trace's note that a
+	// replica refused to start on a damaged disk (a static voter set), and
+	// stays down until the operator restores its directory.
+	OpRefused OpKind = "refused"
 )
 
 // Op is one operation of a fault schedule, at virtual time At.
@@ -60,13 +67,17 @@ type Op struct {
 	Network *Network       `json:"network,omitempty"`
 	// FlushDelay is OpDisk's maximum flush delay.
 	FlushDelay time.Duration `json:"flush_delay,omitempty"`
+	// Damage is OpDamage's disk fault.
+	Damage Damage `json:"damage,omitempty"`
 }
 
 // String describes the operation.
 func (o Op) String() string {
 	switch o.Kind {
-	case OpCrash, OpKill, OpRestart, OpLoseDisk, OpResign, OpAddVoter, OpRemoveVoter:
+	case OpCrash, OpKill, OpRestart, OpLoseDisk, OpResign, OpAddVoter, OpRemoveVoter, OpRefused:
 		return fmt.Sprintf("%v %s %d", o.At, o.Kind, o.Node)
+	case OpDamage:
+		return fmt.Sprintf("%v %s %d %s", o.At, o.Kind, o.Node, o.Damage)
 	case OpPartition, OpOneWay:
 		return fmt.Sprintf("%v %s %v", o.At, o.Kind, o.Group)
 	case OpNetwork:
@@ -131,27 +142,12 @@ func (c *Cluster) apply(op Op) {
 		}
 		n := c.nodes[op.Node]
 		c.crash(n)
-		n.record, n.log, n.flushed, n.start, n.startEpoch, n.snaps, n.partial, n.applied = nil, nil, 0, 0, 0, nil, nil, nil
-		n.disk++
-		n.bootstrap = nil
-		if c.opts.Dynamic {
-			// A new directory id and no bootstrap checkpoint: an observer
-			// that knows no voter set until it fetches one.
-			n.cfg.Local.DirectoryID = directoryID(c.opts, n.id, n.disk)
-			n.cfg.Observer = true
-		} else if c.opts.DirectoryIDs {
-			// KIP-853: a new disk is a new replica key; a voter whose key
-			// no longer matches comes back as an observer.
-			n.cfg.Local.DirectoryID = directoryID(c.opts, n.id, n.disk)
-			n.cfg.Observer = true
-			for _, v := range c.voters {
-				if v.Matches(n.cfg.Local) {
-					n.cfg.Observer = false
-				}
-			}
-		}
-		c.check.diskLost(n)
+		c.replaceDisk(n)
 		c.start(n)
+	case OpDamage:
+		if valid {
+			c.damage(c.nodes[op.Node], op.Damage)
+		}
 	case OpResign:
 		if valid && c.nodes[op.Node].up {
 			n := c.nodes[op.Node]
@@ -243,6 +239,11 @@ func (c *Cluster) Restart(id kraft.NodeID) { c.Apply(Op{Kind: OpRestart, Node: i
 
 // LoseDisk wipes replica id's disk and restarts it (see OpLoseDisk).
 func (c *Cluster) LoseDisk(id kraft.NodeID) { c.Apply(Op{Kind: OpLoseDisk, Node: id}) }
+
+// Damage damages replica id's disk (see OpDamage).
+func (c *Cluster) Damage(id kraft.NodeID, kind Damage) {
+	c.Apply(Op{Kind: OpDamage, Node: id, Damage: kind})
+}
 
 // AddVoter asks the leader to add replica id (see OpAddVoter).
 func (c *Cluster) AddVoter(id kraft.NodeID) { c.Apply(Op{Kind: OpAddVoter, Node: id}) }

@@ -261,6 +261,10 @@ func dataOf(r Record) []byte {
 	return append([]byte{replica.RecordData}, r.Payload...)
 }
 
+// maxHistory is how many quorum-state records a host remembers for
+// DamageRolledBackQuorumState.
+const maxHistory = 8
+
 // hostRecords is replica n's quorum-state record.
 type hostRecords struct{ n *node }
 
@@ -274,6 +278,10 @@ func (h hostRecords) Read() (*kraft.QuorumRecord, error) {
 
 func (h hostRecords) Write(r kraft.QuorumRecord) error {
 	h.n.record = &r
+	if len(h.n.history) == maxHistory {
+		h.n.history = append(h.n.history[:0], h.n.history[1:]...)
+	}
+	h.n.history = append(h.n.history, r)
 	return nil
 }
 

@@ -13,7 +13,8 @@ import (
 // restarts, resignations, symmetric and one-way
 // partitions, heals, lossy or duplicating network phases, and slow disk
 // phases (flushes that take up to three election timeouts). Disk loss is
-// left out (see the package doc); add OpLoseDisk operations by hand.
+// left out (see the package doc); add OpLoseDisk operations by hand, and
+// disk faults with RandomDiskFaults.
 func RandomSchedule(r *rand.Rand, voters, observers int, window time.Duration, n int) []Op {
 	total := voters + observers
 	ops := make([]Op, 0, n)

@@ -17,9 +17,16 @@ const (
 	// WrongOffset appends fetched records at the log end whatever their
 	// offsets.
 	WrongOffset
+	// TornTail is the simulated host's, not the layer's: at a start on a
+	// log whose synced records are damaged, the host takes the damage for
+	// a torn tail, as storage.Open did before docs/design.md D70: it cuts
+	// the log at the first damaged record and starts under its old
+	// identity, with its vote (package sim, damage.go).
+	TornTail
 )
 
-// Bugs lists every bug, for the tests that plant each in turn.
+// Bugs lists every bug of the replica layer, for the tests that plant
+// each in turn (TornTail, a host's, is not among them).
 var Bugs = []Bug{KeepStale, ParkForever, TwoFetches, WrongOffset}
 
 func (b Bug) String() string {
@@ -34,9 +41,15 @@ func (b Bug) String() string {
 		return "a retry that sends two Fetches in flight"
 	case WrongOffset:
 		return "records appended at the wrong offset"
+	case TornTail:
+		return "damage taken for a torn tail"
 	}
 	return "unknown"
 }
+
+// Host reports whether b is a host's bug (package sim's), which the
+// replica layer does not see.
+func (b Bug) Host() bool { return b == TornTail }
 
 var setter func(cfg interface{}, b Bug)
 

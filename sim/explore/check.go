@@ -119,6 +119,14 @@ func (g *engine) afterStep(id kraft.NodeID, before, after kraft.State, sameLife 
 				g.w.leaders[e] = id
 			}
 		}
+		if !sameLife || before.Role() != kraft.Leader || before.Epoch() != e {
+			// Leader completeness: a new leader holds every committed
+			// record (package sim's "leader-complete").
+			if c := g.w.committed; len(r.log) < len(c) || !sameRecs(r.log[:len(c)], c) {
+				g.fail(id, "leader-complete", "became leader of epoch %d without every record of the committed log %v (log %v)", e, c, r.log)
+				return
+			}
+		}
 	}
 	if d := r.durable(); after.Record() != d {
 		g.fail(id, "record-matches-state", "state %v has record %+v but the durable record is %+v", after, after.Record(), d)

@@ -39,6 +39,15 @@
 //     record and flushed log.
 //   - At a leader: Resign, or a client Append (at most MaxAppends),
 //     proposed (Replica.Propose: written and reported, unflushed).
+//   - Damage (at most MaxDamages): restart a down replica on a log whose
+//     synced records are damaged from a chosen offset on (a flipped bit or
+//     a lost write). The voter set is static, so the host refuses to start
+//     on it, as storage.Open does (docs/design.md D71), and the operator
+//     restores the directory as it was (D91): the replica starts on its
+//     log as it was. The dynamic rule (a replaced disk) and the
+//     quorum-state faults are package sim's random schedules'. The
+//     planted bug plant.TornTail (tests only) cuts the log at the damage
+//     instead, and starts the replica under its old identity and vote.
 //
 // After every move the correlation ids are renamed after what they name
 // (Replica.Canonicalize, RenameParked): ids only need to be equal or not,
@@ -88,7 +97,8 @@
 // record of its epoch (hwm-majority, hwm-own-epoch, committed-changed),
 // and no Fault. After each step: epoch and high watermark monotonic within
 // a life (the high watermark starts over when a replica becomes Leader or
-// Resigned, docs/design.md D5), one leader per epoch, record-matches-state.
+// Resigned, docs/design.md D5), one leader per epoch, a new leader holding
+// the whole committed log (leader-complete), record-matches-state.
 // After each move: committed-lost, log-matching and host-log on every
 // replica. The layer's observer (replica.Observer) hands the checks every
 // step and action. The rule names are package sim's, plus

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/internal/plant"
 	layer "github.com/kraftquorum/kraft/replica"
 	"github.com/kraftquorum/kraft/storage"
 )
@@ -44,11 +45,26 @@ const (
 	// (replica.Replica.PeerDown, docs/design.md D101), whether it is or
 	// not (Bounds.PeerDowns).
 	ReportDown
+	// Damage: a down Node restarts on a log whose synced records are
+	// damaged from offset Msg on (a flipped bit or a lost write: no record
+	// from there reads back), bounded by MaxDamages. The damage and the
+	// restart are one move: nothing touches a down replica's disk between
+	// them, so a damage while it is down and a restart later reach the
+	// same worlds, and one damaged replica at a time holds by
+	// construction. The model's voter set is static, so the host refuses
+	// to start (storage.Open's *storage.DamageError, docs/design.md D71)
+	// and the operator restores the directory as it was when Node stopped
+	// (D91): Node starts on its log as it was, the world of a Restart.
+	// With the planted bug plant.TornTail the host takes the damage for a
+	// torn tail instead: it cuts the log at Msg and starts Node on what is
+	// left, under its old identity and vote (D99).
+	Damage
 )
 
 // Move is one transition: Msg indexes the network of the state it is
 // taken from (sorted canonically), Target is the receiver of a delivered
-// message, Node the replica of the other moves. Drops, when not zero, is
+// message, Node the replica of the other moves (a Damage move's Msg is
+// the first damaged offset). Drops, when not zero, is
 // the set (bit i: message i of the same network) of messages lost just
 // before the move: the reduced model has no Drop moves of its own, and
 // loses messages only where the in-flight bound would otherwise cut the
@@ -65,7 +81,7 @@ type Move struct {
 // Violation is a broken invariant; Rule uses the names of sim.Violation
 // ("one-leader-per-epoch", "one-vote-per-epoch", "vote-durable",
 // "epoch-monotonic", "hwm-monotonic", "hwm-majority", "hwm-own-epoch",
-// "committed-changed", "committed-lost", "log-matching",
+// "committed-changed", "committed-lost", "leader-complete", "log-matching",
 // "persist-before-send", "record-matches-state", "host-log", "fault", "state-invariant",
 // "restart", "replica-stopped"), plus "liveness" for a state from which
 // no leader is reachable.
@@ -100,6 +116,7 @@ type engine struct {
 	start StartFunc
 	rec   recorder
 	full  bool // Options.Full: Drop moves, no reduction
+	plant plant.Bug
 
 	// per transition
 	w      *world
@@ -163,7 +180,7 @@ func (g *engine) apply(w *world, m Move) (*world, *Violation, bool) {
 	switch m.Kind {
 	case Deliver:
 		w.touch(m.Target)
-	case Fire, Flush, Crash, Restart, ResignLeader, Append, ReportDown:
+	case Fire, Flush, Crash, Restart, ResignLeader, Append, ReportDown, Damage:
 		w.touch(m.Node)
 	case Drop, Duplicate:
 	}
@@ -193,6 +210,9 @@ func (g *engine) apply(w *world, m Move) (*world, *Violation, bool) {
 		g.crash(m.Node)
 	case Restart:
 		g.restart(m.Node)
+	case Damage:
+		w.damages++
+		g.damagedRestart(m.Node, int(m.Msg))
 	case ResignLeader:
 		if r := g.own(m.Node); r != nil {
 			r.rep.Resign(0)
@@ -388,6 +408,27 @@ func (g *engine) crash(id kraft.NodeID) {
 		}
 	}
 	w.net = out
+}
+
+// damagedRestart restarts down replica id on a log damaged from offset
+// from on (a Damage move).
+func (g *engine) damagedRestart(id kraft.NodeID, from int) {
+	r := &g.w.reps[id]
+	if r.up || from < 0 || from >= r.flushed {
+		return
+	}
+	if g.plant == plant.TornTail {
+		// The planted bug: the damage taken for a torn tail. The disk
+		// lost the records, not the protocol: what the checker holds
+		// against the replica starts again from what is left.
+		r.log, r.flushed = r.log[:from:from], from
+		if r.held > from {
+			r.held = from
+		}
+	}
+	// Otherwise the host refused to start and the operator restored the
+	// directory: the log is as it was.
+	g.restart(id)
 }
 
 func (g *engine) restart(id kraft.NodeID) {

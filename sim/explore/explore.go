@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/internal/plant"
 )
 
 // Bounds limit the explored worlds. A transition whose result breaks a
@@ -22,6 +23,10 @@ type Bounds struct {
 	// MaxCrashes, MaxAppends, MaxDuplicates: at most this many crashes,
 	// client appends and message duplications along any path.
 	MaxCrashes, MaxAppends, MaxDuplicates int
+	// MaxDamages: at most this many disk faults along any path (Damage
+	// moves: a down replica restarts on a log whose synced records are
+	// damaged); 0, the default, for none.
+	MaxDamages int
 	// MaxDepth: at most this many transitions from the initial world; 0
 	// for no limit.
 	MaxDepth int
@@ -60,6 +65,10 @@ type Options struct {
 	// Workers is how many goroutines expand a level; 0 for
 	// runtime.GOMAXPROCS(0). The result does not depend on it.
 	Workers int
+
+	// plant is a bug planted in the model's host (package internal/plant:
+	// plant.TornTail), by the tests that show the search finds it.
+	plant plant.Bug
 }
 
 // Stats say what an exploration did.
@@ -132,7 +141,9 @@ func New(opts Options) (*Model, error) {
 		return nil, fmt.Errorf("explore: max epoch %d, want 0 to 100", b.MaxEpoch)
 	case !opts.Full && b.MaxMessages > 16:
 		return nil, fmt.Errorf("explore: %d messages in flight, want at most 16 (or Options.Full)", b.MaxMessages)
-	case b.MaxMessages < 0 || b.MaxCrashes < 0 || b.MaxAppends < 0 || b.MaxDuplicates < 0 || b.MaxDepth < 0:
+	case b.MaxDuplicates >= 1<<16 || b.MaxDamages >= 1<<15:
+		return nil, errors.New("explore: too many duplications or damages")
+	case b.MaxMessages < 0 || b.MaxCrashes < 0 || b.MaxAppends < 0 || b.MaxDuplicates < 0 || b.MaxDepth < 0 || b.MaxDamages < 0:
 		return nil, errors.New("explore: negative bound")
 	}
 	if opts.Step == nil {
@@ -161,7 +172,7 @@ func New(opts Options) (*Model, error) {
 func (m *Model) Configs() []kraft.Config { return append([]kraft.Config(nil), m.cfgs...) }
 
 func (m *Model) engine(r recorder) *engine {
-	return &engine{b: m.opts.Bounds, cfgs: m.cfgs, step: m.opts.Step, start: m.opts.Start, rec: r, full: m.opts.Full}
+	return &engine{b: m.opts.Bounds, cfgs: m.cfgs, step: m.opts.Step, start: m.opts.Start, rec: r, full: m.opts.Full, plant: m.opts.plant}
 }
 
 // moves lists the moves available in w, in a fixed order.
@@ -182,11 +193,15 @@ func (g *engine) moves(w *world, out []Move) []Move {
 			out = append(out, Move{Kind: Duplicate, Msg: int32(i), Node: m.from(), Target: m.to()})
 		}
 	}
+	damaging := w.damages < g.b.MaxDamages
 	for i := range w.reps {
 		r := &w.reps[i]
 		id := kraft.NodeID(i)
 		if !r.up {
 			out = append(out, Move{Kind: Restart, Node: id})
+			for from := 0; damaging && from < r.flushed; from++ {
+				out = append(out, Move{Kind: Damage, Node: id, Msg: int32(from)})
+			}
 			continue
 		}
 		for _, d := range r.rep.Deadlines() {
@@ -264,8 +279,8 @@ func canonicalDrops(w *world, mask, skip int) bool {
 }
 
 // fair: the moves a liveness path may use (no loss, no duplicate, no
-// crash).
-func fair(k MoveKind) bool { return k != Drop && k != Duplicate && k != Crash }
+// crash, no disk fault).
+func fair(k MoveKind) bool { return k != Drop && k != Duplicate && k != Crash && k != Damage }
 
 func hasLeader(w *world) bool {
 	for i := range w.reps {
@@ -374,6 +389,9 @@ func (v View) Committed() int { return len(v.w.committed) }
 
 // Crashes counts the crashes so far.
 func (v View) Crashes() int { return v.w.crashes }
+
+// Damages counts the disk faults (Damage moves) so far.
+func (v View) Damages() int { return v.w.damages }
 
 // Appends counts the client appends so far.
 func (v View) Appends() int { return v.w.appends }

@@ -88,7 +88,7 @@ func TestTraceReplays(t *testing.T) {
 
 // Planted bugs: each must be found, with a shortest counterexample.
 
-func planted(t *testing.T, name string, o Options, rules ...string) {
+func planted(t *testing.T, name string, o Options, rules ...string) (*Model, Result) {
 	t.Helper()
 	m, r := run(t, o)
 	require.NotNil(t, r.Violation, "%s: the planted bug was not found", name)
@@ -99,6 +99,7 @@ func planted(t *testing.T, name string, o Options, rules ...string) {
 	var buf bytes.Buffer
 	require.NoError(t, m.WriteTrace(&buf, r.Path))
 	require.Greater(t, strings.Count(buf.String(), "\n"), len(r.Path))
+	return m, r
 }
 
 // voteBeforePersist moves a granted vote response before the Persist of

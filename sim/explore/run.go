@@ -26,6 +26,8 @@ type Witness struct {
 	// Crashed counts the explored worlds after at least one crash,
 	// Appended those after at least one client append.
 	Crashed, Appended int
+	// Damaged counts the explored worlds after at least one disk fault.
+	Damaged int
 	// MaxCommittedAppends is the most client records committed in an
 	// explored world.
 	MaxCommittedAppends int
@@ -64,6 +66,9 @@ func (x *Witness) see(w *world, lost bool) {
 	if w.appends > 0 {
 		x.Appended++
 	}
+	if w.damages > 0 {
+		x.Damaged++
+	}
 	n := 0
 	for _, r := range w.committed {
 		if r.ID > 0 {
@@ -86,6 +91,7 @@ func (x *Witness) add(y *Witness) {
 	x.TailLosses += y.TailLosses
 	x.Crashed += y.Crashed
 	x.Appended += y.Appended
+	x.Damaged += y.Damaged
 	if y.MaxCommittedAppends > x.MaxCommittedAppends {
 		x.MaxCommittedAppends = y.MaxCommittedAppends
 	}

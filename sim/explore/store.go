@@ -86,7 +86,9 @@ func (c *compactor) compact(w *world, dst []int32) ([]int32, fingerprint) {
 		}
 	}
 	c.histKey = w.encodeHistory(c.histKey[:0])
-	row[l.nreps+1], row[l.nreps+2], row[l.nreps+3] = int32(w.crashes), int32(w.appends), int32(w.dups)
+	// The duplications and the damages share a counter: at most 2^16 of
+	// each.
+	row[l.nreps+1], row[l.nreps+2], row[l.nreps+3] = int32(w.crashes), int32(w.appends), int32(w.dups|w.damages<<16)
 	row[l.nreps+4] = int32(len(w.net))
 	c.miss = c.miss[:0]
 	in.mu.RLock()
@@ -196,7 +198,7 @@ func (in *interner) world(l layout, row []int32) *world {
 	}
 	in.mu.RUnlock()
 	w.leaders, w.committed = h.leaders, h.committed
-	w.crashes, w.appends, w.dups = int(row[l.nreps+1]), int(row[l.nreps+2]), int(row[l.nreps+3])
+	w.crashes, w.appends, w.dups, w.damages = int(row[l.nreps+1]), int(row[l.nreps+2]), int(row[l.nreps+3]&0xffff), int(row[l.nreps+3]>>16)
 	return w
 }
 

@@ -46,6 +46,8 @@ func (m Move) String() string {
 		return fmt.Sprintf("client append at leader %d", m.Node)
 	case ReportDown:
 		return fmt.Sprintf("%d's host reports its leader %d's process gone", m.Node, m.Target)
+	case Damage:
+		return fmt.Sprintf("restart %d on a log damaged from offset %d", m.Node, m.Msg)
 	}
 	return "move?"
 }

@@ -66,6 +66,7 @@ type world struct {
 	net              []msg // sorted by enc
 	crashes, appends int
 	dups             int
+	damages          int            // Damage moves so far
 	leaders          []kraft.NodeID // checker: leader of each epoch, NoNode
 	committed        []rec          // checker: the committed log
 	// ids: each replica's index in the search's table of replicas (see
@@ -153,6 +154,7 @@ func (w *world) encode() []byte {
 	dst = putV(dst, int64(w.crashes))
 	dst = putV(dst, int64(w.appends))
 	dst = putV(dst, int64(w.dups))
+	dst = putV(dst, int64(w.damages))
 	return w.encodeHistory(dst)
 }
 
