@@ -22,6 +22,7 @@ type exploreConfig struct {
 	timeout                             time.Duration
 	liveness, full                      bool
 	peerDowns                           bool
+	maxDamages                          int
 }
 
 // exploreFlags registers the -explore flags on fs.
@@ -38,6 +39,7 @@ func exploreFlags(fs *flag.FlagSet) *exploreConfig {
 	fs.DurationVar(&x.timeout, "explore-timeout", 0, "-explore: stop, incomplete, after this wall time (0: no limit)")
 	fs.BoolVar(&x.liveness, "liveness", false, "-explore: also check that a state with a leader is reachable from every explored state (keeps the state graph: more memory)")
 	fs.IntVar(&x.workers, "workers", 0, "-explore: goroutines that expand the states (0: GOMAXPROCS); the result does not depend on it")
+	fs.IntVar(&x.maxDamages, "max-damages", 0, "-explore: at most this many restarts on a disk whose synced records are damaged along a path (D98)")
 	fs.BoolVar(&x.peerDowns, "peer-downs", false, "-explore: a follower's host may report its leader's process gone at any moment, true or not (D101)")
 	fs.BoolVar(&x.full, "full-model", false, "-explore: turn the reductions off (every drop a move of its own, dead messages kept): for comparison")
 	return x
@@ -47,7 +49,7 @@ func exploreFlags(fs *flag.FlagSet) *exploreConfig {
 var exploreFlagNames = map[string]bool{
 	"explore": true, "voters": true, "observers": true, "max-epoch": true, "max-messages": true, "max-crashes": true,
 	"max-appends": true, "max-dups": true, "max-depth": true, "max-states": true, "explore-timeout": true,
-	"liveness": true, "full-model": true, "workers": true, "trace": true, "q": true, "wall": true, "peer-downs": true,
+	"liveness": true, "full-model": true, "workers": true, "trace": true, "q": true, "wall": true, "peer-downs": true, "max-damages": true,
 }
 
 // exploreRun is kraftsim -explore. The output depends only on the flags,
@@ -68,10 +70,10 @@ func exploreRun(cfg config, x *exploreConfig, stdout, stderr *printer) int {
 	b := explore.Bounds{
 		Voters: voters, Observers: observers, MaxEpoch: kraft.Epoch(x.maxEpoch),
 		MaxMessages: x.maxMessages, MaxCrashes: x.maxCrashes, MaxAppends: x.maxAppends,
-		MaxDuplicates: x.maxDups, MaxDepth: x.maxDepth, PeerDowns: x.peerDowns,
+		MaxDuplicates: x.maxDups, MaxDepth: x.maxDepth, PeerDowns: x.peerDowns, MaxDamages: x.maxDamages,
 	}
-	if x.maxStates < 0 || x.timeout < 0 || x.workers < 0 {
-		return badUsage(stderr, "-max-states, -explore-timeout and -workers: want 0 or more")
+	if x.maxStates < 0 || x.timeout < 0 || x.workers < 0 || x.maxDamages < 0 {
+		return badUsage(stderr, "-max-states, -max-damages, -explore-timeout and -workers: want 0 or more")
 	}
 	opts := explore.Options{Bounds: b, Liveness: x.liveness, Full: x.full, MaxStates: x.maxStates, Timeout: x.timeout, Workers: x.workers}
 	if !cfg.quiet {
@@ -89,8 +91,11 @@ func exploreRun(cfg config, x *exploreConfig, stdout, stderr *printer) int {
 		return badUsage(stderr, "-explore: %v", err)
 	}
 	downs := ""
+	if b.MaxDamages > 0 {
+		downs += fmt.Sprintf(", <= %d disk damages", b.MaxDamages)
+	}
 	if b.PeerDowns {
-		downs = ", leader-down reports"
+		downs += ", leader-down reports"
 	}
 	stdout.printf("explore: %d voters, %d observers, epoch <= %d, <= %d messages in flight, <= %d crashes, <= %d appends, <= %d duplicates, depth <= %s%s\n",
 		b.Voters, b.Observers, b.MaxEpoch, b.MaxMessages, b.MaxCrashes, b.MaxAppends, b.MaxDuplicates, depthText(b.MaxDepth), downs)
@@ -173,7 +178,7 @@ func exploreRun(cfg config, x *exploreConfig, stdout, stderr *printer) int {
 
 // exploreOnly returns a flag of set that only -explore takes, or "".
 func exploreOnly(set map[string]bool) string {
-	for _, name := range []string{"max-epoch", "max-messages", "max-crashes", "max-appends", "max-dups", "max-depth", "max-states", "explore-timeout", "liveness", "full-model", "workers", "peer-downs"} {
+	for _, name := range []string{"max-epoch", "max-messages", "max-crashes", "max-appends", "max-dups", "max-depth", "max-states", "explore-timeout", "liveness", "full-model", "workers", "peer-downs", "max-damages"} {
 		if set[name] {
 			return name
 		}

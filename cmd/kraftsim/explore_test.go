@@ -27,8 +27,22 @@ func TestExploreIncompleteSaysSo(t *testing.T) {
 	require.Contains(t, out, "PASS (incomplete)")
 }
 
+// TestExploreDamagesAndReports: -max-damages and -peer-downs reach the
+// explorer's bounds, and say so in the header; a depth-limited search
+// with them still holds every invariant.
+func TestExploreDamagesAndReports(t *testing.T) {
+	code, out, errOut := runArgs(t, "-explore", "-voters", "2", "-max-epoch", "1", "-max-messages", "1", "-max-crashes", "1",
+		"-max-appends", "0", "-max-damages", "1", "-peer-downs", "-max-depth", "12", "-q", "-wall=false")
+	require.Equal(t, exitOK, code, out+errOut)
+	require.Contains(t, out, "<= 1 disk damages, leader-down reports")
+	require.Contains(t, out, "every invariant held")
+}
+
 func TestExploreBadFlags(t *testing.T) {
 	for _, args := range [][]string{
+		{"-explore", "-max-damages", "-1"},
+		{"-max-damages", "1"},
+		{"-peer-downs"},
 		{"-explore", "-voters", "9"},
 		{"-explore", "-max-epoch", "-1"},
 		{"-explore", "-scenario", "story"},
