@@ -386,6 +386,12 @@ func (k *Checker) beforeAction(n *node, a kraft.Action, e kraft.Event) {
 	switch a := a.(type) {
 	case kraft.Persist:
 		r := a.Record
+		if rule, detail := PersistRule(n.cfg.Local, d, n.record != nil, r); rule != "" {
+			k.fail(n, rule, "%s", detail)
+			return
+		}
+		// The same rules over the disk's whole history (a record rolled
+		// back by damage the host missed is caught here).
 		if r.Epoch < p.diskEpoch {
 			k.fail(n, "epoch-monotonic", "persisted epoch %d after %d", r.Epoch, p.diskEpoch)
 			return
@@ -461,40 +467,30 @@ func (k *Checker) vote(n *node, epoch kraft.Epoch, cand kraft.ReplicaKey) {
 // leaderHighWatermark checks a leader's new high watermark h and extends the
 // committed log.
 func (k *Checker) leaderHighWatermark(n *node, h int64) {
-	if h > int64(len(n.log)) {
-		// The leader's own flushed offset need not reach h: a majority of
-		// durable logs may do without it (docs/design.md D30). Below, h
-		// must be held durably by a majority.
-		k.fail(n, "hwm-majority", "leader's high watermark %d is past its own written log of %d", h, len(n.log))
-		return
-	}
-	if h <= 0 {
-		k.fail(n, "hwm-own-epoch", "leader of epoch %d moved its high watermark to %d, which ends in no record", n.st.Epoch(), h)
-		return
-	}
-	if e := k.recAt(n, int(h-1)).Epoch; e != n.st.Epoch() {
-		k.fail(n, "hwm-own-epoch", "leader of epoch %d moved its high watermark to %d, which ends in a record of epoch %d", n.st.Epoch(), h, e)
-		return
-	}
+	var atH kraft.Epoch
 	holders := 0
 	voters := n.st.Voters()
-	for _, v := range voters {
-		if v.ID < 0 || int(v.ID) >= len(k.c.nodes) {
-			continue
-		}
-		o := k.c.nodes[v.ID]
-		// A replica that lost its disk counts as a holder: the leader may
-		// still count the position it fetched before the loss (Kafka's
-		// data-loss simulation drops MajorityReachedHighWatermark). With
-		// directory ids the voter's key is gone then (the replica has
-		// another); without, the replica's id is all there is.
-		gone := o.cfg.Local != v || (!k.c.opts.Dynamic && o.disk > 0)
-		if gone || (int64(o.flushed) >= h && k.sameLogs(o, n, int(h))) {
-			holders++
+	if h > 0 && h <= int64(len(n.log)) {
+		atH = k.recAt(n, int(h-1)).Epoch
+		for _, v := range voters {
+			if v.ID < 0 || int(v.ID) >= len(k.c.nodes) {
+				continue
+			}
+			o := k.c.nodes[v.ID]
+			// A replica that lost its disk counts as a holder: the leader
+			// may still count the position it fetched before the loss
+			// (Kafka's data-loss simulation drops
+			// MajorityReachedHighWatermark). With directory ids the
+			// voter's key is gone then (the replica has another); without,
+			// the replica's id is all there is.
+			gone := o.cfg.Local != v || (!k.c.opts.Dynamic && o.disk > 0)
+			if gone || (int64(o.flushed) >= h && k.sameLogs(o, n, int(h))) {
+				holders++
+			}
 		}
 	}
-	if holders < len(voters)/2+1 {
-		k.fail(n, "hwm-majority", "leader moved its high watermark to %d, held by %d of %d voters %v", h, holders, len(voters), voters)
+	if rule, detail := LeaderHighWatermarkRule(h, int64(len(n.log)), n.st.Epoch(), atH, holders, len(voters)); rule != "" {
+		k.fail(n, rule, "%s (voters %v)", detail, voters)
 		return
 	}
 	m := len(k.committed)
@@ -644,10 +640,7 @@ func (k *Checker) afterStep(n *node, before kraft.State, e kraft.Event) {
 		k.fail(n, "record-matches-state", "state %v has record %+v but the durable record is %+v (after %T)", s, s.Record(), d, e)
 		return
 	}
-	if (s.Role() == kraft.Leader || s.Role() == kraft.Resigned) && s.Role() != before.Role() {
-		// A new leader's high watermark starts unknown (Kafka's
-		// transitionToLeader), and so does a resigned leader's (Kafka's
-		// ResignedState has none); it is monotonic from there.
+	if HighWatermarkRestarts(before, s) {
 		p.hwm = -1
 	}
 	if h := s.HighWatermark(); h < p.hwm {

@@ -5,9 +5,14 @@ import (
 	"github.com/kraftquorum/kraft/sim"
 )
 
-// The checks follow package sim's Checker (sim/check.go), rule for rule,
-// on the explored worlds: beforeAction before each action is carried out,
-// afterStep after each Step or NewState, checkWorld after each transition.
+// The checks are package sim's (sim/check.go), on the explored worlds:
+// the rules are sim's pure functions (PersistRule, PersistBeforeSend,
+// LeaderHighWatermarkRule, HighWatermarkRestarts, kraft.State's
+// CheckInvariants) where the two know the same things, and the same rules
+// restated over the world (one leader per epoch, leader completeness, the
+// committed log) where the simulator keeps a history the explorer does not.
+// beforeAction runs before each action is carried out, afterStep after
+// each Step or NewState, checkWorld after each transition.
 
 // beforeAction checks action a of id's step (e is the step's event, nil at
 // start) against the durable record as it is when a is carried out.
@@ -17,18 +22,8 @@ func (g *engine) beforeAction(id kraft.NodeID, a kraft.Action, e kraft.Event) {
 	self := g.cfgs[id].Local
 	switch a := a.(type) {
 	case kraft.Persist:
-		n := a.Record
-		switch {
-		case n.Epoch < d.Epoch:
-			g.fail(id, "epoch-monotonic", "persisted epoch %d after %d", n.Epoch, d.Epoch)
-		case n.Epoch > d.Epoch || !r.hasRecord:
-		case d.HasVote() && n.HasVote() && n.VotedKey != d.VotedKey:
-			g.fail(id, "one-vote-per-epoch", "voted for %v and for %v in epoch %d", d.VotedKey, n.VotedKey, n.Epoch)
-		case d.HasVote() && !n.HasVote() && n.LeaderID != id:
-			// Only a leader's own record drops its self-vote.
-			g.fail(id, "vote-durable", "persisted %+v, forgetting its vote for %v in epoch %d", n, d.VotedKey, n.Epoch)
-		case !d.HasVote() && d.LeaderID == id && n.HasVote() && !n.VotedKey.Matches(self):
-			g.fail(id, "one-vote-per-epoch", "led epoch %d (its vote for itself) and then voted for %v", n.Epoch, n.VotedKey)
+		if rule, detail := sim.PersistRule(self, d, r.hasRecord, a.Record); rule != "" {
+			g.fail(id, rule, "%s", detail)
 		}
 	case kraft.SendVoteRequest, kraft.SendVoteResponse, kraft.SendBeginQuorumEpoch, kraft.SendEndQuorumEpoch,
 		kraft.SendFetch, kraft.SendFetchResponse, kraft.SendBeginQuorumEpochResponse,
@@ -51,28 +46,19 @@ func (g *engine) beforeAction(id kraft.NodeID, a kraft.Action, e kraft.Event) {
 func (g *engine) leaderHighWatermark(id kraft.NodeID, h int64) {
 	w := g.w
 	n := &w.reps[id]
-	if h > int64(len(n.log)) {
-		g.fail(id, "hwm-majority", "leader's high watermark %d is past its own written log of %d", h, len(n.log))
-		return
-	}
-	if h <= 0 {
-		g.fail(id, "hwm-own-epoch", "leader of epoch %d moved its high watermark to %d, which ends in no record", n.st.Epoch(), h)
-		return
-	}
-	if e := n.log[h-1].Epoch; e != n.st.Epoch() {
-		g.fail(id, "hwm-own-epoch", "leader of epoch %d moved its high watermark to %d, which ends in a record of epoch %d", n.st.Epoch(), h, e)
-		return
-	}
-	holders, voters := 0, 0
-	for i := 0; i < g.b.Voters; i++ {
-		voters++
-		o := &w.reps[i]
-		if int64(o.flushed) >= h && sameRecs(o.log[:h], n.log[:h]) {
-			holders++
+	var atH kraft.Epoch
+	holders := 0
+	if h > 0 && h <= int64(len(n.log)) {
+		atH = n.log[h-1].Epoch
+		for i := 0; i < g.b.Voters; i++ {
+			o := &w.reps[i]
+			if int64(o.flushed) >= h && sameRecs(o.log[:h], n.log[:h]) {
+				holders++
+			}
 		}
 	}
-	if holders < voters/2+1 {
-		g.fail(id, "hwm-majority", "leader moved its high watermark to %d, held by %d of %d voters", h, holders, voters)
+	if rule, detail := sim.LeaderHighWatermarkRule(h, int64(len(n.log)), n.st.Epoch(), atH, holders, g.b.Voters); rule != "" {
+		g.fail(id, rule, "%s", detail)
 		return
 	}
 	m := len(w.committed)
@@ -99,10 +85,7 @@ func (g *engine) afterStep(id kraft.NodeID, before, after kraft.State, sameLife 
 			g.fail(id, "epoch-monotonic", "epoch went from %d to %d", before.Epoch(), after.Epoch())
 			return
 		}
-		// A new leader's high watermark starts unknown, and so does a
-		// resigned leader's (docs/design.md D5); monotonic from there.
-		reset := (after.Role() == kraft.Leader || after.Role() == kraft.Resigned) && after.Role() != before.Role()
-		if !reset && after.HighWatermark() < before.HighWatermark() {
+		if !sim.HighWatermarkRestarts(before, after) && after.HighWatermark() < before.HighWatermark() {
 			g.fail(id, "hwm-monotonic", "high watermark went from %d to %d", before.HighWatermark(), after.HighWatermark())
 			return
 		}

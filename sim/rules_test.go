@@ -1,0 +1,83 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/kraftquorum/kraft"
+	"github.com/stretchr/testify/require"
+)
+
+// TestPersistRule: every branch of the rule the simulator and the
+// explorer both apply to a Persist.
+func TestPersistRule(t *testing.T) {
+	self := kraft.ReplicaKey{ID: 1}
+	rec := func(epoch kraft.Epoch, leader kraft.NodeID, voted kraft.NodeID) kraft.QuorumRecord {
+		r := kraft.EmptyRecord()
+		r.Epoch, r.LeaderID = epoch, leader
+		if voted != kraft.NoNode {
+			r.VotedKey = kraft.ReplicaKey{ID: voted}
+		}
+		return r
+	}
+	for _, c := range []struct {
+		name      string
+		d         kraft.QuorumRecord
+		hasRecord bool
+		next      kraft.QuorumRecord
+		want      string
+	}{
+		{"a first record", kraft.EmptyRecord(), false, rec(3, kraft.NoNode, 2), ""},
+		{"a later epoch", rec(3, kraft.NoNode, 2), true, rec(4, kraft.NoNode, 3), ""},
+		{"an earlier epoch", rec(3, kraft.NoNode, 2), true, rec(2, kraft.NoNode, kraft.NoNode), "epoch-monotonic"},
+		{"the same vote and a leader", rec(3, kraft.NoNode, 2), true, rec(3, 2, 2), ""},
+		{"another vote", rec(3, kraft.NoNode, 2), true, rec(3, kraft.NoNode, 3), "one-vote-per-epoch"},
+		{"a vote dropped for another leader", rec(3, kraft.NoNode, 2), true, rec(3, 2, kraft.NoNode), "vote-durable"},
+		{"its own vote dropped as leader", rec(3, kraft.NoNode, 1), true, rec(3, 1, kraft.NoNode), ""},
+		{"led, then voted for another", rec(3, 1, kraft.NoNode), true, rec(3, 1, 2), "one-vote-per-epoch"},
+		{"led, then its own vote", rec(3, 1, kraft.NoNode), true, rec(3, 1, 1), ""},
+	} {
+		rule, detail := PersistRule(self, c.d, c.hasRecord, c.next)
+		require.Equal(t, c.want, rule, "%s: %s", c.name, detail)
+		require.Equal(t, c.want == "", detail == "", c.name)
+	}
+}
+
+// TestLeaderHighWatermarkRule: a leader's high watermark ends in a record
+// of its epoch, within its log, held by a majority.
+func TestLeaderHighWatermarkRule(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		h, logLen       int64
+		epoch, atH      kraft.Epoch
+		holders, voters int
+		want            string
+	}{
+		{"held by a majority", 5, 6, 2, 2, 2, 3, ""},
+		{"held by all of five", 5, 5, 2, 2, 5, 5, ""},
+		{"past its log", 7, 6, 2, 2, 3, 3, "hwm-majority"},
+		{"no record", 0, 6, 2, 0, 3, 3, "hwm-own-epoch"},
+		{"a record of an older epoch", 5, 6, 2, 1, 3, 3, "hwm-own-epoch"},
+		{"held by a minority", 5, 6, 2, 2, 1, 3, "hwm-majority"},
+		{"half of four", 5, 6, 2, 2, 2, 4, "hwm-majority"},
+	} {
+		rule, _ := LeaderHighWatermarkRule(c.h, c.logLen, c.epoch, c.atH, c.holders, c.voters)
+		require.Equal(t, c.want, rule, c.name)
+	}
+}
+
+// TestHighWatermarkRestarts: only becoming Leader or Resigned starts the
+// high watermark again.
+func TestHighWatermarkRestarts(t *testing.T) {
+	three := kraft.Config{Local: kraft.ReplicaKey{ID: 0}, Voters: []kraft.ReplicaKey{{ID: 0}, {ID: 1}, {ID: 2}}}
+	follower, _, err := kraft.NewState(three, nil, kraft.LogState{})
+	require.NoError(t, err)
+	require.NotEqual(t, kraft.Leader, follower.Role())
+	alone := kraft.Config{Local: kraft.ReplicaKey{ID: 0}, Voters: []kraft.ReplicaKey{{ID: 0}}}
+	leader, _, err := kraft.NewState(alone, nil, kraft.LogState{})
+	require.NoError(t, err)
+	require.Equal(t, kraft.Leader, leader.Role(), "a lone voter leads at once")
+	require.True(t, HighWatermarkRestarts(follower, leader))
+	require.False(t, HighWatermarkRestarts(leader, leader))
+	require.False(t, HighWatermarkRestarts(follower, follower))
+	require.False(t, HighWatermarkRestarts(leader, follower))
+}
