@@ -211,12 +211,17 @@ var (
 // docs/design.md D101).
 func (t *Transport) PeerDowns() <-chan kraft.NodeID { return t.downs }
 
-// refused reports peer id down if err is a refusal (node.IsRefusal).
-func (t *Transport) refused(id kraft.NodeID, addr string, err error) {
+// refused reports peer id down if err is a refusal (node.IsRefusal),
+// with a log line when say: once after a connection ended, not at every
+// failed reconnection, which the drops already log (at their 1st, 2nd,
+// 4th... occurrence).
+func (t *Transport) refused(id kraft.NodeID, addr string, err error, say bool) {
 	if t.cfg.NoPeerDown || err == nil || !node.IsRefusal(err) {
 		return
 	}
-	t.logf("node %d refuses connections at %s: its process is gone", id, addr)
+	if say {
+		t.logf("node %d refuses connections at %s: its process is gone", id, addr)
+	}
 	select {
 	case t.downs <- id:
 	default:
@@ -843,7 +848,7 @@ func (t *Transport) runPeer(p *peer) {
 				t.mu.Lock()
 				addr := t.addrs[p.id]
 				t.mu.Unlock()
-				t.refused(p.id, addr, err)
+				t.refused(p.id, addr, err, false)
 				t.drop(false, "%d unreachable: %v", p.id, err)
 				for n := len(p.queue); n > 0; n-- {
 					<-p.queue
@@ -1004,7 +1009,7 @@ func (t *Transport) connect(p *peer) (*conn, error) {
 		moved := t.closed || t.addrs[p.id] != addr
 		t.mu.Unlock()
 		if !moved && !t.cfg.NoPeerDown {
-			t.refused(p.id, addr, node.PeerGone(t.ctx, t.cfg.DialTimeout, addr))
+			t.refused(p.id, addr, node.PeerGone(t.ctx, t.cfg.DialTimeout, addr), true)
 		}
 	}()
 	return c, nil

@@ -34,8 +34,9 @@ type Transport interface {
 }
 
 // PeerDownReporter is a Transport that learns when a peer's process is
-// gone while its host is up (TCPTransport: its connection closed and a new
-// one refused). The runtime reads PeerDowns on its loop and tells the
+// gone while its host is up (TCPTransport, kafkawire.Transport: a
+// connection to it is refused, right after one ended or when one is to be
+// made). The runtime reads PeerDowns on its loop and tells the
 // replica (replica.Replica.PeerDown): a follower whose leader died then
 // campaigns at once rather than after the fetch timeout (docs/design.md
 // D101).

@@ -169,7 +169,7 @@ type Replica struct {
 	// changes (timeoutOf, D100).
 	slowFetch int64
 	// leaderDown is one past the epoch in which the host reported the
-	// leader's process gone (LeaderDown; 0: none): a second report in the
+	// leader's process gone (PeerDown; 0: none): a second report in the
 	// epoch is ignored, so that it cannot cut a survivor's rank wait
 	// short (D101).
 	leaderDown int64

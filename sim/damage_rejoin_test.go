@@ -3,8 +3,6 @@ package sim
 import (
 	"fmt"
 	"math/rand"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -169,12 +167,7 @@ func runDamageSchedule(seed int64, dynamic bool) (damageRun, error) {
 // (KRAFT_SIM_DAMAGE_SEEDS=N: N): 0 safety violations, 0 committed records
 // lost, every damaged replica a voter again under a new key.
 func TestDamagedReplicaRejoinsAsReplacedDisk(t *testing.T) {
-	seeds := 60
-	if s := os.Getenv("KRAFT_SIM_DAMAGE_SEEDS"); s != "" {
-		var err error
-		seeds, err = strconv.Atoi(s)
-		require.NoError(t, err, "KRAFT_SIM_DAMAGE_SEEDS")
-	}
+	seeds := soakEnv(t, "KRAFT_SIM_DAMAGE_SEEDS", 60)
 	var total damageRun
 	for seed := int64(0); seed < int64(seeds); seed++ {
 		run, err := runDamageSchedule(seed, true)

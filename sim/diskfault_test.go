@@ -3,8 +3,6 @@ package sim
 import (
 	"fmt"
 	"math/rand"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -91,15 +89,8 @@ func keepsCommitted(c *Cluster, seed int64) (int, error) {
 // failure or lost committed record.
 func runDiskFaults(seed int64, dynamic bool, bug plant.Bug) (Stats, int, error) {
 	r := rand.New(rand.NewSource(seed))
-	opts := DefaultOptions()
-	opts.Seed = seed
-	opts.Voters = 3 + 2*r.Intn(2)
-	opts.SnapshotEvery = []int{-1, 16, 64}[r.Intn(3)]
+	opts := diskFaultOptions(r, seed, dynamic, bug)
 	opts.Network.Loss, opts.Network.Duplicate = 0.02, 0.02
-	if dynamic {
-		opts.Dynamic, opts.AutoJoin = true, true
-	}
-	opts.plant = bug
 	c, err := New(opts, nil)
 	if err != nil {
 		return Stats{}, 0, err
@@ -125,14 +116,19 @@ func runDiskFaults(seed int64, dynamic bool, bug plant.Bug) (Stats, int, error) 
 	return c.Stats(), before, c.Err()
 }
 
-func envInt(t *testing.T, name string, def int) int {
-	s := os.Getenv(name)
-	if s == "" {
-		return def
+// diskFaultOptions draws a disk-fault run's cluster from r: 3 or 5 voters,
+// snapshots every 16 or 64 records or none, a dynamic voter set with
+// auto-join or a static one, bug planted.
+func diskFaultOptions(r *rand.Rand, seed int64, dynamic bool, bug plant.Bug) Options {
+	opts := DefaultOptions()
+	opts.Seed = seed
+	opts.Voters = 3 + 2*r.Intn(2)
+	opts.SnapshotEvery = []int{-1, 16, 64}[r.Intn(3)]
+	if dynamic {
+		opts.Dynamic, opts.AutoJoin = true, true
 	}
-	n, err := strconv.Atoi(s)
-	require.NoError(t, err, name)
-	return n
+	opts.plant = bug
+	return opts
 }
 
 // TestRandomSchedulesWithDiskFaults: 100 random schedules with disk faults
@@ -140,7 +136,7 @@ func envInt(t *testing.T, name string, def int) int {
 // N each): 0 safety violations, every run live once healed, 0 committed
 // records lost.
 func TestRandomSchedulesWithDiskFaults(t *testing.T) {
-	seeds := envInt(t, "KRAFT_SIM_DISK_SEEDS", 100)
+	seeds := soakEnv(t, "KRAFT_SIM_DISK_SEEDS", 100)
 	for _, dynamic := range []bool{true, false} {
 		name := map[bool]string{true: "dynamic", false: "static"}[dynamic]
 		t.Run(name, func(t *testing.T) {
@@ -176,14 +172,7 @@ func TestRandomSchedulesWithDiskFaults(t *testing.T) {
 // committed record.
 func runTornSchedule(seed int64, dynamic bool, bug plant.Bug) (Stats, int, error) {
 	r := rand.New(rand.NewSource(seed))
-	opts := DefaultOptions()
-	opts.Seed = seed
-	opts.Voters = 3 + 2*r.Intn(2)
-	opts.SnapshotEvery = []int{-1, 16, 64}[r.Intn(3)]
-	if dynamic {
-		opts.Dynamic, opts.AutoJoin = true, true
-	}
-	opts.plant = bug
+	opts := diskFaultOptions(r, seed, dynamic, bug)
 	c, err := New(opts, nil)
 	if err != nil {
 		return Stats{}, 0, err
@@ -241,7 +230,7 @@ func runTornSchedule(seed int64, dynamic bool, bug plant.Bug) (Stats, int, error
 // fixed, with flipped bits and lost writes in synced records, over 60
 // seeds in each kind of voter set: 0 violations, 0 committed records lost.
 func TestDiskFaultsInTheDefectsSchedule(t *testing.T) {
-	seeds := envInt(t, "KRAFT_SIM_DISK_SEEDS", 60)
+	seeds := soakEnv(t, "KRAFT_SIM_DISK_SEEDS", 60)
 	for _, dynamic := range []bool{true, false} {
 		var total diskRun
 		for seed := int64(1); seed <= int64(seeds); seed++ {
@@ -263,7 +252,7 @@ func TestDiskFaultsInTheDefectsSchedule(t *testing.T) {
 // less often (the defect needs a damaged replica and a lagging minority
 // to make a majority).
 func TestRandomSchedulesCatchTornTail(t *testing.T) {
-	seeds := envInt(t, "KRAFT_SIM_DISK_SEEDS", 30)
+	seeds := soakEnv(t, "KRAFT_SIM_DISK_SEEDS", 30)
 	for _, dynamic := range []bool{true, false} {
 		var torn, random diskRun
 		for seed := int64(1); seed <= int64(seeds); seed++ {

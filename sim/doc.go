@@ -44,7 +44,10 @@
 // Cluster.Voters and VoterHistory follow the committed voter set.
 //
 // Faults are crashes and restarts (the replica is rebuilt by replica.New
-// from its record, its flushed log and its snapshots), graceful resignation
+// from its record, its flushed log and its snapshots), kills (a crash that
+// the other replicas notice a round trip later, as a runtime notices a
+// process whose port refuses connections: OpKill, replica.PeerDown,
+// docs/design.md D101), graceful resignation
 // (kraft.Resign), the loss of one replica's disk (a restart with no record,
 // an empty log and no snapshot),
 // partitions and a lossy network. A client appends records at whoever leads.

@@ -20,15 +20,7 @@ func TestFailoverWithoutSplitVotes(t *testing.T) {
 	}
 	tf := DefaultOptions().FetchTimeout
 	for _, voters := range []int{3, 5, 7} {
-		var fs []Failover
-		for seed := int64(0); seed < 200; seed++ {
-			opts := DefaultOptions()
-			opts.Voters, opts.Seed = voters, seed
-			f, err := MeasureFailover(opts, 3*time.Second)
-			require.NoError(t, err)
-			fs = append(fs, f)
-		}
-		st := SummarizeFailovers(fs)
+		st := measureSeeds(t, MeasureFailover, voters, 200)
 		t.Logf("%d voters, %d failovers: p50 %v, p99 %v, max %v, split votes %d (%.1f%%)",
 			voters, st.N, st.P50.Round(time.Millisecond), st.P99.Round(time.Millisecond), st.Max.Round(time.Millisecond),
 			st.Splits, 100*float64(st.Splits)/float64(st.N))
@@ -45,15 +37,11 @@ func TestKafkaFailoverSplitsVotes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("200 failovers")
 	}
-	var fs []Failover
-	for seed := int64(0); seed < 200; seed++ {
-		opts := DefaultOptions()
-		opts.Seed, opts.KafkaFailover = seed, true
-		f, err := MeasureFailover(opts, 3*time.Second)
-		require.NoError(t, err)
-		fs = append(fs, f)
+	kafkas := func(opts Options, settle time.Duration) (Failover, error) {
+		opts.KafkaFailover = true
+		return MeasureFailover(opts, settle)
 	}
-	st := SummarizeFailovers(fs)
+	st := measureSeeds(t, kafkas, 3, 200)
 	t.Logf("Kafka's rules, 3 voters: p50 %v, p99 %v, max %v, split votes %d of %d", st.P50, st.P99, st.Max, st.Splits, st.N)
 	require.Greater(t, st.Splits, 20)
 }
@@ -73,15 +61,7 @@ func TestGracefulHandoverTakesRoundTrips(t *testing.T) {
 		t.Skip("200 handovers per cluster size")
 	}
 	for _, voters := range []int{3, 5, 7} {
-		var fs []Failover
-		for seed := int64(0); seed < 200; seed++ {
-			opts := DefaultOptions()
-			opts.Voters, opts.Seed = voters, seed
-			f, err := MeasureHandover(opts, 3*time.Second)
-			require.NoError(t, err)
-			fs = append(fs, f)
-		}
-		st := SummarizeFailovers(fs)
+		st := measureSeeds(t, MeasureHandover, voters, 200)
 		t.Logf("%d voters, %d handovers: p50 %v, p99 %v, max %v, split votes %d",
 			voters, st.N, st.P50.Round(time.Millisecond), st.P99.Round(time.Millisecond), st.Max.Round(time.Millisecond), st.Splits)
 		assert.Zero(t, st.Splits, "%d voters: split votes", voters)
@@ -103,18 +83,7 @@ func TestKilledLeaderIsReplacedWithinAnElectionTimeout(t *testing.T) {
 	}
 	o := DefaultOptions()
 	for _, voters := range []int{3, 5} {
-		var kills, crashes []Failover
-		for seed := int64(0); seed < 200; seed++ {
-			opts := DefaultOptions()
-			opts.Voters, opts.Seed = voters, seed
-			f, err := MeasureKill(opts, 3*time.Second)
-			require.NoError(t, err)
-			kills = append(kills, f)
-			f, err = MeasureFailover(opts, 3*time.Second)
-			require.NoError(t, err)
-			crashes = append(crashes, f)
-		}
-		k, c := SummarizeFailovers(kills), SummarizeFailovers(crashes)
+		k, c := measureSeeds(t, MeasureKill, voters, 200), measureSeeds(t, MeasureFailover, voters, 200)
 		t.Logf("%d voters, %d kills: p50 %v, p99 %v, max %v, split votes %d; silent crashes: p50 %v",
 			voters, k.N, k.P50.Round(time.Millisecond), k.P99.Round(time.Millisecond), k.Max.Round(time.Millisecond), k.Splits,
 			c.P50.Round(time.Millisecond))
@@ -122,4 +91,20 @@ func TestKilledLeaderIsReplacedWithinAnElectionTimeout(t *testing.T) {
 		assert.Less(t, k.Max, o.FetchTimeout, "%d voters: a kill waited for the fetch timeout", voters)
 		assert.Greater(t, c.P50, o.FetchTimeout, "%d voters: a silent crash cannot be noticed before the fetch timeout", voters)
 	}
+}
+
+// measureSeeds measures one failover (measure: MeasureFailover,
+// MeasureKill, MeasureHandover) per seed 0..n-1 of a cluster of the
+// default options with the given voters, and summarizes them.
+func measureSeeds(t *testing.T, measure func(Options, time.Duration) (Failover, error), voters, n int) FailoverStats {
+	t.Helper()
+	var fs []Failover
+	for seed := int64(0); seed < int64(n); seed++ {
+		opts := DefaultOptions()
+		opts.Voters, opts.Seed = voters, seed
+		f, err := measure(opts, 3*time.Second)
+		require.NoError(t, err, "seed %d", seed)
+		fs = append(fs, f)
+	}
+	return SummarizeFailovers(fs)
 }

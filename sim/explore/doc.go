@@ -39,6 +39,9 @@
 //     record and flushed log.
 //   - At a leader: Resign, or a client Append (at most MaxAppends),
 //     proposed (Replica.Propose: written and reported, unflushed).
+//   - With Bounds.PeerDowns, at a Follower: its host reports its leader's
+//     process gone (Replica.PeerDown, docs/design.md D101), true or not;
+//     the replica takes one report per epoch.
 //   - Damage (at most MaxDamages): restart a down replica on a log whose
 //     synced records are damaged from a chosen offset on (a flipped bit or
 //     a lost write). The voter set is static, so the host refuses to start
