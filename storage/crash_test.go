@@ -33,10 +33,10 @@ type crashModel struct {
 // workload until it ends or an operation fails (the process died). The
 // sequence of operations depends on the seed only. It returns the log, if
 // it opened, to release its files.
-func runCrashWorkload(dir string, fsys fileSystem, seed int64) (*FileLog, *crashModel) {
+func runCrashWorkload(dir string, fsys FS, seed int64) (*FileLog, *crashModel) {
 	m := &crashModel{valid: [][]Entry{nil}, starts: []int64{0}}
 	rng := rand.New(rand.NewSource(seed))
-	l, _, err := Open(dir, Options{SegmentBytes: crashSegmentBytes, fs: fsys})
+	l, _, err := Open(dir, Options{SegmentBytes: crashSegmentBytes, FS: fsys})
 	if err != nil {
 		return nil, m
 	}
@@ -148,9 +148,9 @@ func TestCrashLogAtEveryPoint(t *testing.T) {
 
 // reopenAfterProcessDeath opens the log that a dead process left, checks it
 // against m, and returns the model of what it found: all durable.
-func reopenAfterProcessDeath(t *testing.T, name, dir string, fsys fileSystem, m *crashModel) *crashModel {
+func reopenAfterProcessDeath(t *testing.T, name, dir string, fsys FS, m *crashModel) *crashModel {
 	t.Helper()
-	l, _, err := Open(dir, Options{SegmentBytes: crashSegmentBytes, fs: fsys})
+	l, _, err := Open(dir, Options{SegmentBytes: crashSegmentBytes, FS: fsys})
 	require.NoError(t, err, name)
 	defer func() { _ = l.Close() }()
 	start, got := checkStartAndRecords(t, name, l, m)
@@ -194,7 +194,7 @@ func checkStartAndRecords(t *testing.T, name string, l *FileLog, m *crashModel) 
 // checkRecovered reopens dir after a crash and checks it against m.
 func checkRecovered(t *testing.T, name, dir string, m *crashModel) {
 	t.Helper()
-	l, rec, err := Open(dir, Options{SegmentBytes: crashSegmentBytes, fs: noSyncFS{}})
+	l, rec, err := Open(dir, Options{SegmentBytes: crashSegmentBytes, FS: noSyncFS{}})
 	require.False(t, errors.Is(err, ErrDamaged), "%s: a crash taken for damage: %v", name, err)
 	require.NoError(t, err, name)
 	require.Nil(t, rec.Damage, name)
@@ -208,7 +208,7 @@ func checkRecovered(t *testing.T, name, dir string, m *crashModel) {
 	require.NoError(t, err, name)
 	require.NoError(t, l.Sync(), name)
 	require.NoError(t, l.Close(), name)
-	l, rec, err = Open(dir, Options{SegmentBytes: crashSegmentBytes, fs: noSyncFS{}})
+	l, rec, err = Open(dir, Options{SegmentBytes: crashSegmentBytes, FS: noSyncFS{}})
 	require.NoError(t, err, name)
 	require.Zero(t, rec.DroppedBytes, name)
 	require.Equal(t, end, l.End(), name)
@@ -293,8 +293,8 @@ func TestCrashDeleteBeforeAndResetToAtEveryPoint(t *testing.T) {
 	}
 	// run opens the log of dir (ten records, synced) through fsys, appends
 	// three, and carries out o.
-	run := func(dir string, fsys fileSystem, o op) error {
-		l, _, err := Open(dir, Options{SegmentBytes: 100, fs: fsys})
+	run := func(dir string, fsys FS, o op) error {
+		l, _, err := Open(dir, Options{SegmentBytes: 100, FS: fsys})
 		if err != nil {
 			return err
 		}
@@ -337,13 +337,13 @@ func TestCrashDeleteBeforeAndResetToAtEveryPoint(t *testing.T) {
 				if variant == 3 {
 					// Only the process dies; a new one opens the log.
 					cfs.restart()
-					l, _, err := Open(dir, Options{SegmentBytes: 100, fs: cfs})
+					l, _, err := Open(dir, Options{SegmentBytes: 100, FS: cfs})
 					require.NoError(t, err, name)
 					require.NoError(t, l.Close(), name)
 				}
 				require.NoError(t, cfs.crash(dir), name)
 
-				l, _, err := Open(dir, Options{SegmentBytes: 100, fs: noSyncFS{}})
+				l, _, err := Open(dir, Options{SegmentBytes: 100, FS: noSyncFS{}})
 				require.NoError(t, err, name)
 				start, end := l.Start(), l.End()
 				got := readAll(t, l)
@@ -373,7 +373,7 @@ func TestCrashDeleteBeforeAndResetToAtEveryPoint(t *testing.T) {
 				require.NoError(t, err, name)
 				require.NoError(t, l.Sync(), name)
 				require.NoError(t, l.Close(), name)
-				l, _, err = Open(dir, Options{SegmentBytes: 100, fs: noSyncFS{}})
+				l, _, err = Open(dir, Options{SegmentBytes: 100, FS: noSyncFS{}})
 				require.NoError(t, err, name)
 				require.Equal(t, after, l.End(), name)
 				require.Equal(t, start, l.Start(), name)

@@ -108,7 +108,7 @@ func (c *crashFS) alive() bool {
 	return ok
 }
 
-func (c *crashFS) openFile(name string, flag int, perm os.FileMode) (file, error) {
+func (c *crashFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.dead {
@@ -140,7 +140,7 @@ func (c *crashFS) openFile(name string, flag int, perm os.FileMode) (file, error
 	return &crashFile{c: c, ino: ino, f: f}, nil
 }
 
-func (c *crashFS) remove(name string) error {
+func (c *crashFS) Remove(name string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.alive() {
@@ -155,7 +155,7 @@ func (c *crashFS) remove(name string) error {
 	return nil
 }
 
-func (c *crashFS) rename(oldName, newName string) error {
+func (c *crashFS) Rename(oldName, newName string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.alive() {
@@ -171,7 +171,7 @@ func (c *crashFS) rename(oldName, newName string) error {
 	return nil
 }
 
-func (c *crashFS) readDir(dir string) ([]string, error) {
+func (c *crashFS) ReadDir(dir string) ([]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.dead {
@@ -180,7 +180,7 @@ func (c *crashFS) readDir(dir string) ([]string, error) {
 	return readDirNames(dir)
 }
 
-func (c *crashFS) mkdirAll(dir string) error {
+func (c *crashFS) MkdirAll(dir string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.alive() {
@@ -189,7 +189,7 @@ func (c *crashFS) mkdirAll(dir string) error {
 	return os.MkdirAll(dir, 0o755)
 }
 
-func (c *crashFS) syncDir(dir string) error {
+func (c *crashFS) SyncDir(dir string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.alive() {
@@ -409,16 +409,16 @@ func (f *crashFile) Close() error { return f.f.Close() }
 // results of crash tests quickly.
 type noSyncFS struct{ osFS }
 
-type noSyncFile struct{ file }
+type noSyncFile struct{ File }
 
 func (noSyncFile) Sync() error { return nil }
 
-func (n noSyncFS) openFile(name string, flag int, perm os.FileMode) (file, error) {
-	f, err := n.osFS.openFile(name, flag, perm)
+func (n noSyncFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	f, err := n.osFS.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
 	}
 	return noSyncFile{f}, nil
 }
 
-func (noSyncFS) syncDir(string) error { return nil }
+func (noSyncFS) SyncDir(string) error { return nil }

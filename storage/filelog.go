@@ -31,7 +31,9 @@ type Options struct {
 	// Without it, Open refuses such a log with the DamageError.
 	TruncateDamage bool
 
-	fs fileSystem // nil: the operating system's
+	// FS is the file system the log is kept in; nil is the operating
+	// system's (OS). A simulator passes its own to crash or damage the disk.
+	FS FS
 }
 
 // FileLog is a Log kept in segment files in one directory, in the format
@@ -47,7 +49,7 @@ type Options struct {
 type FileLog struct {
 	dir      string
 	segBytes int64
-	fs       fileSystem
+	fs       FS
 
 	// syncMu is held across an fsync by Sync, and by Truncate and Close,
 	// which must not run during one. It is taken before mu.
@@ -75,7 +77,7 @@ type segment struct {
 	end   int64
 	size  int64
 	path  string
-	f     file
+	f     File
 	index []indexEntry // sparse: the position of some frames, ascending
 }
 
@@ -140,7 +142,7 @@ func (s *segment) seek(offset int64) (pos, at int64) {
 // Open locks dir (LockDir) until Close: a second Open of the directory,
 // in this process or another, fails at once.
 func Open(dir string, opts Options) (*FileLog, Recovery, error) {
-	l := &FileLog{dir: dir, segBytes: opts.SegmentBytes, fs: opts.fs}
+	l := &FileLog{dir: dir, segBytes: opts.SegmentBytes, fs: opts.FS}
 	if l.segBytes <= 0 {
 		l.segBytes = DefaultSegmentBytes
 	}
@@ -263,14 +265,14 @@ func (l *FileLog) roll() error {
 		return err
 	}
 	l.segs = append(l.segs, seg)
-	return l.fs.syncDir(l.dir)
+	return l.fs.SyncDir(l.dir)
 }
 
 // createSegment creates the empty segment file of base (replacing any
 // stale file of that name).
 func (l *FileLog) createSegment(base int64) (*segment, error) {
 	path := filepath.Join(l.dir, segmentName(base))
-	f, err := l.fs.openFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := l.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -403,12 +405,12 @@ func (l *FileLog) Truncate(to int64) error {
 		for j := len(l.segs) - 1; j > i; j-- {
 			s := l.segs[j]
 			_ = s.f.Close()
-			if err := l.fs.remove(s.path); err != nil {
+			if err := l.fs.Remove(s.path); err != nil {
 				return l.fail(err)
 			}
 			l.segs = l.segs[:j]
 		}
-		if err := l.fs.syncDir(l.dir); err != nil {
+		if err := l.fs.SyncDir(l.dir); err != nil {
 			return l.fail(err)
 		}
 	}
@@ -590,7 +592,7 @@ func (l *FileLog) DeleteBefore(offset int64) error {
 		s := l.segs[0]
 		_ = s.f.Close()
 		l.segs = l.segs[1:]
-		if err := l.fs.remove(s.path); err != nil {
+		if err := l.fs.Remove(s.path); err != nil {
 			return l.fail(err)
 		}
 	}
@@ -633,11 +635,11 @@ func (l *FileLog) ResetTo(start kraft.LogEnd) error {
 		s := l.segs[j]
 		_ = s.f.Close()
 		l.segs = l.segs[:j]
-		if err := l.fs.remove(s.path); err != nil {
+		if err := l.fs.Remove(s.path); err != nil {
 			return l.fail(err)
 		}
 	}
-	if err := l.fs.syncDir(l.dir); err != nil {
+	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.fail(err)
 	}
 	if err := writeLogStart(l.fs, l.dir, start); err != nil {
@@ -648,7 +650,7 @@ func (l *FileLog) ResetTo(start kraft.LogEnd) error {
 		return l.fail(err)
 	}
 	l.segs = append(l.segs, seg)
-	if err := l.fs.syncDir(l.dir); err != nil {
+	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.fail(err)
 	}
 	l.epochs.reset(start)

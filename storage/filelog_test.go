@@ -369,7 +369,7 @@ func TestFileLogLargeRecords(t *testing.T) {
 func TestFileLogFailureIsSticky(t *testing.T) {
 	counter, err := newCrashFS(-1, 1, t.TempDir())
 	require.NoError(t, err)
-	l, _, err := Open(t.TempDir(), Options{fs: counter})
+	l, _, err := Open(t.TempDir(), Options{FS: counter})
 	require.NoError(t, err)
 	require.NoError(t, l.Close())
 	opened := counter.ops // Open's operations; then the write, the fsync
@@ -377,7 +377,7 @@ func TestFileLogFailureIsSticky(t *testing.T) {
 		dir := t.TempDir()
 		cfs, err := newCrashFS(budget, 1, dir)
 		require.NoError(t, err)
-		l, _, err := Open(dir, Options{fs: cfs})
+		l, _, err := Open(dir, Options{FS: cfs})
 		require.NoError(t, err)
 		_, err = l.Append(1, []byte("a"))
 		if budget == opened+1 {
@@ -400,7 +400,7 @@ func TestFileLogFailureIsSticky(t *testing.T) {
 		dir := t.TempDir()
 		cfs, err := newCrashFS(budget, 1, dir)
 		require.NoError(t, err)
-		_, _, err = Open(dir, Options{fs: cfs})
+		_, _, err = Open(dir, Options{FS: cfs})
 		require.ErrorIs(t, err, errCrashed, "budget %d", budget)
 	}
 }
@@ -411,7 +411,7 @@ func TestFileLogAppendDuringSync(t *testing.T) {
 	dir := t.TempDir()
 	cfs, err := newCrashFS(-1, 1, dir)
 	require.NoError(t, err)
-	l, _, err := Open(dir, Options{fs: cfs})
+	l, _, err := Open(dir, Options{FS: cfs})
 	require.NoError(t, err)
 	_, err = l.Append(1, []byte("a"))
 	require.NoError(t, err)

@@ -114,7 +114,7 @@ func decodeFrame(b []byte) (frameHeader, []byte, error) {
 // from a start position up to a limit (the file size, or the log's record
 // of the segment's size).
 type scanner struct {
-	f     file
+	f     File
 	limit int64  // file position where the scan stops
 	base  int64  // file position of buf[0]
 	buf   []byte // buffered file bytes
@@ -123,7 +123,7 @@ type scanner struct {
 
 // newScanner scans f from pos to limit through buf, which it may replace
 // with a larger one for a large frame.
-func newScanner(f file, pos, limit int64, buf []byte) *scanner {
+func newScanner(f File, pos, limit int64, buf []byte) *scanner {
 	return &scanner{f: f, limit: limit, base: pos, buf: buf}
 }
 

@@ -7,27 +7,31 @@ import (
 	"path/filepath"
 )
 
-// fileSystem is every file-system operation the package performs. osFS is
-// the real one; tests put a wrapper in its place that can fail or "crash" at
-// any operation.
-type fileSystem interface {
-	// openFile opens name like os.OpenFile.
-	openFile(name string, flag int, perm os.FileMode) (file, error)
-	// remove removes a file.
-	remove(name string) error
-	// rename renames a file, replacing newName.
-	rename(oldName, newName string) error
-	// readDir lists the names in dir; an absent dir is an error satisfying
+// FS is every file-system operation the package performs: OS is the
+// operating system's; a simulator or a test puts its own in its place
+// (Options.FS) to fail, crash or damage the disk at any operation. Paths
+// are as the operating system's; an implementation needs to model only the
+// operations below, their failures, and what a crash keeps of them (a
+// write is durable once its file is fsynced, a directory entry once its
+// directory is).
+type FS interface {
+	// OpenFile opens name like os.OpenFile.
+	OpenFile(name string, flag int, perm os.FileMode) (File, error)
+	// Remove removes a file.
+	Remove(name string) error
+	// Rename renames a file, replacing newName.
+	Rename(oldName, newName string) error
+	// ReadDir lists the names in dir; an absent dir is an error satisfying
 	// errors.Is(err, os.ErrNotExist).
-	readDir(dir string) ([]string, error)
-	// mkdirAll creates dir and its parents.
-	mkdirAll(dir string) error
-	// syncDir makes the entries of dir durable (fsync of the directory).
-	syncDir(dir string) error
+	ReadDir(dir string) ([]string, error)
+	// MkdirAll creates dir and its parents.
+	MkdirAll(dir string) error
+	// SyncDir makes the entries of dir durable (fsync of the directory).
+	SyncDir(dir string) error
 }
 
-// file is the part of *os.File the package uses.
-type file interface {
+// File is the part of *os.File the package uses.
+type File interface {
 	ReadAt(p []byte, off int64) (int, error)
 	WriteAt(p []byte, off int64) (int, error)
 	Truncate(size int64) error
@@ -35,6 +39,9 @@ type file interface {
 	Size() (int64, error)
 	Close() error
 }
+
+// OS is the operating system's file system.
+func OS() FS { return osFS{} }
 
 // osFS is the operating system's file system.
 type osFS struct{}
@@ -49,7 +56,7 @@ func (f osFile) Size() (int64, error) {
 	return st.Size(), nil
 }
 
-func (osFS) openFile(name string, flag int, perm os.FileMode) (file, error) {
+func (osFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 	f, err := os.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
@@ -57,11 +64,11 @@ func (osFS) openFile(name string, flag int, perm os.FileMode) (file, error) {
 	return osFile{f}, nil
 }
 
-func (osFS) remove(name string) error             { return os.Remove(name) }
-func (osFS) rename(oldName, newName string) error { return os.Rename(oldName, newName) }
-func (osFS) mkdirAll(dir string) error            { return os.MkdirAll(dir, 0o755) }
-func (osFS) readDir(dir string) ([]string, error) { return readDirNames(dir) }
-func (osFS) syncDir(dir string) error             { return syncDirectory(dir) }
+func (osFS) Remove(name string) error             { return os.Remove(name) }
+func (osFS) Rename(oldName, newName string) error { return os.Rename(oldName, newName) }
+func (osFS) MkdirAll(dir string) error            { return os.MkdirAll(dir, 0o755) }
+func (osFS) ReadDir(dir string) ([]string, error) { return readDirNames(dir) }
+func (osFS) SyncDir(dir string) error             { return syncDirectory(dir) }
 
 func readDirNames(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
@@ -89,8 +96,8 @@ func syncDirectory(dir string) error {
 
 // readSmallFile reads a whole file of at most limit bytes. An absent file
 // gives an error satisfying errors.Is(err, os.ErrNotExist).
-func readSmallFile(fsys fileSystem, path string, limit int64) ([]byte, error) {
-	f, err := fsys.openFile(path, os.O_RDONLY, 0)
+func readSmallFile(fsys FS, path string, limit int64) ([]byte, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -117,19 +124,19 @@ func readSmallFile(fsys fileSystem, path string, limit int64) ([]byte, error) {
 // fsyncs it, renames it over path and fsyncs the directory. A crash at any
 // point leaves either the old file or the new one. The temporary file is
 // removed if anything fails.
-func writeFileAtomic(fsys fileSystem, path string, data []byte) (err error) {
+func writeFileAtomic(fsys FS, path string, data []byte) (err error) {
 	tmp := path + ".tmp"
-	if rerr := fsys.remove(tmp); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+	if rerr := fsys.Remove(tmp); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 		return rerr
 	}
-	f, err := fsys.openFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
 	renamed := false
 	defer func() {
 		if !renamed {
-			_ = fsys.remove(tmp)
+			_ = fsys.Remove(tmp)
 		}
 	}()
 	if _, err := f.WriteAt(data, 0); err != nil {
@@ -143,9 +150,9 @@ func writeFileAtomic(fsys fileSystem, path string, data []byte) (err error) {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := fsys.rename(tmp, path); err != nil {
+	if err := fsys.Rename(tmp, path); err != nil {
 		return err
 	}
 	renamed = true
-	return fsys.syncDir(filepath.Dir(path))
+	return fsys.SyncDir(filepath.Dir(path))
 }

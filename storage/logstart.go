@@ -89,7 +89,7 @@ func parseDecimal(b []byte, bits int) (int64, error) {
 // readLogStart reads the log start of the log in dir: offset 0 and epoch
 // 0 when there is no file, and an ErrCorrupt error when the file does not
 // parse.
-func readLogStart(fsys fileSystem, dir string) (kraft.LogEnd, error) {
+func readLogStart(fsys FS, dir string) (kraft.LogEnd, error) {
 	path := filepath.Join(dir, LogStartFileName)
 	b, err := readSmallFile(fsys, path, maxLogStartFile)
 	if errors.Is(err, os.ErrNotExist) {
@@ -107,6 +107,6 @@ func readLogStart(fsys fileSystem, dir string) (kraft.LogEnd, error) {
 }
 
 // writeLogStart durably records start as the log start of the log in dir.
-func writeLogStart(fsys fileSystem, dir string, start kraft.LogEnd) error {
+func writeLogStart(fsys FS, dir string, start kraft.LogEnd) error {
 	return writeFileAtomic(fsys, filepath.Join(dir, LogStartFileName), encodeLogStart(start))
 }

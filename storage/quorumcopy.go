@@ -107,7 +107,7 @@ type quorumCopy struct {
 
 // readQuorumCopy reads the copy at path. found is false if there is none;
 // damage says what is wrong with one that has no valid slot.
-func readQuorumCopy(fsys fileSystem, path string) (c quorumCopy, found bool, damage string, err error) {
+func readQuorumCopy(fsys FS, path string) (c quorumCopy, found bool, damage string, err error) {
 	b, err := readSmallFile(fsys, path, 1<<20)
 	if errors.Is(err, os.ErrNotExist) {
 		return c, false, "", nil
@@ -137,7 +137,7 @@ func readQuorumCopy(fsys fileSystem, path string) (c quorumCopy, found bool, dam
 // writeQuorumCopy records r as the newest record of the copy at path,
 // durably. prev is the record the quorum-state file holds now (nil: none),
 // used when the copy is created (or recreated: absent or damaged).
-func writeQuorumCopy(fsys fileSystem, path string, r kraft.QuorumRecord, prev *kraft.QuorumRecord) error {
+func writeQuorumCopy(fsys FS, path string, r kraft.QuorumRecord, prev *kraft.QuorumRecord) error {
 	c, found, damage, err := readQuorumCopy(fsys, path)
 	if err != nil {
 		return err
@@ -151,7 +151,7 @@ func writeQuorumCopy(fsys fileSystem, path string, r kraft.QuorumRecord, prev *k
 		return writeFileAtomic(fsys, path, b)
 	}
 	next := quorumSlot{gen: c.newest.gen + 1, rec: r}
-	f, err := fsys.openFile(path, os.O_RDWR, 0)
+	f, err := fsys.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return err
 	}
@@ -193,7 +193,7 @@ func (e *QuorumStateDamageError) Is(target error) bool { return target == ErrDam
 // checkedQuorumState reads the quorum-state file at path against its copy:
 // see QuorumStateCopySuffix. It returns the data to use (nil: nothing
 // stored).
-func checkedQuorumState(fsys fileSystem, path string) (*QuorumStateData, error) {
+func checkedQuorumState(fsys FS, path string) (*QuorumStateData, error) {
 	d, jerr := readQuorumStateData(fsys, path)
 	c, found, damage, err := readQuorumCopy(fsys, path+QuorumStateCopySuffix)
 	if err != nil {

@@ -387,7 +387,7 @@ func ReadQuorumStateData(path string) (*QuorumStateData, error) {
 	return checkedQuorumState(osFS{}, path)
 }
 
-func readQuorumStateData(fsys fileSystem, path string) (*QuorumStateData, error) {
+func readQuorumStateData(fsys FS, path string) (*QuorumStateData, error) {
 	b, err := readSmallFile(fsys, path, maxQuorumStateSize)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -412,7 +412,7 @@ func ReadQuorumState(path string) (*kraft.QuorumRecord, error) {
 	return readQuorumState(osFS{}, path)
 }
 
-func readQuorumState(fsys fileSystem, path string) (*kraft.QuorumRecord, error) {
+func readQuorumState(fsys FS, path string) (*kraft.QuorumRecord, error) {
 	d, err := checkedQuorumState(fsys, path)
 	if d == nil || err != nil {
 		return nil, err
@@ -441,7 +441,7 @@ func WriteQuorumStateData(path string, d QuorumStateData) error {
 	return writeQuorumStateData(osFS{}, path, d)
 }
 
-func writeQuorumStateData(fsys fileSystem, path string, d QuorumStateData) error {
+func writeQuorumStateData(fsys FS, path string, d QuorumStateData) error {
 	b, err := d.Marshal()
 	if err != nil {
 		return fmt.Errorf("storage: writing quorum state %s: %w", path, err)

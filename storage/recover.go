@@ -107,12 +107,12 @@ const recoverScanBuffer = 1 << 20
 // recover loads the segments of l.dir; see Open.
 func (l *FileLog) recover(opts Options) (Recovery, error) {
 	var rec Recovery
-	names, err := l.fs.readDir(l.dir)
+	names, err := l.fs.ReadDir(l.dir)
 	if errors.Is(err, os.ErrNotExist) {
-		if err := l.fs.mkdirAll(l.dir); err != nil {
+		if err := l.fs.MkdirAll(l.dir); err != nil {
 			return rec, fmt.Errorf("storage: creating %s: %w", l.dir, err)
 		}
-		if err := l.fs.syncDir(filepath.Dir(filepath.Clean(l.dir))); err != nil {
+		if err := l.fs.SyncDir(filepath.Dir(filepath.Clean(l.dir))); err != nil {
 			return rec, fmt.Errorf("storage: creating %s: %w", l.dir, err)
 		}
 	} else if err != nil {
@@ -162,7 +162,7 @@ func (l *FileLog) recover(opts Options) (Recovery, error) {
 		if base != next {
 			return rec, fmt.Errorf("%w: %s starts at offset %d but the log before it ends at %d", ErrCorrupt, path, base, next)
 		}
-		f, err := l.fs.openFile(path, os.O_RDWR, 0)
+		f, err := l.fs.OpenFile(path, os.O_RDWR, 0)
 		if err != nil {
 			return rec, fmt.Errorf("storage: opening %s: %w", path, err)
 		}
@@ -221,7 +221,7 @@ func (l *FileLog) recover(opts Options) (Recovery, error) {
 		return rec, err
 	}
 	for _, base := range below {
-		if err := l.fs.remove(filepath.Join(l.dir, segmentName(base))); err != nil {
+		if err := l.fs.Remove(filepath.Join(l.dir, segmentName(base))); err != nil {
 			return rec, fmt.Errorf("storage: removing a segment below the log start: %w", err)
 		}
 	}
@@ -236,7 +236,7 @@ func (l *FileLog) recover(opts Options) (Recovery, error) {
 	if err := l.active().f.Sync(); err != nil {
 		return rec, fmt.Errorf("storage: syncing %s: %w", l.active().path, err)
 	}
-	if err := l.fs.syncDir(l.dir); err != nil {
+	if err := l.fs.SyncDir(l.dir); err != nil {
 		return rec, fmt.Errorf("storage: syncing %s: %w", l.dir, err)
 	}
 	// The whole log is durable now: it is the new recovery point, with the
@@ -323,14 +323,14 @@ func (l *FileLog) cutAtDamage(bases []int64, bad int, badPos int64, start kraft.
 		last = bad
 	}
 	for _, base := range bases[last+1:] {
-		if err := l.fs.remove(filepath.Join(l.dir, segmentName(base))); err != nil {
+		if err := l.fs.Remove(filepath.Join(l.dir, segmentName(base))); err != nil {
 			return fmt.Errorf("storage: removing a segment after damage: %w", err)
 		}
 	}
 	if *end < start.Offset {
 		for _, s := range l.segs {
 			_ = s.f.Close()
-			if err := l.fs.remove(s.path); err != nil {
+			if err := l.fs.Remove(s.path); err != nil {
 				return fmt.Errorf("storage: removing a segment after damage: %w", err)
 			}
 		}
@@ -343,7 +343,7 @@ func (l *FileLog) cutAtDamage(bases []int64, bad int, badPos int64, start kraft.
 			return fmt.Errorf("storage: cutting %s at damage: %w", seg.path, err)
 		}
 	}
-	return l.fs.syncDir(l.dir)
+	return l.fs.SyncDir(l.dir)
 }
 
 // checkStart checks the log start from the log start file against the

@@ -107,7 +107,7 @@ func parseRecoveryPoint(b []byte) (recoveryPoint, bool) {
 // before the file existed, or never opened to the end). A file of the
 // wrong size or with no valid slot is damage: damage says what is wrong,
 // err is for I/O errors.
-func readRecoveryPoint(fsys fileSystem, dir string) (p recoveryPoint, found bool, damage string, err error) {
+func readRecoveryPoint(fsys FS, dir string) (p recoveryPoint, found bool, damage string, err error) {
 	path := filepath.Join(dir, RecoveryPointFileName)
 	b, err := readSmallFile(fsys, path, 1<<20)
 	if errors.Is(err, os.ErrNotExist) {
@@ -139,14 +139,14 @@ func readRecoveryPoint(fsys fileSystem, dir string) (p recoveryPoint, found bool
 // fields are guarded by the log's syncMu.
 type recoveryPointFile struct {
 	path    string
-	f       file
+	f       File
 	cur     recoveryPoint // the newest slot written
 	pending bool          // cur's slot was written and not fsynced yet
 }
 
 // createRecoveryPoint replaces the recovery point file of dir with both
 // slots holding p, atomically and durably, and opens it for Sync's writes.
-func createRecoveryPoint(fsys fileSystem, dir string, p recoveryPoint) (*recoveryPointFile, error) {
+func createRecoveryPoint(fsys FS, dir string, p recoveryPoint) (*recoveryPointFile, error) {
 	path := filepath.Join(dir, RecoveryPointFileName)
 	p.seq = 2
 	b := make([]byte, 0, recoveryPointFileSize)
@@ -157,7 +157,7 @@ func createRecoveryPoint(fsys fileSystem, dir string, p recoveryPoint) (*recover
 	if err := writeFileAtomic(fsys, path, b); err != nil {
 		return nil, err
 	}
-	f, err := fsys.openFile(path, os.O_RDWR, 0)
+	f, err := fsys.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -189,7 +189,7 @@ func parseSnapshotHeader(b []byte) (snapshotHeader, error) {
 // use; one process at a time may use a directory.
 type Snapshots struct {
 	dir string
-	fs  fileSystem
+	fs  FS
 
 	mu      sync.Mutex
 	ids     []kraft.LogEnd // the visible snapshots, ascending
@@ -200,7 +200,7 @@ type Snapshots struct {
 
 // checkedSnapshot is a snapshot file whose checksum Read verified once.
 type checkedSnapshot struct {
-	f    file
+	f    File
 	size int64 // of the payload
 }
 
@@ -213,14 +213,14 @@ func OpenSnapshots(dir string) (*Snapshots, error) {
 	return openSnapshots(osFS{}, dir)
 }
 
-func openSnapshots(fsys fileSystem, dir string) (*Snapshots, error) {
+func openSnapshots(fsys FS, dir string) (*Snapshots, error) {
 	s := &Snapshots{dir: dir, fs: fsys, writing: map[kraft.LogEnd]bool{}, checked: map[kraft.LogEnd]*checkedSnapshot{}}
-	names, err := fsys.readDir(dir)
+	names, err := fsys.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		if err := fsys.mkdirAll(dir); err != nil {
+		if err := fsys.MkdirAll(dir); err != nil {
 			return nil, fmt.Errorf("storage: creating %s: %w", dir, err)
 		}
-		if err := fsys.syncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
+		if err := fsys.SyncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
 			return nil, fmt.Errorf("storage: creating %s: %w", dir, err)
 		}
 	} else if err != nil {
@@ -236,13 +236,13 @@ func openSnapshots(fsys fileSystem, dir string) (*Snapshots, error) {
 			s.ids = append(s.ids, id)
 			continue
 		}
-		if err := fsys.remove(filepath.Join(dir, name)); err != nil {
+		if err := fsys.Remove(filepath.Join(dir, name)); err != nil {
 			return nil, fmt.Errorf("storage: removing %s: %w", filepath.Join(dir, name), err)
 		}
 		removed = true
 	}
 	if removed {
-		if err := fsys.syncDir(dir); err != nil {
+		if err := fsys.SyncDir(dir); err != nil {
 			return nil, fmt.Errorf("storage: syncing %s: %w", dir, err)
 		}
 	}
@@ -326,7 +326,7 @@ func (s *Snapshots) Create(id kraft.LogEnd) (*SnapshotWriter, error) {
 		return nil, fmt.Errorf("%w: %s is being written", ErrSnapshotExists, s.path(id))
 	}
 	part := s.pathOf(id, snapshotPartialSuffix)
-	f, err := s.fs.openFile(part, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := s.fs.OpenFile(part, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("storage: creating %s: %w", part, err)
 	}
@@ -347,7 +347,7 @@ func (s *Snapshots) verify(id kraft.LogEnd) (*checkedSnapshot, error) {
 		return nil, fmt.Errorf("%w: %+v in %s", ErrSnapshotNotFound, id, s.dir)
 	}
 	path := s.path(id)
-	f, err := s.fs.openFile(path, os.O_RDONLY, 0)
+	f, err := s.fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("storage: opening %s: %w", path, err)
 	}
@@ -366,7 +366,7 @@ func (s *Snapshots) verify(id kraft.LogEnd) (*checkedSnapshot, error) {
 
 // readSnapshotHeader reads and checks the header of the snapshot file path
 // of id, and checks the file's size against it.
-func readSnapshotHeader(f file, path string, id kraft.LogEnd) (snapshotHeader, error) {
+func readSnapshotHeader(f File, path string, id kraft.LogEnd) (snapshotHeader, error) {
 	size, err := f.Size()
 	if err != nil {
 		return snapshotHeader{}, fmt.Errorf("storage: reading %s: %w", path, err)
@@ -392,7 +392,7 @@ func readSnapshotHeader(f file, path string, id kraft.LogEnd) (snapshotHeader, e
 
 // checkPayload reads the payload of the snapshot file path and compares its
 // checksum with the header's.
-func checkPayload(f file, path string, h snapshotHeader) error {
+func checkPayload(f File, path string, h snapshotHeader) error {
 	crc, err := crcOf(io.NewSectionReader(f, SnapshotHeaderSize, h.length))
 	if err != nil {
 		return fmt.Errorf("storage: reading %s: %w", path, err)
@@ -481,7 +481,7 @@ func (s *Snapshots) Open(id kraft.LogEnd) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("%w: %+v in %s", ErrSnapshotNotFound, id, s.dir)
 	}
 	path := s.path(id)
-	f, err := s.fs.openFile(path, os.O_RDONLY, 0)
+	f, err := s.fs.OpenFile(path, os.O_RDONLY, 0)
 	s.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("storage: opening %s: %w", path, err)
@@ -502,7 +502,7 @@ const snapshotReadBuffer = 256 << 10
 // snapshotReader reads a snapshot's bytes and checks their checksum at the
 // end.
 type snapshotReader struct {
-	f    file
+	f    File
 	path string
 	r    *bufio.Reader
 	crc  uint32
@@ -570,19 +570,19 @@ func (s *Snapshots) delete(id kraft.LogEnd) error {
 	}
 	path := s.path(id)
 	deleted := s.pathOf(id, snapshotDeletedSuffix)
-	if err := s.fs.rename(path, deleted); err != nil {
+	if err := s.fs.Rename(path, deleted); err != nil {
 		return fmt.Errorf("storage: deleting %s: %w", path, err)
 	}
 	i := s.find(id)
 	s.ids = append(s.ids[:i], s.ids[i+1:]...)
-	if err := s.fs.remove(deleted); err != nil {
+	if err := s.fs.Remove(deleted); err != nil {
 		return fmt.Errorf("storage: deleting %s: %w", deleted, err)
 	}
 	return nil
 }
 
 func (s *Snapshots) syncDir() error {
-	if err := s.fs.syncDir(s.dir); err != nil {
+	if err := s.fs.SyncDir(s.dir); err != nil {
 		return fmt.Errorf("storage: syncing %s: %w", s.dir, err)
 	}
 	return nil
@@ -616,7 +616,7 @@ type SnapshotWriter struct {
 	s    *Snapshots
 	id   kraft.LogEnd
 	part string // the temporary file
-	f    file
+	f    File
 	size int64
 	crc  uint32
 	done bool  // frozen or aborted
@@ -696,7 +696,7 @@ func (w *SnapshotWriter) Freeze() error {
 
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
-	if err := w.s.fs.rename(w.part, path); err != nil {
+	if err := w.s.fs.Rename(w.part, path); err != nil {
 		// The rename's error is the one to report; the clean-up's adds
 		// nothing (the part file is removed on the next open if not now).
 		_ = w.abortLocked()
@@ -729,7 +729,7 @@ func (w *SnapshotWriter) abortLocked() error {
 		_ = w.f.Close()
 		w.f = nil
 	}
-	if err := w.s.fs.remove(w.part); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := w.s.fs.Remove(w.part); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("storage: removing %s: %w", w.part, err)
 	}
 	return nil

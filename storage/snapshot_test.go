@@ -520,7 +520,7 @@ func TestCrashSnapshotsAtEveryPoint(t *testing.T) {
 	// The sets of snapshots the workload goes through, and how many of
 	// its steps returned.
 	sets := [][]kraft.LogEnd{{a, b}, {a, b, c}, {b, c}, {c}}
-	run := func(dir string, fsys fileSystem) int {
+	run := func(dir string, fsys FS) int {
 		s, err := openSnapshots(fsys, dir)
 		if err != nil {
 			return 0
