@@ -94,8 +94,40 @@ func syncDirectory(dir string) error {
 	return err
 }
 
+// mkdirAllDurable creates dir and its missing parents, and makes every
+// directory it creates durable: each one's entry is in its parent, which
+// is fsynced, from the top down. (Fsyncing only dir's parent would leave
+// the new directories above it to the operating system: a power loss could
+// take the whole tree, with the files fsynced in it.)
+func mkdirAllDurable(fsys FS, dir string) error {
+	var made []string
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		_, err := fsys.ReadDir(p)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		made = append(made, p)
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	if err := fsys.MkdirAll(dir); err != nil {
+		return err
+	}
+	for i := len(made) - 1; i >= 0; i-- {
+		if err := fsys.SyncDir(filepath.Dir(made[i])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // readSmallFile reads a whole file of at most limit bytes. An absent file
-// gives an error satisfying errors.Is(err, os.ErrNotExist).
+// gives an error satisfying errors.Is(err, os.ErrNotExist), a larger one
+// an error satisfying errors.Is(err, ErrDamaged).
 func readSmallFile(fsys FS, path string, limit int64) ([]byte, error) {
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
@@ -107,7 +139,9 @@ func readSmallFile(fsys FS, path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if size > limit {
-		return nil, fmt.Errorf("%s is %d bytes, more than %d", path, size, limit)
+		// Every file read this way has a format no larger than limit: a
+		// larger one was damaged (a misdirected write, say).
+		return nil, &fileDamageError{fmt.Sprintf("storage: %s is %d bytes, more than its format's %d: it is damaged", path, size, limit)}
 	}
 	b := make([]byte, size)
 	n, err := f.ReadAt(b, 0)

@@ -109,10 +109,7 @@ func (l *FileLog) recover(opts Options) (Recovery, error) {
 	var rec Recovery
 	names, err := l.fs.ReadDir(l.dir)
 	if errors.Is(err, os.ErrNotExist) {
-		if err := l.fs.MkdirAll(l.dir); err != nil {
-			return rec, fmt.Errorf("storage: creating %s: %w", l.dir, err)
-		}
-		if err := l.fs.SyncDir(filepath.Dir(filepath.Clean(l.dir))); err != nil {
+		if err := mkdirAllDurable(l.fs, l.dir); err != nil {
 			return rec, fmt.Errorf("storage: creating %s: %w", l.dir, err)
 		}
 	} else if err != nil {

@@ -217,10 +217,7 @@ func openSnapshots(fsys FS, dir string) (*Snapshots, error) {
 	s := &Snapshots{dir: dir, fs: fsys, writing: map[kraft.LogEnd]bool{}, checked: map[kraft.LogEnd]*checkedSnapshot{}}
 	names, err := fsys.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		if err := fsys.MkdirAll(dir); err != nil {
-			return nil, fmt.Errorf("storage: creating %s: %w", dir, err)
-		}
-		if err := fsys.SyncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
+		if err := mkdirAllDurable(fsys, dir); err != nil {
 			return nil, fmt.Errorf("storage: creating %s: %w", dir, err)
 		}
 	} else if err != nil {
