@@ -15,7 +15,7 @@ import (
 // flushedClaimRun runs a random workload on a FileLog over a simulated disk
 // that makes faults, ends it with a power loss or a process death, and
 // checks the storage rule the replica's safety rests on (docs/design.md
-// D70, D102): every record the log reported flushed either reads back as
+// D70, D118): every record the log reported flushed either reads back as
 // written when the log is opened again, or Open reports the loss as damage
 // (storage.ErrDamaged, or ErrCorrupt, which hosts refuse as they do
 // damage). A record cut silently, as a torn tail, is a
