@@ -136,7 +136,7 @@ func refusal(cfg config, err error) string {
 	var ve *datadir.VotersMismatchError
 	switch {
 	case errors.As(err, &ue):
-		return fmt.Sprintf("%v. kraftd never formats at a start (D108): a new replica's directory is formatted once first, "+
+		return fmt.Sprintf("%v. kraftd never formats at a start: a new replica's directory is formatted once first, "+
 			"with kraftd format -cluster-id %s -id %d -dir %s and -voters LIST (a static quorum), -initial-voters LIST or -standalone "+
 			"(the first voters of a dynamic quorum) or -no-initial-controllers (a replica added later). A replica that ran before and "+
 			"lost its data directory must not be formatted with -initial-voters or -standalone again: in a dynamic quorum, format it "+
