@@ -216,9 +216,10 @@ const usageText = `Usage: kraftd format -cluster-id UUID -id N -dir PATH (-voter
 kraftd runs one member of a KRaft quorum: a voter if -id is in -voters, an
 observer otherwise. Its data directory is formatted once first with kraftd
 format (kraftd format -h), as Kafka's kafka-storage format: a start refuses
-an unformatted directory and never formats one. With -initial-voters or -bootstrap-servers the voter set
-is dynamic (KIP-853): it lives in the log, starts as -initial-voters, and
-changes with POST /voters/add, /voters/remove and /voters/update at the
+an unformatted directory and never formats one. With -initial-voters or
+-bootstrap-servers the voter set is dynamic (KIP-853): it lives in the log,
+starts as the voters kraftd format wrote (-initial-voters or -standalone),
+and changes with POST /voters/add, /voters/remove and /voters/update at the
 leader (or -auto-join). It keeps Kafka's quorum-state file, a segment log and
 snapshots in -dir, talks to the other replicas over TCP, applies the
 committed records to a small state machine (a count and a running digest),

@@ -94,6 +94,13 @@ func TestFormatWritesTheIdentityOnce(t *testing.T) {
 	}
 }
 
+func TestFormatHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, exitOK, run([]string{"format", "-h"}, &stdout, &stderr, nil))
+	require.Contains(t, stdout.String(), "Usage: kraftd format -cluster-id UUID -id N -dir PATH -voters LIST")
+	require.Contains(t, stdout.String(), "-no-initial-controllers")
+}
+
 func TestFormatStandaloneAndLaterReplicas(t *testing.T) {
 	base := t.TempDir()
 	var stdout, stderr bytes.Buffer
