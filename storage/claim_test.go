@@ -196,11 +196,11 @@ func TestDamageBelowTheLogStartIsSkippedWhereverItIs(t *testing.T) {
 		damage  int64    // -1: none; else the DamageError's From
 	}{
 		{name: "a flipped length", records: 50, start: 30, flips: []flip{{10, 6}}, damage: -1},
-		{name: "a flipped length, the record before the start", records: 50, start: 30, flips: []flip{{29, 7}}, damage: -1},
+		{name: "a flipped length, the record before the start", records: 50, start: 29, flips: []flip{{28, 7}}, damage: -1}, // record 28 begins epoch 5
 		{name: "the first record's CRC", records: 50, start: 30, flips: []flip{{0, 1}}, damage: -1},
 		{name: "two records", records: 50, start: 30, flips: []flip{{3, 8}, {20, 30}}, damage: -1},
 		{name: "every record below the start", records: 20, start: 20, flips: []flip{{12, 6}}, damage: -1},
-		{name: "the record before the start, all below it", records: 20, start: 20, flips: []flip{{19, 40}}, damage: -1},
+		{name: "the record before the start, all below it", records: 15, start: 15, flips: []flip{{14, 40}}, damage: -1}, // record 14 begins epoch 3
 		{name: "in the segment that holds the start", records: 50, start: 30, segment: 20 * frame30, flips: []flip{{25, 6}}, damage: -1},
 		{name: "zeros below the start", records: 50, start: 30, zero: [2]int64{5, 25}, damage: -1},
 		{name: "zeros across the start", records: 50, start: 30, zero: [2]int64{25, 35}, damage: 30},
