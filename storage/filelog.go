@@ -131,7 +131,9 @@ func (s *segment) seek(offset int64) (pos, at int64) {
 // of the last segment past the recovery point (RecoveryPointFileName: the
 // records a crash can lose, never synced; the Recovery says what was
 // dropped), rebuilds the epoch history, and fsyncs, so the whole log it
-// opens is durable. Records below the recovery point that do not read
+// opens is durable. A bad frame of a record below the log start (deleted,
+// still in the segment that holds the start) is skipped and noted in the
+// Recovery (D104). Records below the recovery point that do not read
 // back, or a bad frame in any segment but the last, are damage: records
 // that were synced, perhaps acknowledged, and are lost. Open refuses the
 // log with a *DamageError naming them (errors.Is ErrDamaged and
