@@ -143,3 +143,13 @@ func TestFileLogLosesNothingFlushedOverACrashingDisk(t *testing.T) {
 		require.NoError(t, flushedClaimRun(seed, false), "seed %d", seed)
 	}
 }
+
+func TestFileLogReportsEveryFlushedRecordLostToDiskFaults(t *testing.T) {
+	var failed []string
+	for seed := int64(1); seed <= 1000; seed++ {
+		if err := flushedClaimRun(seed, true); err != nil {
+			failed = append(failed, fmt.Sprintf("seed %d: %v", seed, err))
+		}
+	}
+	require.Empty(t, failed)
+}
