@@ -127,6 +127,11 @@ func TestMixedKraftd(t *testing.T) {
 		"-wire", "kafka", "-cluster-id", cluster, "-id", "3", "-voters", voters, "-dir", filepath.Join(base, "3"),
 		"-http", addrs[3], "-election-timeout", "500ms", "-fetch-timeout", "1s", "-election-backoff-max", "500ms",
 	}}
+	// kraftd's data directory is formatted once before its first start,
+	// as Kafka's nodes' are (kraftd format, docs/design.md D108).
+	if b, err := exec.Command(bin, "format", "-cluster-id", cluster, "-id", "3", "-voters", voters, "-dir", filepath.Join(base, "3")).CombinedOutput(); err != nil {
+		t.Fatalf("kraftd format: %v\n%s", err, b)
+	}
 	kd.start()
 	t.Cleanup(func() {
 		kd.kill()

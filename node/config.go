@@ -103,7 +103,10 @@ type Config struct {
 	// starts without it (and with Kraft.Observer) and learns the voter set
 	// from the leader's log. Kraft.Voters must then be empty. With
 	// BootstrapPath, it is written there durably at the first Start (into
-	// an empty log only) and read back from there afterwards.
+	// an empty log only) and read back from there afterwards: a host that
+	// formats its data directories writes the checkpoint then and leaves
+	// InitialVoters nil, so that a wiped directory is not bootstrapped
+	// again (see the package doc).
 	InitialVoters []Voter
 	// BootstrapPath is the bootstrap checkpoint file that keeps
 	// InitialVoters (storage.BootstrapPath(dir) for a data directory). A

@@ -50,6 +50,17 @@
 // UpdateVoter change the set at the leader; it answers ApiVersions
 // requests, and an observer with kraft.Config.AutoJoin asks to join.
 //
+// The bootstrap checkpoint is written by Start when Config.InitialVoters
+// is given and Config.BootstrapPath holds none yet, into an empty log
+// only. That is a hazard for a host that passes the same InitialVoters at
+// every start: a replica whose data directory was wiped starts again as a
+// first voter under its old key, bootstraps a second history, can elect
+// itself alone in a new epoch and make the quorum lose records it
+// acknowledged. Write the checkpoint once instead, when the directory is
+// formatted (storage.WriteBootstrap, or package datadir's Format), and
+// start with InitialVoters nil: Start then only reads it. cmd/kraftd does
+// so (kraftd format, docs/design.md D108).
+//
 // Storage comes from package storage (Kafka's quorum-state file through
 // FileRecords, a segment log through storage.Open) or from memory
 // (MemRecords, storage.NewMemLog). Transports: MemNetwork for tests and

@@ -39,8 +39,10 @@ func BootstrapPath(dir string) string { return filepath.Join(dir, BootstrapFileN
 // ReadBootstrap reads the bootstrap checkpoint at path and returns its
 // payload; a missing file gives (nil, nil). A file that is not what
 // WriteBootstrap wrote is an ErrCorrupt error naming it.
-func ReadBootstrap(path string) ([]byte, error) {
-	b, err := readSmallFile(osFS{}, path, maxBootstrapSize)
+func ReadBootstrap(path string) ([]byte, error) { return readBootstrap(osFS{}, path) }
+
+func readBootstrap(fsys FS, path string) ([]byte, error) {
+	b, err := readSmallFile(fsys, path, maxBootstrapSize)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -58,7 +60,9 @@ func ReadBootstrap(path string) ([]byte, error) {
 // WriteBootstrap stores payload as the bootstrap checkpoint at path,
 // atomically and durably (a temporary file, fsynced, renamed over path, and
 // the directory fsynced).
-func WriteBootstrap(path string, payload []byte) error {
+func WriteBootstrap(path string, payload []byte) error { return writeBootstrap(osFS{}, path, payload) }
+
+func writeBootstrap(fsys FS, path string, payload []byte) error {
 	if len(payload) > maxBootstrapSize-bootstrapHeaderSize {
 		return fmt.Errorf("storage: bootstrap checkpoint of %d bytes is too large", len(payload))
 	}
@@ -67,7 +71,7 @@ func WriteBootstrap(path string, payload []byte) error {
 	binary.BigEndian.PutUint32(b[4:8], uint32(len(payload)))
 	binary.BigEndian.PutUint32(b[8:12], crc32.Checksum(payload, castagnoli))
 	b = append(b, payload...)
-	if err := writeFileAtomic(osFS{}, path, b); err != nil {
+	if err := writeFileAtomic(fsys, path, b); err != nil {
 		return fmt.Errorf("storage: writing bootstrap checkpoint %s: %w", path, err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -24,9 +25,8 @@ type crashModel struct {
 	acked  int64     // records below it were reported durable (Flushed)
 	start  int64     // the log start, as the last DeleteBefore that returned left it
 	starts []int64   // the log starts the disk may hold after a crash
-	// claimed is the least recovery point a crash may leave: a Sync's
-	// recovery point is durable once the next Sync that fsyncs returned.
-	claimed, lastSync int64
+	// The least recovery point a crash may leave is acked: every record the
+	// log reported durable is claimed by a durable recovery point (D102).
 }
 
 // runCrashWorkload opens a log in dir through fsys and runs the seeded
@@ -64,23 +64,13 @@ func runCrashWorkload(dir string, fsys FS, seed int64) (*FileLog, *crashModel) {
 			}
 			m.cur = after
 		case r < 9:
-			real := l.Flushed() < int64(len(m.cur))
 			if err := l.Sync(); err != nil {
 				return l, m
-			}
-			if real {
-				m.claimed, m.lastSync = m.lastSync, int64(len(m.cur))
 			}
 		case rng.Intn(2) == 0:
 			to := m.start + rng.Int63n(int64(len(m.cur))-m.start+1)
 			if to < m.acked {
 				m.acked = to // the records at and after to may go now
-			}
-			if to < m.claimed {
-				m.claimed = to
-			}
-			if to < m.lastSync {
-				m.lastSync = to
 			}
 			if err := l.Truncate(to); err != nil {
 				return l, m
@@ -156,7 +146,7 @@ func reopenAfterProcessDeath(t *testing.T, name, dir string, fsys FS, m *crashMo
 	start, got := checkStartAndRecords(t, name, l, m)
 	require.Equal(t, l.End().Offset, l.Flushed(), name)
 	cur := append(append([]Entry(nil), m.cur[:start]...), got...)
-	return &crashModel{cur: cur, valid: [][]Entry{cur}, acked: l.Flushed(), start: start, starts: []int64{start}, claimed: l.Flushed(), lastSync: l.Flushed()}
+	return &crashModel{cur: cur, valid: [][]Entry{cur}, acked: l.Flushed(), start: start, starts: []int64{start}}
 }
 
 // checkStartAndRecords checks a log recovered after a crash against m: it
@@ -191,14 +181,17 @@ func checkStartAndRecords(t *testing.T, name string, l *FileLog, m *crashModel) 
 	return start, got
 }
 
-// checkRecovered reopens dir after a crash and checks it against m.
+// checkRecovered reopens dir after a crash and checks it against m. First
+// it damages a copy of dir in a record reported durable, if there is one
+// (probeDamage).
 func checkRecovered(t *testing.T, name, dir string, m *crashModel) {
 	t.Helper()
+	probeDamage(t, name, dir, m)
 	l, rec, err := Open(dir, Options{SegmentBytes: crashSegmentBytes, FS: noSyncFS{}})
 	require.False(t, errors.Is(err, ErrDamaged), "%s: a crash taken for damage: %v", name, err)
 	require.NoError(t, err, name)
 	require.Nil(t, rec.Damage, name)
-	require.GreaterOrEqual(t, rec.RecoveryPoint, m.claimed, "%s: the recovery point lags more than one Sync", name)
+	require.GreaterOrEqual(t, rec.RecoveryPoint, m.acked, "%s: records reported durable are not claimed by the recovery point", name)
 	start, _ := checkStartAndRecords(t, name, l, m)
 	require.Equal(t, l.End().Offset, l.Flushed(), name)
 
@@ -214,6 +207,71 @@ func checkRecovered(t *testing.T, name, dir string, m *crashModel) {
 	require.Equal(t, end, l.End(), name)
 	require.Equal(t, start, l.StartOffset(), name)
 	require.NoError(t, l.Close(), name)
+}
+
+// probeDamage checks, on a copy of dir as a crash left it, that a record the
+// log reported durable (below m.acked) and above any start the crash may
+// have left is claimed: a flipped byte in it, or its frame and all after
+// it lost, is a DamageError from that record or before, not a torn tail
+// (D102).
+func probeDamage(t *testing.T, name, dir string, m *crashModel) {
+	t.Helper()
+	from := int64(0)
+	for _, s := range m.starts {
+		if s > from {
+			from = s
+		}
+	}
+	if m.acked <= from {
+		return
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(name))
+	rng := rand.New(rand.NewSource(int64(h.Sum64() >> 1)))
+	r := from + rng.Int63n(m.acked-from)
+	probe := dir + "-probe"
+	require.NoError(t, os.Mkdir(probe, 0o755))
+	defer func() { require.NoError(t, os.RemoveAll(probe)) }()
+	names, err := readDirNames(dir)
+	require.NoError(t, err)
+	seg, segBase, last := "", int64(-1), true
+	for _, n := range names {
+		if base, ok := parseSegmentName(n); ok && base <= r && base > segBase {
+			seg, segBase = n, base
+		}
+	}
+	for _, n := range names {
+		if base, ok := parseSegmentName(n); ok && base > segBase {
+			last = false
+		}
+	}
+	require.NotEmpty(t, seg, "%s: no segment holds record %d", name, r)
+	// The other files are linked: an Open that refuses changes none.
+	for _, n := range names {
+		if n != seg {
+			require.NoError(t, os.Link(filepath.Join(dir, n), filepath.Join(probe, n)))
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, seg))
+	require.NoError(t, err)
+	seg = filepath.Join(probe, seg)
+	require.NoError(t, os.WriteFile(seg, b, 0o644))
+	pos := framePos(t, seg, r)
+	require.Less(t, pos, int64(len(b)), "%s: record %d, reported durable, is not on disk", name, r)
+	how := "flipped"
+	if rng.Intn(2) == 0 || !last {
+		b[pos+rng.Int63n(FrameOverhead)] ^= 0x01
+	} else {
+		b, how = b[:pos], "cut off" // a lost write of the log's end
+	}
+	require.NoError(t, os.WriteFile(seg, b, 0o644))
+	l, _, err := Open(probe, Options{SegmentBytes: crashSegmentBytes, FS: noSyncFS{}})
+	if l != nil {
+		_ = l.Close()
+	}
+	var d *DamageError
+	require.True(t, errors.As(err, &d), "%s: record %d, reported durable, %s: want a DamageError, got %v", name, r, how, err)
+	require.LessOrEqual(t, d.From, r, name)
 }
 
 // TestCrashQuorumStateAtEveryPoint kills a quorum-state write at each of its
@@ -343,8 +401,13 @@ func TestCrashDeleteBeforeAndResetToAtEveryPoint(t *testing.T) {
 				}
 				require.NoError(t, cfs.crash(dir), name)
 
-				l, _, err := Open(dir, Options{SegmentBytes: 100, FS: noSyncFS{}})
+				l, rec, err := Open(dir, Options{SegmentBytes: 100, FS: noSyncFS{}})
 				require.NoError(t, err, name)
+				if opErr == nil && o.before > 10 {
+					// DeleteBefore synced the records appended and reported
+					// them durable: the recovery point claims them (D102).
+					require.GreaterOrEqual(t, rec.RecoveryPoint, int64(len(all)), name)
+				}
 				start, end := l.Start(), l.End()
 				got := readAll(t, l)
 				newStart := o.reset

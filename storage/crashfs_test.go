@@ -226,6 +226,19 @@ func (c *crashFS) restart() {
 	c.budget = -1
 }
 
+// powerLoss rewrites the real files in dirs as a power loss now leaves
+// them when the disk keeps nothing it was not made to keep: each file as of
+// its last fsync, each directory as of its last fsync.
+func (c *crashFS) powerLoss(dirs ...string) error {
+	c.mu.Lock()
+	for _, in := range c.inodes {
+		in.pending = nil
+	}
+	c.dirOps = map[string][]dirOp{}
+	c.mu.Unlock()
+	return c.crash(dirs...)
+}
+
 // crash rewrites the real files in dirs as a crash now could leave them.
 func (c *crashFS) crash(dirs ...string) error {
 	c.mu.Lock()

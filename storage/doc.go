@@ -50,10 +50,13 @@
 // # Crashes and damage
 //
 // A crash loses only what was never synced; a damaged disk can change what
-// was. The log keeps a recovery point (RecoveryPointFileName), written at
-// every Sync after its fsync, so that Open cuts a bad tail past it as
-// torn, silently, and reports anything bad below it as damage: a
-// *DamageError with the offsets lost. Open refuses such a log, or with
+// was. The log keeps a recovery point (RecoveryPointFileName), written and
+// fsynced at every Sync after the segment's fsync and before the records
+// count as durable (Flushed), so that every record ever reported durable
+// is below it after any crash. Open cuts a bad tail past it as torn,
+// silently, and reports anything bad below it as damage: a *DamageError
+// with the offsets lost. Damage to records below the log start (deleted,
+// still on disk) is skipped, no loss. Open refuses such a log, or with
 // Options.TruncateDamage opens it cut at the damage and reports the loss in
 // Recovery.Damage, on every Open until the records are back. A replica that
 // lost synced records or its vote must not vote, or be counted as holding

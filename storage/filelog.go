@@ -131,7 +131,9 @@ func (s *segment) seek(offset int64) (pos, at int64) {
 // of the last segment past the recovery point (RecoveryPointFileName: the
 // records a crash can lose, never synced; the Recovery says what was
 // dropped), rebuilds the epoch history, and fsyncs, so the whole log it
-// opens is durable. Records below the recovery point that do not read
+// opens is durable. A bad frame of a record below the log start (deleted,
+// still in the segment that holds the start) is skipped and noted in the
+// Recovery (D104). Records below the recovery point that do not read
 // back, or a bad frame in any segment but the last, are damage: records
 // that were synced, perhaps acknowledged, and are lost. Open refuses the
 // log with a *DamageError naming them (errors.Is ErrDamaged and
@@ -254,11 +256,10 @@ func (l *FileLog) append(n int, epoch func(int) kraft.Epoch, data func(int) []by
 // disk only once all before it are durable.
 func (l *FileLog) roll() error {
 	old := l.active()
+	// Flushed() stays where it is: the records of old are durable now, but
+	// only a Sync's recovery point makes them count as durable (D102).
 	if err := old.f.Sync(); err != nil {
 		return err
-	}
-	if old.end > l.flushed {
-		l.flushed = old.end
 	}
 	seg, err := l.createSegment(l.end.Offset)
 	if err != nil {
@@ -367,8 +368,10 @@ func chunkSize(payload, budget int, rest int64) int {
 
 // Truncate removes the records at or after to and makes the removal
 // durable: the later segments are deleted, newest first, and the directory
-// fsynced; then the segment holding to is cut and fsynced. A crash on the
-// way leaves a prefix of the log as it was before. Flushed() is to after.
+// fsynced; then the segment holding to is cut and fsynced, and the
+// recovery point raised to to, durably, if it was below (D102). A crash on
+// the way leaves a prefix of the log as it was before. Flushed() is to
+// after.
 func (l *FileLog) Truncate(to int64) error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
@@ -425,6 +428,14 @@ func (l *FileLog) Truncate(to int64) error {
 	seg.index = seg.index[:sort.Search(len(seg.index), func(k int) bool { return seg.index[k].offset >= to })]
 	l.epochs.truncate(to)
 	l.end = kraft.LogEnd{Offset: to, Epoch: l.epochs.last()}
+	if l.flushed > to {
+		l.flushed = to
+	}
+	// The records below to are durable now; they are reported so only once
+	// the recovery point claims them (D102).
+	if err := l.claim(l.end); err != nil {
+		return l.fail(err)
+	}
 	l.flushed = to
 	return nil
 }
@@ -448,9 +459,10 @@ func (l *FileLog) positionOf(seg *segment, offset int64) (int64, error) {
 	return sc.pos(), nil
 }
 
-// Sync fsyncs the last segment (the others are durable already) and moves
-// Flushed() to the end it saw. The fsync runs without holding up Append or
-// Read; concurrent Syncs run one after the other.
+// Sync fsyncs the last segment (the others are durable already), then
+// raises the recovery point to the end it saw and fsyncs that, and only
+// then moves Flushed() there (D102). The fsyncs run without holding up
+// Append or Read; concurrent Syncs run one after the other.
 func (l *FileLog) Sync() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
@@ -467,16 +479,11 @@ func (l *FileLog) Sync() error {
 	f := l.active().f
 	l.mu.Unlock()
 
-	// The recovery point the last Sync wrote becomes durable with this
-	// one's fsync, in parallel: it claims records that were synced then.
-	var err, rpErr error
-	if l.rp.pending {
-		done := make(chan error, 1)
-		go func() { done <- l.rp.sync() }()
-		err = f.Sync()
-		rpErr = <-done
-	} else {
-		err = f.Sync()
+	err := f.Sync()
+	if err == nil {
+		// Only now, the records below target being durable, may the
+		// recovery point claim them.
+		err = l.claim(target)
 	}
 
 	l.mu.Lock()
@@ -484,22 +491,28 @@ func (l *FileLog) Sync() error {
 	if err != nil {
 		return l.fail(err)
 	}
-	if rpErr != nil {
-		return l.fail(rpErr)
-	}
 	if target.Offset > l.flushed {
 		l.flushed = target.Offset
 	}
-	// Only now, the records below target being durable, may the recovery
-	// point claim them.
-	p := recoveryPoint{offset: target.Offset, epoch: target.Epoch, lost: l.rp.cur.lost}
-	if target.Offset >= p.lost.to {
+	return nil
+}
+
+// claim raises the recovery point to end, durably (a slot written and
+// fsynced), if it is below: the caller has made the records below end
+// durable, and reports them durable (Flushed) only after claim returned,
+// so that every record the log ever reported durable is claimed by a
+// durable recovery point whatever crash comes, and a later loss of one is
+// damage, not a torn tail (D102). A loss that an earlier Open recorded is
+// forgotten once end covers it. The caller holds syncMu.
+func (l *FileLog) claim(end kraft.LogEnd) error {
+	if l.rp.cur.offset >= end.Offset {
+		return nil
+	}
+	p := recoveryPoint{offset: end.Offset, epoch: end.Epoch, lost: l.rp.cur.lost}
+	if end.Offset >= p.lost.to {
 		p.lost = lostRange{} // the records lost to damage are back
 	}
-	if err := l.rp.write(p); err != nil {
-		return l.fail(err)
-	}
-	return nil
+	return l.rp.set(p)
 }
 
 // End is the log end.
@@ -551,8 +564,10 @@ func (l *FileLog) Start() kraft.LogEnd {
 // start. In order:
 //
 //  1. if records below offset are not durable yet, the last segment is
-//     fsynced (Flushed() becomes the end), so that the log the new start
-//     describes can be recovered whatever happens next;
+//     fsynced and the recovery point raised to the end, durably (D102);
+//     Flushed() becomes the end. So the log the new start describes can be
+//     recovered whatever happens next, and the records reported durable
+//     are claimed;
 //  2. the new start is written to the log start file, atomically and
 //     durably: from here on the records below it are gone for Read, for
 //     Truncate and for Open;
@@ -579,6 +594,9 @@ func (l *FileLog) DeleteBefore(offset int64) error {
 	}
 	if offset > l.flushed {
 		if err := l.active().f.Sync(); err != nil {
+			return l.fail(err)
+		}
+		if err := l.claim(l.end); err != nil {
 			return l.fail(err)
 		}
 		l.flushed = l.end.Offset

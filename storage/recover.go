@@ -24,6 +24,13 @@ type Recovery struct {
 	// Cause says where the dropped tail started and why it was dropped;
 	// empty when nothing was dropped.
 	Cause string
+	// SkippedBytes is the size of the damaged frames Open skipped below the
+	// log start, 0 if there were none: records DeleteBefore had deleted,
+	// still on disk in the segment that holds the start (D104). They are no
+	// loss; the records from the start on read back. SkipCause says where
+	// the first was and what was wrong with it.
+	SkippedBytes int64
+	SkipCause    string
 	// RecoveryPoint is the offset below which the log said every record was
 	// synced (RecoveryPointFileName), or the log start when it said nothing
 	// (a log written before the file existed).
@@ -154,6 +161,7 @@ func (l *FileLog) recover(opts Options) (Recovery, error) {
 	bad := -1 // the segment with a bad frame
 	var badPos int64
 	var badErr error
+	var skip skipped
 	for i, base := range bases {
 		path := filepath.Join(l.dir, segmentName(base))
 		if base != next {
@@ -165,7 +173,7 @@ func (l *FileLog) recover(opts Options) (Recovery, error) {
 		}
 		seg := &segment{base: base, end: base, path: path, f: f}
 		l.segs = append(l.segs, seg)
-		if badPos, badErr, err = l.scanSegment(seg); err != nil {
+		if badPos, badErr, err = l.scanSegment(seg, start, i == len(bases)-1, &skip); err != nil {
 			return rec, err
 		}
 		next = seg.end
@@ -205,6 +213,29 @@ func (l *FileLog) recover(opts Options) (Recovery, error) {
 		rec.DroppedBytes = size - badPos
 		rec.Cause = fmt.Sprintf("%s at byte %d: %v", seg.path, badPos, badErr)
 	}
+	if skip.tail && len(l.segs) == 1 {
+		// No valid frame follows damage below the start in the only
+		// segment: the log ends at its start (a record past it that the
+		// recovery point claimed is reported lost above), and what the
+		// segment holds is below it. The log goes on in an empty segment
+		// at the start, made before the old one is removed; a crash that
+		// leaves both leaves the old one wholly below the start, which the
+		// next Open removes.
+		old := l.segs[0]
+		seg, err := l.createSegment(start.Offset)
+		if err != nil {
+			return rec, fmt.Errorf("storage: creating a segment at the log start: %w", err)
+		}
+		l.segs[0] = seg
+		_ = old.f.Close()
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return rec, fmt.Errorf("storage: syncing %s: %w", l.dir, err)
+		}
+		if err := l.fs.Remove(old.path); err != nil {
+			return rec, fmt.Errorf("storage: removing a segment below the log start: %w", err)
+		}
+	}
+	rec.SkippedBytes, rec.SkipCause = skip.bytes, skip.cause
 	if len(l.segs) == 0 {
 		// A new log, or one that ResetTo emptied before it created the
 		// segment of its new start.
@@ -214,7 +245,7 @@ func (l *FileLog) recover(opts Options) (Recovery, error) {
 		}
 		l.segs = append(l.segs, seg)
 	}
-	if err := l.checkStart(start, end); err != nil {
+	if err := l.checkStart(start, end, skip.covers(start.Offset-1)); err != nil {
 		return rec, err
 	}
 	for _, base := range below {
@@ -346,15 +377,15 @@ func (l *FileLog) cutAtDamage(bases []int64, bad int, badPos int64, start kraft.
 // checkStart checks the log start from the log start file against the
 // records recovered, which end at end: the log must reach the start (the
 // records below it were durable before it was recorded), the record before
-// it, if the first segment holds it, must have the start's epoch, and the
-// record at it an epoch not lower.
-func (l *FileLog) checkStart(start kraft.LogEnd, end int64) error {
+// it, if the first segment holds it and it read back (skippedBefore false),
+// must have the start's epoch, and the record at it an epoch not lower.
+func (l *FileLog) checkStart(start kraft.LogEnd, end int64, skippedBefore bool) error {
 	path := filepath.Join(l.dir, LogStartFileName)
 	first := l.segs[0].base
 	switch {
 	case end < start.Offset:
 		return fmt.Errorf("%w: %s says the log starts at %d, but it ends at %d", ErrCorrupt, path, start.Offset, end)
-	case start.Offset > first && l.epochs.epochFor(start.Offset-1) != start.Epoch:
+	case start.Offset > first && !skippedBefore && l.epochs.epochFor(start.Offset-1) != start.Epoch:
 		return fmt.Errorf("%w: %s gives epoch %d to offset %d, the log %d", ErrCorrupt, path, start.Epoch, start.Offset-1, l.epochs.epochFor(start.Offset-1))
 	case end > start.Offset && l.epochs.epochFor(start.Offset) < start.Epoch:
 		return fmt.Errorf("%w: %s gives epoch %d to offset %d, but the record after it has epoch %d", ErrCorrupt, path, start.Epoch, start.Offset-1, l.epochs.epochFor(start.Offset))
@@ -362,11 +393,37 @@ func (l *FileLog) checkStart(start kraft.LogEnd, end int64) error {
 	return nil
 }
 
+// skipped is what recover skipped below the log start (D104).
+type skipped struct {
+	bytes int64
+	cause string
+	gaps  [][2]int64 // the offsets [from, to) of records not read
+	tail  bool       // the last segment is cut where its first gap starts
+}
+
+// covers reports whether the record at offset was skipped.
+func (s *skipped) covers(offset int64) bool {
+	for _, g := range s.gaps {
+		if offset >= g[0] && offset < g[1] {
+			return true
+		}
+	}
+	return false
+}
+
 // scanSegment reads every frame of seg, checking it and its place in the
 // log, and builds the segment's index and the epoch history, up to the
 // first bad frame: it returns its position and what is wrong with it
 // (badErr nil if there is none). err is for I/O errors.
-func (l *FileLog) scanSegment(seg *segment) (badPos int64, badErr, err error) {
+//
+// A bad frame of a record below the log start, start (one DeleteBefore
+// deleted and left in the segment that holds the start), is no loss: the
+// scan goes on at the next valid frame of a record after it and at or
+// below the start (resync), and notes what it skipped in skip (D104). If
+// there is none and seg is the last segment, the segment ends there and
+// the log at its start; recover then decides, from the recovery point,
+// whether records from the start on are lost.
+func (l *FileLog) scanSegment(seg *segment, start kraft.LogEnd, last bool, skip *skipped) (badPos int64, badErr, err error) {
 	size, err := seg.f.Size()
 	if err != nil {
 		return 0, nil, fmt.Errorf("storage: opening %s: %w", seg.path, err)
@@ -398,6 +455,32 @@ func (l *FileLog) scanSegment(seg *segment) (badPos int64, badErr, err error) {
 			if !isDecodeError(err) {
 				return 0, nil, fmt.Errorf("storage: reading %s: %w", seg.path, err)
 			}
+			if seg.end < start.Offset {
+				at, next, found, rerr := l.resync(seg, pos, size, start)
+				if rerr != nil {
+					return 0, nil, rerr
+				}
+				if found || last {
+					if !found {
+						at, next = size, start.Offset
+						seg.size, skip.tail = pos, true
+					}
+					if skip.cause == "" {
+						skip.cause = fmt.Sprintf("%s at byte %d: %v, below the log start %d", seg.path, pos, err, start.Offset)
+					}
+					skip.bytes += at - pos
+					skip.gaps = append(skip.gaps, [2]int64{seg.end, next})
+					seg.end = next
+					if !found {
+						return 0, nil, nil
+					}
+					// Reads from the start on must not scan the damage:
+					// the index points past it.
+					seg.index = append(seg.index, indexEntry{offset: next, pos: at})
+					sc = newScanner(seg.f, at, size, l.rbuf[:n])
+					continue
+				}
+			}
 			seg.size = pos
 			return pos, err, nil
 		}
@@ -405,4 +488,55 @@ func (l *FileLog) scanSegment(seg *segment) (badPos int64, badErr, err error) {
 		l.epochs.add(h.epoch, h.offset)
 		seg.end++
 	}
+}
+
+// resync finds in seg, from file position from on, the first valid frame
+// that scanSegment can go on with past a bad frame of record seg.end, below
+// the log start: a record after seg.end, at or below the start, whose epoch
+// fits (not below the epoch history's last, not above the start's if it
+// is below the start, not below it if it is the start's record). It checks
+// every byte position, the header first; a frame's CRC-32C, over its
+// header and payload, makes a false match at a position that is not a
+// frame as unlikely as a flip the CRC misses. found is false if there is
+// none before size.
+func (l *FileLog) resync(seg *segment, from, size int64, start kraft.LogEnd) (at, offset int64, found bool, err error) {
+	buf := make([]byte, 64<<10)
+	var frame []byte
+	for base := from; base+FrameOverhead <= size; {
+		n := int64(len(buf))
+		if size-base < n {
+			n = size - base
+		}
+		if _, err := seg.f.ReadAt(buf[:n], base); err != nil && !errors.Is(err, io.EOF) {
+			return 0, 0, false, fmt.Errorf("storage: reading %s: %w", seg.path, err)
+		}
+		stop := int(n) - FrameOverhead
+		for i := 0; i <= stop; i++ {
+			if buf[i+4] != frameMagic {
+				continue
+			}
+			h, err := parseHeader(buf[i:])
+			switch {
+			case err != nil, h.offset <= seg.end, h.offset > start.Offset, h.epoch < l.epochs.last(),
+				h.offset < start.Offset && h.epoch > start.Epoch, h.offset == start.Offset && h.epoch < start.Epoch,
+				base+int64(i)+int64(h.size()) > size:
+				continue
+			}
+			b := buf[i:]
+			if len(b) < h.size() {
+				if cap(frame) < h.size() {
+					frame = make([]byte, h.size())
+				}
+				b = frame[:h.size()]
+				if _, err := seg.f.ReadAt(b, base+int64(i)); err != nil && !errors.Is(err, io.EOF) {
+					return 0, 0, false, fmt.Errorf("storage: reading %s: %w", seg.path, err)
+				}
+			}
+			if _, _, err := decodeFrame(b); err == nil {
+				return base + int64(i), h.offset, true, nil
+			}
+		}
+		base += int64(stop + 1)
+	}
+	return 0, 0, false, nil
 }

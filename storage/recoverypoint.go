@@ -33,15 +33,17 @@ import (
 //
 // Integers are big-endian. Open writes the whole file atomically (both
 // slots the same), once it has made the log it recovered durable. After
-// that, each Sync writes the next slot in place after the segment's fsync,
-// without an fsync of its own: the next Sync fsyncs it, in parallel with
-// its segment's fsync, before it writes the other slot. So at most one
-// slot has a write that is not durable, the other holds a value that is;
-// and a slot never claims more than was synced when it was written. A crash
-// can leave the newest slot torn or lost, and Open then uses the other: an
-// older, lower recovery point, which makes more of the tail look torn, as
-// it was before the file existed, never less. Truncate and ResetTo lower
-// the recovery point in both slots, durably, before they remove records.
+// that, each raise of the point (Sync, DeleteBefore, Truncate) writes the
+// next slot in place once the records it claims are durable, and fsyncs it
+// before the log reports them durable (Flushed): so every record the log
+// ever reported durable is claimed by a durable slot, whatever crash comes
+// (docs/design.md D102). The other slot keeps the value before, durable
+// too; a slot never claims more than was synced when it was written. A
+// crash can tear only the slot being written, and Open then uses the
+// other: the point as it was before the call that was writing, which
+// claims every record reported durable until then. Truncate and ResetTo
+// lower the recovery point in both slots, durably, before they remove
+// records.
 const RecoveryPointFileName = "recovery-point-offset-checkpoint"
 
 const (
@@ -138,14 +140,13 @@ func readRecoveryPoint(fsys FS, dir string) (p recoveryPoint, found bool, damage
 // recoveryPointFile is the open recovery point file of a FileLog. Its
 // fields are guarded by the log's syncMu.
 type recoveryPointFile struct {
-	path    string
-	f       File
-	cur     recoveryPoint // the newest slot written
-	pending bool          // cur's slot was written and not fsynced yet
+	path string
+	f    File
+	cur  recoveryPoint // the newest slot written, durable
 }
 
 // createRecoveryPoint replaces the recovery point file of dir with both
-// slots holding p, atomically and durably, and opens it for Sync's writes.
+// slots holding p, atomically and durably, and opens it for later writes.
 func createRecoveryPoint(fsys FS, dir string, p recoveryPoint) (*recoveryPointFile, error) {
 	path := filepath.Join(dir, RecoveryPointFileName)
 	p.seq = 2
@@ -164,31 +165,19 @@ func createRecoveryPoint(fsys FS, dir string, p recoveryPoint) (*recoveryPointFi
 	return &recoveryPointFile{path: path, f: f, cur: p}, nil
 }
 
-// write writes p, with the next sequence number, to the slot after the
-// newest, without an fsync. The caller fsyncs the file first if a write is
-// pending, so that the other slot always holds a durable value.
-func (r *recoveryPointFile) write(p recoveryPoint) error {
-	if r.pending {
-		return errors.New("storage: recovery point written twice without an fsync")
-	}
+// set writes p, with the next sequence number, to the slot after the
+// newest, and fsyncs it: when it returns, p is the durable recovery point
+// and the other slot holds the one before. The records p claims must be
+// durable already.
+func (r *recoveryPointFile) set(p recoveryPoint) error {
 	p.seq = r.cur.seq + 1
 	if _, err := r.f.WriteAt(p.encode(), int64(p.seq%2)*recoveryPointSlotSize); err != nil {
 		return err
 	}
-	r.cur = p
-	r.pending = true
-	return nil
-}
-
-// sync fsyncs a pending write.
-func (r *recoveryPointFile) sync() error {
-	if !r.pending {
-		return nil
-	}
 	if err := r.f.Sync(); err != nil {
 		return err
 	}
-	r.pending = false
+	r.cur = p
 	return nil
 }
 
@@ -196,14 +185,8 @@ func (r *recoveryPointFile) sync() error {
 // at or past p.offset are removed: then no slot, even one a flip makes Open
 // fall back to, claims records that are no longer there.
 func (r *recoveryPointFile) lower(p recoveryPoint) error {
-	if err := r.sync(); err != nil {
-		return err
-	}
 	for i := 0; i < 2; i++ {
-		if err := r.write(p); err != nil {
-			return err
-		}
-		if err := r.sync(); err != nil {
+		if err := r.set(p); err != nil {
 			return err
 		}
 	}

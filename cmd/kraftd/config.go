@@ -175,14 +175,14 @@ func newFlagSet(r *rawFlags) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&r.id, "id", "", "this replica's node id `N` (required)")
 	fs.StringVar(&r.voters, "voters", "", "the static `LIST` of voters, comma separated, each id@host:port or id:DIRECTORY-ID@host:port (this, or a dynamic quorum's -initial-voters or -bootstrap-servers, is required)")
-	fs.StringVar(&r.initialVoters, "initial-voters", "", "bootstrap a dynamic quorum (KIP-853) with this `LIST` of voters, each id:DIRECTORY-ID@host:port; give the same list to each of them (kafka-storage format --initial-controllers); kept in DIR/bootstrap.checkpoint at the first start")
+	fs.StringVar(&r.initialVoters, "initial-voters", "", "a dynamic quorum's first voters, a `LIST` of id:DIRECTORY-ID@host:port: at a start, where to reach them and this replica's -listen default; the voters and the directory id themselves are the ones kraftd format wrote into -dir (this flag is ignored for them)")
 	fs.StringVar(&r.bootstrapServers, "bootstrap-servers", "", "a dynamic quorum's replicas to find the leader through, a `LIST` of id@host:port (controller.quorum.bootstrap.servers; default: -initial-voters)")
 	fs.BoolVar(&r.autoJoin, "auto-join", false, "in a dynamic quorum, ask the leader to add this replica as a voter (controller.quorum.auto.join.enable)")
 	fs.StringVar(&r.dir, "dir", "", "the data directory `PATH`: the quorum-state file, the log (in log/) and the snapshots (in snapshots/) (required)")
 	fs.StringVar(&r.listen, "listen", "", "listen for the other replicas on `ADDR` (default: this replica's address in -voters; 127.0.0.1:0 for an observer)")
 	fs.StringVar(&r.httpAddr, "http", "", "serve the HTTP API on `ADDR` (default: no HTTP API)")
 	fs.StringVar(&r.clusterID, "cluster-id", "", "the cluster `UUID`, the same at every replica of the cluster (required; kraftd -random-uuid makes one, like kafka-storage random-uuid); requests with another one are refused")
-	fs.StringVar(&r.dirID, "directory-id", "", "this replica's directory `UUID` (default: in a dynamic quorum the one kept in DIR/directory.id if there is one, else its entry's in -initial-voters, else a random one kept there at the first start; in a static quorum its entry's in -voters)")
+	fs.StringVar(&r.dirID, "directory-id", "", "this replica's directory `UUID`, checked against the one kraftd format wrote into -dir (a start with another one is refused)")
 	fs.StringVar(&r.onDamage, "on-damage", "", "what to do when the data directory lost what it made durable: `replace` (move it aside and rejoin with a new directory id; a dynamic quorum's default) or refuse (exit; a static quorum's only choice)")
 	fs.Uint64Var(&r.seed, "seed", 0, "seed of the election timeouts (default: derived from -id)")
 	fs.DurationVar(&r.electionTimeout, "election-timeout", defaultElectionTimeout, "election timeout (controller.quorum.election.timeout.ms)")
@@ -206,16 +206,20 @@ func newFlagSet(r *rawFlags) *flag.FlagSet {
 	return fs
 }
 
-const usageText = `Usage: kraftd -cluster-id UUID -id N -voters LIST -dir PATH [flags]
+const usageText = `Usage: kraftd format -cluster-id UUID -id N -dir PATH (-voters LIST | -initial-voters LIST | -standalone -listen ADDR | -no-initial-controllers)
+       kraftd -cluster-id UUID -id N -voters LIST -dir PATH [flags]
        kraftd -cluster-id UUID -id N -initial-voters LIST -dir PATH [flags]
        kraftd -cluster-id UUID -id N -bootstrap-servers LIST [-auto-join] -dir PATH [flags]
        kraftd -config FILE [flags]
        kraftd -random-uuid | -version
 
 kraftd runs one member of a KRaft quorum: a voter if -id is in -voters, an
-observer otherwise. With -initial-voters or -bootstrap-servers the voter set
-is dynamic (KIP-853): it lives in the log, starts as -initial-voters, and
-changes with POST /voters/add, /voters/remove and /voters/update at the
+observer otherwise. Its data directory is formatted once first with kraftd
+format (kraftd format -h), as Kafka's kafka-storage format: a start refuses
+an unformatted directory and never formats one. With -initial-voters or
+-bootstrap-servers the voter set is dynamic (KIP-853): it lives in the log,
+starts as the voters kraftd format wrote (-initial-voters or -standalone),
+and changes with POST /voters/add, /voters/remove and /voters/update at the
 leader (or -auto-join). It keeps Kafka's quorum-state file, a segment log and
 snapshots in -dir, talks to the other replicas over TCP, applies the
 committed records to a small state machine (a count and a running digest),
@@ -225,7 +229,8 @@ logs to stderr (-log-format, -log-level) and, with -http, serves GET /status, PO
 cluster needs the same -cluster-id. SIGINT or SIGTERM stops it gracefully
 (a leader hands leadership over first).
 
-Exit status: 0 after a graceful stop, 1 on a runtime error, 2 on bad flags.
+Exit status: 0 after a graceful stop, 1 on a runtime error or a refused data
+directory, 2 on bad flags.
 
 Flags:
 `

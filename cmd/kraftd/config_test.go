@@ -218,12 +218,11 @@ func TestRunSingleVoter(t *testing.T) {
 	sigs := make(chan os.Signal, 1)
 	var stderr syncBuffer
 	code := make(chan int, 1)
-	go func() {
-		code <- run([]string{
-			"-cluster-id", testClusterID, "-id", "1", "-voters", "1@" + ports[0], "-dir", dir, "-http", ports[1],
-			"-election-timeout", "50ms", "-fetch-timeout", "100ms",
-		}, os.Stdout, &stderr, sigs)
-	}()
+	args := formatted(t, []string{
+		"-cluster-id", testClusterID, "-id", "1", "-voters", "1@" + ports[0], "-dir", dir, "-http", ports[1],
+		"-election-timeout", "50ms", "-fetch-timeout", "100ms",
+	})
+	go func() { code <- run(args, os.Stdout, &stderr, sigs) }()
 	url := "http://" + ports[1]
 	var offset int64
 	require.Eventually(t, func() bool {

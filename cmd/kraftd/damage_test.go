@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kraftquorum/kraft/datadir"
 	"github.com/kraftquorum/kraft/storage"
 )
 
@@ -25,6 +26,7 @@ func dynamicOne(t *testing.T, dir string, extra ...string) ([]string, string) {
 		"-cluster-id", testClusterID, "-id", "1", "-initial-voters", "1:" + oneDirID + "@" + raft,
 		"-dir", dir, "-http", web, "-election-timeout", "50ms", "-fetch-timeout", "100ms",
 	}, extra...)
+	formatFor(t, args)
 	sigs := make(chan os.Signal, 1)
 	var stderr syncBuffer
 	code := make(chan int, 1)
@@ -69,12 +71,14 @@ func TestRunReplacesDamageInADynamicQuorum(t *testing.T) {
 
 	out := logText(stderr.String())
 	require.Contains(t, out, "were synced and are lost")
+	require.Regexp(t, `level=ERROR msg="kraftd: damaged: [^\n]*were synced and are lost`, out, "the cause is an error, not news")
+	require.Regexp(t, `level=ERROR msg="kraftd: the data directory [^\n]* is damaged: moved the damaged data aside`, out)
 	require.Contains(t, out, "moved the damaged data aside to "+filepath.Join(dir, damagedPrefix))
 	require.Contains(t, out, "starting empty as a replaced disk (KIP-853) with the new directory id "+vb.Local.DirectoryID.String())
 	require.Contains(t, out, "(the old one was "+oneDirID+")")
 	require.Contains(t, out, "POST /voters/remove {\"id\": 1, \"directory_id\": \""+oneDirID+"\"}", "without -auto-join it says what to do")
 	require.NotEqual(t, oneDirID, vb.Local.DirectoryID.String())
-	require.Equal(t, oneDirID, vb.Voters[0].DirectoryID.String(), "the old key stays a voter until it is removed")
+	require.Empty(t, vb.Voters, "a replaced disk keeps no bootstrap checkpoint: it learns the voters from a leader, as a disk formatted -no-initial-controllers")
 
 	aside, err := filepath.Glob(filepath.Join(dir, damagedPrefix+"*"))
 	require.NoError(t, err)
@@ -83,10 +87,9 @@ func TestRunReplacesDamageInADynamicQuorum(t *testing.T) {
 		_, err := os.Stat(filepath.Join(aside[0], name))
 		require.NoError(t, err, "%s moved aside", name)
 	}
-	id, found, err := readDirectoryID(dir)
+	id, err := datadir.Load(storage.OS(), dir, datadir.Expect{ClusterID: mustUUID(t, testClusterID), NodeID: 1, Dynamic: true})
 	require.NoError(t, err)
-	require.True(t, found)
-	require.Equal(t, vb.Local.DirectoryID, uuid.UUID(id))
+	require.Equal(t, vb.Local.DirectoryID, uuid.UUID(id.DirectoryID), "meta.properties holds the new id")
 
 	// Restarted with the same flags, it keeps its new id and its new data.
 	var again syncBuffer
@@ -136,40 +139,18 @@ func TestOnDamageFlag(t *testing.T) {
 	require.ErrorContains(t, err, `-on-damage "ignore": want replace or refuse`)
 }
 
-// TestDirectoryIDFile: the directory id is kept with its checksum; a
-// flipped digit, which would still parse as another id, is damage; a file
-// of one line (written before the checksum) reads as it is.
-func TestDirectoryIDFile(t *testing.T) {
-	dir := t.TempDir()
-	id, err := directoryID(dir)
-	require.NoError(t, err)
-	again, found, err := readDirectoryID(dir)
-	require.NoError(t, err)
-	require.True(t, found)
-	require.Equal(t, id, again)
-
-	path := filepath.Join(dir, directoryIDFile)
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	b[3] ^= 0x03 // a hex digit to another ('0'-'3', '4'-'7', 'a'-'b', 'c'-'f' stay digits)
-	require.NoError(t, os.WriteFile(path, b, 0o644))
-	_, _, err = readDirectoryID(dir)
-	require.ErrorIs(t, err, storage.ErrDamaged)
-	require.ErrorContains(t, err, "the directory id file "+path+" is damaged")
-
-	require.NoError(t, os.WriteFile(path, []byte(oneDirID+"\n"), 0o644))
-	old, found, err := readDirectoryID(dir)
-	require.NoError(t, err)
-	require.True(t, found)
-	require.Equal(t, oneDirID, uuid.UUID(old).String())
-}
-
-// TestRunReplacesADamagedDirectoryID: a directory.id that does not read
-// back is damage too; the old key is then unknown, and the advice says so.
-func TestRunReplacesADamagedDirectoryID(t *testing.T) {
+// TestRunReplacesADamagedMetaProperties: a meta.properties that does not
+// read back is damage too; the old key is then unknown, and the advice
+// says so.
+func TestRunReplacesADamagedMetaProperties(t *testing.T) {
 	dir := t.TempDir()
 	args, web := dynamicOne(t, dir)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, directoryIDFile), []byte(oneDirID[:35]+"g\n"), 0o644))
+	path := filepath.Join(dir, datadir.MetaFileName)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	i := strings.Index(string(b), "directory.id=") + len("directory.id=") + 3
+	b[i] ^= 0x01 // another id that still parses: only the checksum tells
+	require.NoError(t, os.WriteFile(path, b, 0o644))
 	sigs := make(chan os.Signal, 1)
 	var stderr syncBuffer
 	code := make(chan int, 1)
@@ -179,7 +160,7 @@ func TestRunReplacesADamagedDirectoryID(t *testing.T) {
 	sigs <- os.Interrupt
 	require.Equal(t, exitOK, <-code, stderr.String())
 	out := logText(stderr.String())
-	require.Contains(t, out, "the directory id file "+filepath.Join(dir, directoryIDFile)+" is damaged")
+	require.Contains(t, out, "level=ERROR msg=\"kraftd: damaged: storage: damaged: "+path+": checksum")
 	require.Contains(t, out, "(the old one was unknown: the voter with id 1 in GET /voters)")
 	require.Contains(t, out, "POST /voters/remove {\"id\": 1, \"directory_id\": OLD}")
 	require.NotEqual(t, oneDirID, vb.Local.DirectoryID.String())

@@ -20,12 +20,11 @@ func TestRunLocksTheDataDirectory(t *testing.T) {
 	sigs := make(chan os.Signal, 1)
 	var stderr syncBuffer
 	code := make(chan int, 1)
-	go func() {
-		code <- run([]string{
-			"-cluster-id", testClusterID, "-id", "1", "-voters", "1@" + ports[0], "-dir", dir, "-http", ports[1],
-			"-election-timeout", "50ms", "-fetch-timeout", "100ms",
-		}, os.Stdout, &stderr, sigs)
-	}()
+	args := formatted(t, []string{
+		"-cluster-id", testClusterID, "-id", "1", "-voters", "1@" + ports[0], "-dir", dir, "-http", ports[1],
+		"-election-timeout", "50ms", "-fetch-timeout", "100ms",
+	})
+	go func() { code <- run(args, os.Stdout, &stderr, sigs) }()
 	require.Eventually(t, func() bool {
 		c, _ := httpPost(t, "http://"+ports[1]+"/append", "x")
 		return c == 200
@@ -63,6 +62,7 @@ func TestRunRefusesDamage(t *testing.T) {
 	}
 
 	dir := t.TempDir()
+	formatFor(t, args(dir))
 	require.NoError(t, storage.WriteQuorumState(storage.QuorumStatePath(dir), kraft.QuorumRecord{Epoch: 3, LeaderID: 1, VotedKey: kraft.NoReplica}))
 	writeLog(dir)
 	seg := filepath.Join(dir, "log", "00000000000000000000.log")
@@ -76,6 +76,7 @@ func TestRunRefusesDamage(t *testing.T) {
 	require.Contains(t, stderr.String(), "Restore the directory")
 
 	dir = t.TempDir()
+	formatFor(t, args(dir))
 	writeLog(dir) // epoch 3, and no quorum-state file
 	var stderr2 syncBuffer
 	require.Equal(t, exitFail, run(args(dir), os.Stdout, &stderr2, nil))

@@ -370,6 +370,9 @@ type proc struct {
 	bin, raft, http string
 	dir, stderr     string
 	args            []string
+	// noFormat: the first start does not format the directory first
+	// (kraftd format, with the flags formatArgs derives from args).
+	noFormat bool
 
 	mu              sync.Mutex
 	cmd             *exec.Cmd
@@ -387,6 +390,12 @@ func (p *proc) start() {
 	defer p.mu.Unlock()
 	if p.running {
 		return
+	}
+	if p.starts == 0 && !p.noFormat {
+		// Every replica's directory is formatted once, before its first
+		// start (docs/design.md D108).
+		out, err := exec.Command(p.bin, append([]string{"format"}, formatArgs(p.args)...)...).CombinedOutput()
+		require.NoError(p.t, err, "kraftd format for %d: %s", p.id, out)
 	}
 	f, err := os.OpenFile(p.stderr, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	require.NoError(p.t, err)

@@ -49,8 +49,9 @@ func parseLogFlags(format, level string) (slog.Level, error) {
 
 // lineLevels gives kraftd's own lines (written with a log.Logger, "kraftd:
 // ..." and the line) their level, by the start of the line; the others
-// are Info. Errors are the lines before kraftd exits with status 1;
-// warnings what an operator should look at.
+// are Info. Errors are the lines before kraftd exits with status 1, and
+// the causes of a damaged data directory (docs/design.md D112); warnings
+// what an operator should look at.
 var lineLevels = []struct {
 	prefix string
 	level  slog.Level
@@ -61,6 +62,10 @@ var lineLevels = []struct {
 	{"kraftd: meta.properties:", slog.LevelError},
 	{"kraftd: node:", slog.LevelError},
 	{"kraftd: the data directory", slog.LevelError},
+	{"kraftd: damaged:", slog.LevelError},
+	{"kraftd: moving the damaged data", slog.LevelError},
+	{"kraftd: datadir:", slog.LevelError},
+	{"kraftd: finished moving the damaged data", slog.LevelWarn},
 	{"kraftd: starting the replica", slog.LevelError},
 	{"kraftd: -http:", slog.LevelError},
 	{"kraftd: the replica stopped", slog.LevelError},

@@ -40,12 +40,11 @@ func TestRunLogsJSONInUTC(t *testing.T) {
 		sigs := make(chan os.Signal, 1)
 		var stderr syncBuffer
 		code := make(chan int, 1)
-		go func() {
-			code <- run([]string{
-				"-cluster-id", testClusterID, "-id", "1", "-voters", "1@" + ports[0], "-dir", t.TempDir(), "-http", ports[1],
-				"-election-timeout", "50ms", "-fetch-timeout", "100ms", "-log-format", "json", "-log-level", level,
-			}, os.Stdout, &stderr, sigs)
-		}()
+		args := formatted(t, []string{
+			"-cluster-id", testClusterID, "-id", "1", "-voters", "1@" + ports[0], "-dir", t.TempDir(), "-http", ports[1],
+			"-election-timeout", "50ms", "-fetch-timeout", "100ms", "-log-format", "json", "-log-level", level,
+		})
+		go func() { code <- run(args, os.Stdout, &stderr, sigs) }()
 		require.Eventually(t, func() bool {
 			c, _ := httpPost(t, "http://"+ports[1]+"/append", "x")
 			return c == 200
@@ -152,7 +151,7 @@ func TestLogFlags(t *testing.T) {
 func TestSyncDelayEnv(t *testing.T) {
 	t.Setenv(syncDelayEnv, "soon")
 	var stderr syncBuffer
-	code := run([]string{"-cluster-id", testClusterID, "-id", "1", "-voters", "1@" + freeAddr(t), "-dir", t.TempDir(), "-log-format", "json"},
+	code := run(formatted(t, []string{"-cluster-id", testClusterID, "-id", "1", "-voters", "1@" + freeAddr(t), "-dir", t.TempDir(), "-log-format", "json"}),
 		os.Stdout, &stderr, nil)
 	require.Equal(t, exitFail, code, stderr.String())
 	recs := jsonRecords(t, stderr.String())

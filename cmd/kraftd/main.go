@@ -6,18 +6,26 @@
 // HTTP endpoint to append records, read the replica's status and make the
 // leader resign, and the operational endpoints /metrics (Prometheus),
 // /healthz and /readyz. Every replica of a cluster gets the same cluster id
-// (kraftd -random-uuid makes one):
+// (kraftd -random-uuid makes one), and each data directory is formatted
+// once before the first start (kraftd format, as Kafka's kafka-storage
+// format; a start never formats, docs/design.md D108):
 //
+//	kraftd format -cluster-id MkU3OEVBNTcwNTJENDM2Qg -id 1 \
+//		-voters 1@127.0.0.1:9091,2@127.0.0.1:9092,3@127.0.0.1:9093 -dir /tmp/kraft1
 //	kraftd -cluster-id MkU3OEVBNTcwNTJENDM2Qg -id 1 \
 //		-voters 1@127.0.0.1:9091,2@127.0.0.1:9092,3@127.0.0.1:9093 \
 //		-dir /tmp/kraft1 -http 127.0.0.1:8081
 //
 // A replica whose -id is not in -voters runs as an observer. A dynamic
-// quorum (KIP-853) starts from -initial-voters instead, and grows with
-// replicas started with -bootstrap-servers that are added through POST
-// /voters/add at the leader (or ask for it themselves with -auto-join):
+// quorum (KIP-853) starts from the voters its first replicas were
+// formatted with (-initial-voters or -standalone), and grows with replicas
+// formatted with -no-initial-controllers and started with
+// -bootstrap-servers, which are added through POST /voters/add at the
+// leader (or ask for it themselves with -auto-join):
 //
+//	kraftd format -cluster-id CID -id 1 -initial-voters 1:DIRID@127.0.0.1:9091 -dir /tmp/kraft1
 //	kraftd -cluster-id CID -id 1 -initial-voters 1:DIRID@127.0.0.1:9091 -dir /tmp/kraft1 -http 127.0.0.1:8081
+//	kraftd format -cluster-id CID -id 2 -no-initial-controllers -dir /tmp/kraft2
 //	kraftd -cluster-id CID -id 2 -bootstrap-servers 1@127.0.0.1:9091 -listen 127.0.0.1:9092 -dir /tmp/kraft2 -http 127.0.0.1:8082
 //
 // The flags may come from a file in Java properties syntax with the names
@@ -45,6 +53,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/kraftquorum/kraft/datadir"
 	"github.com/kraftquorum/kraft/node"
 	"github.com/kraftquorum/kraft/storage"
 )
@@ -69,6 +78,9 @@ func main() {
 // run parses args and runs the replica until a signal arrives on sigs or
 // it fails; it returns the exit status.
 func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+	if len(args) > 0 && args[0] == "format" {
+		return runFormat(args[1:], stdout, stderr)
+	}
 	cfg, err := parseConfig(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -95,8 +107,9 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 	for _, w := range cfg.warnings {
 		logger.Printf("kraftd: -config: %s (ignored)", w)
 	}
-	if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
-		logger.Printf("kraftd: creating the data directory: %v", err)
+	if _, err := os.Stat(cfg.dir); errors.Is(err, os.ErrNotExist) {
+		// A start never formats, nor creates the directory (D108).
+		logger.Printf("kraftd: %s", refusal(cfg, &datadir.UnformattedError{Dir: cfg.dir}))
 		return exitFail
 	}
 	// One replica per data directory: a second kraftd on it fails here.
@@ -106,21 +119,14 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		return exitFail
 	}
 	defer func() { _ = lock.Unlock() }()
-	// A damaged directory is refused, or in a dynamic quorum replaced
-	// (docs/design.md D90, D91).
+	// An unformatted directory is refused (docs/design.md D108); a
+	// damaged one is refused, or in a dynamic quorum replaced (D90, D91,
+	// D111).
 	data, ok := openDataDir(&cfg, logger)
 	if !ok {
 		return exitFail
 	}
-	lg, snaps, qsPath := data.log, data.snaps, data.qsPath
-	if cfg.dynamic && cfg.dirID == ([16]byte{}) {
-		if cfg.dirID, err = directoryID(cfg.dir); err != nil {
-			_ = lg.Close()
-			_ = snaps.Close()
-			logger.Printf("kraftd: %v", err)
-			return exitFail
-		}
-	}
+	lg, snaps, qsPath := data.Log, data.Snapshots, data.QuorumStatePath
 	tr, err := newTransport(cfg, logger.Printf)
 	if err != nil {
 		_ = lg.Close()
@@ -133,8 +139,8 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		role = "observer"
 	}
 	if cfg.dynamic {
-		logger.Printf("kraftd: replica %d:%s listening on %s, dynamic quorum (initial voters %s, bootstrap servers %s, auto-join %v), data in %s",
-			cfg.id, uuid.UUID(cfg.dirID), tr.Addr(), votersString(cfg.initialVoters), votersString(cfg.bootstrapServers), cfg.autoJoin, cfg.dir)
+		logger.Printf("kraftd: replica %d:%s (%s) listening on %s, dynamic quorum (%s, bootstrap servers %s, auto-join %v), data in %s",
+			cfg.id, uuid.UUID(cfg.dirID), role, tr.Addr(), bootstrapString(data.Bootstrap), votersString(cfg.bootstrapServers), cfg.autoJoin, cfg.dir)
 	} else {
 		logger.Printf("kraftd: replica %d (%s) listening on %s (%s wire protocol), voters %s, data in %s", cfg.id, role, tr.Addr(), cfg.wire, votersString(cfg.voters), cfg.dir)
 	}
@@ -167,7 +173,9 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		SlowSyncResign:    cfg.slowSyncResign,
 	}
 	if cfg.dynamic {
-		ncfg.InitialVoters = cfg.nodeInitialVoters()
+		// The voters the quorum started with are the bootstrap checkpoint
+		// that kraftd format wrote; never -initial-voters at a start
+		// (D108), so node never writes one (InitialVoters is nil).
 		ncfg.BootstrapPath = storage.BootstrapPath(cfg.dir)
 		ncfg.BootstrapServers = cfg.bootstrapIDs()
 	}

@@ -65,6 +65,9 @@ type Faults struct {
 	// it was meant to go (the file grows if need be); the place it was
 	// meant for keeps its old content.
 	MisdirectedWrite float64
+	// Max bounds the faults the disk makes on its own from SetFaults on
+	// (0: no bound): a model of one fault at a time.
+	Max int
 }
 
 // Stats counts what the disk was asked to do.
@@ -93,6 +96,7 @@ type Disk struct {
 	dead     bool // the process died; Restart
 	budget   int  // mutating operations left before dying; < 0: never
 	stats    Stats
+	made     int // faults made since SetFaults
 	onSync   func(path string)
 	liveSize int64
 }
@@ -148,6 +152,7 @@ func (d *Disk) SetFaults(f Faults) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.faults = f
+	d.made = 0
 }
 
 // SetCapacity limits the bytes the files may hold (0: no limit): a write
@@ -913,11 +918,15 @@ func (d *Disk) cache(in *inode, off int64, p []byte) {
 	in.data = writeAt(in.data, off, p)
 	d.liveSize += int64(len(in.data)) - before
 	op := fileOp{off: off, data: append([]byte(nil), p...)}
-	if d.faults.LostWrite > 0 && d.rng.Float64() < d.faults.LostWrite {
+	switch {
+	case d.faults.Max > 0 && d.made >= d.faults.Max:
+	case d.faults.LostWrite > 0 && d.rng.Float64() < d.faults.LostWrite:
 		op.lost = true
+		d.made++
 		d.stats.LostWrites++
-	} else if d.faults.MisdirectedWrite > 0 && d.rng.Float64() < d.faults.MisdirectedWrite {
+	case d.faults.MisdirectedWrite > 0 && d.rng.Float64() < d.faults.MisdirectedWrite:
 		op.misdirected = true
+		d.made++
 		d.stats.Misdirected++
 	}
 	in.pending = append(in.pending, op)

@@ -18,7 +18,12 @@ import (
 // D70, D118): every record the log reported flushed either reads back as
 // written when the log is opened again, or Open reports the loss as damage
 // (storage.ErrDamaged, or ErrCorrupt, which hosts refuse as they do
-// damage). A record cut silently, as a torn tail, is a
+// damage). The disk makes at most one fault a run (a lost or misdirected
+// write, on any file: a segment, the recovery point, the log start): the
+// model of D96, one damage at a time. (Two can defeat any one copy of the
+// evidence: a lost write of the records and a lost write of the recovery
+// point that claims them leave an older recovery point, intact, and a
+// tail that reads as torn.) A record cut silently, as a torn tail, is a
 // violation: the replica would rejoin without records it acknowledged.
 // Without disk faults, Open must succeed and lose nothing flushed.
 func flushedClaimRun(seed int64, faults bool) error {
@@ -31,7 +36,7 @@ func flushedClaimRun(seed int64, faults bool) error {
 		return fmt.Errorf("first open: %v", err)
 	}
 	if faults {
-		d.SetFaults(simdisk.Faults{LostWrite: 0.05, MisdirectedWrite: 0.02})
+		d.SetFaults(simdisk.Faults{LostWrite: 0.08, MisdirectedWrite: 0.04, Max: 1})
 	}
 	var model []storage.Entry // what the log holds, as written
 	flushed, start := int64(0), int64(0)
@@ -137,4 +142,14 @@ func TestFileLogLosesNothingFlushedOverACrashingDisk(t *testing.T) {
 	for seed := int64(1); seed <= 300; seed++ {
 		require.NoError(t, flushedClaimRun(seed, false), "seed %d", seed)
 	}
+}
+
+func TestFileLogReportsEveryFlushedRecordLostToDiskFaults(t *testing.T) {
+	var failed []string
+	for seed := int64(1); seed <= 1000; seed++ {
+		if err := flushedClaimRun(seed, true); err != nil {
+			failed = append(failed, fmt.Sprintf("seed %d: %v", seed, err))
+		}
+	}
+	require.Empty(t, failed)
 }

@@ -1,0 +1,30 @@
+package storage
+
+import (
+	"github.com/kraftquorum/kraft"
+)
+
+// The stores below read and write through an FS of the caller's, as
+// FileLog does with Options.FS: a data directory's format, identity and
+// recovery (package datadir) run the same code over the operating
+// system's disk and over a simulated or failing one.
+
+// ReadQuorumStateFS is ReadQuorumState over fsys.
+func ReadQuorumStateFS(fsys FS, path string) (*kraft.QuorumRecord, error) {
+	return readQuorumState(fsys, path)
+}
+
+// OpenSnapshotsFS is OpenSnapshots over fsys.
+func OpenSnapshotsFS(fsys FS, dir string) (*Snapshots, error) {
+	return openSnapshots(fsys, dir)
+}
+
+// ReadBootstrapFS is ReadBootstrap over fsys.
+func ReadBootstrapFS(fsys FS, path string) ([]byte, error) {
+	return readBootstrap(fsys, path)
+}
+
+// WriteBootstrapFS is WriteBootstrap over fsys.
+func WriteBootstrapFS(fsys FS, path string, payload []byte) error {
+	return writeBootstrap(fsys, path, payload)
+}
