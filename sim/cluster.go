@@ -12,6 +12,8 @@ import (
 	"github.com/kraftquorum/kraft"
 	"github.com/kraftquorum/kraft/internal/plant"
 	"github.com/kraftquorum/kraft/replica"
+	"github.com/kraftquorum/kraft/storage"
+	"github.com/kraftquorum/kraft/storage/simdisk"
 )
 
 // Record is one log record.
@@ -73,10 +75,14 @@ type node struct {
 	// at the next start (damage.go).
 	history []kraft.QuorumRecord
 	damage  *diskDamage
-	// log is the host's written log, indexed by offset; log[:flushed] is
-	// durable. The log starts at start: the records below it were deleted
-	// (zero values), and the snapshot at start holds them; startEpoch is
-	// the epoch of the record before start.
+	// dsk is the replica's simulated disk; flog its log on it (a
+	// storage.FileLog, opened at each start, nil while it is down).
+	dsk  *simdisk.Disk
+	flog *storage.FileLog
+	// log is what flog holds, as Records, indexed by offset; log[:flushed]
+	// is what the replica was told is durable. The log starts at start: the
+	// records below it were deleted (zero values), and the snapshot at
+	// start holds them; startEpoch is the epoch of the record before start.
 	log        []Record
 	start      int
 	startEpoch kraft.Epoch
@@ -268,7 +274,7 @@ func New(opts Options, trace io.Writer) (*Cluster, error) {
 			ElectionBackoffMax: opts.ElectionBackoffMax,
 			Seed:               replicaSeed(opts.Seed, id),
 		}
-		n := &node{id: id, cfg: cfg}
+		n := &node{id: id, cfg: cfg, dsk: simdisk.New(int64(replicaSeed(opts.Seed, id)))}
 		if opts.Dynamic {
 			// The voter set is in the log: controllers start from the
 			// bootstrap checkpoint, brokers with none.
@@ -518,10 +524,12 @@ func (c *Cluster) flush(n *node) {
 // start (re)builds n's replica from its durable record, flushed log and
 // snapshots (replica.New: Kafka's startup rules).
 func (c *Cluster) start(n *node) {
-	if n.damage != nil && !c.startDamaged(n) {
+	if n.damage != nil && n.damage.err != nil && !c.startDamaged(n) {
+		return // quorum-state damage; log damage is storage.Open's to find
+	}
+	if n.flog == nil && !c.recoverLog(n) {
 		return
 	}
-	n.log = n.log[:n.flushed:n.flushed]
 	n.partial = nil
 	n.up = true
 	n.flushAt = false

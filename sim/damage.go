@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"time"
@@ -8,38 +9,35 @@ import (
 	"github.com/kraftquorum/kraft"
 	"github.com/kraftquorum/kraft/internal/plant"
 	"github.com/kraftquorum/kraft/storage"
+	"github.com/kraftquorum/kraft/storage/simdisk"
 )
 
-// Disk damage in the simulator (docs/design.md D96-D99): OpDamage damages
-// a replica's disk (crashing it first if it is up), and the damage takes
-// effect at its next start, where the host does what package storage and
-// kraftd do:
+// Disk damage in the simulator (docs/design.md D96-D99, D118): OpDamage
+// damages a replica's disk (crashing it first if it is up), and the damage
+// takes effect at its next start, where the host does what kraftd does:
 //
-//   - it detects the damage as storage.Open and storage.CheckQuorumState
-//     do (detect, below; D70-D72), and the error is the one they return;
-//   - it applies the recovery rule (D91): in a dynamic quorum the replica
-//     moves its data aside and starts empty with a new directory id, as a
-//     replaced disk, an observer until a committed VotersRecord adds it
-//     back (auto-join); in a static quorum it refuses to start and stays
-//     down until the operator restores the directory as it was when the
-//     replica stopped (the copy kraftd's message asks for), RestoreDelay
-//     later, and starts it.
+//   - log damage is made in the bytes of the replica's simulated disk
+//     (package storage/simdisk): a bit flipped in a segment file, or the
+//     last writes of a segment lost (the media reads zeros from a point
+//     on); the next start opens the log with storage.Open, the code users
+//     run, which finds it or does not. What it does not report as damage
+//     must have lost nothing the replica was told was durable ("silent
+//     loss", checked at every start);
+//   - quorum-state damage is still modelled: the host's quorum-state
+//     record is in memory, and detect asks storage.CheckQuorumState, with
+//     the record the damage leaves and the log's synced epoch, what
+//     package storage would report;
+//   - on damage the recovery rule (D91) applies: in a dynamic quorum the
+//     replica moves its data aside and starts empty with a new directory
+//     id, as a replaced disk, an observer until a committed VotersRecord
+//     adds it back (auto-join); in a static quorum it refuses to start and
+//     stays down until the operator restores the directory as it was when
+//     the replica stopped (the copy kraftd's message asks for),
+//     RestoreDelay later, and starts it.
 //
-// The simulated disk is not byte-level: it holds records and a quorum
-// record, not frames and files. So the damage is not written into bytes
-// that storage.Open then reads; detect derives the result storage.Open
-// would reach from what the simulated disk knows (the recovery point is
-// the flushed offset, a damaged record lies below it) and builds the
-// error it returns (a *storage.DamageError); for the quorum state it calls
-// storage.CheckQuorumState itself, with the record the damage leaves and
-// the log's synced epoch. That storage.Open finds every such damage is
-// package storage's own tests' (TestEveryFlipBelowTheRecoveryPointIsDamage,
-// TestQuorumStateRollbackAndLoss). The simulated disk keeps the replica's
-// data as it was: a replica that starts on it never reads the damaged
-// records, except with the planted bug plant.TornTail (D99), which takes
-// them for a torn tail as storage.Open did before D70: it cuts the log at
-// the first damaged record and starts with what is left, under its old
-// identity and vote.
+// The planted bug plant.TornTail (D99) is a host that opens the log with
+// storage.Options.TruncateDamage and ignores Recovery.Damage: it starts
+// with the log cut at the damage under its old identity and vote.
 //
 // One damaged replica at a time: a damage is not applied
 // (Stats.DamagesSkipped) while an earlier one is not over (the victim is
@@ -50,9 +48,8 @@ import (
 // which the simulator does not inject either (DamagesSkipped): both
 // quorum-state files rolled back to a record at or above the log's synced
 // epoch (with the log, or with a log that holds nothing of the newer
-// epochs), or lost with a log of epoch 0 (D72); and damage to snapshots
-// and the log start checkpoint (D73), which the simulator leaves to
-// package storage's tests.
+// epochs), or lost with a log of epoch 0 (D72); and damage to snapshots,
+// which the simulator leaves to package storage's tests.
 
 // Damage names a disk fault (OpDamage).
 type Damage string
@@ -80,12 +77,16 @@ var Damages = []Damage{DamageFlip, DamageLostWrite, DamageLostQuorumState, Damag
 // damage the operator has restored its directory and started it again.
 const RestoreDelay = 3 * time.Second
 
-// diskDamage is a damage waiting for the replica's start: what the
-// storage reports (err), and for log damage the first damaged offset.
+// diskDamage is a damage waiting for the replica's start, or met at it:
+// what the storage reports (err: detect's for the quorum state, nil for
+// log damage until storage.Open has said).
 type diskDamage struct {
 	kind Damage
-	from int // the first damaged record, for DamageFlip and DamageLostWrite
 	err  error
+	// saved is the disk as it was when the replica stopped, before the
+	// damage: the operator's copy, which a static replica's restore puts
+	// back.
+	saved *simdisk.Disk
 	// refused: a static replica refused to start on it, and the
 	// operator's restore is on its way.
 	refused bool
@@ -139,9 +140,10 @@ func (c *Cluster) damageOver() bool {
 	return false
 }
 
-// damage carries out OpDamage on n: it crashes n if it is up and records
-// what its storage will report at its next start (detect). A damage the
-// model leaves out, or one while another is under way, is skipped.
+// damage carries out OpDamage on n: it crashes n if it is up, keeps a copy
+// of its disk (the operator's backup) and damages it: in its bytes for the
+// log (injectLogDamage), or as detect says for the quorum state. A damage
+// the model leaves out, or one while another is under way, is skipped.
 func (c *Cluster) damage(n *node, kind Damage) {
 	if !c.damageOver() || n.damage != nil {
 		c.stats.DamagesSkipped++
@@ -149,11 +151,22 @@ func (c *Cluster) damage(n *node, kind Damage) {
 		return
 	}
 	c.crash(n)
-	d := detect(n, kind, c.rng)
-	if d == nil {
-		c.stats.DamagesSkipped++
-		return
+	var d *diskDamage
+	saved := n.dsk.Clone()
+	switch kind {
+	case DamageFlip, DamageLostWrite:
+		if !c.injectLogDamage(n, kind) {
+			c.stats.DamagesSkipped++
+			return
+		}
+		d = &diskDamage{kind: kind}
+	default:
+		if d = detect(n, kind); d == nil {
+			c.stats.DamagesSkipped++
+			return
+		}
 	}
+	d.saved = saved
 	n.damage = d
 	c.victim, c.victimKey = n.id, n.cfg.Local
 	c.stats.Damages++
@@ -163,35 +176,49 @@ func (c *Cluster) damage(n *node, kind Damage) {
 	c.stats.DamagesByKind[kind]++
 }
 
-// detect is what the storage reports at open for damage kind on n's disk,
-// nil if it has nothing to damage there or the damage is one no local
-// check can see. It mirrors package storage:
-//
-//   - a bad frame, or the log's end, below the recovery point (which is
-//     n.flushed: a Sync writes it once the segment is synced,
-//     storage/recoverypoint.go) is a *storage.DamageError naming the
-//     records lost, from the damaged one to the recovery point
-//     (storage/recover.go, damage);
-//   - the quorum-state record is checked by storage.CheckQuorumState
-//     itself, against the highest epoch the log held durably. A single lost
-//     write of one of the two quorum-state files is not damage: the
-//     checked copy holds the newest record or the one before
-//     (storage/quorumcopy.go); losing or rolling back both is.
-func detect(n *node, kind Damage, r *rand.Rand) *diskDamage {
+// injectLogDamage damages the log's bytes on n's disk: a bit flipped at a
+// random byte of a random segment (DamageFlip), or the writes of the last
+// segment lost from a random byte on (DamageLostWrite). False if the log
+// has no byte on the media to damage.
+func (c *Cluster) injectLogDamage(n *node, kind Damage) bool {
+	names, err := n.dsk.ReadDir(logDir)
+	if err != nil {
+		return false
+	}
+	type seg struct {
+		path string
+		size int
+	}
+	var segs []seg
+	for _, name := range names {
+		if len(name) == 24 && name[20:] == ".log" {
+			p := logDir + "/" + name
+			if b, err := n.dsk.Media(p); err == nil && len(b) > 0 {
+				segs = append(segs, seg{p, len(b)})
+			}
+		}
+	}
+	if len(segs) == 0 {
+		return false
+	}
+	if kind == DamageLostWrite {
+		s := segs[len(segs)-1]
+		return n.dsk.LoseWrites(s.path, int64(c.rng.Intn(s.size))) == nil
+	}
+	s := segs[c.rng.Intn(len(segs))]
+	return n.dsk.FlipBit(s.path, int64(c.rng.Intn(s.size)), uint(c.rng.Intn(8))) == nil
+}
+
+// detect is what the storage reports at open for quorum-state damage kind
+// on n's disk, nil if it has nothing to damage there or the damage is one
+// no local check can see. storage.CheckQuorumState itself decides, against
+// the highest epoch the log held durably. A single lost write of one of
+// the two quorum-state files is not damage: the checked copy holds the
+// newest record or the one before (storage/quorumcopy.go); losing or
+// rolling back both is.
+func detect(n *node, kind Damage) *diskDamage {
 	logEpoch := n.syncedEpoch()
 	switch kind {
-	case DamageFlip, DamageLostWrite:
-		if n.flushed <= n.start {
-			return nil // no synced record in the log (a snapshot's damage is D73's, not modelled)
-		}
-		from := n.start + r.Intn(n.flushed-n.start)
-		cause := fmt.Sprintf("a bad frame at offset %d, below the recovery point %d", from, n.flushed)
-		if kind == DamageLostWrite {
-			cause = fmt.Sprintf("the log ends at %d, below the recovery point %d", from, n.flushed)
-		}
-		return &diskDamage{kind: kind, from: from, err: &storage.DamageError{
-			Dir: fmt.Sprintf("r%d", n.id), From: int64(from), To: int64(n.flushed), Epoch: logEpoch, Cause: cause,
-		}}
 	case DamageLostQuorumState:
 		if n.record == nil {
 			return nil
@@ -216,23 +243,69 @@ func detect(n *node, kind Damage, r *rand.Rand) *diskDamage {
 	return nil
 }
 
-// startDamaged carries out the recovery rule for n's damage at its start
-// (D91), and reports whether the start goes on (on a replaced disk, or on
-// the log the planted bug cut).
-func (c *Cluster) startDamaged(n *node) bool {
-	d := n.damage
-	log := d.kind == DamageFlip || d.kind == DamageLostWrite
-	switch {
-	case log && c.opts.plant == plant.TornTail:
-		// The planted bug: the damage taken for a torn tail, the log cut
-		// at it, the identity and the vote kept. The checker is told the
-		// records are gone (the disk lost them, not the protocol): what it
-		// then catches is what the replica does with a shorter log.
+// recoverLog opens n's log at its start (openLog), checks that nothing the
+// replica was told was durable is gone unless storage.Open reported it,
+// and meets damage with the recovery rule (startDamaged). It reports
+// whether the start goes on.
+func (c *Cluster) recoverLog(n *node) bool {
+	before, flushed, start := n.log, n.flushed, n.start
+	var opts storage.Options
+	if c.opts.plant == plant.TornTail {
+		opts.TruncateDamage = true // the planted bug: a host that ignores the report
+	}
+	rec, err := c.openLog(n, opts)
+	if err != nil {
+		if !errors.Is(err, storage.ErrDamaged) && !errors.Is(err, storage.ErrCorrupt) {
+			c.fail(Violation{Node: n.id, Rule: "restart", Detail: err.Error()})
+			return false
+		}
+		if n.damage == nil {
+			n.damage = &diskDamage{kind: DamageFlip, saved: n.dsk.Clone()}
+		}
+		n.damage.err = err
+		return c.startDamaged(n) && (n.flog != nil || c.recoverLog(n))
+	}
+	if rec.Damage != nil {
+		// Only the planted bug opens a damaged log: the checker is told
+		// the records are gone (the disk lost them, not the protocol);
+		// what it then catches is what the replica does with a shorter
+		// log under its old key and vote.
 		n.damage = nil
-		n.log, n.flushed = n.log[:d.from:d.from], d.from
-		c.check.diskDamaged(n, d.from)
+		c.check.diskDamaged(n, int(rec.Damage.From))
 		c.stats.DamagesCut++
 		return true
+	}
+	if n.damage != nil && n.damage.err == nil {
+		n.damage = nil // the log damage was harmless (below the log start, or past the synced records)
+		c.victim = kraft.NoNode
+	}
+	from := len(before)
+	for i := start; i < flushed; i++ {
+		if i >= len(n.log) || n.log[i] != before[i] {
+			c.fail(Violation{Node: n.id, Rule: "storage-lost-flushed", Detail: fmt.Sprintf(
+				"record %d was reported durable (flushed %d) and storage.Open recovered the log to %d without reporting damage (%+v)",
+				i, flushed, len(n.log), rec)})
+			return false
+		}
+	}
+	for i := start; i < len(before) && i < len(n.log); i++ {
+		if n.log[i] != before[i] {
+			from = i
+			break
+		}
+	}
+	if len(n.log) < from {
+		from = len(n.log)
+	}
+	c.check.logChangedFrom(n, from)
+	return true
+}
+
+// startDamaged carries out the recovery rule for n's damage at its start
+// (D91), and reports whether the start goes on (on a replaced disk).
+func (c *Cluster) startDamaged(n *node) bool {
+	d := n.damage
+	switch {
 	case c.opts.Dynamic:
 		n.damage = nil
 		c.replaceDisk(n)
@@ -257,6 +330,7 @@ func (c *Cluster) restore(n *node) {
 	if n.up || n.damage == nil {
 		return
 	}
+	n.dsk = n.damage.saved
 	n.damage = nil
 	c.stats.DamagesRestored++
 	c.start(n)
@@ -267,6 +341,8 @@ func (c *Cluster) restore(n *node) {
 // until added (OpLoseDisk's disk, and D91's replaced disk).
 func (c *Cluster) replaceDisk(n *node) {
 	n.record, n.history, n.log, n.flushed, n.start, n.startEpoch, n.snaps, n.partial, n.applied = nil, nil, nil, 0, 0, 0, nil, nil, nil
+	n.flog = nil
+	n.dsk.Wipe()
 	n.damage = nil
 	n.disk++
 	n.bootstrap = nil

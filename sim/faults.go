@@ -129,7 +129,7 @@ func (c *Cluster) apply(op Op) {
 		}
 	case OpKill:
 		if valid && c.nodes[op.Node].up {
-			c.crash(c.nodes[op.Node])
+			c.stop(c.nodes[op.Node], false)
 			c.noticeDown(op.Node)
 		}
 	case OpRestart:
@@ -194,12 +194,27 @@ func (c *Cluster) apply(op Op) {
 	}
 }
 
-func (c *Cluster) crash(n *node) {
+// crash is a power loss of n's machine (OpCrash).
+func (c *Cluster) crash(n *node) { c.stop(n, true) }
+
+// stop ends n's process: with its machine's power (its disk keeps what a
+// power loss keeps, package storage/simdisk), or alone (the page cache
+// keeps every write). Either way the host's view of the log keeps what the
+// replica was told was durable; the next start reads back what the disk
+// kept.
+func (c *Cluster) stop(n *node, powerLoss bool) {
 	if !n.up {
 		return
 	}
 	n.up = false
 	n.inc++
+	n.flog = nil // its files are gone with the process
+	if powerLoss {
+		n.dsk.Crash()
+	} else {
+		n.dsk.Kill()
+	}
+	n.dsk.Restart()
 	n.log = n.log[:n.flushed:n.flushed]
 	n.partial = nil // a partial download is lost
 	n.rep = nil     // and everything in memory

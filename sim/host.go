@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -15,20 +16,32 @@ import (
 // The simulated host runs each replica through package replica, the layer
 // the runtime (package node) runs: the requests, retries, parking, the
 // records decision, snapshot transfers and voter-set replay the random
-// schedules exercise are the runtime's (docs/design.md D75). What is the
-// host's here is only I/O: a log, a quorum-state record and snapshots in
-// memory (this file), a network, a disk whose syncs take a random time, and
-// a clock (cluster.go).
+// schedules exercise are the runtime's (docs/design.md D75). Its log is
+// package storage's FileLog, the code users run, on a simulated disk
+// (package storage/simdisk: page cache and media, power loss, lost writes,
+// bit flips): a crash keeps what the disk keeps, and the next start
+// recovers it with storage.Open, which finds damage or does not, as it
+// would on a real disk (D118). What is the host's here is the rest of the
+// I/O: a quorum-state record and snapshots in memory (this file), a
+// network, the time a sync takes, and a clock (cluster.go).
 //
-// The log keeps the records as Records with readable payloads, which the
-// checker compares with the committed log: a record the replica writes is
+// The host also keeps what the log holds as Records with readable payloads
+// (n.log, read back from the FileLog at each start), which the checker
+// compares with the committed log: a record the replica writes is
 // converted on the way in (recordOf) and back on the way out (dataOf), and
 // the conversion is checked to be exact.
 
-// hostLog is replica n's log as the replica layer reads and writes it: a
-// storage.Log over n.log, n.start and n.flushed. A crash keeps its flushed
-// prefix (crash); a Truncate keeps the flushed offset at or below the new
-// end, not above: records below it that were never synced stay unsynced.
+// simSegmentBytes is the segment size of the simulated logs: small, so
+// that the random schedules roll, clean and recover many segments.
+const simSegmentBytes = 2048
+
+// logDir is the log's directory on a replica's simulated disk.
+const logDir = "/log"
+
+// hostLog is replica n's log as the replica layer reads and writes it: the
+// storage.FileLog n.flog on n's disk, and the host's view of it (n.log,
+// n.start, n.startEpoch, and n.flushed: what the replica was told is
+// durable).
 type hostLog struct {
 	c *Cluster
 	n *node
@@ -48,13 +61,18 @@ func (l hostLog) Append(epoch kraft.Epoch, records ...[]byte) (kraft.LogEnd, err
 		return end, l.fail("asked to append records of epoch %d after epoch %d", epoch, end.Epoch)
 	}
 	from := len(n.log)
+	recs := make([]Record, 0, len(records))
 	for _, data := range records {
 		r, err := l.c.recordOf(epoch, data)
 		if err != nil {
 			return n.end(), l.fail("%v", err)
 		}
-		n.log = append(n.log, r)
+		recs = append(recs, r)
 	}
+	if _, err := n.flog.Append(epoch, records...); err != nil {
+		return n.end(), l.fail("FileLog.Append: %v", err)
+	}
+	n.log = append(n.log, recs...)
 	l.c.check.logChangedFrom(n, from)
 	return n.end(), nil
 }
@@ -62,19 +80,21 @@ func (l hostLog) Append(epoch kraft.Epoch, records ...[]byte) (kraft.LogEnd, err
 func (l hostLog) AppendEntries(entries ...storage.Entry) (kraft.LogEnd, error) {
 	n := l.n
 	from := len(n.log)
+	recs := make([]Record, 0, len(entries))
 	for i, e := range entries {
-		if e.Offset != int64(len(n.log)) {
-			return n.end(), l.fail("asked to append the fetched record at %d to a log that ends at %d", e.Offset, len(n.log))
-		}
-		if end := n.end(); e.Epoch < end.Epoch {
-			return end, l.fail("asked to append a fetched record of epoch %d after epoch %d", e.Epoch, end.Epoch)
+		if e.Offset != int64(from+i) {
+			return n.end(), l.fail("asked to append the fetched record at %d to a log that ends at %d", e.Offset, from+i)
 		}
 		r, err := l.c.recordOf(e.Epoch, e.Data)
 		if err != nil {
 			return n.end(), l.fail("fetched record %d of %d: %v", i, len(entries), err)
 		}
-		n.log = append(n.log, r)
+		recs = append(recs, r)
 	}
+	if _, err := n.flog.AppendEntries(entries...); err != nil {
+		return n.end(), l.fail("FileLog.AppendEntries: %v", err)
+	}
+	n.log = append(n.log, recs...)
 	l.c.check.logChangedFrom(n, from)
 	return n.end(), nil
 }
@@ -83,26 +103,22 @@ func (l hostLog) AppendEntries(entries ...storage.Entry) (kraft.LogEnd, error) {
 // simulated disk hands out small reads, so that fetches carry few records.
 func (l hostLog) Read(from int64, maxBytes int) ([]storage.Entry, error) {
 	n := l.n
-	switch {
-	case from < int64(n.start):
+	if from < int64(n.start) {
 		// The state never asks for records below the log start (it answers
 		// with the snapshot's id).
 		_ = l.fail("asked to serve records from %d, below the log start %d", from, n.start)
-		return nil, fmt.Errorf("%w: read from %d, the log starts at %d", storage.ErrBelowStart, from, n.start)
-	case from < 0 || from > int64(len(n.log)):
-		return nil, fmt.Errorf("%w: read from %d of a log of %d", storage.ErrOutOfRange, from, len(n.log))
 	}
-	var out []storage.Entry
-	size := 0
-	for i := int(from); i < len(n.log) && len(out) < l.c.opts.MaxFetchRecords; i++ {
-		data := dataOf(n.log[i])
-		if len(out) > 0 && size+len(data) > maxBytes {
-			break
+	es, err := n.flog.Read(from, maxBytes)
+	if err != nil {
+		if !errors.Is(err, storage.ErrBelowStart) && !errors.Is(err, storage.ErrOutOfRange) {
+			_ = l.fail("FileLog.Read(%d): %v", from, err)
 		}
-		size += len(data)
-		out = append(out, storage.Entry{Offset: int64(i), Epoch: n.log[i].Epoch, Data: data})
+		return nil, err
 	}
-	return out, nil
+	if len(es) > l.c.opts.MaxFetchRecords {
+		es = es[:l.c.opts.MaxFetchRecords]
+	}
+	return es, nil
 }
 
 func (l hostLog) Truncate(to int64) error {
@@ -112,6 +128,9 @@ func (l hostLog) Truncate(to int64) error {
 	}
 	if to >= int64(len(n.log)) {
 		return nil
+	}
+	if err := n.flog.Truncate(to); err != nil {
+		return l.fail("FileLog.Truncate(%d): %v", to, err)
 	}
 	n.truncated = true
 	n.log = n.log[:to:to]
@@ -139,6 +158,9 @@ func (l hostLog) DeleteBefore(offset int64) error {
 	if offset > int64(len(n.log)) {
 		return l.fail("asked to delete the log before %d, past its end %d", offset, len(n.log))
 	}
+	if err := n.flog.DeleteBefore(offset); err != nil {
+		return l.fail("FileLog.DeleteBefore(%d): %v", offset, err)
+	}
 	n.startEpoch = n.log[offset-1].Epoch
 	for i := n.start; i < int(offset); i++ {
 		n.log[i] = Record{}
@@ -155,6 +177,9 @@ func (l hostLog) DeleteBefore(offset int64) error {
 // truncateToLatestSnapshot).
 func (l hostLog) ResetTo(start kraft.LogEnd) error {
 	n := l.n
+	if err := n.flog.ResetTo(start); err != nil {
+		return l.fail("FileLog.ResetTo(%+v): %v", start, err)
+	}
 	off := int(start.Offset)
 	n.log = make([]Record, off)
 	n.start, n.flushed, n.startEpoch = off, off, start.Epoch
@@ -165,6 +190,12 @@ func (l hostLog) ResetTo(start kraft.LogEnd) error {
 // Sync makes the whole written log durable.
 func (l hostLog) Sync() error {
 	n := l.n
+	if err := n.flog.Sync(); err != nil {
+		return l.fail("FileLog.Sync: %v", err)
+	}
+	if f := int(n.flog.Flushed()); f < len(n.log) {
+		return l.fail("FileLog.Sync left the flushed offset at %d, below the log end %d", f, len(n.log))
+	}
 	if n.flushed < len(n.log) {
 		n.flushed = len(n.log)
 		l.c.check.logChangedFrom(n, len(n.log))
@@ -172,28 +203,48 @@ func (l hostLog) Sync() error {
 	return nil
 }
 
-// Close does nothing: the log lives as long as the replica's disk.
+// Close does nothing: the log lives as long as the replica's process, and
+// a crash ends it (crash).
 func (l hostLog) Close() error { return nil }
 
 func (l hostLog) End() kraft.LogEnd { return l.n.end() }
 func (l hostLog) Flushed() int64    { return int64(l.n.flushed) }
 
-func (l hostLog) State() kraft.LogState {
-	n := l.n
-	ls := kraft.LogState{Start: int64(n.start), End: n.end()}
-	for i := n.start; i < len(n.log); i++ {
-		if i == n.start || n.log[i].Epoch != n.log[i-1].Epoch {
-			ls.Epochs = append(ls.Epochs, kraft.EpochStart{Epoch: n.log[i].Epoch, StartOffset: int64(i)})
-		}
-	}
-	return ls
-}
+func (l hostLog) State() kraft.LogState { return l.n.flog.State() }
 
-func (l hostLog) EpochFor(offset int64) (kraft.Epoch, bool) {
-	if offset < int64(l.n.start) || offset >= int64(len(l.n.log)) {
-		return 0, false
+func (l hostLog) EpochFor(offset int64) (kraft.Epoch, bool) { return l.n.flog.EpochFor(offset) }
+
+// openLog opens n's log on its disk as a host does at start (storage.Open:
+// a torn tail cut, damage reported), and reads it back into the host's
+// view. The error is storage.Open's, or a violation's.
+func (c *Cluster) openLog(n *node, opts storage.Options) (storage.Recovery, error) {
+	opts.FS, opts.SegmentBytes = n.dsk, simSegmentBytes
+	l, rec, err := storage.Open(logDir, opts)
+	if err != nil {
+		return rec, err
 	}
-	return l.n.log[offset].Epoch, true
+	start := l.Start()
+	end := l.End().Offset
+	recs := make([]Record, start.Offset, end)
+	for off := start.Offset; off < end; {
+		es, err := l.Read(off, 1<<20)
+		if err != nil {
+			_ = l.Close()
+			return rec, fmt.Errorf("reading the log back at %d: %w", off, err)
+		}
+		for _, e := range es {
+			r, err := c.recordOf(e.Epoch, e.Data)
+			if err != nil {
+				_ = l.Close()
+				return rec, fmt.Errorf("record %d of the recovered log: %w", e.Offset, err)
+			}
+			recs = append(recs, r)
+		}
+		off = es[len(es)-1].Offset + 1
+	}
+	n.flog = l
+	n.log, n.start, n.startEpoch, n.flushed = recs, int(start.Offset), start.Epoch, int(end)
+	return rec, nil
 }
 
 // leaderChangePrefix starts a LeaderChange record's payload.

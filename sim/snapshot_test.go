@@ -217,12 +217,13 @@ func TestReplayWithSnapshots(t *testing.T) {
 // TestRestartResetsLogToSnapshotPastItsEnd: a replica whose host took a
 // snapshot of records it had not flushed yet (an observer does not wait
 // for its flush to fetch on, and its high watermark covers what it
-// fetched) crashes before the flush; on restart its host resets the log
-// to the snapshot, as Kafka's KafkaMetadataLog does on open
+// fetched) crashes before the flush, and the power loss takes the unsynced
+// records (it may keep them: then the log goes on); on restart its host
+// resets the log to the snapshot, as Kafka's KafkaMetadataLog does on open
 // (truncateToLatestSnapshot), and the replica goes on from there.
 func TestRestartResetsLogToSnapshotPastItsEnd(t *testing.T) {
 	resets := 0
-	for seed := int64(1); seed <= 4; seed++ {
+	for seed := int64(1); seed <= 12; seed++ {
 		opts := DefaultOptions()
 		opts.Voters, opts.Observers, opts.Seed = 3, 1, seed
 		opts.SnapshotEvery, opts.SnapshotsKept = 8, 3
@@ -244,10 +245,17 @@ func TestRestartResetsLogToSnapshotPastItsEnd(t *testing.T) {
 		c.Restart(o.id)
 		require.NoError(t, c.Err())
 		start, snaps, _ := c.LogStart(o.id)
-		require.Equal(t, latest.Offset, start)
-		require.Equal(t, []kraft.LogEnd{latest}, snaps)
-		require.Equal(t, latest, c.State(o.id).LogEnd())
-		resets++
+		if end := c.State(o.id).LogEnd(); end.Offset >= latest.Offset && start < latest.Offset {
+			// The power loss kept the unsynced records up to the
+			// snapshot's end (a disk may write them back before it): no
+			// reset is needed, the log goes on.
+			require.Equal(t, latest, snaps[len(snaps)-1])
+		} else {
+			require.Equal(t, latest.Offset, start)
+			require.Equal(t, []kraft.LogEnd{latest}, snaps)
+			require.Equal(t, latest, c.State(o.id).LogEnd())
+			resets++
+		}
 		_, err = c.CheckLiveness()
 		require.NoError(t, err)
 	}

@@ -721,6 +721,32 @@ func (d *Disk) FlipBit(path string, off int64, bit uint) error {
 	return nil
 }
 
+// LoseWrites makes the media of the file at path read as zeros from off to
+// its end, as if the disk had acknowledged the writes there and never made
+// them (a lost write of data once synced), in the page cache too if the
+// file has no unsynced write. It fails if the file is not there or off is
+// past its end.
+func (d *Disk) LoseWrites(path string, off int64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	path = clean(path)
+	e, ok := d.durable[path]
+	if !ok || e.isDir() {
+		return notExist("lose", path)
+	}
+	in := d.inodes[e.ino]
+	if off < 0 || off > int64(len(in.media)) {
+		return fmt.Errorf("simdisk: lost writes from %d of %s, which holds %d bytes on the media", off, path, len(in.media))
+	}
+	for i := off; i < int64(len(in.media)); i++ {
+		in.media[i] = 0
+	}
+	if len(in.pending) == 0 {
+		in.data = append(in.data[:0:0], in.media...)
+	}
+	return nil
+}
+
 // Wipe empties the disk, as an operator who replaces it or deletes its
 // files: nothing of it is left, in the cache or on the media.
 func (d *Disk) Wipe() {
