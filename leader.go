@@ -218,7 +218,9 @@ func (t *stepper) endOf(i int) int64 {
 }
 
 // onCheckQuorumTimeout: a leader that has not heard from a majority within
-// the window resigns (KAFKA-15489). The only voter never does.
+// the window resigns (KAFKA-15489). The only voter never does, and does
+// not arm the timer again: a leader that a removal left alone lets it fire
+// once more (docs/design.md D51).
 func (t *stepper) onCheckQuorumTimeout() {
 	if t.s.role == Leader && !t.s.c.leaderAlone() {
 		t.toResigned("check quorum failed")
@@ -226,7 +228,8 @@ func (t *stepper) onCheckQuorumTimeout() {
 }
 
 // onBeginQuorumEpochTimeout re-sends BeginQuorumEpoch to the voters that
-// have not fetched since the last round (KAFKA-16926).
+// have not fetched since the last round (KAFKA-16926). The only voter
+// stops re-arming it (Kafka's timer goes on firing to no one; D51).
 func (t *stepper) onBeginQuorumEpochTimeout() {
 	if t.s.role != Leader || t.s.c.leaderAlone() {
 		return

@@ -332,6 +332,8 @@ func (t *stepper) syncVoters() {
 			continue
 		}
 		granted, rejected = moveBit(granted, s.granted, i, j), moveBit(rejected, s.rejected, i, j)
+		// A removed voter's Fetch in the check-quorum window no longer
+		// counts (Kafka's fetchedVoters keeps it; D51).
 		check, begin = moveBit(check, s.fetchedCheck, i, j), moveBit(begin, s.fetchedBegin, i, j)
 		if s.role == Leader {
 			ends.set(j, s.ends.get(i))

@@ -240,8 +240,19 @@ func TestLogRefusalRateLimit(t *testing.T) {
 // and asks again, while the cluster keeps its leader and epoch.
 func TestNodeStrayReplicaIsRefused(t *testing.T) {
 	a, b := uuid.New(), uuid.New()
+	var clusterLines logLines
 	c := newTunedCluster(t, 3, nil, func(cfg *Config) {
 		cfg.Kraft.ClusterID = uuid.NullUUID{UUID: a, Valid: true}
+		// The test watches the leader for a second of real time: with
+		// the cluster's usual 200 ms fetch timeout (check-quorum 300 ms), a
+		// loaded machine (-race, other tests) now and then stalled a
+		// follower or the leader long enough for an election, and the
+		// leader's epoch changed for reasons that have nothing to do with
+		// the stray (1 run in about 200). A 2 s fetch timeout keeps the
+		// first election quick (the election timeout stays 100 ms) and
+		// leaves a stall of under 2 s no way to depose the leader.
+		cfg.Kraft.FetchTimeout = 2 * time.Second
+		cfg.Logf = clusterLines.logf
 	})
 	c.appendCommitted("x")
 	l := c.leader()
@@ -271,8 +282,8 @@ func TestNodeStrayReplicaIsRefused(t *testing.T) {
 	require.GreaterOrEqual(t, m.ClusterIDRefusedByPeers, uint64(3), "it asks again")
 	after, err := l.Status()
 	require.NoError(t, err)
-	require.Equal(t, "Leader", after.Role)
-	require.Equal(t, before.Epoch, after.Epoch)
+	require.Equal(t, "Leader", after.Role, "%q", clusterLines.get())
+	require.Equal(t, before.Epoch, after.Epoch, "%q", clusterLines.get())
 	lm, err := l.Metrics()
 	require.NoError(t, err)
 	require.NotZero(t, lm.ClusterIDRefused)

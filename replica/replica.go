@@ -351,6 +351,9 @@ func (r *Replica) drain() {
 
 // carry carries out the actions of one step on e (nil at start) in order.
 func (r *Replica) carry(acts []kraft.Action, e kraft.Event) {
+	if r.plant == bugPersistLast {
+		acts = persistLast(acts)
+	}
 	for _, a := range acts {
 		if r.err != nil {
 			return

@@ -318,15 +318,29 @@ func durable(n *node) kraft.QuorumRecord {
 // a step on event e, relies only on what the durable record d holds (the
 // README's host contract, rule 1): a granted standard vote and a standard
 // vote request need the vote persisted, BeginQuorumEpoch and
-// EndQuorumEpoch the record naming self leader of their epoch, a Fetch to
-// a leader the record naming that leader and epoch, and no message may
-// carry an epoch the record has not reached. It returns what is wrong, or
-// "" (also for actions that are not messages). The explorer checks with it
-// too.
+// EndQuorumEpoch the record naming self leader of their epoch, a Fetch or
+// a FetchSnapshot to a leader the record naming that leader and epoch, an
+// AddRaftVoter or RemoveRaftVoter request (SendVoterChange) the record
+// naming its addressee leader, a leader's ApiVersions request the record
+// naming self leader, and no message may carry an epoch the record has not
+// reached. It returns what is wrong, or "" for an action that does not
+// leave the replica (Outbound). Its switch has a case for every outbound
+// action (TestPersistBeforeSendKnowsEveryAction, docs/design.md D115): a
+// new one it does not list fails every run that sends it. The explorer
+// checks with it too.
 func PersistBeforeSend(self kraft.ReplicaKey, d kraft.QuorumRecord, a kraft.Action, e kraft.Event) string {
 	epochSent := func(what string, epoch kraft.Epoch) string {
 		if epoch > d.Epoch {
 			return fmt.Sprintf("%s carries epoch %d but the durable record is %+v", what, epoch, d)
+		}
+		return ""
+	}
+	toLeader := func(what string, to kraft.NodeID, epoch kraft.Epoch) string {
+		if msg := epochSent(what, epoch); msg != "" {
+			return msg
+		}
+		if to != kraft.NoNode && (d.LeaderID != to || d.Epoch != epoch) {
+			return fmt.Sprintf("%s to %d in epoch %d sent with durable record %+v", what, to, epoch, d)
 		}
 		return ""
 	}
@@ -358,11 +372,20 @@ func PersistBeforeSend(self kraft.ReplicaKey, d kraft.QuorumRecord, a kraft.Acti
 			return fmt.Sprintf("EndQuorumEpoch for epoch %d sent with durable record %+v", a.Epoch, d)
 		}
 	case kraft.SendFetch:
-		if msg := epochSent("fetch", a.CurrentLeaderEpoch); msg != "" {
-			return msg
+		return toLeader("fetch", a.To, a.CurrentLeaderEpoch)
+	case kraft.SendFetchSnapshot:
+		return toLeader("FetchSnapshot", a.To, a.CurrentLeaderEpoch)
+	case kraft.SendVoterChange:
+		// An auto-joining observer asks the leader it follows (Kafka's
+		// pollFollowerAsObserver); the request carries no epoch.
+		if d.LeaderID != a.To {
+			return fmt.Sprintf("%v request for %v to leader %d sent with durable record %+v", a.Kind, a.Voter, a.To, d)
 		}
-		if a.To != kraft.NoNode && (d.LeaderID != a.To || d.Epoch != a.CurrentLeaderEpoch) {
-			return fmt.Sprintf("fetch to %d in epoch %d sent with durable record %+v", a.To, a.CurrentLeaderEpoch, d)
+	case kraft.SendAPIVersions:
+		// A leader's, for a voter it is about to add (Kafka's
+		// AddVoterHandler); the request carries no epoch.
+		if d.LeaderID != self.ID {
+			return fmt.Sprintf("ApiVersions request to %v sent with durable record %+v", a.To, d)
 		}
 	case kraft.SendFetchResponse:
 		return epochSent("fetch response", a.Epoch)
@@ -372,8 +395,12 @@ func PersistBeforeSend(self kraft.ReplicaKey, d kraft.QuorumRecord, a kraft.Acti
 		return epochSent("EndQuorumEpoch response", a.Epoch)
 	case kraft.SendFetchSnapshotResponse:
 		return epochSent("FetchSnapshot response", a.Epoch)
-	case kraft.Persist, kraft.TruncateLog, kraft.AppendLeaderChange, kraft.HighWatermarkChanged,
-		kraft.ResetTimer, kraft.StopTimer, kraft.RoleChanged, kraft.Fault:
+	case kraft.SendVoterChangeResponse:
+		return epochSent(fmt.Sprintf("%v response", a.Kind), a.Epoch)
+	default:
+		if Outbound(a) {
+			return fmt.Sprintf("%T leaves the replica but has no persist-before-send rule", a)
+		}
 	}
 	return ""
 }
@@ -383,6 +410,12 @@ func PersistBeforeSend(self kraft.ReplicaKey, d kraft.QuorumRecord, a kraft.Acti
 func (k *Checker) beforeAction(n *node, a kraft.Action, e kraft.Event) {
 	d := durable(n)
 	p := k.of(n)
+	if Outbound(a) {
+		if detail := PersistBeforeSend(n.cfg.Local, d, a, e); detail != "" {
+			k.fail(n, "persist-before-send", "%s", detail)
+			return
+		}
+	}
 	switch a := a.(type) {
 	case kraft.Persist:
 		r := a.Record
@@ -406,16 +439,10 @@ func (k *Checker) beforeAction(n *node, a kraft.Action, e kraft.Event) {
 			// transitionToFollower).
 			k.fail(n, "vote-durable", "persisted %+v, forgetting its vote for %v in epoch %d", r, v, r.Epoch)
 		}
-	case kraft.SendVoteRequest, kraft.SendVoteResponse, kraft.SendBeginQuorumEpoch, kraft.SendEndQuorumEpoch,
-		kraft.SendFetch, kraft.SendFetchResponse, kraft.SendBeginQuorumEpochResponse,
-		kraft.SendEndQuorumEpochResponse, kraft.SendFetchSnapshotResponse:
-		if detail := PersistBeforeSend(n.cfg.Local, d, a, e); detail != "" {
-			k.fail(n, "persist-before-send", "%s", detail)
-			return
-		}
-		if v, ok := a.(kraft.SendVoteResponse); ok && v.VoteGranted {
+	case kraft.SendVoteResponse:
+		if a.VoteGranted {
 			if req, isReq := e.(kraft.ReceiveVoteRequest); isReq && !req.PreVote {
-				k.vote(n, v.Epoch, kraft.ReplicaKey{ID: req.Candidate, DirectoryID: req.CandidateDirectoryID})
+				k.vote(n, a.Epoch, kraft.ReplicaKey{ID: req.Candidate, DirectoryID: req.CandidateDirectoryID})
 			}
 		}
 	case kraft.HighWatermarkChanged:

@@ -173,3 +173,60 @@ func (n *node) logState() kraft.LogState {
 	ls.VoterSets = n.voterSets()
 	return ls
 }
+
+// The outbound actions of snapshots and voter changes are checked against
+// the durable record too (docs/design.md D115): each forged one that the
+// record does not back is a persist-before-send violation, and the same
+// action that it backs is none.
+func TestForgedCheckerCatchesUnbackedSnapshotAndVoterChangeMessages(t *testing.T) {
+	type forged struct {
+		name string
+		send func(c *Cluster, l, f *node) (*node, kraft.Action)
+	}
+	E := func(n *node) kraft.Epoch { return n.st.Epoch() }
+	backed := []forged{
+		{"FetchSnapshot to the leader", func(c *Cluster, l, f *node) (*node, kraft.Action) {
+			return f, kraft.SendFetchSnapshot{To: l.id, CurrentLeaderEpoch: E(l)}
+		}},
+		{"AddRaftVoter to the leader", func(c *Cluster, l, f *node) (*node, kraft.Action) {
+			return f, kraft.SendVoterChange{To: l.id, Kind: kraft.AddVoter, Voter: f.cfg.Local}
+		}},
+		{"ApiVersions from the leader", func(c *Cluster, l, f *node) (*node, kraft.Action) {
+			return l, kraft.SendAPIVersions{To: f.cfg.Local}
+		}},
+		{"a voter change response in the epoch", func(c *Cluster, l, f *node) (*node, kraft.Action) {
+			return l, kraft.SendVoterChangeResponse{To: f.id, Epoch: E(l), LeaderID: l.id}
+		}},
+	}
+	unbacked := []forged{
+		{"FetchSnapshot to a follower", func(c *Cluster, l, f *node) (*node, kraft.Action) {
+			return f, kraft.SendFetchSnapshot{To: f.id, CurrentLeaderEpoch: E(l)}
+		}},
+		{"FetchSnapshot in a later epoch", func(c *Cluster, l, f *node) (*node, kraft.Action) {
+			return f, kraft.SendFetchSnapshot{To: l.id, CurrentLeaderEpoch: E(l) + 1}
+		}},
+		{"AddRaftVoter to a follower", func(c *Cluster, l, f *node) (*node, kraft.Action) {
+			return f, kraft.SendVoterChange{To: f.id, Kind: kraft.AddVoter, Voter: f.cfg.Local}
+		}},
+		{"ApiVersions from a follower", func(c *Cluster, l, f *node) (*node, kraft.Action) {
+			return f, kraft.SendAPIVersions{To: l.cfg.Local}
+		}},
+		{"a voter change response in a later epoch", func(c *Cluster, l, f *node) (*node, kraft.Action) {
+			return l, kraft.SendVoterChangeResponse{To: f.id, Epoch: E(l) + 1, LeaderID: l.id}
+		}},
+	}
+	c := committedCluster(t)
+	l, f := leaderNode(c), follower(c)
+	for _, b := range backed {
+		n, a := b.send(c, l, f)
+		c.check.beforeAction(n, a, nil)
+		require.NoError(t, c.Err(), b.name)
+	}
+	for _, u := range unbacked {
+		c := committedCluster(t)
+		l, f := leaderNode(c), follower(c)
+		n, a := u.send(c, l, f)
+		c.check.beforeAction(n, a, nil)
+		require.Equal(t, "persist-before-send", violationRule(t, c.Err()), u.name)
+	}
+}

@@ -56,3 +56,22 @@ func TestRandomSchedulesCatchPlantedBugs(t *testing.T) {
 		})
 	}
 }
+
+// TestPersistLastBreaksPersistBeforeSend: a host that writes a step's
+// quorum-state record after the step's messages (plant.PersistLast) is
+// caught by the persist-before-send rule, and by no other rule first, in
+// most random schedules (docs/design.md D115).
+func TestPersistLastBreaksPersistBeforeSend(t *testing.T) {
+	const seeds = 10
+	caught := 0
+	for seed := int64(1); seed <= seeds; seed++ {
+		err := plantedRun(seed, plant.PersistLast)
+		if err == nil {
+			continue
+		}
+		require.Equal(t, "persist-before-send", violationRule(t, err), "seed %d: %v", seed, err)
+		caught++
+		t.Logf("seed %d: %v", seed, err)
+	}
+	require.GreaterOrEqual(t, caught, seeds/2)
+}

@@ -13,6 +13,26 @@ import (
 // need a history the explorer does not keep (every vote a disk ever
 // recorded, the committed voter sets, snapshots).
 
+// Outbound reports whether action a leaves the replica: a request or a
+// response to another replica, or an answer to the host's client
+// (SendVoterChangeResponse). Every other action is local to the replica's
+// host: its quorum-state record, its log and snapshots, its timers, its
+// reports. PersistBeforeSend checks every outbound action against the
+// durable record; the switch below lists the local ones and a new action is
+// outbound until it is listed here. TestPersistBeforeSendKnowsEveryAction
+// reads both switches and the kraft package's catalogue of actions
+// (internal/catalogue): every action is in exactly one of them
+// (docs/design.md D115).
+func Outbound(a kraft.Action) bool {
+	switch a.(type) {
+	case kraft.Persist, kraft.TruncateLog, kraft.AppendLeaderChange, kraft.AppendVoters,
+		kraft.WriteSnapshotChunk, kraft.InstallSnapshot, kraft.HighWatermarkChanged,
+		kraft.ResetTimer, kraft.StopTimer, kraft.RoleChanged, kraft.Fault:
+		return false
+	}
+	return true
+}
+
 // PersistRule checks the quorum-state record next that replica self
 // persists over its durable record d (hasRecord false: none was ever
 // written): epochs never go back ("epoch-monotonic"), a vote is never

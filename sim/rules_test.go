@@ -81,3 +81,38 @@ func TestHighWatermarkRestarts(t *testing.T) {
 	require.False(t, HighWatermarkRestarts(follower, follower))
 	require.False(t, HighWatermarkRestarts(leader, follower))
 }
+
+// TestPersistBeforeSendOnSnapshotsAndVoterChanges: the rules of the
+// outbound actions the check did not cover before docs/design.md D115, each
+// with a record it holds on and one it breaks on.
+func TestPersistBeforeSendOnSnapshotsAndVoterChanges(t *testing.T) {
+	self := kraft.ReplicaKey{ID: 1}
+	rec := func(epoch kraft.Epoch, leader kraft.NodeID) kraft.QuorumRecord {
+		r := kraft.EmptyRecord()
+		r.Epoch, r.LeaderID = epoch, leader
+		return r
+	}
+	snap := func(to kraft.NodeID, epoch kraft.Epoch) kraft.Action {
+		return kraft.SendFetchSnapshot{To: to, CurrentLeaderEpoch: epoch}
+	}
+	for _, c := range []struct {
+		name string
+		d    kraft.QuorumRecord
+		a    kraft.Action
+		ok   bool
+	}{
+		{"FetchSnapshot to the recorded leader", rec(3, 2), snap(2, 3), true},
+		{"FetchSnapshot to another leader", rec(3, 0), snap(2, 3), false},
+		{"FetchSnapshot in a later epoch", rec(2, 2), snap(2, 3), false},
+		{"voter change to the recorded leader", rec(3, 2), kraft.SendVoterChange{To: 2, Kind: kraft.AddVoter, Voter: self}, true},
+		{"voter change to a leader not recorded", rec(3, kraft.NoNode), kraft.SendVoterChange{To: 2, Kind: kraft.AddVoter, Voter: self}, false},
+		{"ApiVersions from the recorded leader", rec(3, 1), kraft.SendAPIVersions{To: kraft.ReplicaKey{ID: 4}}, true},
+		{"ApiVersions from a replica not recorded leader", rec(3, 2), kraft.SendAPIVersions{To: kraft.ReplicaKey{ID: 4}}, false},
+		{"voter change response in the recorded epoch", rec(3, 1), kraft.SendVoterChangeResponse{Epoch: 3, LeaderID: 1}, true},
+		{"voter change response in a later epoch", rec(2, 1), kraft.SendVoterChangeResponse{Epoch: 3, LeaderID: 1}, false},
+		{"a local action", rec(0, kraft.NoNode), kraft.InstallSnapshot{}, true},
+	} {
+		detail := PersistBeforeSend(self, c.d, c.a, nil)
+		require.Equal(t, c.ok, detail == "", "%s: %q", c.name, detail)
+	}
+}

@@ -21,8 +21,11 @@ type Catalogue struct {
 	Actions []string
 }
 
-// parse parses the non-test Go files of the package in dir.
-func parse(dir string) (map[string]*ast.File, error) {
+// parse parses the non-test Go files of package kraft in dir.
+func parse(dir string) (map[string]*ast.File, error) { return parseIn(dir, "kraft") }
+
+// parseIn parses the non-test Go files of package pkg in dir.
+func parseIn(dir, pkg string) (map[string]*ast.File, error) {
 	fset := token.NewFileSet()
 	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool {
 		return !strings.HasSuffix(fi.Name(), "_test.go")
@@ -30,9 +33,9 @@ func parse(dir string) (map[string]*ast.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, ok := pkgs["kraft"]
+	p, ok := pkgs[pkg]
 	if !ok {
-		return nil, fmt.Errorf("catalogue: no package kraft in %s", dir)
+		return nil, fmt.Errorf("catalogue: no package %s in %s", pkg, dir)
 	}
 	return p.Files, nil
 }
@@ -80,8 +83,12 @@ type Case struct {
 // TypeSwitch returns the clauses of the first type switch in the function
 // (or method) named fn of the kraft package in dir; a default clause has
 // no types.
-func TypeSwitch(dir, fn string) ([]Case, error) {
-	files, err := parse(dir)
+func TypeSwitch(dir, fn string) ([]Case, error) { return TypeSwitchIn(dir, "kraft", fn) }
+
+// TypeSwitchIn is TypeSwitch for the package pkg in dir, a host of kraft:
+// a case naming kraft.X (a type of package kraft) gives X.
+func TypeSwitchIn(dir, pkg, fn string) ([]Case, error) {
+	files, err := parseIn(dir, pkg)
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +113,12 @@ func TypeSwitch(dir, fn string) ([]Case, error) {
 				cc := s.(*ast.CaseClause)
 				c := Case{Empty: len(cc.Body) == 0}
 				for _, e := range cc.List {
+					if sel, ok := e.(*ast.SelectorExpr); ok && pkg != "kraft" {
+						if x, ok := sel.X.(*ast.Ident); ok && x.Name == "kraft" {
+							c.Types = append(c.Types, sel.Sel.Name)
+							continue
+						}
+					}
 					id, ok := e.(*ast.Ident)
 					if !ok {
 						return nil, fmt.Errorf("catalogue: %s switches on a type that is not a plain name", fn)

@@ -17,6 +17,10 @@ const (
 	// WrongOffset appends fetched records at the log end whatever their
 	// offsets.
 	WrongOffset
+	// PersistLast carries out a step's Persist after the step's other
+	// actions, its messages among them (the README's host contract, rule
+	// 1, broken; package sim's persist-before-send rule catches it).
+	PersistLast
 	// TornTail is the simulated host's, not the layer's: at a start on a
 	// log whose synced records are damaged, the host takes the damage for
 	// a torn tail, as storage.Open did before docs/design.md D70: it cuts
@@ -27,7 +31,7 @@ const (
 
 // Bugs lists every bug of the replica layer, for the tests that plant
 // each in turn (TornTail, a host's, is not among them).
-var Bugs = []Bug{KeepStale, ParkForever, TwoFetches, WrongOffset}
+var Bugs = []Bug{KeepStale, ParkForever, TwoFetches, WrongOffset, PersistLast}
 
 func (b Bug) String() string {
 	switch b {
@@ -41,6 +45,8 @@ func (b Bug) String() string {
 		return "a retry that sends two Fetches in flight"
 	case WrongOffset:
 		return "records appended at the wrong offset"
+	case PersistLast:
+		return "a record persisted after the messages that rely on it"
 	case TornTail:
 		return "damage taken for a torn tail"
 	}

@@ -20,16 +20,16 @@ func (g *engine) beforeAction(id kraft.NodeID, a kraft.Action, e kraft.Event) {
 	r := &g.w.reps[id]
 	d := r.durable()
 	self := g.cfgs[id].Local
+	if sim.Outbound(a) {
+		if detail := sim.PersistBeforeSend(self, d, a, e); detail != "" {
+			g.fail(id, "persist-before-send", "%s", detail)
+		}
+		return
+	}
 	switch a := a.(type) {
 	case kraft.Persist:
 		if rule, detail := sim.PersistRule(self, d, r.hasRecord, a.Record); rule != "" {
 			g.fail(id, rule, "%s", detail)
-		}
-	case kraft.SendVoteRequest, kraft.SendVoteResponse, kraft.SendBeginQuorumEpoch, kraft.SendEndQuorumEpoch,
-		kraft.SendFetch, kraft.SendFetchResponse, kraft.SendBeginQuorumEpochResponse,
-		kraft.SendEndQuorumEpochResponse, kraft.SendFetchSnapshotResponse:
-		if detail := sim.PersistBeforeSend(self, d, a, e); detail != "" {
-			g.fail(id, "persist-before-send", "%s", detail)
 		}
 	case kraft.HighWatermarkChanged:
 		if r.st.Role() == kraft.Leader {
