@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -87,6 +88,9 @@ type diskDamage struct {
 	// damage: the operator's copy, which a static replica's restore puts
 	// back.
 	saved *simdisk.Disk
+	// harmless: the log damage lies in a record below the log start,
+	// deleted: storage.Open must not report it (D104).
+	harmless bool
 	// refused: a static replica refused to start on it, and the
 	// operator's restore is on its way.
 	refused bool
@@ -155,11 +159,12 @@ func (c *Cluster) damage(n *node, kind Damage) {
 	saved := n.dsk.Clone()
 	switch kind {
 	case DamageFlip, DamageLostWrite:
-		if !c.injectLogDamage(n, kind) {
+		ok, harmless := c.injectLogDamage(n, kind)
+		if !ok {
 			c.stats.DamagesSkipped++
 			return
 		}
-		d = &diskDamage{kind: kind}
+		d = &diskDamage{kind: kind, harmless: harmless}
 	default:
 		if d = detect(n, kind); d == nil {
 			c.stats.DamagesSkipped++
@@ -178,12 +183,13 @@ func (c *Cluster) damage(n *node, kind Damage) {
 
 // injectLogDamage damages the log's bytes on n's disk: a bit flipped at a
 // random byte of a random segment (DamageFlip), or the writes of the last
-// segment lost from a random byte on (DamageLostWrite). False if the log
-// has no byte on the media to damage.
-func (c *Cluster) injectLogDamage(n *node, kind Damage) bool {
+// segment lost from a random byte on (DamageLostWrite). ok is false if
+// the log has no byte on the media to damage; harmless says the damage
+// lies in a record below the log start (deleted), which loses nothing.
+func (c *Cluster) injectLogDamage(n *node, kind Damage) (ok, harmless bool) {
 	names, err := n.dsk.ReadDir(logDir)
 	if err != nil {
-		return false
+		return false, false
 	}
 	type seg struct {
 		path string
@@ -199,14 +205,36 @@ func (c *Cluster) injectLogDamage(n *node, kind Damage) bool {
 		}
 	}
 	if len(segs) == 0 {
-		return false
+		return false, false
 	}
 	if kind == DamageLostWrite {
 		s := segs[len(segs)-1]
-		return n.dsk.LoseWrites(s.path, int64(c.rng.Intn(s.size))) == nil
+		return n.dsk.LoseWrites(s.path, int64(c.rng.Intn(s.size))) == nil, false
 	}
 	s := segs[c.rng.Intn(len(segs))]
-	return n.dsk.FlipBit(s.path, int64(c.rng.Intn(s.size)), uint(c.rng.Intn(8))) == nil
+	pos := int64(c.rng.Intn(s.size))
+	media, _ := n.dsk.Media(s.path)
+	if n.dsk.FlipBit(s.path, pos, uint(c.rng.Intn(8))) != nil {
+		return false, false
+	}
+	off, whole := recordAtByte(media, pos)
+	return true, whole && off < int64(n.start)
+}
+
+// recordAtByte is the offset of the record whose frame holds byte pos of a
+// segment's content, found by walking its frames (package storage's
+// format: a frame is storage.FrameOverhead bytes of header, the payload's
+// length at byte 5 and the record's offset at byte 9, then the payload).
+// False if pos is past the last whole frame.
+func recordAtByte(seg []byte, pos int64) (int64, bool) {
+	for at := int64(0); at+storage.FrameOverhead <= int64(len(seg)); {
+		end := at + storage.FrameOverhead + int64(binary.BigEndian.Uint32(seg[at+5:]))
+		if pos < end {
+			return int64(binary.BigEndian.Uint64(seg[at+9:])), end <= int64(len(seg))
+		}
+		at = end
+	}
+	return 0, false
 }
 
 // detect is what the storage reports at open for quorum-state damage kind
@@ -257,6 +285,12 @@ func (c *Cluster) recoverLog(n *node) bool {
 	if err != nil {
 		if !errors.Is(err, storage.ErrDamaged) && !errors.Is(err, storage.ErrCorrupt) {
 			c.fail(Violation{Node: n.id, Rule: "restart", Detail: err.Error()})
+			return false
+		}
+		if n.damage != nil && n.damage.harmless {
+			// D104: damage to records the log deleted is no loss.
+			c.fail(Violation{Node: n.id, Rule: "damage-misreported", Detail: fmt.Sprintf(
+				"a bit flipped in a record below the log start %d was reported as damage: %v", start, err)})
 			return false
 		}
 		if n.damage == nil {
