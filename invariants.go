@@ -114,6 +114,9 @@ func (s State) checkInvariants() error {
 	if int(s.rival) > n {
 		return fmt.Errorf("rival %d is not a voter index plus one (%d voters)", s.rival, n)
 	}
+	if s.rivalSpent && s.rival != 0 {
+		return fmt.Errorf("rival %d noted after a rival held this replica back in its epoch", s.rival)
+	}
 
 	// The Leader's fields.
 	if role != Leader {

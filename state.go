@@ -286,6 +286,11 @@ type State struct {
 	// LogEnd keep the State 8 bytes smaller.) Invariant: rival <= the
 	// number of voters.
 	rival uint8
+	// rivalSpent: a pre-vote round of this replica ended while a rival
+	// held it back, in this epoch. It notes no rival again until the epoch
+	// changes, so a rival that cannot win holds a voter back for one round
+	// at most (D105). Invariant: rival is 0 while rivalSpent.
+	rivalSpent bool
 	// Invariants: epoch >= 0; a Leader's leader is itself, a Follower's
 	// another replica, a Candidate's none; voted is NoReplica (a
 	// Leader's always) or a vote in epoch, a Candidate's for itself (the

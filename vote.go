@@ -13,8 +13,18 @@ func (t *stepper) onElectionTimeout() {
 			t.toProspective("election timeout")
 		}
 	case Prospective:
-		// The round is over: the rival it yielded to did not win (D59).
-		t.s.forgetRival()
+		// The round is over: the rival it yielded to did not win (D59),
+		// and will not hold this replica back again in this epoch (D105).
+		held := t.s.rival != 0 && t.won()
+		t.s.endRound()
+		if held {
+			// A majority granted this round and only the rival held it
+			// back: no leader has that majority, so it campaigns again at
+			// once, with a fresh round, rather than following the leader
+			// it knew for another fetch timeout (D105).
+			t.toProspective("pre-vote held back by a rival that did not win")
+			return
+		}
 		// The remaining time handed to Unattached is 0 at expiry, so the
 		// replica campaigns again at once with a fresh pre-vote round
 		// (Kafka's QuorumState.transitionToUnattached and
@@ -148,9 +158,24 @@ func (s *State) outranked() bool {
 // forgetRival drops the rival (D59).
 func (s *State) forgetRival() { s.rival, s.rivalEpoch, s.rivalOffset = 0, 0, 0 }
 
+// endRound ends a Prospective's pre-vote round that it did not win: the
+// rival is forgotten (D59) and, if there was one, it has held this replica
+// back for the one round an epoch allows (D105): no campaigner is noted as
+// a rival again until the epoch changes.
+func (s *State) endRound() {
+	if s.rival != 0 {
+		s.rivalSpent = true
+	}
+	s.forgetRival()
+}
+
 // noteRival remembers voter i, campaigning with log end end, as this
-// epoch's rival if it ranks above the rival known so far (D59).
+// epoch's rival if it ranks above the rival known so far (D59), unless a
+// rival already held this replica back for a round in this epoch (D105).
 func (t *stepper) noteRival(i int, end LogEnd) {
+	if t.s.rivalSpent {
+		return
+	}
 	if r := int(t.s.rival) - 1; r >= 0 && r != i && !ranksAbove(end, t.s.c.voters[i], t.s.rivalLog(), t.s.c.voters[r]) {
 		return
 	}
@@ -296,14 +321,10 @@ func (t *stepper) onVoteResponse(e ReceiveVoteResponse) {
 		t.toLeader()
 	case !granted && t.electionLost() && t.s.role == Prospective:
 		// The round is over as when it times out: the rival is forgotten
-		// (D59). A rival that lost its disk (or its voter key) never
-		// campaigns again in this epoch; kept, it would have every voter
-		// refuse every pre-vote below it for good.
-		// The round is over as when it times out: the rival is forgotten
-		// (D59). A rival that lost its disk (or its voter key) never
-		// campaigns again in this epoch; kept, it would have every voter
-		// refuse every pre-vote below it for good.
-		t.s.forgetRival()
+		// (D59) and spent (D105). A rival that lost its disk (or its voter
+		// key) never campaigns again in this epoch; kept, it would have
+		// every voter refuse every pre-vote below it for good.
+		t.s.endRound()
 		t.afterElectionLoss(timerRandom, "lost pre-vote")
 	}
 	// A Candidate that lost waits for its election timer (KAFKA-18345).
