@@ -332,12 +332,13 @@ func livenessFigures(ds []time.Duration) string {
 }
 
 // TestLivenessConnectedMajorityElectsALeader: over review 4's schedules
-// and 2,100 random ones (700 each of 3, 5 and 7 voters), a majority of
-// voters connected both ways among themselves elects a leader that a
+// (120) and 2,100 random ones (700 each of 3, 5 and 7 voters), a majority
+// of voters connected both ways among themselves elects a leader that a
 // majority follows within LivenessBound election timeouts of the moment
 // it is connected and the leader dies, whatever the other links and
-// replicas do (docs/design.md D105, D106). Before D105 review 4's schedules
-// took up to minutes.
+// replicas do, and the p99 of that time is within 8 T_e (docs/design.md
+// D105, D106). Before D105 review 4's schedules took up to minutes, and 3
+// (5 voters) and 8 (7 voters) of the random ones over 20 s.
 func TestLivenessConnectedMajorityElectsALeader(t *testing.T) {
 	bound := time.Duration(LivenessBound) * DefaultOptions().ElectionTimeout
 	regression, random := liveSchedules(liveSchedulesPerSize(t))
@@ -361,8 +362,14 @@ func TestLivenessConnectedMajorityElectsALeader(t *testing.T) {
 	for voters, ds := range check(regression, false) {
 		t.Logf("review 4's schedules, %d voters: %d, %s", voters, len(ds), livenessFigures(ds))
 	}
+	te := DefaultOptions().ElectionTimeout
 	for voters, ds := range check(random, true) {
 		t.Logf("random schedules, %d voters: %d, %s", voters, len(ds), livenessFigures(ds))
+		// D105's bound is about 2 T_f + 2 T_e (6 T_e); a new epoch or a
+		// split vote costs more rounds, rarely: the tail stays well
+		// within LivenessBound (before D105 the p99 was 13.7 s with 5
+		// voters and 24 s with 7).
+		require.LessOrEqual(t, ds[len(ds)*99/100], 8*te, "%d voters: p99 time to a leader", voters)
 	}
 }
 
