@@ -284,7 +284,8 @@ func rivalHeldProspective(t *testing.T, cfg Config) State {
 // follows the leader it knew again (Kafka's
 // prospectiveTransitionAfterElectionLoss), with the rival spent too: when
 // 4 campaigns, 3 campaigns again at once (D59's rule for a Follower that
-// ranks above a campaigner and has no rival) and wins. A new epoch
+// ranks above a campaigner and has no rival) and wins. A lost round counts
+// half: the rival holds 3 back for two of them. A new epoch
 // brings the rule back: a rival of epoch 2 holds 3 back again.
 // Reference: docs/design.md D105.
 func TestRivalHoldsAVoterBackForOneRoundPerEpoch(t *testing.T) {
@@ -320,6 +321,32 @@ func TestRivalHoldsAVoterBackForOneRoundPerEpoch(t *testing.T) {
 	s, acts = step(t, s, preVoteRequest(4, 1, equal))
 	require.Equal(t, Prospective, s.Role(), "4 ranks below 3, and 2 is no rival now: 3 campaigns again at once (D59)")
 	require.False(t, ofType[SendVoteResponse](acts)[0].VoteGranted)
+	s = grant(s, 4, 5)
+	require.Equal(t, Candidate, s.Role())
+
+	// A lost round counts half: after one, rival 2 noted again still
+	// holds 3 back (in a failover a round is lost early to Followers that
+	// have not timed out yet); after two, it does not.
+	lose := func(s State) State {
+		for _, f := range []NodeID{1, 4, 5} {
+			s, _ = step(t, s, ReceiveVoteResponse{From: f, Epoch: 1, VoteGranted: false, LeaderID: 1})
+		}
+		require.Equal(t, Follower, s.Role(), "the round is lost")
+		return s
+	}
+	s = lose(rivalHeldProspective(t, cfg))
+	s, _ = step(t, s, preVoteRequest(2, 1, equal))
+	s, _ = step(t, s, preVoteRequest(4, 1, equal))
+	require.Equal(t, Follower, s.Role(), "rival 2 noted again: 3 does not campaign when 4 does")
+	s, _ = step(t, s, FetchTimeout{})
+	s, _ = step(t, s, FetchTimeout{})
+	require.Equal(t, Prospective, s.Role())
+	held := grant(s, 4, 5)
+	require.Equal(t, Prospective, held.Role(), "one lost round: rival 2 still holds 3 back")
+	s = lose(s)
+	s, _ = step(t, s, preVoteRequest(2, 1, equal))
+	s, _ = step(t, s, preVoteRequest(4, 1, equal))
+	require.Equal(t, Prospective, s.Role(), "two lost rounds: 2 is no rival now")
 	s = grant(s, 4, 5)
 	require.Equal(t, Candidate, s.Role())
 
