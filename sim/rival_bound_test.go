@@ -34,7 +34,8 @@ import (
 // round. D39, which D59 replaced, had a bound ("it yields at most once per
 // epoch, so a peer that cannot win holds it back for one round at most");
 // D59's rival had none while the rival kept campaigning. D105 restores
-// one: a rival holds a voter back for one pre-vote round per epoch.
+// one: a rival holds a voter back for one pre-vote round per epoch (or
+// two lost ones).
 //
 // With Config.KafkaFailover (Kafka's own rules) the same schedules elect
 // within 1.2-5.6 s. With kraft's rules before D105, over seeds 1-200: p50
