@@ -94,7 +94,7 @@ func (s State) appendCanonical(dst []byte) []byte {
 	}
 	dst = canonUvarint(dst, uint64(s.granted))
 	dst = canonUvarint(dst, uint64(s.rejected))
-	dst = append(dst, s.rival)
+	dst = append(dst, s.rival, s.rivalHeld)
 	dst = canonVarint(dst, s.rivalOffset)
 	dst = canonVarint(dst, int64(s.rivalEpoch))
 	dst = canonVarint(dst, s.epochStart)

@@ -141,6 +141,7 @@ func TestCanonicalEveryField(t *testing.T) {
 		"rival":        func(s *State) { s.rival++ },
 		"rivalEpoch":   func(s *State) { s.rivalEpoch++ },
 		"rivalOffset":  func(s *State) { s.rivalOffset++ },
+		"rivalHeld":    func(s *State) { s.rivalHeld++ },
 		"epochStart":   func(s *State) { s.epochStart++ },
 		"ends":         func(s *State) { s.ends.small[0]++ },
 		"fetchedCheck": func(s *State) { s.fetchedCheck ^= 1 },

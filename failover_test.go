@@ -170,11 +170,13 @@ func TestProspectiveAsksAgainWhenALowerRankedPeerCampaigns(t *testing.T) {
 // TestProspectiveYieldsToARival: 2 hears the pre-vote of 1, whose log is as
 // up to date and whose key is lower: 1 ranks above 2 and is its rival. 2
 // grants it, and a grant that would make 2 win does not make it Candidate.
-// The rival is forgotten when the round times out: the next round runs as
-// usual. A Prospective grants no pre-vote to a voter that ranks below it,
+// The rival is forgotten when the round times out, and holds 2 back no
+// more in the epoch: 2, whose round a majority granted, campaigns again at
+// once and wins though 1 campaigns again (D105). A Prospective grants no
+// pre-vote to a voter that ranks below it,
 // and no replica grants one to a voter that ranks below its rival; a log
 // ahead of ours ranks above whatever its key.
-// Reference: docs/design.md D59.
+// Reference: docs/design.md D59, D105.
 func TestProspectiveYieldsToARival(t *testing.T) {
 	equal := LogEnd{Offset: 2, Epoch: 1}
 	s := failoverProspective(t, failoverConfig(2, 1, 2, 3))
@@ -183,11 +185,13 @@ func TestProspectiveYieldsToARival(t *testing.T) {
 	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: true, LeaderID: 1})
 	require.Equal(t, Prospective, s.Role(), "a Prospective with a rival does not become Candidate")
 
-	// The round times out; the next one runs as usual.
-	s, _ = step(t, s, ElectionTimeout{})
-	require.Equal(t, Follower, s.Role())
-	s, _ = step(t, s, FetchTimeout{})
+	// The round times out; a majority had granted it, so it campaigns
+	// again at once, and the rival campaigning again holds it back no more.
+	s, acts = step(t, s, ElectionTimeout{})
 	require.Equal(t, Prospective, s.Role())
+	require.Len(t, ofType[SendVoteRequest](acts), 2)
+	s, acts = step(t, s, preVoteRequest(1, 1, equal))
+	require.True(t, ofType[SendVoteResponse](acts)[0].VoteGranted)
 	s, _ = step(t, s, ReceiveVoteResponse{From: 3, Epoch: 1, VoteGranted: true, LeaderID: 1})
 	require.Equal(t, Candidate, s.Role())
 
@@ -252,6 +256,120 @@ func TestRivalForgottenWhenPreVoteRoundIsLost(t *testing.T) {
 	require.Equal(t, Unattached, s.Role(), "the pre-vote round is lost")
 	_, acts = step(t, s, preVoteRequest(4, 0, empty))
 	require.True(t, ofType[SendVoteResponse](acts)[0].VoteGranted, "the rival went with the round")
+}
+
+// rivalHeldProspective is voter 3 of 1-5 after its leader 1 died: voter 2,
+// whose log is as up to date and whose key is lower, campaigned and is its
+// rival; 3's own round has begun (Prospective, pre-votes to 1, 2, 4, 5).
+func rivalHeldProspective(t *testing.T, cfg Config) State {
+	t.Helper()
+	s, _ := failoverFollower(t, cfg)
+	s, _ = step(t, s, FetchTimeout{})
+	require.Equal(t, Follower, s.Role(), "3 waits its rank (D78)")
+	s, acts := step(t, s, preVoteRequest(2, 1, LogEnd{Offset: 2, Epoch: 1}))
+	require.True(t, ofType[SendVoteResponse](acts)[0].VoteGranted)
+	s, acts = step(t, s, FetchTimeout{})
+	require.Equal(t, Prospective, s.Role())
+	require.Len(t, ofType[SendVoteRequest](acts), 4)
+	return s
+}
+
+// TestRivalHoldsAVoterBackForOneRoundPerEpoch: review 4's finding L1. Five
+// voters, the leader (1) is gone; 2 ranks first among the survivors but
+// reaches only 3, which notes it as its rival. 4 and 5 grant 3's pre-vote,
+// a majority with 3, and 3 yields to 2 (D59) until its round times out.
+// Then the rival is spent for the epoch (D105): 3 campaigns again at once,
+// notes 2 no more though 2 keeps campaigning, and becomes Candidate on the
+// grants of 4 and 5. When a round that no majority granted times out, 3
+// follows the leader it knew again (Kafka's
+// prospectiveTransitionAfterElectionLoss), with the rival spent too: when
+// 4 campaigns, 3 campaigns again at once (D59's rule for a Follower that
+// ranks above a campaigner and has no rival) and wins. A lost round counts
+// half: the rival holds 3 back for two of them. A new epoch
+// brings the rule back: a rival of epoch 2 holds 3 back again.
+// Reference: docs/design.md D105.
+func TestRivalHoldsAVoterBackForOneRoundPerEpoch(t *testing.T) {
+	cfg := failoverConfig(3, 1, 2, 3, 4, 5)
+	equal := LogEnd{Offset: 2, Epoch: 1}
+	grant := func(s State, from ...NodeID) State {
+		for _, f := range from {
+			s, _ = step(t, s, ReceiveVoteResponse{From: f, Epoch: 1, VoteGranted: true, LeaderID: 1})
+		}
+		return s
+	}
+
+	s := grant(rivalHeldProspective(t, cfg), 4, 5)
+	require.Equal(t, Prospective, s.Role(), "the first round: 3 yields to rival 2")
+	s, acts := step(t, s, ElectionTimeout{})
+	require.Equal(t, Prospective, s.Role(), "a majority granted: it campaigns again at once")
+	require.Len(t, ofType[SendVoteRequest](acts), 4)
+	s, acts = step(t, s, preVoteRequest(2, 1, equal))
+	require.True(t, ofType[SendVoteResponse](acts)[0].VoteGranted, "2 ranks above 3")
+	s = grant(s, 4, 5)
+	require.Equal(t, Candidate, s.Role(), "rival 2 does not hold 3 back a second round")
+	require.Equal(t, Epoch(2), s.Epoch())
+
+	// A round that no majority granted: 3 follows its leader again, the
+	// rival spent.
+	s = grant(rivalHeldProspective(t, cfg), 4)
+	_, acts = step(t, s, preVoteRequest(4, 1, equal))
+	require.False(t, ofType[SendVoteResponse](acts)[0].VoteGranted, "a Prospective grants none below it")
+	s, _ = step(t, s, ElectionTimeout{})
+	require.Equal(t, Follower, s.Role())
+	s, acts = step(t, s, preVoteRequest(2, 1, equal))
+	require.True(t, ofType[SendVoteResponse](acts)[0].VoteGranted)
+	s, acts = step(t, s, preVoteRequest(4, 1, equal))
+	require.Equal(t, Prospective, s.Role(), "4 ranks below 3, and 2 is no rival now: 3 campaigns again at once (D59)")
+	require.False(t, ofType[SendVoteResponse](acts)[0].VoteGranted)
+	s = grant(s, 4, 5)
+	require.Equal(t, Candidate, s.Role())
+
+	// A lost round counts half: after one, rival 2 noted again still
+	// holds 3 back (in a failover a round is lost early to Followers that
+	// have not timed out yet); after two, it does not.
+	lose := func(s State) State {
+		for _, f := range []NodeID{1, 4, 5} {
+			s, _ = step(t, s, ReceiveVoteResponse{From: f, Epoch: 1, VoteGranted: false, LeaderID: 1})
+		}
+		require.Equal(t, Follower, s.Role(), "the round is lost")
+		return s
+	}
+	s = lose(rivalHeldProspective(t, cfg))
+	s, _ = step(t, s, preVoteRequest(2, 1, equal))
+	s, _ = step(t, s, preVoteRequest(4, 1, equal))
+	require.Equal(t, Follower, s.Role(), "rival 2 noted again: 3 does not campaign when 4 does")
+	s, _ = step(t, s, FetchTimeout{})
+	s, _ = step(t, s, FetchTimeout{})
+	require.Equal(t, Prospective, s.Role())
+	held := grant(s, 4, 5)
+	require.Equal(t, Prospective, held.Role(), "one lost round: rival 2 still holds 3 back")
+	s = lose(s)
+	s, _ = step(t, s, preVoteRequest(2, 1, equal))
+	s, _ = step(t, s, preVoteRequest(4, 1, equal))
+	require.Equal(t, Prospective, s.Role(), "two lost rounds: 2 is no rival now")
+	s = grant(s, 4, 5)
+	require.Equal(t, Candidate, s.Role())
+
+	// The bound is per epoch: in epoch 2 a rival holds 3 back again.
+	s = grant(rivalHeldProspective(t, cfg), 4, 5)
+	s, _ = step(t, s, ElectionTimeout{})
+	s, _ = step(t, s, preVoteRequest(2, 2, equal))
+	require.Equal(t, Unattached, s.Role())
+	require.Equal(t, Epoch(2), s.Epoch())
+	s, _ = step(t, s, ElectionTimeout{})
+	require.Equal(t, Prospective, s.Role())
+	for _, f := range []NodeID{4, 5} {
+		s, _ = step(t, s, ReceiveVoteResponse{From: f, Epoch: 2, VoteGranted: true, LeaderID: NoNode})
+	}
+	require.Equal(t, Prospective, s.Role(), "rival 2 of epoch 2 holds 3 back")
+
+	// Kafka's rules: no rival.
+	k, _ := failoverFollower(t, config(3, 1, 2, 3, 4, 5))
+	k, _ = step(t, k, FetchTimeout{})
+	require.Equal(t, Prospective, k.Role())
+	k, _ = step(t, k, preVoteRequest(2, 1, equal))
+	k = grant(k, 4, 5)
+	require.Equal(t, Candidate, k.Role())
 }
 
 // TestFollowerThatLostCampaignsAgainWhenALowerRankedPeerCampaigns: 2 runs

@@ -114,6 +114,9 @@ func (s State) checkInvariants() error {
 	if int(s.rival) > n {
 		return fmt.Errorf("rival %d is not a voter index plus one (%d voters)", s.rival, n)
 	}
+	if s.rivalHeld > rivalSpent || (s.rivalHeld == rivalSpent && s.rival != 0) {
+		return fmt.Errorf("rival %d noted with %d of %d rounds held back", s.rival, s.rivalHeld, rivalSpent)
+	}
 
 	// The Leader's fields.
 	if role != Leader {

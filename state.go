@@ -286,6 +286,13 @@ type State struct {
 	// LogEnd keep the State 8 bytes smaller.) Invariant: rival <= the
 	// number of voters.
 	rival uint8
+	// rivalHeld counts, in this epoch, the pre-vote rounds of this replica
+	// that ended while a rival held it back: a round that timed out counts
+	// 2, a lost one 1. At rivalSpent it notes no rival again until the
+	// epoch changes, so a rival that cannot win holds a voter back for one
+	// timed-out round, or two lost ones, at most (D105). Invariant:
+	// rivalHeld <= rivalSpent, and rival is 0 when they are equal.
+	rivalHeld uint8
 	// Invariants: epoch >= 0; a Leader's leader is itself, a Follower's
 	// another replica, a Candidate's none; voted is NoReplica (a
 	// Leader's always) or a vote in epoch, a Candidate's for itself (the

@@ -263,6 +263,7 @@ func (t *stepper) become(role Role, epoch Epoch, leader NodeID, voted ReplicaKey
 	n.granted, n.rejected = 0, 0
 	if epoch != old.epoch {
 		n.forgetRival()
+		n.rivalHeld = 0 // the rival's bound is per epoch (D105)
 	}
 	n.epochStart, n.ends, n.fetchedCheck, n.fetchedBegin = 0, voterEnds{}, 0, 0
 	n.change, n.joinWait = nil, false

@@ -13,8 +13,18 @@ func (t *stepper) onElectionTimeout() {
 			t.toProspective("election timeout")
 		}
 	case Prospective:
-		// The round is over: the rival it yielded to did not win (D59).
-		t.s.forgetRival()
+		// The round is over: the rival it yielded to did not win (D59),
+		// and will not hold this replica back again in this epoch (D105).
+		held := t.s.rival != 0 && t.won()
+		t.s.endRound(true)
+		if held {
+			// A majority granted this round and only the rival held it
+			// back: no leader has that majority, so it campaigns again at
+			// once, with a fresh round, rather than following the leader
+			// it knew for another fetch timeout (D105).
+			t.toProspective("pre-vote held back by a rival that did not win")
+			return
+		}
 		// The remaining time handed to Unattached is 0 at expiry, so the
 		// replica campaigns again at once with a fresh pre-vote round
 		// (Kafka's QuorumState.transitionToUnattached and
@@ -148,9 +158,34 @@ func (s *State) outranked() bool {
 // forgetRival drops the rival (D59).
 func (s *State) forgetRival() { s.rival, s.rivalEpoch, s.rivalOffset = 0, 0, 0 }
 
+// rivalSpent is the count of held rounds (State.rivalHeld) at which a
+// replica notes no rival again in its epoch (D105).
+const rivalSpent = 2
+
+// endRound ends a Prospective's pre-vote round that it did not win: the
+// rival is forgotten (D59) and, if there was one, the round counts toward
+// the bound of D105, timedOut the whole of it (the rival did not win in an
+// election timeout), a lost round half: in a failover a round is lost
+// within milliseconds to Followers whose fetch timers have not fired yet,
+// which says little of whether the rival can win. Once the bound is
+// reached no campaigner is noted as a rival again until the epoch changes.
+func (s *State) endRound(timedOut bool) {
+	if s.rival != 0 {
+		s.rivalHeld++
+		if timedOut {
+			s.rivalHeld = rivalSpent
+		}
+	}
+	s.forgetRival()
+}
+
 // noteRival remembers voter i, campaigning with log end end, as this
-// epoch's rival if it ranks above the rival known so far (D59).
+// epoch's rival if it ranks above the rival known so far (D59), unless a
+// rival already held this replica back for a round in this epoch (D105).
 func (t *stepper) noteRival(i int, end LogEnd) {
+	if t.s.rivalHeld >= rivalSpent {
+		return
+	}
 	if r := int(t.s.rival) - 1; r >= 0 && r != i && !ranksAbove(end, t.s.c.voters[i], t.s.rivalLog(), t.s.c.voters[r]) {
 		return
 	}
@@ -295,15 +330,11 @@ func (t *stepper) onVoteResponse(e ReceiveVoteResponse) {
 	case granted && t.won():
 		t.toLeader()
 	case !granted && t.electionLost() && t.s.role == Prospective:
-		// The round is over as when it times out: the rival is forgotten
-		// (D59). A rival that lost its disk (or its voter key) never
-		// campaigns again in this epoch; kept, it would have every voter
-		// refuse every pre-vote below it for good.
-		// The round is over as when it times out: the rival is forgotten
-		// (D59). A rival that lost its disk (or its voter key) never
-		// campaigns again in this epoch; kept, it would have every voter
-		// refuse every pre-vote below it for good.
-		t.s.forgetRival()
+		// The round is over: the rival is forgotten (D59) and the round
+		// counts half toward D105's bound. A rival that lost its disk (or
+		// its voter key) never campaigns again in this epoch; kept, it
+		// would have every voter refuse every pre-vote below it for good.
+		t.s.endRound(false)
 		t.afterElectionLoss(timerRandom, "lost pre-vote")
 	}
 	// A Candidate that lost waits for its election timer (KAFKA-18345).
