@@ -211,6 +211,8 @@ type Cluster struct {
 	// over (damageOver); victimKey its key when the fault struck.
 	victim    kraft.NodeID
 	victimKey kraft.ReplicaKey
+	// idleUntil: the clients append nothing before it (OpIdle).
+	idleUntil time.Duration
 
 	// changes are the voter-change requests handled, refs the pending
 	// ones' handles by leader (see voters.go); history the committed
@@ -485,6 +487,9 @@ func (c *Cluster) clientDelay() time.Duration {
 
 // clientAppend appends 1-3 records at the leader of the highest epoch.
 func (c *Cluster) clientAppend() {
+	if c.now < c.idleUntil {
+		return
+	}
 	leader := c.highestLeader()
 	if leader == nil {
 		return

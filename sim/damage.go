@@ -144,7 +144,8 @@ func (c *Cluster) damageOver() bool {
 	return false
 }
 
-// damage carries out OpDamage on n: it crashes n if it is up, keeps a copy
+// damage carries out OpDamage on n: it cuts n's power (crashing n if it is
+// up), keeps a copy
 // of its disk (the operator's backup) and damages it: in its bytes for the
 // log (injectLogDamage), or as detect says for the quorum state. A damage
 // the model leaves out, or one while another is under way, is skipped.
@@ -154,7 +155,15 @@ func (c *Cluster) damage(n *node, kind Damage) {
 		c.stats.DamagesBusy++
 		return
 	}
-	c.crash(n)
+	// The damage comes with a power loss: the page cache a process death
+	// left (OpKill) is dropped, so the media, damaged, is what the next
+	// start reads.
+	if n.up {
+		c.crash(n)
+	} else {
+		n.dsk.Crash()
+		n.dsk.Restart()
+	}
 	var d *diskDamage
 	saved := n.dsk.Clone()
 	switch kind {
@@ -208,8 +217,22 @@ func (c *Cluster) injectLogDamage(n *node, kind Damage) (ok, harmless bool) {
 		return false, false
 	}
 	if kind == DamageLostWrite {
+		// The disk lost writes of the last segment: the media reads zeros
+		// from a random byte on, or (half the time: the writes most at
+		// risk are the last ones) from the start of one of its last four
+		// records.
 		s := segs[len(segs)-1]
-		return n.dsk.LoseWrites(s.path, int64(c.rng.Intn(s.size))) == nil, false
+		media, _ := n.dsk.Media(s.path)
+		starts := frameStarts(media)
+		from := int64(c.rng.Intn(s.size))
+		if k := len(starts); k > 0 && c.rng.Intn(2) == 0 {
+			last := 4
+			if k < last {
+				last = k
+			}
+			from = starts[k-1-c.rng.Intn(last)]
+		}
+		return n.dsk.LoseWrites(s.path, from) == nil, false
 	}
 	s := segs[c.rng.Intn(len(segs))]
 	pos := int64(c.rng.Intn(s.size))
@@ -219,6 +242,20 @@ func (c *Cluster) injectLogDamage(n *node, kind Damage) (ok, harmless bool) {
 	}
 	off, whole := recordAtByte(media, pos)
 	return true, whole && off < int64(n.start)
+}
+
+// frameStarts lists where the whole frames of a segment's content start.
+func frameStarts(seg []byte) []int64 {
+	var starts []int64
+	for at := int64(0); at+storage.FrameOverhead <= int64(len(seg)); {
+		end := at + storage.FrameOverhead + int64(binary.BigEndian.Uint32(seg[at+5:]))
+		if end > int64(len(seg)) {
+			break
+		}
+		starts = append(starts, at)
+		at = end
+	}
+	return starts
 }
 
 // recordAtByte is the offset of the record whose frame holds byte pos of a
@@ -294,7 +331,11 @@ func (c *Cluster) recoverLog(n *node) bool {
 			return false
 		}
 		if n.damage == nil {
-			n.damage = &diskDamage{kind: DamageFlip, saved: n.dsk.Clone()}
+			// No fault touched this disk: only crashes, which lose what
+			// was never synced and nothing else.
+			c.fail(Violation{Node: n.id, Rule: "damage-misreported", Detail: fmt.Sprintf(
+				"storage.Open reported damage on a disk that only crashed: %v", err)})
+			return false
 		}
 		n.damage.err = err
 		return c.startDamaged(n) && (n.flog != nil || c.recoverLog(n))

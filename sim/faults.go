@@ -52,6 +52,10 @@ const (
 	// OpDamage damages Node's disk (Damage says how), crashing it first if
 	// it is up; the damage takes effect at its next start (see damage.go).
 	OpDamage OpKind = "damage"
+	// OpIdle stops the clients' appends for Idle: a quiet cluster, whose
+	// logs' last records wait for no later Sync (review 4's S1 lived in
+	// such a log).
+	OpIdle OpKind = "idle"
 	// OpRefused is not an operation to schedule: the trace's note that a
 	// replica refused to start on a damaged disk (a static voter set), and
 	// stays down until the operator restores its directory.
@@ -69,6 +73,8 @@ type Op struct {
 	FlushDelay time.Duration `json:"flush_delay,omitempty"`
 	// Damage is OpDamage's disk fault.
 	Damage Damage `json:"damage,omitempty"`
+	// Idle is how long OpIdle keeps the clients quiet.
+	Idle time.Duration `json:"idle,omitempty"`
 }
 
 // String describes the operation.
@@ -86,6 +92,8 @@ func (o Op) String() string {
 		}
 	case OpDisk:
 		return fmt.Sprintf("%v %s flush<=%v", o.At, o.Kind, o.FlushDelay)
+	case OpIdle:
+		return fmt.Sprintf("%v %s %v", o.At, o.Kind, o.Idle)
 	case OpHeal:
 	}
 	return fmt.Sprintf("%v %s", o.At, o.Kind)
@@ -190,6 +198,10 @@ func (c *Cluster) apply(op Op) {
 	case OpDisk:
 		if op.FlushDelay >= 0 {
 			c.flushDelay = op.FlushDelay
+		}
+	case OpIdle:
+		if until := c.now + op.Idle; until > c.idleUntil {
+			c.idleUntil = until
 		}
 	}
 }
