@@ -53,6 +53,9 @@ type Stats struct {
 	Damages, DamagesSkipped, DamagesBusy                         int
 	DamagesByKind                                                map[Damage]int
 	DamagesReplaced, DamagesRefused, DamagesRestored, DamagesCut int
+	// ReplacesInterrupted counts the replacements of a damaged directory
+	// (D91) the process died in the middle of (D111).
+	ReplacesInterrupted int
 }
 
 // node is one replica and its simulated host.
@@ -70,10 +73,10 @@ type node struct {
 	before kraft.State
 
 	record *kraft.QuorumRecord // durable quorum-state record
-	// history holds the last quorum-state records written, oldest first
-	// (a rollback's candidates); damage is a disk fault that takes effect
-	// at the next start (damage.go).
-	history []kraft.QuorumRecord
+	// history holds the last quorum-state records written and the files'
+	// bytes after each, oldest first (a rollback's candidates); damage is a
+	// disk fault that takes effect at the next start (damage.go).
+	history []qsFiles
 	damage  *diskDamage
 	// dsk is the replica's simulated disk; flog its log on it (a
 	// storage.FileLog, opened at each start, nil while it is down).
@@ -213,6 +216,9 @@ type Cluster struct {
 	victimKey kraft.ReplicaKey
 	// idleUntil: the clients append nothing before it (OpIdle).
 	idleUntil time.Duration
+	// staticVoters is a static voter set, which every disk is formatted
+	// with (nil in a dynamic quorum).
+	staticVoters []kraft.ReplicaKey
 
 	// changes are the voter-change requests handled, refs the pending
 	// ones' handles by leader (see voters.go); history the committed
@@ -287,6 +293,15 @@ func New(opts Options, trace io.Writer) (*Cluster, error) {
 			}
 		}
 		c.nodes = append(c.nodes, n)
+	}
+	if !opts.Dynamic {
+		c.staticVoters = c.voters
+	}
+	for _, n := range c.nodes {
+		// Each disk formatted once, as kraftd format does (D108).
+		if err := c.format(n, n.cfg.Local.DirectoryID, n.bootstrap); err != nil {
+			return nil, fmt.Errorf("sim: formatting replica %d's disk: %w", n.id, err)
+		}
 	}
 	for _, n := range c.nodes {
 		c.start(n)
@@ -529,9 +544,6 @@ func (c *Cluster) flush(n *node) {
 // start (re)builds n's replica from its durable record, flushed log and
 // snapshots (replica.New: Kafka's startup rules).
 func (c *Cluster) start(n *node) {
-	if n.damage != nil && n.damage.err != nil && !c.startDamaged(n) {
-		return // quorum-state damage; log damage is storage.Open's to find
-	}
 	if n.flog == nil && !c.recoverLog(n) {
 		return
 	}
@@ -548,7 +560,7 @@ func (c *Cluster) start(n *node) {
 	cfg := replica.Config{
 		Kraft:                n.cfg,
 		Log:                  hostLog{c, n},
-		Records:              hostRecords{n},
+		Records:              hostRecords{c, n},
 		Snapshots:            hostSnapshots{c, n},
 		RequestTimeout:       c.opts.RequestTimeout,
 		RetryBackoff:         c.opts.FetchRetryBackoff,

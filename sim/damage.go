@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"os"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/datadir"
 	"github.com/kraftquorum/kraft/internal/plant"
 	"github.com/kraftquorum/kraft/storage"
 	"github.com/kraftquorum/kraft/storage/simdisk"
@@ -175,10 +178,11 @@ func (c *Cluster) damage(n *node, kind Damage) {
 		}
 		d = &diskDamage{kind: kind, harmless: harmless}
 	default:
-		if d = detect(n, kind); d == nil {
+		if !c.damageQuorumState(n, kind) {
 			c.stats.DamagesSkipped++
 			return
 		}
+		d = &diskDamage{kind: kind}
 	}
 	d.saved = saved
 	n.damage = d
@@ -274,53 +278,93 @@ func recordAtByte(seg []byte, pos int64) (int64, bool) {
 	return 0, false
 }
 
-// detect is what the storage reports at open for quorum-state damage kind
-// on n's disk, nil if it has nothing to damage there or the damage is one
-// no local check can see. storage.CheckQuorumState itself decides, against
-// the highest epoch the log held durably. A single lost write of one of
-// the two quorum-state files is not damage: the checked copy holds the
-// newest record or the one before (storage/quorumcopy.go); losing or
-// rolling back both is.
-func detect(n *node, kind Damage) *diskDamage {
+// detect decides whether quorum-state damage kind on n's disk is one the
+// model injects: one a local check can see, as storage.CheckQuorumState
+// (which datadir.Open runs) decides against the highest epoch the log held
+// durably. It returns the history entry a rollback puts back (-1 for a
+// loss), and false if there is nothing to damage or no local check could
+// see it. A single lost write of one of the two quorum-state files is not
+// damage: the checked copy holds the newest record or the one before
+// (storage/quorumcopy.go); losing or rolling back both is.
+func detect(n *node, kind Damage) (int, bool) {
 	logEpoch := n.syncedEpoch()
 	switch kind {
 	case DamageLostQuorumState:
 		if n.record == nil {
-			return nil
+			return -1, false
 		}
-		if err := storage.CheckQuorumState(fmt.Sprintf("r%d/quorum-state", n.id), nil, logEpoch); err != nil {
-			return &diskDamage{kind: kind, err: err}
-		}
-		return nil // a log of epoch 0: as if the log were lost with it (D72's blind spot)
+		// A log of epoch 0: as if the log were lost with it (D72's blind spot).
+		return -1, storage.CheckQuorumState(qsPath, nil, logEpoch) != nil
 	case DamageRolledBackQuorumState:
 		// The newest older record the check can tell from the current
 		// one: one below the log's epoch. A rollback to a record at or
 		// above it reads as a directory from before the newer records,
 		// which no local check can see.
 		for i := len(n.history) - 2; i >= 0; i-- {
-			old := n.history[i]
-			if err := storage.CheckQuorumState(fmt.Sprintf("r%d/quorum-state", n.id), &old, logEpoch); err != nil {
-				return &diskDamage{kind: kind, err: err}
+			old := n.history[i].record
+			if storage.CheckQuorumState(qsPath, &old, logEpoch) != nil {
+				return i, true
 			}
 		}
-		return nil
 	}
-	return nil
+	return -1, false
 }
 
-// recoverLog opens n's log at its start (openLog), checks that nothing the
-// replica was told was durable is gone unless storage.Open reported it,
-// and meets damage with the recovery rule (startDamaged). It reports
+// damageQuorumState damages the quorum-state files on n's disk as detect
+// allows: both removed (DamageLostQuorumState), or both put back as they
+// were after an older write (DamageRolledBackQuorumState). False if it
+// injected nothing.
+func (c *Cluster) damageQuorumState(n *node, kind Damage) bool {
+	i, ok := detect(n, kind)
+	if !ok {
+		return false
+	}
+	files := [2]string{qsPath, qsPath + storage.QuorumStateCopySuffix}
+	for k, path := range files {
+		var err error
+		if i < 0 {
+			err = n.dsk.Remove(path)
+		} else {
+			old := n.history[i]
+			err = writeFile(n.dsk, path, [2][]byte{old.file, old.copy}[k])
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			c.fail(Violation{Node: n.id, Rule: "host-log", Detail: fmt.Sprintf("damaging %s: %v", path, err)})
+			return false
+		}
+	}
+	return n.dsk.SyncDir(dataDir) == nil
+}
+
+// writeFile replaces the content of path on d with b, durably (the media
+// then holds b: a damage, not a write of the replica's).
+func writeFile(d *simdisk.Disk, path string, b []byte) error {
+	f, err := d.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(b, 0); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// recoverLog opens n's data directory at its start (openDir), checks that
+// nothing the replica was told was durable is gone unless storage reported
+// it, and meets damage with the recovery rule (startDamaged). It reports
 // whether the start goes on.
 func (c *Cluster) recoverLog(n *node) bool {
-	before, flushed, start := n.log, n.flushed, n.start
+	before, flushed, start, disk := n.log, n.flushed, n.start, n.disk
 	var opts storage.Options
 	if c.opts.plant == plant.TornTail {
 		opts.TruncateDamage = true // the planted bug: a host that ignores the report
 	}
-	rec, err := c.openLog(n, opts)
+	rec, err := c.openDir(n, opts)
 	if err != nil {
-		if !errors.Is(err, storage.ErrDamaged) && !errors.Is(err, storage.ErrCorrupt) {
+		if !datadir.IsDamage(err) {
 			c.fail(Violation{Node: n.id, Rule: "restart", Detail: err.Error()})
 			return false
 		}
@@ -349,6 +393,9 @@ func (c *Cluster) recoverLog(n *node) bool {
 		c.check.diskDamaged(n, int(rec.Damage.From))
 		c.stats.DamagesCut++
 		return true
+	}
+	if n.disk != disk {
+		return true // a replaced disk (replaced): nothing of the old one is claimed
 	}
 	if n.damage != nil && n.damage.err == nil {
 		n.damage = nil // the log damage was harmless (below the log start, or past the synced records)
@@ -382,10 +429,8 @@ func (c *Cluster) startDamaged(n *node) bool {
 	d := n.damage
 	switch {
 	case c.opts.Dynamic:
-		n.damage = nil
-		c.replaceDisk(n)
 		c.stats.DamagesReplaced++
-		return true
+		return c.replace(n)
 	}
 	// A static voter set: refuse to start (kraftd exits with the advice to
 	// restore the directory). The operator does, RestoreDelay later.
@@ -411,25 +456,54 @@ func (c *Cluster) restore(n *node) {
 	c.start(n)
 }
 
-// replaceDisk moves n's data aside and gives it a new disk: empty, with a
-// new directory id where the voter set has them (KIP-853), an observer
-// until added (OpLoseDisk's disk, and D91's replaced disk).
-func (c *Cluster) replaceDisk(n *node) {
-	n.record, n.history, n.log, n.flushed, n.start, n.startEpoch, n.snaps, n.partial, n.applied = nil, nil, nil, 0, 0, 0, nil, nil, nil
-	n.flog = nil
-	n.dsk.Wipe()
+// replace makes n's damaged directory a replaced disk as kraftd does
+// (datadir.Replace: the new identity first, with a marker, then the damaged
+// data moved aside), with a new directory id. A third of the time the
+// process dies at a random step of it (a crash in the middle of the
+// recovery, D111): n stays down and restarts a second later, and the start
+// finishes the replacement or finds the damage again, as the disk has it.
+// It reports whether the start goes on.
+func (c *Cluster) replace(n *node) bool {
+	id := datadir.Identity{ClusterID: simClusterID, NodeID: n.id, DirectoryID: directoryID(c.opts, n.id, n.disk+1), Dynamic: true}
+	dies := c.rng.Intn(3) == 0
+	if dies {
+		n.dsk.DieAfter(c.rng.Intn(16))
+	}
+	err := datadir.Replace(n.dsk, dataDir, id, fmt.Sprintf("%s%d", datadir.DamagedPrefix, n.disk))
+	n.dsk.DieAfter(-1)
+	switch {
+	case errors.Is(err, simdisk.ErrDead):
+		n.dsk.Crash()
+		n.dsk.Restart()
+		c.stats.ReplacesInterrupted++
+		c.Schedule(Op{At: c.now + time.Second, Kind: OpRestart, Node: n.id})
+		return false
+	case err != nil:
+		c.fail(Violation{Node: n.id, Rule: "restart", Detail: fmt.Sprintf("datadir.Replace: %v", err)})
+		return false
+	}
+	return true
+}
+
+// replaced notes that n's disk now holds the identity with directory id
+// dir, not the one n ran under: a replaced disk (D91, after replace) or a
+// new one (OpLoseDisk). What the host knew of the old disk goes; n starts
+// with a new directory id where the voter set has them (KIP-853), an
+// observer until added.
+func (c *Cluster) replaced(n *node, dir uuid.UUID) {
+	n.record, n.log, n.flushed, n.start, n.startEpoch, n.snaps, n.partial, n.applied = nil, nil, 0, 0, 0, nil, nil, nil
+	n.history = nil
 	n.damage = nil
 	n.disk++
 	n.bootstrap = nil
+	n.cfg.Local.DirectoryID = dir
 	if c.opts.Dynamic {
-		// A new directory id and no bootstrap checkpoint: an observer
-		// that knows no voter set until it fetches one.
-		n.cfg.Local.DirectoryID = directoryID(c.opts, n.id, n.disk)
+		// No bootstrap checkpoint: an observer that knows no voter set
+		// until it fetches one.
 		n.cfg.Observer = true
 	} else if c.opts.DirectoryIDs {
 		// KIP-853: a new disk is a new replica key; a voter whose key
 		// no longer matches comes back as an observer.
-		n.cfg.Local.DirectoryID = directoryID(c.opts, n.id, n.disk)
 		n.cfg.Observer = true
 		for _, v := range c.voters {
 			if v.Matches(n.cfg.Local) {
@@ -438,4 +512,18 @@ func (c *Cluster) replaceDisk(n *node) {
 		}
 	}
 	c.check.diskLost(n)
+}
+
+// loseDisk gives n, down, a new disk, formatted as an operator formats a
+// replica's new disk: a new directory id where the voter set has them, no
+// bootstrap checkpoint (OpLoseDisk).
+func (c *Cluster) loseDisk(n *node) {
+	n.flog = nil
+	n.dsk.Wipe()
+	dir := directoryID(c.opts, n.id, n.disk+1)
+	if err := c.format(n, dir, nil); err != nil {
+		c.fail(Violation{Node: n.id, Rule: "restart", Detail: fmt.Sprintf("formatting a new disk: %v", err)})
+		return
+	}
+	c.replaced(n, dir)
 }

@@ -288,26 +288,32 @@ func TestRandomSchedulesCatchTornTail(t *testing.T) {
 	}
 }
 
-// TestDetectIsStoragesVerdict: what the host finds at a start on a disk
-// whose quorum state is damaged is storage.CheckQuorumState's
-// *storage.QuorumStateDamageError, and nothing (not injected) where no
-// local check can see the damage. (Log damage is made in the disk's bytes
-// and found by storage.Open itself.)
+// TestDetectIsStoragesVerdict: the quorum-state damage the host injects is
+// damage storage.CheckQuorumState sees (it returns a
+// *storage.QuorumStateDamageError for the record the damage leaves), and
+// nothing is injected where no local check can see the damage. (The
+// damage itself is made in the disk's bytes and found by datadir.Open.)
 func TestDetectIsStoragesVerdict(t *testing.T) {
 	n := &node{id: 1, log: []Record{{Epoch: 1}, {Epoch: 1}, {Epoch: 2}, {Epoch: 3}}, flushed: 3}
 	n.record = &kraft.QuorumRecord{Epoch: 3, LeaderID: 0}
-	n.history = []kraft.QuorumRecord{{Epoch: 1, LeaderID: 0}, {Epoch: 2, LeaderID: 2}, {Epoch: 3, LeaderID: 0}}
-	for _, kind := range []Damage{DamageLostQuorumState, DamageRolledBackQuorumState} {
-		d := detect(n, kind)
-		require.NotNil(t, d, kind)
-		var qe *storage.QuorumStateDamageError
-		require.ErrorAs(t, d.err, &qe, kind)
-		require.ErrorIs(t, d.err, storage.ErrDamaged)
-	}
+	n.history = []qsFiles{{record: kraft.QuorumRecord{Epoch: 1, LeaderID: 0}}, {record: kraft.QuorumRecord{Epoch: 2, LeaderID: 2}}, {record: kraft.QuorumRecord{Epoch: 3, LeaderID: 0}}}
+	i, ok := detect(n, DamageLostQuorumState)
+	require.True(t, ok)
+	require.Equal(t, -1, i)
+	var qe *storage.QuorumStateDamageError
+	require.ErrorAs(t, storage.CheckQuorumState(qsPath, nil, n.syncedEpoch()), &qe)
+	i, ok = detect(n, DamageRolledBackQuorumState)
+	require.True(t, ok)
+	require.Equal(t, 0, i, "the newest record below the log's synced epoch 2")
+	old := n.history[i].record
+	require.ErrorAs(t, storage.CheckQuorumState(qsPath, &old, n.syncedEpoch()), &qe)
+	require.ErrorIs(t, storage.CheckQuorumState(qsPath, &old, n.syncedEpoch()), storage.ErrDamaged)
 	// A rollback to a record of the log's synced epoch, or a loss with a
 	// log of epoch 0, no local check can see: not injected.
-	n.history = []kraft.QuorumRecord{{Epoch: 2, LeaderID: 2}, {Epoch: 3, LeaderID: 0}}
-	require.Nil(t, detect(n, DamageRolledBackQuorumState))
+	n.history = n.history[1:]
+	_, ok = detect(n, DamageRolledBackQuorumState)
+	require.False(t, ok)
 	n.log, n.flushed = []Record{{Epoch: 0}}, 1
-	require.Nil(t, detect(n, DamageLostQuorumState))
+	_, ok = detect(n, DamageLostQuorumState)
+	require.False(t, ok)
 }

@@ -150,7 +150,7 @@ func (c *Cluster) apply(op Op) {
 		}
 		n := c.nodes[op.Node]
 		c.crash(n)
-		c.replaceDisk(n)
+		c.loseDisk(n)
 		c.start(n)
 	case OpDamage:
 		if valid {

@@ -8,7 +8,9 @@ import (
 	"io"
 	"sort"
 
+	"github.com/google/uuid"
 	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/datadir"
 	"github.com/kraftquorum/kraft/replica"
 	"github.com/kraftquorum/kraft/storage"
 )
@@ -36,7 +38,7 @@ import (
 const simSegmentBytes = 2048
 
 // logDir is the log's directory on a replica's simulated disk.
-const logDir = "/log"
+var logDir = datadir.LogDir(dataDir)
 
 // hostLog is replica n's log as the replica layer reads and writes it: the
 // storage.FileLog n.flog on n's disk, and the host's view of it (n.log,
@@ -214,14 +216,69 @@ func (l hostLog) State() kraft.LogState { return l.n.flog.State() }
 
 func (l hostLog) EpochFor(offset int64) (kraft.Epoch, bool) { return l.n.flog.EpochFor(offset) }
 
-// openLog opens n's log on its disk as a host does at start (storage.Open:
-// a torn tail cut, damage reported), and reads it back into the host's
-// view. The error is storage.Open's, or a violation's.
-func (c *Cluster) openLog(n *node, opts storage.Options) (storage.Recovery, error) {
-	opts.FS, opts.SegmentBytes = n.dsk, simSegmentBytes
-	l, rec, err := storage.Open(logDir, opts)
+// dataDir is the data directory on a replica's simulated disk: package
+// datadir's layout, as kraftd keeps it (meta.properties, the quorum state,
+// the bootstrap checkpoint, log/ and snapshots/).
+const dataDir = "/"
+
+// simClusterID is the cluster id the simulated disks are formatted with.
+var simClusterID = [16]byte{0xc1, 0xc1, 0xc1, 0xc1, 15: 1}
+
+// format formats n's disk as kraftd format does (datadir.Format): its
+// identity with directory id dir, and in a dynamic quorum the bootstrap
+// voters, if any.
+func (c *Cluster) format(n *node, dir uuid.UUID, bootstrap []kraft.ReplicaKey) error {
+	id := datadir.Identity{ClusterID: simClusterID, NodeID: n.id, DirectoryID: dir, Dynamic: c.opts.Dynamic}
+	var boot []byte
+	if c.opts.Dynamic {
+		if bootstrap != nil {
+			boot = replica.EncodeVoters(votersOf(bootstrap))
+		}
+	} else {
+		id.Voters = c.staticVoters
+	}
+	return datadir.Format(n.dsk, dataDir, id, boot)
+}
+
+func votersOf(keys []kraft.ReplicaKey) []replica.Voter {
+	vs := make([]replica.Voter, len(keys))
+	for i, k := range keys {
+		vs[i] = replica.Voter{Key: k, KRaftVersions: replica.SupportedKRaftVersions}
+	}
+	return vs
+}
+
+// openDir opens n's data directory as kraftd does at a start: its identity
+// (datadir.Load, which finishes a replacement a crash interrupted), then
+// what it holds (datadir.Open: the log with a torn tail cut and damage
+// reported, the quorum state checked against it, the bootstrap
+// checkpoint). It reads the log back into the host's view. An identity
+// other than the one n ran under is a replaced disk (replaced). The error
+// is datadir's, or a violation's.
+func (c *Cluster) openDir(n *node, opts storage.Options) (storage.Recovery, error) {
+	id, err := datadir.Load(n.dsk, dataDir, datadir.Expect{ClusterID: simClusterID, NodeID: n.id, Dynamic: c.opts.Dynamic, Voters: c.staticVoters})
 	if err != nil {
-		return rec, err
+		return storage.Recovery{}, err
+	}
+	if uuid.UUID(id.DirectoryID) != n.cfg.Local.DirectoryID {
+		c.replaced(n, id.DirectoryID)
+	}
+	opts.SegmentBytes = simSegmentBytes
+	d, err := datadir.Open(n.dsk, dataDir, opts)
+	if err != nil {
+		return storage.Recovery{}, err
+	}
+	_ = d.Snapshots.Close() // the host keeps its snapshots in memory
+	l, rec := d.Log, d.Recovery
+	n.record = d.Quorum
+	n.bootstrap = nil
+	if d.Bootstrap != nil {
+		vs, err := replica.DecodeVoters(d.Bootstrap)
+		if err != nil {
+			_ = l.Close()
+			return rec, fmt.Errorf("the bootstrap checkpoint: %w", err)
+		}
+		n.bootstrap = replica.KeysOf(vs)
 	}
 	start := l.Start()
 	end := l.End().Offset
@@ -316,8 +373,23 @@ func dataOf(r Record) []byte {
 // DamageRolledBackQuorumState.
 const maxHistory = 8
 
-// hostRecords is replica n's quorum-state record.
-type hostRecords struct{ n *node }
+// qsPath is the quorum-state file on a replica's disk (package storage's
+// store: the file in Kafka's format and its checked copy).
+var qsPath = storage.QuorumStatePath(dataDir)
+
+// qsFiles are the quorum-state file's and its checked copy's bytes after a
+// write: what a rollback puts back.
+type qsFiles struct {
+	record     kraft.QuorumRecord
+	file, copy []byte
+}
+
+// hostRecords is replica n's quorum-state record: package storage's store
+// on n's disk (n.record is the record as last written or read at start).
+type hostRecords struct {
+	c *Cluster
+	n *node
+}
 
 func (h hostRecords) Read() (*kraft.QuorumRecord, error) {
 	if h.n.record == nil {
@@ -328,11 +400,18 @@ func (h hostRecords) Read() (*kraft.QuorumRecord, error) {
 }
 
 func (h hostRecords) Write(r kraft.QuorumRecord) error {
-	h.n.record = &r
-	if len(h.n.history) == maxHistory {
-		h.n.history = append(h.n.history[:0], h.n.history[1:]...)
+	n := h.n
+	if err := storage.WriteQuorumStateFS(n.dsk, qsPath, r); err != nil {
+		h.c.fail(Violation{Node: n.id, Rule: "host-log", Detail: fmt.Sprintf("writing the quorum state: %v", err)})
+		return err
 	}
-	h.n.history = append(h.n.history, r)
+	n.record = &r
+	file, _ := n.dsk.ReadFile(qsPath)
+	cp, _ := n.dsk.ReadFile(qsPath + storage.QuorumStateCopySuffix)
+	if len(n.history) == maxHistory {
+		n.history = append(n.history[:0], n.history[1:]...)
+	}
+	n.history = append(n.history, qsFiles{record: r, file: file, copy: cp})
 	return nil
 }
 

@@ -28,3 +28,8 @@ func ReadBootstrapFS(fsys FS, path string) ([]byte, error) {
 func WriteBootstrapFS(fsys FS, path string, payload []byte) error {
 	return writeBootstrap(fsys, path, payload)
 }
+
+// WriteQuorumStateFS is WriteQuorumState over fsys.
+func WriteQuorumStateFS(fsys FS, path string, r kraft.QuorumRecord) error {
+	return writeQuorumStateData(fsys, path, NewQuorumStateData(r))
+}
