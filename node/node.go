@@ -61,9 +61,11 @@ type Node struct {
 	static     bool                  // a static voter set: no VotersRecords, no voter set in snapshots
 	met        loopMetrics           // for Metrics (metrics.go)
 
-	// reads are the ReadIndex calls waiting for the replica, by Ref
-	// (read.go).
-	reads map[uint64]chan<- readAnswer
+	// reads are the ReadIndex callers waiting for the replica, by Ref;
+	// readBatch those waiting for the loop to take their read (read.go).
+	reads     map[uint64][]chan<- readAnswer
+	readMu    sync.Mutex
+	readBatch []chan<- readAnswer
 
 	// The log (logging.go): the logger with the node's id, the rate limits
 	// of repeating events, and what the loop watches to log changes

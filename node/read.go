@@ -36,28 +36,14 @@ type readAnswer struct {
 // with ctx's error: all of them may be retried.
 func (n *Node) ReadIndex(ctx context.Context) (int64, error) {
 	ch := make(chan readAnswer, 1)
-	var refused error
-	err := n.call(func() {
-		if n.st.Role() != kraft.Leader {
-			refused = &NotLeaderError{Leader: leaderOrNone(n.st), Epoch: n.st.Epoch()}
-			return
-		}
-		ref, err := n.r.ReadIndex(n.clock())
-		if err != nil {
-			refused = fmt.Errorf("node: %w", err)
-			return
-		}
-		if n.reads == nil {
-			n.reads = map[uint64]chan<- readAnswer{}
-		}
-		n.reads[ref] = ch
-		n.carry()
-	})
-	if err != nil {
-		return 0, err
-	}
-	if refused != nil {
-		return 0, refused
+	// Callers that arrive before the loop takes the batch share one read
+	// of the replica's, taken after all of them arrived (D122).
+	n.readMu.Lock()
+	n.readBatch = append(n.readBatch, ch)
+	first := len(n.readBatch) == 1
+	n.readMu.Unlock()
+	if first && !n.post(n.takeReads) {
+		return 0, n.stoppedErr()
 	}
 	var a readAnswer
 	select {
@@ -74,9 +60,33 @@ func (n *Node) ReadIndex(ctx context.Context) (int64, error) {
 	return a.offset, n.WaitApplied(ctx, a.offset-1)
 }
 
+// takeReads, on the loop, takes one read of the replica's for the
+// ReadIndex callers waiting in the batch.
+func (n *Node) takeReads() {
+	n.readMu.Lock()
+	batch := n.readBatch
+	n.readBatch = nil
+	n.readMu.Unlock()
+	var refused error
+	if n.st.Role() != kraft.Leader {
+		refused = &NotLeaderError{Leader: leaderOrNone(n.st), Epoch: n.st.Epoch()}
+	} else if ref, err := n.r.ReadIndex(n.clock()); err != nil {
+		refused = fmt.Errorf("node: %w", err)
+	} else {
+		if n.reads == nil {
+			n.reads = map[uint64][]chan<- readAnswer{}
+		}
+		n.reads[ref] = batch
+		return
+	}
+	for _, ch := range batch {
+		ch <- readAnswer{err: refused}
+	}
+}
+
 // readAnswered hands the replica's answer to the ReadIndex call ref.
 func (n *Node) readAnswered(ref uint64, offset int64, err error) {
-	ch, ok := n.reads[ref]
+	batch, ok := n.reads[ref]
 	if !ok {
 		return
 	}
@@ -87,5 +97,7 @@ func (n *Node) readAnswered(ref uint64, offset int64, err error) {
 	case err != nil:
 		err = fmt.Errorf("node: %w", err)
 	}
-	ch <- readAnswer{offset: offset, err: err}
+	for _, ch := range batch {
+		ch <- readAnswer{offset: offset, err: err}
+	}
 }
