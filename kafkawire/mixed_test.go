@@ -498,8 +498,10 @@ func TestMixedQuorum(t *testing.T) {
 	add("kraft-led", 5)
 	q.waitSame(want)
 	q.describeKraft()
-	// A read barrier crosses to Kafka's followers as a LeaderChange
-	// control batch; replication goes on after it.
+	// A read barrier at the kraft leader is confirmed by a round of
+	// BeginQuorumEpoch requests, which Kafka's followers answer
+	// (KafkaRaftClient.handleBeginQuorumEpochRequest); replication goes
+	// on after it.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	if _, err := q.kraft.ReadBarrier(ctx); err != nil {
 		t.Fatalf("read barrier: %v", err)

@@ -136,3 +136,85 @@ func connectTCP(trs map[kraft.NodeID]*TCPTransport) {
 		}
 	}
 }
+
+// BenchmarkReadsVersusWrites measures, in one run on three in-memory
+// nodes (in-memory logs and transport), linearizable reads per second
+// (ReadIndex) and committed appends per second (Append, 100-byte records),
+// each with 16 concurrent callers at the leader for the same time, and
+// reports their ratio. b.N scales the time: each phase runs b.N
+// milliseconds (at least 200).
+func BenchmarkReadsVersusWrites(b *testing.B) {
+	const callers = 16
+	voters := []kraft.ReplicaKey{{ID: 1}, {ID: 2}, {ID: 3}}
+	mem := NewMemNetwork()
+	var nodes []*Node
+	for _, v := range voters {
+		n, err := Start(Config{
+			Kraft:     kraft.Config{Local: v, Voters: voters, Seed: uint64(v.ID)},
+			Log:       storage.NewMemLog(),
+			Records:   &MemRecords{},
+			Transport: mem.EndpointBuffer(v.ID, 8192),
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	defer func() {
+		for _, n := range nodes {
+			_ = n.Close()
+		}
+	}()
+	leader := benchLeader(b, nodes)
+	phase := time.Duration(b.N) * time.Millisecond
+	if phase < 200*time.Millisecond {
+		phase = 200 * time.Millisecond
+	}
+	rec := make([]byte, 100)
+	rate := func(op func() error) float64 {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		total := 0
+		var first error
+		start := time.Now()
+		for c := 0; c < callers; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				done := 0
+				for time.Since(start) < phase {
+					if err := op(); err != nil {
+						mu.Lock()
+						if first == nil {
+							first = err
+						}
+						mu.Unlock()
+						return
+					}
+					done++
+				}
+				mu.Lock()
+				total += done
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		if first != nil {
+			b.Fatal(first)
+		}
+		return float64(total) / time.Since(start).Seconds()
+	}
+	b.ResetTimer()
+	writes := rate(func() error {
+		_, err := leader.Append(context.Background(), rec)
+		return err
+	})
+	reads := rate(func() error {
+		_, err := leader.ReadIndex(context.Background())
+		return err
+	})
+	b.StopTimer()
+	b.ReportMetric(writes, "writes/s")
+	b.ReportMetric(reads, "reads/s")
+	b.ReportMetric(reads/writes, "reads/writes")
+}

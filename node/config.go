@@ -286,7 +286,8 @@ var (
 	// ErrLeadershipLost: the replica lost leadership (or the record was
 	// truncated) before the record committed. The record may still commit
 	// under the next leader, or may be gone: the outcome is unknown, as
-	// with Kafka's NotLeaderException after an append.
+	// with Kafka's NotLeaderException after an append. ReadIndex fails
+	// with it too when leadership is lost before the read was confirmed.
 	ErrLeadershipLost = errors.New("node: leadership lost before the record committed")
 	// ErrStopped: the node is closed or stopped on an error (Err says
 	// which).

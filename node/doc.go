@@ -12,6 +12,10 @@
 // Clients call Append, which returns once the records are committed,
 // Resign, Shutdown (a leader hands leadership over first) and Status; a
 // state machine receives the committed records through Config.OnCommit.
+// WaitApplied waits until this replica's state machine holds a committed
+// record, and ReadIndex (ReadBarrier) gives linearizable reads at the
+// leader without writing to the log: a round of BeginQuorumEpoch requests
+// confirms the leadership (docs/design.md D120-D122).
 // Metrics returns Kafka's raft metrics (KafkaRaftMetrics) as values, with
 // fsync latency and each voter's lag (docs/design.md D68).
 //

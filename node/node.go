@@ -61,6 +61,12 @@ type Node struct {
 	static     bool                  // a static voter set: no VotersRecords, no voter set in snapshots
 	met        loopMetrics           // for Metrics (metrics.go)
 
+	// reads are the ReadIndex callers waiting for the replica, by Ref;
+	// readBatch those waiting for the loop to take their read (read.go).
+	reads     map[uint64][]chan<- readAnswer
+	readMu    sync.Mutex
+	readBatch []chan<- readAnswer
+
 	// The log (logging.go): the logger with the node's id, the rate limits
 	// of repeating events, and what the loop watches to log changes
 	// (watch.go).
@@ -340,6 +346,10 @@ func (n *Node) carry() {
 			n.onRoleChanged(o.RoleChanged)
 		case replica.VoterChangeAnswer:
 			n.voterChangeResponse(o.Response)
+		case replica.ReadReady:
+			n.readAnswered(o.Ref, o.Offset, nil)
+		case replica.ReadFailed:
+			n.readAnswered(o.Ref, 0, o.Err)
 		case replica.Peer:
 			if pb, ok := n.cfg.Transport.(peerBook); ok {
 				pb.SetPeer(o.ID, o.Endpoint)
@@ -525,21 +535,17 @@ func (n *Node) appliedTo(next int64) {
 	n.appliedWait = kept
 }
 
-// ReadBarrier makes reads of this replica's application linearizable: it
-// returns once every record committed before the call is applied here
-// (Kafka's KafkaRaftClient has no such read; etcd's ReadIndex is the
-// model). The leader appends a barrier record (an empty control record
-// that OnCommit never sees) and waits for it to commit, which proves it
-// still led after the call began, then for it to be applied. It returns
-// the barrier's offset. A replica that does not lead fails with a
-// *NotLeaderError naming the leader if known: ask it. Each call costs one
-// record and one commit round (docs/design.md D65).
+// ReadBarrier makes reads of this replica's application linearizable:
+// it returns once every record committed before the call is applied here,
+// and returns the offset below which they all are. It is ReadIndex, which
+// writes nothing: the leader confirms its leadership with a round of
+// messages to the voters (docs/design.md D120). A replica that does not
+// lead fails with a *NotLeaderError naming the leader if known: ask it.
+// (Before D120 each call appended a barrier record and waited for its
+// commit, D65; logs may still hold such records, which OnCommit never
+// sees.)
 func (n *Node) ReadBarrier(ctx context.Context) (int64, error) {
-	off, err := n.propose(ctx, [][]byte{{replica.RecordBarrier}})
-	if err != nil {
-		return off, err
-	}
-	return off, n.WaitApplied(ctx, off)
+	return n.ReadIndex(ctx)
 }
 
 func leaderOrNone(s kraft.State) kraft.NodeID {

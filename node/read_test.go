@@ -3,10 +3,13 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/replica"
 	"github.com/stretchr/testify/require"
 )
 
@@ -114,5 +117,70 @@ func TestNodeReadBarrier(t *testing.T) {
 		var nl *NotLeaderError
 		require.ErrorAs(t, err, &nl)
 		require.Equal(t, l.local.ID, nl.Leader)
+	}
+}
+
+// TestNodeReadIndexSeesAcknowledgedWrites: on three in-memory nodes with
+// a slow application, a read taken at the leader after another caller's
+// Append was acknowledged sees the write in the leader's application, and
+// reads append nothing to the log.
+func TestNodeReadIndexSeesAcknowledgedWrites(t *testing.T) {
+	c := newTunedCluster(t, 3, nil, func(cfg *Config) {
+		inner := cfg.OnCommit
+		cfg.OnCommit = func(rs []Record) {
+			time.Sleep(2 * time.Millisecond) // the application lags the commits
+			inner(rs)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	acked := make(chan string)
+	go func() {
+		defer close(acked)
+		for i := 0; i < 20; i++ {
+			v := fmt.Sprintf("w%d", i)
+			c.appendCommitted(v)
+			select {
+			case acked <- v:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	applied := func(id kraft.NodeID, v string) bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, r := range c.committed[id] {
+			if string(r.Data) == v {
+				return true
+			}
+		}
+		return false
+	}
+	for v := range acked {
+		for {
+			l := c.leader()
+			off, err := l.ReadIndex(ctx)
+			if errors.Is(err, ErrLeadershipLost) || errors.Is(err, ErrNotLeader) || errors.Is(err, replica.ErrReadTimedOut) {
+				continue // an election: read at the new leader
+			}
+			require.NoError(t, err)
+			require.Positive(t, off)
+			require.True(t, applied(l.local.ID, v), "a read after the acknowledged write %s does not see it", v)
+			break
+		}
+	}
+
+	l := c.leader()
+	before, err := l.Status()
+	require.NoError(t, err)
+	for i := 0; i < 50; i++ {
+		_, err := l.ReadIndex(ctx)
+		require.NoError(t, err)
+	}
+	after, err := l.Status()
+	require.NoError(t, err)
+	if after.Epoch == before.Epoch {
+		require.Equal(t, before.LogEnd, after.LogEnd, "reads wrote to the log")
 	}
 }

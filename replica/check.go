@@ -15,6 +15,7 @@ import (
 //     issued.
 //   - queue: empty (every event owed to the state was stepped).
 //   - out: a stopped replica's last output is Stopped.
+//   - reads: see checkReads.
 func (r *Replica) checkInvariants() error {
 	if r.err != nil {
 		return nil
@@ -38,5 +39,5 @@ func (r *Replica) checkInvariants() error {
 	if len(r.queue) > 0 {
 		return fmt.Errorf("%d events owed to the state after the input", len(r.queue))
 	}
-	return nil
+	return r.checkReads()
 }

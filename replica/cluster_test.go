@@ -35,6 +35,10 @@ type clusterOpts struct {
 	// snapshots survive crashes), and the layer serve, download and
 	// install them.
 	snapshotEvery int64
+	// reads, if set, has the client take linearizable reads at the
+	// leader too (ReadIndex): a read ready at an offset below what was
+	// committed when it was taken is a stale read.
+	reads bool
 }
 
 type simHost struct {
@@ -55,6 +59,9 @@ type simHost struct {
 	// parked are the Fetches delivered to this replica as leader and not
 	// answered yet, for the long-poll check.
 	parked []pendingFetch
+	// reads are this incarnation's reads waiting for their answer: the
+	// committed end when each was taken, by Ref.
+	reads map[uint64]int64
 }
 
 type pendingFetch struct {
@@ -101,7 +108,9 @@ type simCluster struct {
 	faulty    bool
 	nextOp    time.Duration
 	proposed  int
-	err       error
+	// readsReady counts the reads answered (clusterOpts.reads).
+	readsReady int
+	err        error
 }
 
 func (c *simCluster) config(id kraft.NodeID) Config {
@@ -146,7 +155,7 @@ func (c *simCluster) start(h *simHost) {
 		return
 	}
 	r.plant = planted
-	h.r, h.up, h.syncAt, h.parked = r, true, 0, nil
+	h.r, h.up, h.syncAt, h.parked, h.reads = r, true, 0, nil, map[uint64]int64{}
 	h.app, h.applied, h.lastSnap = nil, 0, 0
 	if id, ok := r.State().LatestSnapshot(); ok && id.Offset > 0 {
 		c.restore(h, id)
@@ -267,6 +276,24 @@ func (c *simCluster) carryOuts(h *simHost, outs []Output) {
 			c.restore(h, o.Snapshot)
 		case Stopped:
 			c.fail("replica %d stopped: %v", h.id, o.Err)
+		case ReadReady:
+			at, ok := h.reads[o.Ref]
+			delete(h.reads, o.Ref)
+			switch {
+			case !ok:
+				c.fail("replica %d: read %d answered but never taken, or twice", h.id, o.Ref)
+			case o.Offset < at:
+				c.fail("stale read: replica %d answered read %d at %d, but %d was committed when it was taken", h.id, o.Ref, o.Offset, at)
+			case o.Offset > h.committed:
+				c.fail("replica %d answered read %d at %d, past its committed %d", h.id, o.Ref, o.Offset, h.committed)
+			default:
+				c.readsReady++
+			}
+		case ReadFailed:
+			if _, ok := h.reads[o.Ref]; !ok {
+				c.fail("replica %d: read %d failed but never taken, or answered twice", h.id, o.Ref)
+			}
+			delete(h.reads, o.Ref)
 		}
 	}
 }
@@ -428,6 +455,19 @@ func (c *simCluster) operate() {
 			c.start(h)
 		}
 		return
+	}
+	for _, h := range c.hosts {
+		if c.opts.reads && h.up && h.r.State().Role() == kraft.Leader && c.rng.Intn(2) == 0 {
+			// A read at every replica that believes it leads: a stale
+			// leader among them must not answer.
+			ref, err := h.r.ReadIndex(c.now)
+			if err == nil {
+				h.reads[ref] = int64(len(c.committed))
+			} else if err != ErrTooManyReads {
+				c.fail("replica %d: read: %v", h.id, err)
+			}
+			c.carry(h)
+		}
 	}
 	for _, h := range c.hosts {
 		if h.up && h.r.State().Role() == kraft.Leader {

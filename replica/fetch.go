@@ -23,6 +23,16 @@ func (r *Replica) onResponse(m Message) {
 	if !ok && r.plant != bugKeepStale {
 		return
 	}
+	if ok && q.kind == kindRead {
+		// A read round's BeginQuorumEpoch (read.go): the state steps the
+		// answer as it does its own BeginQuorumEpoch's (a newer epoch
+		// ends the leadership), then the round counts it.
+		if m.Event != nil && !refusedForCluster(m.Event) {
+			r.step(m.Event)
+		}
+		r.onReadAnswer(m)
+		return
+	}
 	if m.Event == nil {
 		return // an answer without an event (D28)
 	}

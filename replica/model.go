@@ -167,6 +167,7 @@ func (r *Replica) Clone(log storage.Log, records RecordStore, snaps Snapshots, o
 	c.voters.vsets = append([]voterSetAt(nil), r.voters.vsets...)
 	c.voters.peerAddrs = copyMap(r.voters.peerAddrs)
 	c.voters.changeEndpoints = copyMap(r.voters.changeEndpoints)
+	c.reads = r.reads.clone()
 	return &c
 }
 
@@ -352,7 +353,7 @@ func (r *Replica) AppendCanonicalUntimed(dst []byte) []byte {
 		dst = putVarint(dst, s.offset)
 		dst = append(dst, EncodeVoters(s.voters)...)
 	}
-	return dst
+	return r.reads.appendCanonical(dst)
 }
 
 // AppendCanonicalMessage appends a message's canonical encoding.

@@ -3,7 +3,7 @@ package replica
 import "github.com/kraftquorum/kraft"
 
 // Output is what a host carries out for its replica, in order: the
-// types below, and ClusterIDRefused (refusal.go). The host never looks inside a Send's message: it hands it
+// types below, ClusterIDRefused (refusal.go), ReadReady and ReadFailed (read.go). The host never looks inside a Send's message: it hands it
 // to its transport.
 type Output interface{ isOutput() }
 

@@ -178,6 +178,8 @@ type Replica struct {
 
 	voters voterState
 
+	reads readState // linearizable reads (read.go)
+
 	plant bug // a bug planted by the tests; noBug otherwise
 }
 
@@ -295,6 +297,7 @@ func (r *Replica) input(now time.Duration) bool {
 // sync of what was written since the last one (group commit).
 func (r *Replica) settle() {
 	r.drain()
+	r.serveReads()
 	if r.err == nil && !r.syncing && r.cfg.Log.Flushed() < r.cfg.Log.End().Offset {
 		r.syncing = true
 		r.emit(Sync{})
@@ -567,6 +570,7 @@ func (r *Replica) Receive(now time.Duration, m Message) {
 		return
 	}
 	r.note(m)
+	r.noteReadFetch(m)
 	r.onMessage(m, false)
 	r.settle()
 }

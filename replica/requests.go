@@ -180,6 +180,11 @@ func (r *Replica) timedOut(q *request) {
 	switch q.kind {
 	case kindAPIVersions:
 		r.step(kraft.ReceiveAPIVersionsResponse{From: q.msg.To, Error: kraft.ErrRequestTimedOut})
+	case kindRead:
+		// A read round waits the request timeout, then fails (read.go).
+		if r.reads.active {
+			r.failRound(ErrReadTimedOut)
+		}
 	default:
 		if q.kind == kindFetch && q.short {
 			// It waited less than the request timeout: the link is slower

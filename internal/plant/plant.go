@@ -27,7 +27,19 @@ const (
 	// the log at the first damaged record and starts under its old
 	// identity, with its vote (package sim, damage.go).
 	TornTail
+	// ReadCountsFetches confirms a voter for a read round on any Fetch of
+	// the leader's epoch that arrives while the round is in flight, as if
+	// a Fetch that arrives after a read had been sent after it.
+	ReadCountsFetches
+	// ReadJoinsRound lets a read join the read round in flight, which
+	// began before it, instead of waiting for the next.
+	ReadJoinsRound
 )
+
+// ReadBugs lists the bugs of the layer's linearizable reads, for the
+// tests that issue reads (the others' schedules take none, so these are
+// not among Bugs).
+var ReadBugs = []Bug{ReadCountsFetches, ReadJoinsRound}
 
 // Bugs lists every bug of the replica layer, for the tests that plant
 // each in turn (TornTail, a host's, is not among them).
@@ -49,6 +61,10 @@ func (b Bug) String() string {
 		return "a record persisted after the messages that rely on it"
 	case TornTail:
 		return "damage taken for a torn tail"
+	case ReadCountsFetches:
+		return "a read confirmed by Fetches that arrived after it"
+	case ReadJoinsRound:
+		return "a read confirmed by a round that began before it"
 	}
 	return "unknown"
 }
