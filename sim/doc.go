@@ -8,13 +8,18 @@
 // simulated host (host.go, cluster.go) does only I/O, as the README's
 // contract for a host of the replica layer says:
 //
-//   - A log, a quorum-state record store and snapshots in memory, which the
-//     checker reads: the record store is durable at once; the log has a
-//     flushed prefix, and a crash loses the rest; a Sync output makes the
-//     whole written log durable after a random delay (Options.FlushDelayMax,
-//     OpDisk for slow disk phases of up to three election timeouts), then
-//     Synced reports it, whatever role the replica holds by then. Reads hand
-//     out at most Options.MaxFetchRecords records.
+//   - A simulated disk per replica (package storage/simdisk: a page cache
+//     over a media, power loss and process death, faults made in the bytes)
+//     holding a data directory as kraftd keeps it, through the code kraftd
+//     runs: formatted once (package datadir), loaded and opened at every
+//     start, the log a storage.FileLog, the quorum state in package
+//     storage's store, a damaged directory replaced by datadir.Replace
+//     (docs/design.md D118). The host keeps a readable copy of the log for
+//     the checker, read back from the disk at every start. A Sync output
+//     syncs the log after a random delay (Options.FlushDelayMax, OpDisk for
+//     slow disk phases of up to three election timeouts), then Synced
+//     reports it, whatever role the replica holds by then. Reads hand out
+//     at most Options.MaxFetchRecords records. Snapshots are kept in memory.
 //   - Every host takes snapshots (Options.SnapshotEvery, see snapshot.go):
 //     once its replica's committed offset is SnapshotEvery records past its
 //     latest snapshot it writes one there and reports it (SnapshotTaken);
@@ -43,11 +48,13 @@
 // join by themselves, and a disk loss gives the replica a new directory id.
 // Cluster.Voters and VoterHistory follow the committed voter set.
 //
-// Faults are crashes and restarts (the replica is rebuilt by replica.New
-// from its record, its flushed log and its snapshots), kills (a crash that
-// the other replicas notice a round trip later, as a runtime notices a
-// process whose port refuses connections: OpKill, replica.PeerDown,
-// docs/design.md D101), graceful resignation
+// Faults are crashes (a power loss of the replica's machine) and restarts
+// (the replica is rebuilt by replica.New from what its disk kept), kills
+// (a process death the page cache survives, which the other replicas
+// notice a round trip later, as a runtime notices a process whose port
+// refuses connections: OpKill, replica.PeerDown, docs/design.md D101),
+// disk damage (OpDamage), quiet phases without client appends (OpIdle),
+// graceful resignation
 // (kraft.Resign), the loss of one replica's disk (a restart with no record,
 // an empty log and no snapshot),
 // partitions and a lossy network. A client appends records at whoever leads.
