@@ -282,6 +282,27 @@ type Fault struct {
 	Reason string
 }
 
+// LeaderRefused reports that this replica refuses to follow LeaderID, the
+// leader of Epoch: the leader asked it to remove committed records, to
+// truncate its log to TruncateTo (a diverging epoch) or to replace it with
+// a snapshot that ends at TruncateTo, below HighWatermark, the highest high
+// watermark this replica has known. Only a leader elected without those
+// records asks that (a replica that lost data it had acknowledged, then
+// led), so the replica keeps its log, sends that leader no more Fetch
+// requests, answers its BeginQuorumEpoch with NOT_LEADER_OR_FOLLOWER, and
+// grants pre-votes: its fetch timer runs out and it campaigns with the
+// voters that hold the records. The refusal lasts until the replica is in
+// another epoch (State.RefusedLeader). Kafka throws instead
+// (KafkaRaftClient.handleFetchResponse, KafkaMetadataLog.truncateTo);
+// docs/design.md D113. For logs and readiness; nothing to carry out.
+type LeaderRefused struct {
+	LeaderID      NodeID
+	Epoch         Epoch
+	TruncateTo    int64
+	HighWatermark int64
+	Reason        string
+}
+
 // SendAPIVersions asks the host to send an ApiVersions request to To, a
 // replica the leader is about to add, and to step its answer as
 // ReceiveAPIVersionsResponse (Kafka's AddVoterHandler learns the new voter's
@@ -352,6 +373,7 @@ func (ResetTimer) isAction()                   {}
 func (StopTimer) isAction()                    {}
 func (RoleChanged) isAction()                  {}
 func (Fault) isAction()                        {}
+func (LeaderRefused) isAction()                {}
 
 // Snapshots.
 func (SendFetchSnapshot) isAction()  {}

@@ -264,6 +264,9 @@ func (t *stepper) become(role Role, epoch Epoch, leader NodeID, voted ReplicaKey
 	if epoch != old.epoch {
 		n.forgetRival()
 	}
+	if epoch != old.epoch || leader != old.leader {
+		n.refused = false
+	}
 	n.epochStart, n.ends, n.fetchedCheck, n.fetchedBegin = 0, voterEnds{}, 0, 0
 	n.change, n.joinWait = nil, false
 	*t.s = n
