@@ -99,11 +99,12 @@ type Metrics struct {
 	// ClusterIDRefusedByPeers the responses of that error to this
 	// replica's requests. Both are logged (refusalLogEvery).
 	ClusterIDRefused, ClusterIDRefusedByPeers uint64
-	// RefusedLeader is the leader of the current epoch when this replica
-	// refuses to follow it (it asked to remove committed records:
-	// docs/design.md D113), -1 otherwise; the refusal lasts until the
-	// replica is in another epoch. LeaderRefusals counts the refusals
-	// (one per refused answer of a leader).
+	// RefusingLeader: this replica refuses to follow RefusedLeader, the
+	// leader of the current epoch, which asked it to remove committed
+	// records (docs/design.md D113); RefusedLeader is -1 otherwise. The
+	// refusal lasts until the replica is in another epoch. LeaderRefusals
+	// counts the refusals (one per refused answer of a leader).
+	RefusingLeader bool
 	RefusedLeader  kraft.NodeID
 	LeaderRefusals uint64
 	// TransportDropped is Status.TransportDropped.
@@ -337,14 +338,6 @@ func (n *Node) leaderRefused(o kraft.LeaderRefused) {
 		"leader", int32(o.LeaderID), "epoch", int32(o.Epoch), "truncate_to", o.TruncateTo, "high_watermark", o.HighWatermark)
 }
 
-// refusedLeader is Metrics.RefusedLeader.
-func refusedLeader(s kraft.State) kraft.NodeID {
-	if id, ok := s.RefusedLeader(); ok {
-		return id
-	}
-	return kraft.NoNode
-}
-
 // logRefusal logs a cluster id refusal, at most once per refusalLogEvery
 // for each peer and direction, with the number left out since.
 func (n *Node) logRefusal(k refusalKey, msg string, attrs ...interface{}) {
@@ -438,8 +431,9 @@ func (n *Node) Metrics() (Metrics, error) {
 			PollIdle: n.met.idle, PollBusy: n.met.busy,
 			LeaderHighWatermark: n.r.LeaderHighWatermark(),
 			ClusterIDRefused:    n.met.refused, ClusterIDRefusedByPeers: n.met.refusedBy,
-			RefusedLeader: refusedLeader(s), LeaderRefusals: n.met.leaderRefusals,
+			LeaderRefusals: n.met.leaderRefusals,
 		}
+		m.RefusedLeader, m.RefusingLeader = s.RefusedLeader()
 		if pa, ok := n.cfg.Transport.(peerAddresses); ok {
 			for _, v := range s.Voters() {
 				if v.ID != n.local.ID && !pa.HasPeer(v.ID) {
