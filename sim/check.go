@@ -373,7 +373,7 @@ func PersistBeforeSend(self kraft.ReplicaKey, d kraft.QuorumRecord, a kraft.Acti
 	case kraft.SendFetchSnapshotResponse:
 		return epochSent("FetchSnapshot response", a.Epoch)
 	case kraft.Persist, kraft.TruncateLog, kraft.AppendLeaderChange, kraft.HighWatermarkChanged,
-		kraft.ResetTimer, kraft.StopTimer, kraft.RoleChanged, kraft.Fault:
+		kraft.ResetTimer, kraft.StopTimer, kraft.RoleChanged, kraft.Fault, kraft.LeaderRefused:
 	}
 	return ""
 }
@@ -430,6 +430,9 @@ func (k *Checker) beforeAction(n *node, a kraft.Action, e kraft.Event) {
 	case kraft.Fault:
 		k.fail(n, "fault", "Step returned Fault %q on %v after %T %+v", a.Reason, n.st, e, e)
 	case kraft.TruncateLog, kraft.AppendLeaderChange, kraft.ResetTimer, kraft.StopTimer, kraft.RoleChanged:
+	case kraft.LeaderRefused:
+		// A refusal is no violation (docs/design.md D113): the refusing
+		// replica keeps its log, and the rules above check what it does.
 	}
 }
 

@@ -51,6 +51,10 @@ type Stats struct {
 	Damages, DamagesSkipped, DamagesBusy                         int
 	DamagesByKind                                                map[Damage]int
 	DamagesReplaced, DamagesRefused, DamagesRestored, DamagesCut int
+	// LeaderRefusals counts the answers of a leader that a replica refused
+	// because they asked it to remove committed records
+	// (kraft.LeaderRefused, docs/design.md D113).
+	LeaderRefusals int
 }
 
 // node is one replica and its simulated host.
@@ -605,6 +609,8 @@ func (c *Cluster) output(n *node, o replica.Output) {
 		c.answered(n, o.Response)
 	case replica.Stopped:
 		c.fail(Violation{Node: n.id, Rule: "replica-stopped", Detail: o.Err.Error()})
+	case replica.LeaderRefused:
+		c.stats.LeaderRefusals++
 	case replica.RoleChange, replica.Peer, replica.ClusterIDRefused:
 	}
 }
