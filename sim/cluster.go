@@ -226,6 +226,12 @@ type Cluster struct {
 	// the one kraft.NewState built. It is not called once the run has
 	// stopped at a violation.
 	OnOp func(op Op)
+
+	// tolerate, if set, lets a test go on past a violation it made on
+	// purpose (tolerated records them): a damage that loses a committed
+	// record, whose consequence is the test's subject.
+	tolerate  func(Violation) bool
+	tolerated []Violation
 }
 
 // New builds a cluster and starts every replica from an empty disk. If
@@ -406,6 +412,10 @@ func (c *Cluster) push(it *item) {
 func (c *Cluster) fail(v Violation) {
 	if c.err == nil {
 		v.At = c.now
+		if c.tolerate != nil && c.tolerate(v) {
+			c.tolerated = append(c.tolerated, v)
+			return
+		}
 		c.err = v
 	}
 }
