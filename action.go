@@ -275,9 +275,10 @@ type RoleChanged struct {
 }
 
 // Fault reports that an input proved the cluster inconsistent (two leaders in one epoch,
-// a message naming this replica leader when it is not, a truncation below
-// the high watermark). The state did not change; the host decides whether to
-// stop. Kafka throws in these cases.
+// a message naming this replica leader when it is not). The state did not
+// change; the host decides whether to stop. Kafka throws in these cases (and
+// for a truncation below the high watermark, which kraft refuses instead:
+// LeaderRefused).
 type Fault struct {
 	Reason string
 }
