@@ -275,11 +275,33 @@ type RoleChanged struct {
 }
 
 // Fault reports that an input proved the cluster inconsistent (two leaders in one epoch,
-// a message naming this replica leader when it is not, a truncation below
-// the high watermark). The state did not change; the host decides whether to
-// stop. Kafka throws in these cases.
+// a message naming this replica leader when it is not). The state did not
+// change; the host decides whether to stop. Kafka throws in these cases (and
+// for a truncation below the high watermark, which kraft refuses instead:
+// LeaderRefused).
 type Fault struct {
 	Reason string
+}
+
+// LeaderRefused reports that this replica refuses to follow LeaderID, the
+// leader of Epoch: the leader asked it to remove committed records, to
+// truncate its log to TruncateTo (a diverging epoch) or to replace it with
+// a snapshot that ends at TruncateTo, below HighWatermark, the highest high
+// watermark this replica has known. Only a leader elected without those
+// records asks that (a replica that lost data it had acknowledged, then
+// led), so the replica keeps its log, sends that leader no more Fetch
+// requests, answers its BeginQuorumEpoch with NOT_LEADER_OR_FOLLOWER, and
+// grants pre-votes: its fetch timer runs out and it campaigns with the
+// voters that hold the records. The refusal lasts until the replica is in
+// another epoch (State.RefusedLeader). Kafka throws instead
+// (KafkaRaftClient.handleFetchResponse, KafkaMetadataLog.truncateTo);
+// docs/design.md D113. For logs and readiness; nothing to carry out.
+type LeaderRefused struct {
+	LeaderID      NodeID
+	Epoch         Epoch
+	TruncateTo    int64
+	HighWatermark int64
+	Reason        string
 }
 
 // SendAPIVersions asks the host to send an ApiVersions request to To, a
@@ -352,6 +374,7 @@ func (ResetTimer) isAction()                   {}
 func (StopTimer) isAction()                    {}
 func (RoleChanged) isAction()                  {}
 func (Fault) isAction()                        {}
+func (LeaderRefused) isAction()                {}
 
 // Snapshots.
 func (SendFetchSnapshot) isAction()  {}

@@ -293,9 +293,10 @@ func TestLeaderFaultsOnOlderEpochWritePastEpochStart(t *testing.T) {
 	}
 }
 
-// 4. Truncation below the high watermark is a Fault, by the diverging
+// 4. Truncation below the high watermark never happens, by the diverging
 // offset and by the local truncation point, and also for a former leader
-// whose own high watermark was reset.
+// whose own high watermark was reset: the follower refuses the leader
+// (docs/design.md D113).
 func TestNoTruncationBelowHighWatermark(t *testing.T) {
 	cfg := rcfg(1, 1, 2, 3)
 	ls := kraft.LogState{End: kraft.LogEnd{Offset: 10, Epoch: 2}, Epochs: []kraft.EpochStart{{Epoch: 1}, {Epoch: 2, StartOffset: 3}}}
@@ -318,9 +319,10 @@ func TestNoTruncationBelowHighWatermark(t *testing.T) {
 	}
 }
 
-// 5. A Fault never changes the state, also when the step had already
-// transitioned (an Unattached observer attaching on a diverging answer that
-// would truncate below its high watermark) and with StepInto's buffer.
+// 5. A Fault never changes the state (a message naming a second leader of
+// the epoch, a response calling a request invalid), also with StepInto's
+// buffer. (An observer attaching to a leader that asks it to truncate below
+// its high watermark refuses it instead: D113, follower_test.go.)
 func TestFaultLeavesWholeStateUnchanged(t *testing.T) {
 	cfg := kraft.Config{Local: rk(4), Observer: true, Voters: []kraft.ReplicaKey{rk(1), rk(2), rk(3)}, Seed: 9}
 	ls := kraft.LogState{End: kraft.LogEnd{Offset: 10, Epoch: 2}, Epochs: []kraft.EpochStart{{Epoch: 1}, {Epoch: 2, StartOffset: 4}}}

@@ -94,7 +94,11 @@ func (s State) appendCanonical(dst []byte) []byte {
 	}
 	dst = canonUvarint(dst, uint64(s.granted))
 	dst = canonUvarint(dst, uint64(s.rejected))
-	dst = append(dst, s.rival, s.rivalHeld)
+	refused := byte(0)
+	if s.refused {
+		refused = 1
+	}
+	dst = append(dst, s.rival, s.rivalHeld, refused)
 	dst = canonVarint(dst, s.rivalOffset)
 	dst = canonVarint(dst, int64(s.rivalEpoch))
 	dst = canonVarint(dst, s.epochStart)

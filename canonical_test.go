@@ -147,6 +147,7 @@ func TestCanonicalEveryField(t *testing.T) {
 		"fetchedCheck": func(s *State) { s.fetchedCheck ^= 1 },
 		"fetchedBegin": func(s *State) { s.fetchedBegin ^= 1 },
 		"joinWait":     func(s *State) { s.joinWait = !s.joinWait },
+		"refused":      func(s *State) { s.refused = !s.refused },
 		"change": func(s *State) {
 			if s.change == nil {
 				s.change = &voterChange{}

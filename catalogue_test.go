@@ -138,7 +138,7 @@ func TestEveryEventHasASource(t *testing.T) {
 // changes, which rely on nothing durable. Every other action (a message,
 // a write to the log or a snapshot) must be listed in persist's switch,
 // so that a Persist before it is never rewritten after it went out.
-var persistFree = []string{"Fault", "HighWatermarkChanged", "ResetTimer", "RoleChanged", "StopTimer"}
+var persistFree = []string{"Fault", "HighWatermarkChanged", "LeaderRefused", "ResetTimer", "RoleChanged", "StopTimer"}
 
 // TestPersistKnowsEveryAction: stepper.persist's switch lists every action
 // type but persistFree ones.

@@ -11,7 +11,8 @@ package kraft
 // to is the addressee's id; NoNode for a SendFetch of an observer searching
 // for the leader (To: NoNode), which the host sends to any bootstrap voter.
 // ok is false for actions that are not messages (Persist, timers, log
-// actions, snapshot actions, RoleChanged, HighWatermarkChanged, Fault).
+// actions, snapshot actions, RoleChanged, HighWatermarkChanged, Fault,
+// LeaderRefused).
 // BeginQuorumEpoch and EndQuorumEpoch responses become
 // ReceiveQuorumResponse, through which the requester learns a newer epoch
 // and its leader, as Kafka's maybeHandleCommonResponse does (docs/design.md
@@ -85,7 +86,7 @@ func Deliver(from ReplicaKey, a Action) (to NodeID, e Event, ok bool) {
 			return a.To, ReceiveRemoveVoter{From: from.ID, ClusterID: a.ClusterID, Voter: a.Voter}, true
 		}
 		return a.To, ReceiveAddVoter{From: from.ID, ClusterID: a.ClusterID, Voter: a.Voter, Listener: true}, true
-	case Persist, TruncateLog, AppendLeaderChange, HighWatermarkChanged, ResetTimer, StopTimer, RoleChanged, Fault,
+	case Persist, TruncateLog, AppendLeaderChange, HighWatermarkChanged, ResetTimer, StopTimer, RoleChanged, Fault, LeaderRefused,
 		WriteSnapshotChunk, InstallSnapshot, AppendVoters, SendAPIVersions, SendVoterChangeResponse:
 	}
 	return NoNode, nil, false

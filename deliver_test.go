@@ -111,6 +111,7 @@ func deliverCases() []deliverCase {
 		{StopTimer{Timer: FetchTimer}, NoNode, nil},
 		{RoleChanged{From: Follower, To: Leader}, NoNode, nil},
 		{Fault{Reason: "x"}, NoNode, nil},
+		{LeaderRefused{LeaderID: 3, Epoch: 6, TruncateTo: 2, HighWatermark: 5, Reason: "x"}, NoNode, nil},
 		{
 			SendVoterChange{To: 1, ClusterID: cluster, Kind: AddVoter, Voter: from},
 			1,

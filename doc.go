@@ -98,6 +98,9 @@
 //			// note the new role; forget requests in flight
 //		case kraft.Fault:
 //			// the cluster is inconsistent: stop or alert
+//		case kraft.LeaderRefused:
+//			// the leader would remove committed records: report it;
+//			// the replica goes on
 //		default:
 //			// a Send* action: a message to send
 //		}
@@ -224,6 +227,9 @@
 //   - StopTimer: cancel a timer.
 //   - RoleChanged: the role, epoch or leader changed (for listeners and logs).
 //   - Fault: an input proved the cluster inconsistent; the state is unchanged.
+//   - LeaderRefused: the leader of the epoch asked to remove records below
+//     the high watermark; the replica refuses to follow it and goes on
+//     (for logs and readiness; docs/design.md D113).
 //
 // # The persistence rule
 //
@@ -287,9 +293,17 @@
 // # Faults
 //
 // An input that proves the cluster inconsistent (such as two leaders in
-// one epoch, a message naming this replica leader when it is not, or a
-// leader asking a follower to truncate below its high watermark) makes Step
-// return the State unchanged and a single Fault action. Kafka throws in
+// one epoch, or a message naming this replica leader when it is not) makes
+// Step return the State unchanged and a single Fault action. Kafka throws in
 // these cases; the host decides whether to stop. Malformed input never
 // panics: it gets Kafka's error code in the response action, or is dropped.
+//
+// A leader asking a follower to remove records below its high watermark
+// (a diverging epoch or a snapshot that ends there) was elected without
+// committed records. Kafka throws there too; kraft's follower refuses that
+// leader instead (LeaderRefused, State.RefusedLeader): it keeps its log,
+// sends the leader no more Fetch requests and answers its BeginQuorumEpoch
+// with NOT_LEADER_OR_FOLLOWER, grants pre-votes, and campaigns when its
+// fetch timer runs out, so that the voters holding the records elect one
+// of them (docs/design.md D113).
 package kraft

@@ -21,6 +21,10 @@ func (t *stepper) onBeginQuorumEpoch(e ReceiveBeginQuorumEpoch) {
 		// After the transition, which stays.
 		code = ErrInvalidVoterKey
 	}
+	if code == ErrNone && t.s.refused && e.LeaderID == t.s.leader && e.LeaderEpoch == t.s.epoch {
+		// D113: this replica does not follow the leader it refused.
+		code = ErrNotLeaderOrFollower
+	}
 	t.emitBeginResponse(SendBeginQuorumEpochResponse{To: e.From, Error: code, Epoch: t.s.epoch, LeaderID: t.s.leader})
 }
 
@@ -207,7 +211,8 @@ func (t *stepper) processFetchResponse(e *ReceiveFetchResponse) {
 		// the log's (KafkaMetadataLog.truncateTo), which leading an epoch
 		// does not reset.
 		if d.Offset < t.s.hwm || to < t.s.committed {
-			t.failf("the leader asks to truncate below the high watermark")
+			// Kafka throws; kraft refuses the leader (D113).
+			t.refuse(to, "the leader asks to truncate below the high watermark")
 			return
 		}
 		if to < t.s.log.end.Offset {
@@ -241,6 +246,8 @@ func (t *stepper) processFetchResponse(e *ReceiveFetchResponse) {
 			return
 		}
 		t.accepted = true
+		// A leader whose log holds this one's is followed again (D113).
+		t.s.refused = false
 		if e.HighWatermark >= 0 {
 			t.raiseHighWatermark(min64(t.s.log.end.Offset, e.HighWatermark))
 		}
@@ -308,13 +315,7 @@ func (t *stepper) processFetchSnapshotResponse(e ReceiveFetchSnapshotResponse) {
 		return
 	}
 	id := e.Snapshot
-	t.emit(WriteSnapshotChunk{Snapshot: id, Position: e.Position})
-	t.s.download = &snapshotDownload{id: id, written: e.Position + e.Bytes}
-	t.s.fetched = true
-	t.fetchTimerDue, t.fetchDue = true, true
-	if t.s.download.written < e.Size {
-		return
-	}
+	written := e.Position + e.Bytes
 	// Complete: the snapshot replaces the whole log (Kafka's
 	// truncateToLatestSnapshot, but also when the snapshot is not past the
 	// log end: D57). The leader of this epoch answered this log's Fetch
@@ -322,9 +323,19 @@ func (t *stepper) processFetchSnapshotResponse(e ReceiveFetchSnapshotResponse) {
 	// the leader's at or before the snapshot's last record: every record
 	// of the snapshot is committed, and none of this log's records from
 	// the divergence on is. Only a high watermark past the snapshot (a
-	// committed record it would remove) is a Fault.
-	if id.Offset < t.s.committed {
-		t.failf(fmt.Sprintf("the downloaded snapshot %+v ends below the high watermark %d", id, t.s.committed))
+	// committed record it would remove) is wrong: Kafka throws, kraft
+	// refuses the leader and drops the download, its last chunk unwritten
+	// (D113).
+	if written >= e.Size && id.Offset < t.s.committed {
+		t.s.download = nil
+		t.refuse(id.Offset, "the leader's snapshot ends below the high watermark")
+		return
+	}
+	t.emit(WriteSnapshotChunk{Snapshot: id, Position: e.Position})
+	t.s.download = &snapshotDownload{id: id, written: written}
+	t.s.fetched = true
+	t.fetchTimerDue, t.fetchDue = true, true
+	if written < e.Size {
 		return
 	}
 	t.s.download = nil
@@ -333,6 +344,23 @@ func (t *stepper) processFetchSnapshotResponse(e ReceiveFetchSnapshotResponse) {
 	// Kafka's updateFollowerHighWatermark with the log's high watermark,
 	// which the truncation moved to the snapshot end.
 	t.raiseHighWatermark(id.Offset)
+}
+
+// refuse is docs/design.md D113: the leader of the current epoch asked
+// this Follower to remove committed records, to truncate its log to (or
+// reset it to a snapshot ending at) to. Kafka throws
+// (KafkaRaftClient.handleFetchResponse, KafkaMetadataLog.truncateTo);
+// kraft keeps the log and refuses the leader: no next Fetch and no fetch
+// timer reset (a refused answer is no success), so the timer runs out and
+// the replica campaigns; pre-votes are granted again (KIP-996 rejects them
+// only while the leader is heard from), so that the voters holding the
+// records elect one of them. A Follower entered in this step still arms
+// its timer (finishFetching).
+func (t *stepper) refuse(to int64, reason string) {
+	t.s.refused = true
+	t.s.fetched = false
+	t.fetchDue = false
+	t.emit(LeaderRefused{LeaderID: t.s.leader, Epoch: t.s.epoch, TruncateTo: to, HighWatermark: t.s.committed, Reason: reason})
 }
 
 // AcceptsRecords reports whether stepping r would take the records it
@@ -365,11 +393,15 @@ func (t *stepper) enterFollower() {
 		t.waitToJoin()
 	}
 	if t.deferFetch {
-		t.fetchTimerDue, t.fetchDue = true, true
+		t.fetchTimerDue, t.fetchDue = true, !t.s.refused
 		return
 	}
 	t.emit(t.followerFetchReset())
-	t.sendFetch()
+	if !t.s.refused {
+		// A refused leader (D113: back from a lost pre-vote) is not asked
+		// again: its log cannot change below the refused point.
+		t.sendFetch()
+	}
 }
 
 // followerFetchReset arms a Follower's fetch timer: T_f (Kafka's). A

@@ -252,21 +252,25 @@ func TestFollowerTruncatesToKafkasTruncationPoint(t *testing.T) {
 	}
 }
 
-// TestFollowerFaultsOnTruncationBelowHighWatermark: a leader asking to
-// truncate below the follower's high watermark proves the cluster
-// inconsistent: a single Fault and the state unchanged. Truncating exactly
-// to the high watermark is fine.
-// Reference: KafkaRaftClient.handleFetchResponse (throws KafkaException).
-func TestFollowerFaultsOnTruncationBelowHighWatermark(t *testing.T) {
+// TestFollowerRefusesLeaderThatTruncatesBelowHighWatermark: a leader
+// asking to truncate below the follower's high watermark lacks committed
+// records: the follower keeps its log and refuses the leader (one
+// LeaderRefused, no truncation, no timer reset, no next Fetch). Truncating
+// exactly to the high watermark is fine.
+// Reference: KafkaRaftClient.handleFetchResponse throws KafkaException;
+// kraft refuses instead (docs/design.md D113).
+func TestFollowerRefusesLeaderThatTruncatesBelowHighWatermark(t *testing.T) {
 	s := restartedFollower(t)
 	s, _ = step(t, s, fetchOK(1, 4, 7))
 	require.Equal(t, int64(7), s.HighWatermark())
-	for _, d := range []LogOffsetMetadata{{Epoch: 2, Offset: 5}, {Epoch: 4, Offset: 6}, {Epoch: 0, Offset: 2}, {Epoch: 3, Offset: 9}} {
-		d := d
+	for _, c := range []struct {
+		d  LogOffsetMetadata
+		to int64
+	}{{LogOffsetMetadata{Epoch: 2, Offset: 5}, 5}, {LogOffsetMetadata{Epoch: 4, Offset: 6}, 6}, {LogOffsetMetadata{Epoch: 0, Offset: 2}, 2}, {LogOffsetMetadata{Epoch: 3, Offset: 9}, 6}} {
+		d := c.d
 		next, acts := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 4, HighWatermark: 7, Diverging: &d})
-		require.Equal(t, s, next, "%+v", d)
-		require.Len(t, acts, 1, "%+v", d)
-		require.IsType(t, Fault{}, acts[0], "%+v", d)
+		requireRefused(t, s, next, acts, LeaderRefused{LeaderID: 1, Epoch: 4, TruncateTo: c.to, HighWatermark: 7,
+			Reason: "the leader asks to truncate below the high watermark"})
 	}
 	next, acts := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 4, HighWatermark: 7, Diverging: &LogOffsetMetadata{Epoch: 4, Offset: 7}})
 	require.Equal(t, LogEnd{Offset: 7, Epoch: 4}, next.LogEnd())
@@ -276,6 +280,8 @@ func TestFollowerFaultsOnTruncationBelowHighWatermark(t *testing.T) {
 		ResetTimer{Timer: FetchTimer, After: testTf},
 		SendFetch{To: 1, CurrentLeaderEpoch: 4, FetchOffset: 7, FetchEpoch: 4, HighWatermark: 7},
 	}, acts)
+	_, refused := next.RefusedLeader()
+	require.False(t, refused)
 }
 
 // TestFollowerHighWatermarkIsMinOfLogEndAndLeaders: a successful response
@@ -743,4 +749,117 @@ func TestFollowerAdoptsHighWatermarkZero(t *testing.T) {
 		SendFetch{To: 1, CurrentLeaderEpoch: 1, FetchOffset: 0, FetchEpoch: 0, HighWatermark: 0},
 	}, acts)
 	require.Equal(t, int64(0), next.HighWatermark())
+}
+
+// refusingFollower is restartedFollower (replica 2 following 1 in epoch
+// 4, log end (8, 4)) after a successful fetch (high watermark 7) and a
+// diverging answer that asks it to truncate to 5: it refuses leader 1.
+func refusingFollower(t *testing.T) State {
+	t.Helper()
+	s := restartedFollower(t)
+	s, _ = step(t, s, fetchOK(1, 4, 7))
+	require.False(t, grantsPreVote(t, s), "KIP-996: a Follower that fetched rejects pre-votes")
+	next, acts := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 4, HighWatermark: 7, Diverging: &LogOffsetMetadata{Epoch: 2, Offset: 5}})
+	requireRefused(t, s, next, acts, LeaderRefused{LeaderID: 1, Epoch: 4, TruncateTo: 5, HighWatermark: 7, Reason: "the leader asks to truncate below the high watermark"})
+	return next
+}
+
+// TestRefusingFollowerGrantsPreVotesAndCampaigns: a Follower that refused
+// its leader grants pre-votes again (the leader is not heard from: KIP-996
+// rejects them only while it is), answers the refused leader's
+// BeginQuorumEpoch with NOT_LEADER_OR_FOLLOWER and sends it no Fetch, and
+// its fetch timeout starts a pre-vote at once (no rank wait: D78 waits
+// only after a successful fetch).
+// Reference: docs/design.md D113; KIP-996; KafkaRaftClient.pollFollowerAsVoter.
+func TestRefusingFollowerGrantsPreVotesAndCampaigns(t *testing.T) {
+	s := refusingFollower(t)
+	require.True(t, grantsPreVote(t, s))
+
+	next, acts := step(t, s, ReceiveBeginQuorumEpoch{From: 1, LeaderID: 1, LeaderEpoch: 4, VoterID: NoNode})
+	require.Equal(t, []Action{SendBeginQuorumEpochResponse{To: 1, Error: ErrNotLeaderOrFollower, Epoch: 4, LeaderID: 1}}, acts)
+	require.Equal(t, s, next)
+
+	p, acts := step(t, s, FetchTimeout{})
+	requireState(t, p, Prospective, 4, 1, NoReplica)
+	require.Equal(t, []Action{
+		RoleChanged{From: Follower, To: Prospective, Epoch: 4, LeaderID: 1, Reason: "fetch timeout"},
+		StopTimer{Timer: FetchTimer},
+		ResetTimer{Timer: ElectionTimer, After: acts[2].(ResetTimer).After},
+		SendVoteRequest{To: ReplicaKey{ID: 1}, CandidateEpoch: 4, Candidate: ReplicaKey{ID: 2}, CandidateLogEnd: LogEnd{Offset: 8, Epoch: 4}, PreVote: true},
+		SendVoteRequest{To: ReplicaKey{ID: 3}, CandidateEpoch: 4, Candidate: ReplicaKey{ID: 2}, CandidateLogEnd: LogEnd{Offset: 8, Epoch: 4}, PreVote: true},
+	}, acts)
+	id, ok := p.RefusedLeader()
+	require.True(t, ok, "the refusal lasts while the epoch does")
+	require.Equal(t, NodeID(1), id)
+
+	// The refused leader's BeginQuorumEpoch does not bring it back.
+	next, acts = step(t, p, ReceiveBeginQuorumEpoch{From: 1, LeaderID: 1, LeaderEpoch: 4, VoterID: NoNode})
+	require.Equal(t, []Action{SendBeginQuorumEpochResponse{To: 1, Error: ErrNotLeaderOrFollower, Epoch: 4, LeaderID: 1}}, acts)
+	require.Equal(t, p, next)
+
+	// Voter 3 grants, the replica stands in epoch 5: the refusal is over.
+	c, _ := step(t, p, ReceiveVoteResponse{From: 3, Epoch: 4, VoteGranted: true, LeaderID: 1})
+	requireState(t, c, Candidate, 5, NoNode, ReplicaKey{ID: 2})
+	_, ok = c.RefusedLeader()
+	require.False(t, ok)
+}
+
+// TestRefusingFollowerBackFromALostPreVoteDoesNotFetch: a Prospective
+// that loses its pre-vote follows its known leader again (Kafka's
+// prospectiveTransitionAfterElectionLoss), but not by fetching from a
+// leader it refused: it arms its fetch timer only, and campaigns again
+// when it runs out.
+// Reference: docs/design.md D113.
+func TestRefusingFollowerBackFromALostPreVoteDoesNotFetch(t *testing.T) {
+	p, _ := step(t, refusingFollower(t), FetchTimeout{})
+	p, _ = step(t, p, ReceiveVoteResponse{From: 1, Epoch: 4, VoteGranted: false, LeaderID: 1})
+	require.Equal(t, Prospective, p.Role())
+	next, acts := step(t, p, ReceiveVoteResponse{From: 3, Epoch: 4, VoteGranted: false, LeaderID: 1})
+	requireState(t, next, Follower, 4, 1, NoReplica)
+	require.Equal(t, []Action{
+		RoleChanged{From: Prospective, To: Follower, Epoch: 4, LeaderID: 1, Reason: "lost pre-vote"},
+		StopTimer{Timer: ElectionTimer},
+		ResetTimer{Timer: FetchTimer, After: testTf},
+	}, acts)
+	_, ok := next.RefusedLeader()
+	require.True(t, ok)
+}
+
+// TestRefusalEndsWithTheEpoch: a leader of a newer epoch is followed as
+// usual: the refusal was of the leader of the older one.
+// Reference: docs/design.md D113.
+func TestRefusalEndsWithTheEpoch(t *testing.T) {
+	s := refusingFollower(t)
+	next, acts := step(t, s, ReceiveBeginQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: 5, VoterID: NoNode})
+	requireState(t, next, Follower, 5, 3, NoReplica)
+	_, ok := next.RefusedLeader()
+	require.False(t, ok)
+	require.Contains(t, acts, Action(SendBeginQuorumEpochResponse{To: 3, Error: ErrNone, Epoch: 5, LeaderID: 3}))
+	require.Contains(t, acts, Action(SendFetch{To: 3, CurrentLeaderEpoch: 5, FetchOffset: 8, FetchEpoch: 4, HighWatermark: 7}))
+}
+
+// TestObserverAttachingToALeaderItRefuses: an Unattached observer that
+// attaches to the leader a Fetch answer names, which then asks it to
+// truncate below its high watermark, is that leader's Follower (the
+// attachment stands and arms the fetch timer) but refuses it: no
+// truncation and no Fetch.
+// Reference: docs/design.md D113; KafkaRaftClient.maybeSwitchObserverFetchToLeader.
+func TestObserverAttachingToALeaderItRefuses(t *testing.T) {
+	cfg := Config{Local: ReplicaKey{ID: 4}, Observer: true, Voters: []ReplicaKey{{ID: 1}, {ID: 2}, {ID: 3}}, Seed: 9}
+	ls := LogState{End: LogEnd{Offset: 10, Epoch: 2}, Epochs: []EpochStart{{Epoch: 1}, {Epoch: 2, StartOffset: 4}}}
+	s, _ := restart(t, cfg, QuorumRecord{Epoch: 2, LeaderID: 1, VotedKey: NoReplica}, ls)
+	s, _ = step(t, s, fetchOK(1, 2, 9))
+	s, _ = step(t, s, FetchTimeout{})
+	require.Equal(t, Unattached, s.Role())
+	next, acts := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 2, HighWatermark: 9, Diverging: &LogOffsetMetadata{Offset: 3, Epoch: 1}})
+	require.Equal(t, Follower, next.Role())
+	require.Equal(t, LogEnd{Offset: 10, Epoch: 2}, next.LogEnd())
+	require.Equal(t, []Action{
+		RoleChanged{From: Unattached, To: Follower, Epoch: 2, LeaderID: 1, Reason: "fetch response names the leader"},
+		LeaderRefused{LeaderID: 1, Epoch: 2, TruncateTo: 3, HighWatermark: 9, Reason: "the leader asks to truncate below the high watermark"},
+		ResetTimer{Timer: FetchTimer, After: testTf},
+	}, acts)
+	id, ok := next.RefusedLeader()
+	require.True(t, ok)
+	require.Equal(t, NodeID(1), id)
 }

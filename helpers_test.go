@@ -270,6 +270,21 @@ func requireFault(t *testing.T, before, after State, acts []Action) {
 	require.Equal(t, before, after, "a Fault must leave the state unchanged")
 }
 
+// requireRefused asserts that a Follower refused its leader (D113): the
+// one action want, and the state unchanged but for the refusal, which
+// also grants pre-votes again (fetched false).
+func requireRefused(t *testing.T, before, after State, acts []Action, want LeaderRefused) {
+	t.Helper()
+	require.Equal(t, []Action{want}, acts)
+	expected := before
+	expected.refused, expected.fetched, expected.download = true, false, nil
+	require.Equal(t, expected, after, "a refusal changes nothing but the refusal")
+	id, ok := after.RefusedLeader()
+	require.True(t, ok)
+	require.Equal(t, want.LeaderID, id)
+	require.Equal(t, want.Epoch, after.Epoch())
+}
+
 // requireUnchanged checks that a step changed nothing and did nothing.
 func requireUnchanged(t *testing.T, before, after State, acts []Action) {
 	t.Helper()

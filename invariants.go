@@ -100,6 +100,17 @@ func (s State) checkInvariants() error {
 		return fmt.Errorf("a download of %+v with %d bytes written", d.id, d.written)
 	}
 
+	// A refusal (D113): of a leader other than this replica, which the
+	// replica follows, or knows while it campaigns or searches.
+	if s.refused {
+		switch {
+		case s.leader == NoNode || s.leader == s.c.local.ID:
+			return fmt.Errorf("%v refuses leader %d", role, s.leader)
+		case role != Follower && role != Prospective && role != Unattached:
+			return fmt.Errorf("%v refuses the leader of its epoch", role)
+		}
+	}
+
 	// The election's fields: a tally only while there is an election, of
 	// voters, none both granting and rejecting.
 	if role != Prospective && role != Candidate && (s.granted != 0 || s.rejected != 0) {

@@ -78,10 +78,11 @@ func TestNewStateWithSnapshot(t *testing.T) {
 	require.Equal(t, id, latest)
 	require.Contains(t, acts, Action(SendFetch{To: 1, CurrentLeaderEpoch: 4, FetchOffset: 10, FetchEpoch: 3, HighWatermark: -1}))
 
-	// A diverging answer below the snapshot, and a write report below it,
-	// are faults: the snapshot's records are committed.
+	// The snapshot's records are committed: a diverging answer below the
+	// snapshot refuses the leader (D113), a write report below it is a
+	// fault.
 	next, acts := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 4, HighWatermark: -1, Diverging: &LogOffsetMetadata{Offset: 5, Epoch: 3}})
-	requireFault(t, s, next, acts)
+	requireRefused(t, s, next, acts, LeaderRefused{LeaderID: 1, Epoch: 4, TruncateTo: 5, HighWatermark: 10, Reason: "the leader asks to truncate below the high watermark"})
 	next, acts = step(t, s, LogAppended{End: LogEnd{Offset: 9, Epoch: 3}})
 	requireFault(t, s, next, acts)
 
@@ -98,7 +99,7 @@ func TestNewStateWithSnapshot(t *testing.T) {
 	}
 	s, _ = restart(t, config(2, 1, 2, 3), quorumRecord(4, 1, NoNode), log)
 	next, acts = step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 4, HighWatermark: -1, Diverging: &LogOffsetMetadata{Offset: 12, Epoch: 3}})
-	requireFault(t, s, next, acts)
+	requireRefused(t, s, next, acts, LeaderRefused{LeaderID: 1, Epoch: 4, TruncateTo: 12, HighWatermark: 15, Reason: "the leader asks to truncate below the high watermark"})
 	next, acts = step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 4, HighWatermark: -1, Diverging: &LogOffsetMetadata{Offset: 17, Epoch: 3}})
 	require.Equal(t, TruncateLog{To: 17}, ofType[TruncateLog](acts)[0])
 	require.Equal(t, LogEnd{Offset: 17, Epoch: 3}, next.LogEnd())
@@ -408,11 +409,12 @@ func TestFollowerDownloadsAndInstallsSnapshot(t *testing.T) {
 	require.False(t, ok)
 
 	// The follower goes on from the snapshot: records after it are
-	// appended, and the leader's diverging answers cannot cut into it.
+	// appended, and the leader's diverging answers cannot cut into it
+	// (the follower refuses such a leader: D113).
 	s, _ = durable(t, s, LogEnd{Offset: 103, Epoch: 1})
 	require.Equal(t, LogEnd{Offset: 103, Epoch: 1}, s.LogEnd())
 	next, acts := step(t, s, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: -1, Diverging: &LogOffsetMetadata{Offset: 99, Epoch: 1}})
-	requireFault(t, s, next, acts)
+	requireRefused(t, s, next, acts, LeaderRefused{LeaderID: 1, Epoch: 1, TruncateTo: 99, HighWatermark: 100, Reason: "the leader asks to truncate below the high watermark"})
 
 	// A whole snapshot in one chunk; the download replaces a log that was
 	// ahead by offset but behind by epoch.
@@ -596,13 +598,20 @@ func TestFollowerInstallsASnapshotOverADivergentLog(t *testing.T) {
 	require.Equal(t, id, next.LogEnd())
 	require.Equal(t, int64(9), next.LogStart())
 
-	// A snapshot that would remove a committed record is still a Fault.
+	// A snapshot that would remove a committed record: the follower
+	// refuses the leader, drops the download without writing its last
+	// chunk, and keeps its log (D113). Earlier chunks are written.
 	c := restartedFollower(t)
 	c, _ = step(t, c, fetchOK(1, 4, 8))
 	below := LogEnd{Offset: 7, Epoch: 3}
 	c, _ = step(t, c, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 4, HighWatermark: 8, Snapshot: &below})
-	next, acts = step(t, c, ReceiveFetchSnapshotResponse{From: 1, LeaderID: 1, LeaderEpoch: 4, Snapshot: below, Size: 3, Bytes: 3})
-	requireFault(t, c, next, acts)
+	c, acts = step(t, c, ReceiveFetchSnapshotResponse{From: 1, LeaderID: 1, LeaderEpoch: 4, Snapshot: below, Size: 3, Bytes: 2})
+	require.Equal(t, WriteSnapshotChunk{Snapshot: below, Position: 0}, acts[0])
+	next, acts = step(t, c, ReceiveFetchSnapshotResponse{From: 1, LeaderID: 1, LeaderEpoch: 4, Snapshot: below, Position: 2, Size: 3, Bytes: 1})
+	requireRefused(t, c, next, acts, LeaderRefused{LeaderID: 1, Epoch: 4, TruncateTo: 7, HighWatermark: 8, Reason: "the leader's snapshot ends below the high watermark"})
+	require.Equal(t, LogEnd{Offset: 8, Epoch: 4}, next.LogEnd())
+	_, _, downloading := next.SnapshotDownload()
+	require.False(t, downloading)
 }
 
 // TestFollowerKeepsFetchingForAStoredSnapshot: a snapshot answer naming a

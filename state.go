@@ -276,6 +276,13 @@ type State struct {
 	// voter-change timer runs before the next (D53). Invariant: false
 	// unless Follower.
 	joinWait bool
+	// refused: this replica refuses to follow the leader of its epoch,
+	// which asked it to remove records below its high watermark (D113).
+	// Cleared when the epoch or the leader changes, and by a Fetch
+	// response of that leader that the replica takes. Invariant: only
+	// with a leader other than this replica, and only in Follower,
+	// Prospective or Unattached.
+	refused bool
 	// rival is the voter that ranks highest among the campaigners this
 	// replica heard of in its epoch, if it ranks above this replica (its
 	// voter index plus one; 0 for none), and rivalEpoch and rivalOffset
@@ -475,6 +482,16 @@ func (s State) Epoch() Epoch { return s.epoch }
 
 // Leader is the leader of the current epoch if known, else NoNode.
 func (s State) Leader() NodeID { return s.leader }
+
+// RefusedLeader is the leader of the current epoch when this replica
+// refuses to follow it (a LeaderRefused action said so; docs/design.md
+// D113), and false otherwise.
+func (s State) RefusedLeader() (NodeID, bool) {
+	if !s.refused {
+		return NoNode, false
+	}
+	return s.leader, true
+}
 
 // VotedKey is the standard vote granted in the current epoch, if any.
 func (s State) VotedKey() (ReplicaKey, bool) { return s.voted, s.voted.ID != NoNode }

@@ -265,6 +265,9 @@ func (t *stepper) become(role Role, epoch Epoch, leader NodeID, voted ReplicaKey
 		n.forgetRival()
 		n.rivalHeld = 0 // the rival's bound is per epoch (D105)
 	}
+	if epoch != old.epoch || leader != old.leader {
+		n.refused = false
+	}
 	n.epochStart, n.ends, n.fetchedCheck, n.fetchedBegin = 0, voterEnds{}, 0, 0
 	n.change, n.joinWait = nil, false
 	*t.s = n

@@ -139,9 +139,10 @@ func TestAcceptsRecords(t *testing.T) {
 // A replica that knew high watermark 5 as a follower and then led an epoch
 // (a new leader's high watermark starts unknown) still refuses to truncate
 // below 5 afterwards: Kafka's log keeps its own high watermark and its
-// truncateTo throws. Its HighWatermarkChanged actions never go backwards.
+// truncateTo throws; kraft refuses the leader (D113). Its
+// HighWatermarkChanged actions never go backwards.
 // Reference: KafkaRaftClient.handleFetchResponse; KafkaMetadataLog.truncateTo.
-func TestTruncationBelowCommittedFaultsAfterLeading(t *testing.T) {
+func TestTruncationBelowCommittedRefusedAfterLeading(t *testing.T) {
 	rec := QuorumRecord{Epoch: 1, LeaderID: 2, VotedKey: NoReplica}
 	s, _ := restart(t, config(1, 1, 2, 3), rec, LogState{End: LogEnd{Offset: 5, Epoch: 1}})
 	s, acts := step(t, s, ReceiveFetchResponse{From: 2, LeaderID: 2, LeaderEpoch: 1, HighWatermark: 5})
@@ -164,9 +165,7 @@ func TestTruncationBelowCommittedFaultsAfterLeading(t *testing.T) {
 		From: 3, LeaderID: 3, LeaderEpoch: 3, HighWatermark: -1,
 		Diverging: &LogOffsetMetadata{Offset: 3, Epoch: 1},
 	})
-	require.Equal(t, s, next)
-	require.Len(t, acts, 1)
-	require.IsType(t, Fault{}, acts[0])
+	requireRefused(t, s, next, acts, LeaderRefused{LeaderID: 3, Epoch: 3, TruncateTo: 3, HighWatermark: 5, Reason: "the leader asks to truncate below the high watermark"})
 }
 
 // Step never changes the state it is given and always gives the same

@@ -75,6 +75,11 @@ const (
 	// EventNoSuccessor: Shutdown closed a leader before another replica
 	// led (Warn).
 	EventNoSuccessor = "no_successor"
+	// EventLeaderRefused: this replica refuses to follow the leader of its
+	// epoch, which asked it to remove committed records (Error, once per
+	// leader and epoch; docs/design.md D113). The replica goes on and
+	// campaigns; Metrics.RefusedLeader says while it lasts.
+	EventLeaderRefused = "leader_refused"
 	// EventStopped: the node stopped on an error (Error).
 	EventStopped = "stopped"
 	// EventReplica: a line of the replica layer (package replica), at the
@@ -111,6 +116,7 @@ const (
 	adviceRemoved     = "this replica is no longer a voter: it goes on as an observer; with auto-join it asks to be added back, so stop it or restart it without auto-join to remove it for good"
 	adviceNoSuccessor = "no other replica led within the handover bound: a majority of the voters may be down"
 	adviceSnapshot    = "the snapshot is dropped and tried again later; the log is not deleted behind it meanwhile"
+	adviceRefused     = "that leader was elected without records this replica holds as committed (a replica that lost data it had acknowledged, then led): this replica keeps its log and campaigns with the voters that hold them; check that leader's disk and restore or replace it, and if no other leader is elected, a majority lost the records"
 	adviceStopped     = "the replica stopped: see the error; a damaged disk or an inconsistent cluster needs an operator before a restart"
 )
 

@@ -442,3 +442,27 @@ func TestSlowLeaderResigns(t *testing.T) {
 		require.Len(t, recs[id].events(EventSlowSyncResign), 1)
 	}
 }
+
+// TestLogLeaderRefusedOncePerLeaderAndEpoch: a refused leader is logged at
+// ERROR with its id and epoch, once per leader and epoch, and every
+// refusal is counted (docs/design.md D113, D114).
+func TestLogLeaderRefusedOncePerLeaderAndEpoch(t *testing.T) {
+	rec := newRecorder()
+	n := &Node{log: rec.logger()}
+	r := kraft.LeaderRefused{LeaderID: 3, Epoch: 7, TruncateTo: 40, HighWatermark: 52, Reason: "the leader asks to truncate below the high watermark"}
+	n.leaderRefused(r)
+	n.leaderRefused(r)
+	got := rec.events(EventLeaderRefused)
+	require.Len(t, got, 1)
+	require.Equal(t, slog.LevelError, got[0].level)
+	require.Equal(t, int64(3), got[0].attrs["leader"])
+	require.Equal(t, int64(7), got[0].attrs["epoch"])
+	require.Equal(t, int64(40), got[0].attrs["truncate_to"])
+	require.Equal(t, int64(52), got[0].attrs["high_watermark"])
+	require.Equal(t, adviceRefused, got[0].attrs["advice"])
+	require.Contains(t, got[0].msg, "refusing to follow leader 3 of epoch 7")
+	r.Epoch = 8
+	n.leaderRefused(r)
+	require.Len(t, rec.events(EventLeaderRefused), 2)
+	require.Equal(t, uint64(3), n.met.leaderRefusals)
+}

@@ -99,6 +99,14 @@ type Metrics struct {
 	// ClusterIDRefusedByPeers the responses of that error to this
 	// replica's requests. Both are logged (refusalLogEvery).
 	ClusterIDRefused, ClusterIDRefusedByPeers uint64
+	// RefusingLeader: this replica refuses to follow RefusedLeader, the
+	// leader of the current epoch, which asked it to remove committed
+	// records (docs/design.md D113); RefusedLeader is -1 otherwise. The
+	// refusal lasts until the replica is in another epoch. LeaderRefusals
+	// counts the refusals (one per refused answer of a leader).
+	RefusingLeader bool
+	RefusedLeader  kraft.NodeID
+	LeaderRefusals uint64
 	// TransportDropped is Status.TransportDropped.
 	TransportDropped uint64
 	// VotersFetching, on the leader, counts the voters in contact: itself
@@ -163,6 +171,8 @@ type loopMetrics struct {
 	polling                     bool
 	idle, busy                  time.Duration
 	refused, refusedBy          uint64
+	leaderRefusals              uint64
+	refusedLogged               refusalOf                      // the refusal logged last
 	fetchedAt                   map[kraft.NodeID]time.Duration // the latest Fetch or FetchSnapshot from each peer
 	slowRun                     int                            // slow syncs in a row
 	slowResigned                bool                           // resigned for slow syncs, at slowResignAt
@@ -172,6 +182,12 @@ type loopMetrics struct {
 type pendingWrite struct {
 	end int64 // the log end after the write
 	at  time.Duration
+}
+
+// refusalOf is a refused leader and its epoch.
+type refusalOf struct {
+	leader kraft.NodeID
+	epoch  kraft.Epoch
 }
 
 type refusalKey struct {
@@ -208,6 +224,8 @@ func (n *Node) observe(o replica.Output) {
 		}
 	case replica.ClusterIDRefused:
 		n.refusal(o)
+	case replica.LeaderRefused:
+		n.leaderRefused(o.LeaderRefused)
 	case replica.Installed:
 		n.met.installed = true
 	}
@@ -305,6 +323,21 @@ func (n *Node) refusal(o replica.ClusterIDRefused) {
 		"peer", int32(o.Peer), "request", o.Request, "direction", "outbound", "cluster_id", id)
 }
 
+// leaderRefused counts a refused leader and logs it at ERROR, once per
+// leader and epoch (docs/design.md D113).
+func (n *Node) leaderRefused(o kraft.LeaderRefused) {
+	n.met.leaderRefusals++
+	k := refusalOf{leader: o.LeaderID, epoch: o.Epoch}
+	if n.met.refusedLogged == k {
+		return
+	}
+	n.met.refusedLogged = k
+	n.logEvent(slog.LevelError, EventLeaderRefused, adviceRefused,
+		fmt.Sprintf("refusing to follow leader %d of epoch %d: %s (it asks to truncate to %d, below the high watermark %d); keeping the log and campaigning",
+			o.LeaderID, o.Epoch, o.Reason, o.TruncateTo, o.HighWatermark),
+		"leader", int32(o.LeaderID), "epoch", int32(o.Epoch), "truncate_to", o.TruncateTo, "high_watermark", o.HighWatermark)
+}
+
 // logRefusal logs a cluster id refusal, at most once per refusalLogEvery
 // for each peer and direction, with the number left out since.
 func (n *Node) logRefusal(k refusalKey, msg string, attrs ...interface{}) {
@@ -398,7 +431,9 @@ func (n *Node) Metrics() (Metrics, error) {
 			PollIdle: n.met.idle, PollBusy: n.met.busy,
 			LeaderHighWatermark: n.r.LeaderHighWatermark(),
 			ClusterIDRefused:    n.met.refused, ClusterIDRefusedByPeers: n.met.refusedBy,
+			LeaderRefusals: n.met.leaderRefusals,
 		}
+		m.RefusedLeader, m.RefusingLeader = s.RefusedLeader()
 		if pa, ok := n.cfg.Transport.(peerAddresses); ok {
 			for _, v := range s.Voters() {
 				if v.ID != n.local.ID && !pa.HasPeer(v.ID) {

@@ -45,6 +45,15 @@ type Peer struct {
 	Endpoint string
 }
 
+// LeaderRefused reports that the replica refuses to follow the leader of
+// its epoch, which asked it to remove committed records (kraft.LeaderRefused,
+// docs/design.md D113): it keeps its log, fetches no more from that
+// leader, and campaigns when its fetch timer runs out. The replica goes on;
+// a host reports it (at ERROR, with the leader's id and epoch) and counts
+// the replica not ready while State().RefusedLeader() holds, until it is
+// in another epoch.
+type LeaderRefused struct{ kraft.LeaderRefused }
+
 // Stopped reports the error that stopped the replica (a Fault, a storage
 // error): it takes no further input.
 type Stopped struct{ Err error }
@@ -56,4 +65,5 @@ func (Installed) isOutput()         {}
 func (RoleChange) isOutput()        {}
 func (VoterChangeAnswer) isOutput() {}
 func (Peer) isOutput()              {}
+func (LeaderRefused) isOutput()     {}
 func (Stopped) isOutput()           {}

@@ -155,6 +155,7 @@ type Replica struct {
 	retries   []retry
 	lastFetch *Message // the latest Fetch sent, sent again on retries
 	sentFetch bool     // a Fetch or FetchSnapshot went out during the step
+	refusing  bool     // the step refused the leader (kraft.LeaderRefused)
 	bootNext  int
 	parked    []parkedFetch
 	longPolls int
@@ -424,6 +425,13 @@ func (r *Replica) carry(acts []kraft.Action, e kraft.Event) {
 			r.timers[a.Timer] = 0
 		case kraft.RoleChanged:
 			r.onRoleChanged(a)
+		case kraft.LeaderRefused:
+			// The state dropped a download the refusal ended, if any.
+			r.refusing = true
+			if _, _, ok := r.st.SnapshotDownload(); !ok {
+				r.abortDownload()
+			}
+			r.emit(LeaderRefused{LeaderRefused: a})
 		case kraft.Fault:
 			// step stops the replica before carrying out a faulted step.
 		}

@@ -155,14 +155,16 @@ func (r *Replica) fetchSnapshotResponse(a kraft.SendFetchSnapshotResponse) {
 // length of the chunk it carries, before the chunk is written anywhere:
 // WriteSnapshotChunk writes it. When the step sends no next request (an
 // error answer, a chunk that does not fit), the latest request goes again
-// after the retry backoff, as a Fetch does.
+// after the retry backoff, as a Fetch does; not when the step refused the
+// leader (a snapshot that would remove committed records: D113), whose
+// answer would be the same.
 func (r *Replica) onFetchSnapshotResponse(resp kraft.ReceiveFetchSnapshotResponse, chunk []byte) {
 	resp.Bytes = int64(len(chunk))
 	r.snap.chunk = chunk
-	r.sentFetch = false
+	r.sentFetch, r.refusing = false, false
 	r.step(resp)
 	r.snap.chunk = nil
-	if !r.sentFetch {
+	if !r.sentFetch && !r.refusing {
 		r.retryFetch()
 	}
 }

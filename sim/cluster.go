@@ -56,6 +56,10 @@ type Stats struct {
 	// ReplacesInterrupted counts the replacements of a damaged directory
 	// (D91) the process died in the middle of (D111).
 	ReplacesInterrupted int
+	// LeaderRefusals counts the answers of a leader that a replica refused
+	// because they asked it to remove committed records
+	// (kraft.LeaderRefused, docs/design.md D113).
+	LeaderRefusals int
 }
 
 // node is one replica and its simulated host.
@@ -236,6 +240,12 @@ type Cluster struct {
 	// the one kraft.NewState built. It is not called once the run has
 	// stopped at a violation.
 	OnOp func(op Op)
+
+	// tolerate, if set, lets a test go on past a violation it made on
+	// purpose (tolerated records them): a damage that loses a committed
+	// record, whose consequence is the test's subject.
+	tolerate  func(Violation) bool
+	tolerated []Violation
 }
 
 // New builds a cluster and starts every replica from an empty disk. If
@@ -425,6 +435,10 @@ func (c *Cluster) push(it *item) {
 func (c *Cluster) fail(v Violation) {
 	if c.err == nil {
 		v.At = c.now
+		if c.tolerate != nil && c.tolerate(v) {
+			c.tolerated = append(c.tolerated, v)
+			return
+		}
 		c.err = v
 	}
 }
@@ -630,6 +644,8 @@ func (c *Cluster) output(n *node, o replica.Output) {
 		c.answered(n, o.Response)
 	case replica.Stopped:
 		c.fail(Violation{Node: n.id, Rule: "replica-stopped", Detail: o.Err.Error()})
+	case replica.LeaderRefused:
+		c.stats.LeaderRefusals++
 	case replica.RoleChange, replica.Peer, replica.ClusterIDRefused:
 	}
 }

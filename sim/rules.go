@@ -27,7 +27,7 @@ func Outbound(a kraft.Action) bool {
 	switch a.(type) {
 	case kraft.Persist, kraft.TruncateLog, kraft.AppendLeaderChange, kraft.AppendVoters,
 		kraft.WriteSnapshotChunk, kraft.InstallSnapshot, kraft.HighWatermarkChanged,
-		kraft.ResetTimer, kraft.StopTimer, kraft.RoleChanged, kraft.Fault:
+		kraft.ResetTimer, kraft.StopTimer, kraft.RoleChanged, kraft.Fault, kraft.LeaderRefused:
 		return false
 	}
 	return true

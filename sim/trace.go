@@ -52,7 +52,7 @@ var actionTypes = typeMap(
 	kraft.SendFetch{}, kraft.SendFetchResponse{}, kraft.SendFetchSnapshot{}, kraft.SendFetchSnapshotResponse{},
 	kraft.WriteSnapshotChunk{}, kraft.InstallSnapshot{}, kraft.TruncateLog{},
 	kraft.AppendLeaderChange{}, kraft.HighWatermarkChanged{}, kraft.ResetTimer{}, kraft.StopTimer{},
-	kraft.RoleChanged{}, kraft.Fault{},
+	kraft.RoleChanged{}, kraft.Fault{}, kraft.LeaderRefused{},
 	kraft.SendAPIVersions{}, kraft.AppendVoters{}, kraft.SendVoterChangeResponse{}, kraft.SendVoterChange{},
 )
 

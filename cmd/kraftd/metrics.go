@@ -142,6 +142,8 @@ func writeMetrics(w io.Writer, m node.Metrics) error {
 	p.gauge("kraft_leader_high_watermark", "On a follower: the high watermark the leader sent last in this epoch; -1 if none.", float64(m.LeaderHighWatermark))
 	p.counter("kraft_cluster_id_refused_total", "Requests this replica refused because they carry another cluster id.", float64(m.ClusterIDRefused))
 	p.counter("kraft_cluster_id_refused_by_peers_total", "Requests of this replica that peers refused because of the cluster id.", float64(m.ClusterIDRefusedByPeers))
+	p.gauge("kraft_leader_refused", "1 while this replica refuses to follow the leader of its epoch, which asked it to remove committed records (docs/design.md D113); 0 otherwise.", boolFloat(m.RefusingLeader))
+	p.counter("kraft_leader_refusals_total", "Answers of a leader this replica refused because they asked it to remove committed records.", float64(m.LeaderRefusals))
 	p.counter("kraft_transport_dropped_total", "Messages the transport dropped.", float64(m.TransportDropped))
 	_, err := io.WriteString(w, p.b.String())
 	return err
@@ -160,6 +162,10 @@ func boolFloat(b bool) float64 {
 // records behind the one the leader sent last.
 func readiness(m node.Metrics, maxLag int64) (bool, string) {
 	switch {
+	case m.RefusingLeader:
+		// docs/design.md D113: the leader of this epoch lacks committed
+		// records this replica holds; it is not followed.
+		return false, fmt.Sprintf("refusing to follow leader %d of epoch %d: it asked to remove committed records (%s in epoch %d)", m.RefusedLeader, m.CurrentEpoch, m.Role, m.CurrentEpoch)
 	case m.CurrentLeader < 0:
 		return false, fmt.Sprintf("no known leader (%s in epoch %d)", m.Role, m.CurrentEpoch)
 	case m.Role == kraft.Leader.String() && len(m.Voters) > 0 && 2*m.VotersFetching <= len(m.Voters):

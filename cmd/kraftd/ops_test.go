@@ -481,6 +481,10 @@ func TestReadiness(t *testing.T) {
 		{node.Metrics{CurrentLeader: 1, CurrentEpoch: 3, Role: "Follower", HighWatermark: 5, LeaderHighWatermark: 15}, true, "follower of 1 in epoch 3, 10 records behind"},
 		{node.Metrics{CurrentLeader: 1, CurrentEpoch: 3, Role: "Follower", HighWatermark: 5, LeaderHighWatermark: 16}, false, "11 records behind the leader's high watermark 16 (at most 10)"},
 		{node.Metrics{CurrentLeader: 1, CurrentEpoch: 3, Role: "Follower", HighWatermark: 6, LeaderHighWatermark: 5}, true, "0 records behind"},
+		// D113: a follower that refuses its leader, also when it looks
+		// caught up, and once it campaigns.
+		{node.Metrics{CurrentLeader: 1, CurrentEpoch: 3, Role: "Follower", HighWatermark: 6, LeaderHighWatermark: 6, RefusingLeader: true, RefusedLeader: 1}, false, "refusing to follow leader 1 of epoch 3"},
+		{node.Metrics{CurrentLeader: 0, CurrentEpoch: 3, Role: "Prospective", HighWatermark: 6, RefusingLeader: true, RefusedLeader: 0}, false, "refusing to follow leader 0 of epoch 3: it asked to remove committed records (Prospective in epoch 3)"},
 	} {
 		ready, why := readiness(tc.m, 10)
 		require.Equal(t, tc.ready, ready, "%+v", tc.m)
@@ -521,6 +525,19 @@ func TestOpsEndpoints(t *testing.T) {
 	require.Equal(t, 450.0, parseProm(t, body)["kafka_raft_high_watermark"].value(t, "kafka_raft_high_watermark"))
 	code, _ = serveRaw(t, f, http.MethodPost, "/metrics", "")
 	require.Equal(t, http.StatusMethodNotAllowed, code)
+
+	// D113: a refused leader makes the replica not ready, and the
+	// metrics say so.
+	f.metrics.RefusingLeader, f.metrics.RefusedLeader, f.metrics.LeaderRefusals = true, 1, 3
+	code, body = serveRaw(t, f, http.MethodGet, "/readyz", "")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.True(t, strings.HasPrefix(body, "not ready: refusing to follow leader 1 of epoch 2"), body)
+	_, body = serveRaw(t, f, http.MethodGet, "/metrics", "")
+	require.Equal(t, 1.0, parseProm(t, body)["kraft_leader_refused"].value(t, "kraft_leader_refused"))
+	require.Equal(t, 3.0, parseProm(t, body)["kraft_leader_refusals_total"].value(t, "kraft_leader_refusals_total"))
+	f.metrics.RefusingLeader, f.metrics.RefusedLeader = false, -1
+	code, _ = serveRaw(t, f, http.MethodGet, "/readyz", "")
+	require.Equal(t, http.StatusOK, code)
 
 	f.statusErr = node.ErrStopped
 	code, body = serveRaw(t, f, http.MethodGet, "/readyz", "")

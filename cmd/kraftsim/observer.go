@@ -169,6 +169,12 @@ func (o *observer) onStep(id kraft.NodeID, e kraft.Event, before, _ kraft.State,
 				o.name(id), o.name(from), in.Snapshot.Offset, in.Snapshot.Epoch, in.Snapshot.Offset)
 			continue
 		}
+		if r, ok := a.(kraft.LeaderRefused); ok {
+			// docs/design.md D113.
+			o.line(now, "refused", "%s refuses leader %s of epoch %d: %s (truncate to %d, high watermark %d)",
+				o.name(id), o.name(r.LeaderID), r.Epoch, r.Reason, r.TruncateTo, r.HighWatermark)
+			continue
+		}
 		rc, ok := a.(kraft.RoleChanged)
 		if !ok {
 			continue

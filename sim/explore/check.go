@@ -38,6 +38,9 @@ func (g *engine) beforeAction(id kraft.NodeID, a kraft.Action, e kraft.Event) {
 	case kraft.Fault:
 		g.fail(id, "fault", "Step returned Fault %q on %v after %T %+v", a.Reason, r.st, e, e)
 	case kraft.TruncateLog, kraft.AppendLeaderChange, kraft.ResetTimer, kraft.StopTimer, kraft.RoleChanged:
+	case kraft.LeaderRefused:
+		// No violation (docs/design.md D113): the log is kept, and the
+		// other rules check what the replica does next.
 	}
 }
 
