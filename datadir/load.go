@@ -217,7 +217,7 @@ func removeIfThere(fsys storage.FS, path string) error {
 // was written before the checksum).
 func readLegacyDirectoryID(fsys storage.FS, dir string) (id [16]byte, found bool, err error) {
 	path := filepath.Join(dir, LegacyDirectoryIDFile)
-	b, err := readFile(fsys, path, 4096)
+	b, err := storage.ReadFileFS(fsys, path, 4096)
 	if errors.Is(err, os.ErrNotExist) {
 		return id, false, nil
 	}

@@ -245,7 +245,7 @@ func parseMeta(path string, b []byte) (meta, error) {
 // readMeta reads DIR/meta.properties; found is false without one.
 func readMeta(fsys storage.FS, dir string) (m meta, found bool, err error) {
 	path := filepath.Join(dir, MetaFileName)
-	b, err := readFile(fsys, path, 64<<10)
+	b, err := storage.ReadFileFS(fsys, path, 64<<10)
 	if errors.Is(err, os.ErrNotExist) {
 		return m, false, nil
 	}
@@ -259,56 +259,8 @@ func readMeta(fsys storage.FS, dir string) (m meta, found bool, err error) {
 // writeMeta replaces DIR/meta.properties with m atomically and durably.
 func writeMeta(fsys storage.FS, dir string, m meta) error {
 	path := filepath.Join(dir, MetaFileName)
-	if err := writeAtomic(fsys, path, m.text()); err != nil {
+	if err := storage.WriteFileAtomicFS(fsys, path, m.text()); err != nil {
 		return fmt.Errorf("datadir: writing %s: %w", path, err)
 	}
 	return nil
-}
-
-// readFile reads a whole file of at most limit bytes.
-func readFile(fsys storage.FS, path string, limit int64) ([]byte, error) {
-	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	size, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	if size > limit {
-		return nil, fmt.Errorf("%d bytes, more than %d", size, limit)
-	}
-	b := make([]byte, size)
-	if n, err := f.ReadAt(b, 0); n != len(b) {
-		if err == nil {
-			err = errors.New("short read")
-		}
-		return nil, err
-	}
-	return b, nil
-}
-
-// writeAtomic replaces path with data: path+".tmp" written and fsynced,
-// renamed over path, the directory fsynced. A crash leaves the old file or
-// the new one.
-func writeAtomic(fsys storage.FS, path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, werr := f.WriteAt(data, 0)
-	serr := f.Sync()
-	cerr := f.Close()
-	for _, e := range []error{werr, serr, cerr} {
-		if e != nil {
-			_ = fsys.Remove(tmp)
-			return e
-		}
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		return err
-	}
-	return fsys.SyncDir(filepath.Dir(path))
 }

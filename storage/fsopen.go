@@ -33,3 +33,18 @@ func WriteBootstrapFS(fsys FS, path string, payload []byte) error {
 func WriteQuorumStateFS(fsys FS, path string, r kraft.QuorumRecord) error {
 	return writeQuorumStateData(fsys, path, NewQuorumStateData(r))
 }
+
+// ReadFileFS reads the whole file at path over fsys, a file of a format no
+// larger than limit bytes: an absent file is an error satisfying
+// errors.Is(err, os.ErrNotExist), a larger one an error satisfying
+// errors.Is(err, ErrDamaged).
+func ReadFileFS(fsys FS, path string, limit int64) ([]byte, error) {
+	return readSmallFile(fsys, path, limit)
+}
+
+// WriteFileAtomicFS replaces path with data over fsys, atomically and
+// durably: a temporary file, fsynced, renamed over path, and the directory
+// fsynced. A crash at any point leaves the old file or the new one.
+func WriteFileAtomicFS(fsys FS, path string, data []byte) error {
+	return writeFileAtomic(fsys, path, data)
+}
