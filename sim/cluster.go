@@ -56,6 +56,9 @@ type Stats struct {
 	// ReplacesInterrupted counts the replacements of a damaged directory
 	// (D91) the process died in the middle of (D111).
 	ReplacesInterrupted int
+	// Reads counts the linearizable reads (replica.ReadIndex) answered,
+	// each checked against the records committed before it was taken.
+	Reads int
 	// LeaderRefusals counts the answers of a leader that a replica refused
 	// because they asked it to remove committed records
 	// (kraft.LeaderRefused, docs/design.md D113).
@@ -126,6 +129,10 @@ type node struct {
 	// outlive a crash), and a Fetch must be answered within the fetch max
 	// wait ("fetch-answered").
 	requests map[reqKey]pending
+	// reads are the linearizable reads taken at this incarnation and not
+	// answered yet: for each, how many records were committed when it was
+	// taken (clientReads).
+	reads map[uint64]int
 }
 
 type pending struct {
@@ -516,6 +523,7 @@ func (c *Cluster) clientDelay() time.Duration {
 
 // clientAppend appends 1-3 records at the leader of the highest epoch.
 func (c *Cluster) clientAppend() {
+	c.clientReads()
 	if c.now < c.idleUntil {
 		return
 	}
@@ -533,6 +541,37 @@ func (c *Cluster) clientAppend() {
 		c.stats.Appends += k
 	}
 	c.carry(leader)
+}
+
+// clientReads takes a linearizable read (replica.ReadIndex) at every
+// replica that believes it leads, a stale leader too: its answer must not
+// miss a record committed before it was taken (readAnswered).
+func (c *Cluster) clientReads() {
+	for _, n := range c.nodes {
+		if !n.up || n.st.Role() != kraft.Leader {
+			continue
+		}
+		if ref, err := n.rep.ReadIndex(c.now); err == nil {
+			n.reads[ref] = c.check.committedLen()
+			c.carry(n)
+		}
+	}
+}
+
+// readAnswered checks a read's answer: a read point below a record
+// committed before the read was taken is a stale read (docs/design.md
+// D120).
+func (c *Cluster) readAnswered(n *node, o replica.ReadReady) {
+	committed, ok := n.reads[o.Ref]
+	if !ok {
+		return
+	}
+	delete(n.reads, o.Ref)
+	c.stats.Reads++
+	if o.Offset < int64(committed) {
+		c.fail(Violation{Node: n.id, Rule: "stale-read", Detail: fmt.Sprintf(
+			"read %d answered at offset %d, but %d records were committed when it was taken", o.Ref, o.Offset, committed)})
+	}
 }
 
 // scheduleFlush answers a Sync output: the disk syncs after a delay drawn
@@ -565,6 +604,7 @@ func (c *Cluster) start(n *node) {
 	n.up = true
 	n.flushAt = false
 	n.requests = map[reqKey]pending{}
+	n.reads = map[uint64]int{}
 	n.hwm = -1
 	n.applied = nil
 	if s := n.latestSnapshot(); s != nil {
@@ -646,6 +686,10 @@ func (c *Cluster) output(n *node, o replica.Output) {
 		c.fail(Violation{Node: n.id, Rule: "replica-stopped", Detail: o.Err.Error()})
 	case replica.LeaderRefused:
 		c.stats.LeaderRefusals++
+	case replica.ReadReady:
+		c.readAnswered(n, o)
+	case replica.ReadFailed:
+		delete(n.reads, o.Ref)
 	case replica.RoleChange, replica.Peer, replica.ClusterIDRefused:
 	}
 }
