@@ -309,14 +309,14 @@ func liveSchedules(perSize int) (regression, random []liveSchedule) {
 
 // liveSchedulesPerSize is the number of random schedules per cluster size:
 // 700 (2,100 in all) by default, KRAFT_LIVENESS_SCHEDULES if set, 100
-// with -short.
+// with -short or under the race detector (raceEnabled).
 func liveSchedulesPerSize(t *testing.T) int {
 	if v := os.Getenv("KRAFT_LIVENESS_SCHEDULES"); v != "" {
 		n, err := strconv.Atoi(v)
 		require.NoError(t, err, "KRAFT_LIVENESS_SCHEDULES")
 		return n
 	}
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		return 100
 	}
 	return 700
