@@ -41,6 +41,8 @@ func TestKVRecordRoundTrip(t *testing.T) {
 		append([]byte(kvMagic), kvVersion, opDelete, 1, 'k', 'x'),
 		append([]byte(kvMagic), kvVersion, opCAS, 1, 'k', 9, 'a'), // "from" cut short
 		good[:len(good)-2],
+		kvOp{op: opPut, key: "k", value: "a\xffb"}.encode(),
+		kvOp{op: opCAS, key: "k", expected: "\xff", value: "b"}.encode(),
 	} {
 		_, ok := decodeKVOp(data)
 		require.False(t, ok, "%q", data)
@@ -126,6 +128,22 @@ func TestMachineKV(t *testing.T) {
 	require.False(t, ok)
 	_, ok = b.casResult(maxOutcomes + 10)
 	require.True(t, ok)
+	// ... and so are the bytes of the values they hold.
+	big := &machine{}
+	value := strings.Repeat("v", maxValueBytes)
+	applyAt(big, 1, kvOp{op: opPut, key: "k", value: value}.encode())
+	n := int64(maxOutcomeBytes/maxValueBytes + 5)
+	for i := int64(2); i <= n; i++ {
+		applyAt(big, i, kvOp{op: opCAS, key: "k", expected: "x", value: "y"}.encode())
+	}
+	require.LessOrEqual(t, big.outcomeBytes, maxOutcomeBytes)
+	require.Len(t, big.outcomes, maxOutcomeBytes/maxValueBytes)
+	out, ok = big.casResult(n)
+	require.True(t, ok)
+	require.Equal(t, value, *out.current)
+	require.Equal(t, maxOutcomeBytes-maxValueBytes, big.outcomeBytes)
+	_, ok = big.casResult(2)
+	require.False(t, ok)
 }
 
 // TestMachineKVSnapshot: a snapshot holds the map (version 2) and restores
@@ -259,6 +277,8 @@ func TestHTTPKV(t *testing.T) {
 		{http.MethodPut, "/kv/a*b", "v"},
 		{http.MethodPut, "/kv/", "v"},
 		{http.MethodPut, "/kv/a/b", "v"},
+		{http.MethodPut, "/kv/a%2Fb", "v"},
+		{http.MethodPost, "/kv/a%2Fcas", `{"from": "a", "to": "b"}`},
 		{http.MethodPut, "/kv/k", "a\xffb"},
 		{http.MethodPut, "/kv/k", strings.Repeat("x", maxValueBytes+1)},
 		{http.MethodPost, "/kv/k/cas", `{"from": "a"}`},

@@ -66,7 +66,8 @@ type conflictBody struct {
 func kvHandler(r replica, m *machine) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {
 		// The path is taken as it is, not cleaned: "." and ".." are keys.
-		rest := strings.TrimPrefix(req.URL.Path, kvPrefix)
+		// Escaped, so that "%2F" is not "/" (keys need no escaping).
+		rest := strings.TrimPrefix(req.URL.EscapedPath(), kvPrefix)
 		key, cas := rest, false
 		if k, ok := strings.CutSuffix(rest, "/cas"); ok {
 			key, cas = k, true

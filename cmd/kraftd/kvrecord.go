@@ -103,6 +103,11 @@ func decodeKVOp(data []byte) (kvOp, bool) {
 	default:
 		return kvOp{}, false
 	}
+	// Values are UTF-8 (the API refuses others): the JSON snapshot then
+	// holds them exactly.
+	if !utf8.ValidString(o.value) || !utf8.ValidString(o.expected) {
+		return kvOp{}, false
+	}
 	return o, true
 }
 

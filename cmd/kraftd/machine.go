@@ -30,9 +30,11 @@ type machine struct {
 	kv       map[string]kvEntry
 	// outcomes are the outcomes of the latest CAS records applied, by
 	// offset, for the HTTP handlers waiting for them; outcomeOrder is
-	// their offsets in order, at most maxOutcomes (D124).
+	// their offsets in order, at most maxOutcomes, and outcomeBytes the
+	// bytes of the values they hold, at most maxOutcomeBytes (D124).
 	outcomes     map[int64]casOutcome
 	outcomeOrder []int64
+	outcomeBytes int
 }
 
 // kvEntry is a key's value and the offset of the record that wrote it.
@@ -49,9 +51,21 @@ type casOutcome struct {
 	current *string
 }
 
-// maxOutcomes bounds the CAS outcomes the machine keeps: a handler that
-// finds its outcome gone answers 503 (D124).
-const maxOutcomes = 1 << 14
+// size is the bytes of the value the outcome holds.
+func (o casOutcome) size() int {
+	if o.current == nil {
+		return 0
+	}
+	return len(*o.current)
+}
+
+// maxOutcomes and maxOutcomeBytes bound the CAS outcomes the machine
+// keeps, in number and in the bytes of the values they hold: a handler
+// that finds its outcome gone answers 503 (D124).
+const (
+	maxOutcomes     = 1 << 14
+	maxOutcomeBytes = 64 << 20
+)
 
 // Snapshot format versions: 1 holds the digest; 2 also holds the map
 // (D125). Restore reads both (version 1: an empty map).
@@ -129,8 +143,11 @@ func (m *machine) applyKV(offset int64, op kvOp) {
 		}
 		m.outcomes[offset] = out
 		m.outcomeOrder = append(m.outcomeOrder, offset)
-		if len(m.outcomeOrder) > maxOutcomes {
-			delete(m.outcomes, m.outcomeOrder[0])
+		m.outcomeBytes += out.size()
+		for len(m.outcomeOrder) > maxOutcomes || m.outcomeBytes > maxOutcomeBytes {
+			old := m.outcomeOrder[0]
+			m.outcomeBytes -= m.outcomes[old].size()
+			delete(m.outcomes, old)
 			m.outcomeOrder = m.outcomeOrder[1:]
 		}
 	}
@@ -143,7 +160,11 @@ func (m *machine) casResult(offset int64) (casOutcome, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out, ok := m.outcomes[offset]
-	delete(m.outcomes, offset)
+	if ok {
+		// Its offset stays in outcomeOrder until it is evicted.
+		m.outcomeBytes -= out.size()
+		delete(m.outcomes, offset)
+	}
 	return out, ok
 }
 
@@ -197,7 +218,7 @@ func (m *machine) restore(id kraft.LogEnd, r io.Reader) error {
 	defer m.mu.Unlock()
 	m.records, m.bytes, m.next = s.Records, s.Bytes, s.Next
 	m.kv = s.KV
-	m.outcomes, m.outcomeOrder = nil, nil
+	m.outcomes, m.outcomeOrder, m.outcomeBytes = nil, nil, 0
 	copy(m.digest[:], d)
 	m.restored = &id
 	return nil
