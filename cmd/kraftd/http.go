@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +34,8 @@ type replica interface {
 	RemoveVoter(ctx context.Context, key kraft.ReplicaKey) error
 	UpdateVoter(ctx context.Context, key kraft.ReplicaKey, endpoint string) error
 	Metrics() (node.Metrics, error)
+	ReadIndex(ctx context.Context) (int64, error)
+	WaitApplied(ctx context.Context, offset int64) error
 }
 
 // voterBody is the JSON body of POST /voters/add, /voters/remove and
@@ -68,7 +71,8 @@ type status struct {
 //	              unreadable; 421 {"error", "leader"} on a replica that
 //	              does not lead; 503 {"error"} if leadership was lost or the
 //	              commit timed out (the record may or may not commit); 500
-//	              {"error"} if writing it to the log failed
+//	              {"error"} if writing it to the log failed; 400 if it
+//	              starts with kvMagic (a key-value operation: use /kv)
 //	POST /resign  200 {} on the leader, 421 elsewhere
 //	GET  /voters  200 {"kraft_version", "voters", "local"}
 //	POST /voters/add, /voters/remove, /voters/update
@@ -81,6 +85,7 @@ type status struct {
 //	              answer in time; try again); 400 for the other codes
 //	GET  /metrics 200 node.Metrics in the Prometheus text format (metrics.go)
 //	GET  /healthz 200: the process is alive
+//	/kv/{key}     the replicated map (kvhttp.go), if m is not nil
 //	GET  /readyz  200 if the replica leads with a majority of the voters in
 //	              contact (D89), or follows a leader and its high
 //	              watermark is at most readyMaxLag records behind the
@@ -158,6 +163,11 @@ func newHandler(r replica, m *machine, local node.VoterInfo, readyMaxLag int64) 
 			writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{Error: "reading the record: " + err.Error()})
 			return
 		}
+		if isKVRecord(body) {
+			// Map operations go through /kv (D123).
+			writeJSON(w, http.StatusBadRequest, errorBody{Error: "a record starting with " + kvMagic + " is a key-value operation: use /kv"})
+			return
+		}
 		ctx, cancel := context.WithTimeout(req.Context(), appendTimeout)
 		defer cancel()
 		offset, err := r.Append(ctx, body)
@@ -179,7 +189,18 @@ func newHandler(r replica, m *machine, local node.VoterInfo, readyMaxLag int64) 
 		}
 		writeJSON(w, http.StatusOK, struct{}{})
 	})
-	return mux
+	if m == nil {
+		return mux
+	}
+	kv := kvHandler(r, m)
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		// Before the mux, which would redirect /kv/. and /kv/.. (keys).
+		if strings.HasPrefix(req.URL.Path, kvPrefix) {
+			kv(w, req)
+			return
+		}
+		mux.ServeHTTP(w, req)
+	})
 }
 
 // readVoterBody reads a voter change's JSON body: an id and a directory

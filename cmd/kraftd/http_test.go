@@ -35,7 +35,17 @@ type fakeReplica struct {
 	changes      []string
 
 	metrics node.Metrics
+
+	// The key-value API: onAppend sees each appended record at offset;
+	// ReadIndex answers readErr, WaitApplied waitErr.
+	onAppend func(offset int64, data []byte)
+	readErr  error
+	waitErr  error
 }
+
+func (f *fakeReplica) ReadIndex(context.Context) (int64, error) { return f.offset, f.readErr }
+
+func (f *fakeReplica) WaitApplied(context.Context, int64) error { return f.waitErr }
 
 func (f *fakeReplica) Metrics() (node.Metrics, error) { return f.metrics, f.statusErr }
 
@@ -43,6 +53,11 @@ func (f *fakeReplica) Status() (node.Status, error) { return f.status, f.statusE
 
 func (f *fakeReplica) Append(_ context.Context, records ...[]byte) (int64, error) {
 	f.appended = append(f.appended, records...)
+	if f.onAppend != nil && f.appendErr == nil {
+		for _, r := range records {
+			f.onAppend(f.offset, r)
+		}
+	}
 	return f.offset, f.appendErr
 }
 

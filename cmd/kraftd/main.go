@@ -3,8 +3,10 @@
 // snapshots (package storage) in a data directory, a demo state machine
 // that the committed records are applied to (with -snapshot-every, it is
 // snapshotted and the log deleted behind the snapshots), and an optional
-// HTTP endpoint to append records, read the replica's status and make the
-// leader resign, and the operational endpoints /metrics (Prometheus),
+// HTTP endpoint to append records, put, read, compare-and-set and delete
+// the keys of the state machine's replicated map (/kv, kvhttp.go), read
+// the replica's status and make the leader resign, and the operational
+// endpoints /metrics (Prometheus),
 // /healthz and /readyz. Every replica of a cluster gets the same cluster id
 // (kraftd -random-uuid makes one), and each data directory is formatted
 // once before the first start (kraftd format, as Kafka's kafka-storage
