@@ -30,6 +30,25 @@ var (
 	_ OwningAppender = (*MemLog)(nil)
 )
 
+// Clone returns a copy of the log, written and durable parts alike, that
+// changes independently of m: a simulator that forks a world forks its
+// logs (sim/explore, docs/design.md D126). It copies the record list and
+// the epoch history, O(records); the payloads are shared, as the log never
+// changes a payload in place. A clone of a closed log is closed.
+func (m *MemLog) Clone() *MemLog {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return &MemLog{
+		entries: append([]Entry(nil), m.entries...),
+		epochs: epochHistory{
+			base:   m.epochs.base,
+			starts: append([]kraft.EpochStart(nil), m.epochs.starts...),
+		},
+		flushed: m.flushed,
+		closed:  m.closed,
+	}
+}
+
 // Append appends records in epoch and returns the new end. The log keeps
 // copies of the records.
 func (m *MemLog) Append(epoch kraft.Epoch, records ...[]byte) (kraft.LogEnd, error) {

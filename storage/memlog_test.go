@@ -83,3 +83,41 @@ func TestMemLogOwnedAndShared(t *testing.T) {
 	require.NoError(t, l.DeleteBefore(2))
 	require.Equal(t, "aaaa|bbbb|cccc", string(shared[0].Data)+"|"+string(shared[1].Data)+"|"+string(shared[2].Data))
 }
+
+// TestMemLogCloneChangesIndependently: a clone holds the same written
+// records, epochs and flushed offset as its original, and a change to one
+// (an append, a truncation that cuts into the same epoch, a sync, a
+// crash) leaves the other as it was.
+func TestMemLogCloneChangesIndependently(t *testing.T) {
+	l := NewMemLog()
+	_, err := l.Append(1, rec(0), rec(1))
+	require.NoError(t, err)
+	require.NoError(t, l.Sync())
+	_, err = l.Append(2, rec(2), rec(3))
+	require.NoError(t, err)
+
+	c := l.Clone()
+	require.Equal(t, l.End(), c.End())
+	require.Equal(t, l.State(), c.State())
+	require.Equal(t, int64(2), c.Flushed())
+	require.Equal(t, normalize(readAll(t, l)), normalize(readAll(t, c)))
+
+	// The clone truncates into epoch 2 and appends in epoch 3, then syncs.
+	require.NoError(t, c.Truncate(3))
+	_, err = c.Append(3, rec(9))
+	require.NoError(t, err)
+	require.NoError(t, c.Sync())
+	// The original still ends with record 3 of epoch 2, only 2 durable.
+	require.Equal(t, kraft.LogEnd{Offset: 4, Epoch: 2}, l.End())
+	require.Equal(t, int64(2), l.Flushed())
+	require.Equal(t, normalize([]Entry{{0, 1, rec(0)}, {1, 1, rec(1)}, {2, 2, rec(2)}, {3, 2, rec(3)}}), normalize(readAll(t, l)))
+	require.Equal(t, stateOf([]Entry{{0, 1, nil}, {1, 1, nil}, {2, 2, nil}, {3, 2, nil}}), l.State())
+
+	// The original crashes; the clone keeps its synced records.
+	l.Crash()
+	require.Equal(t, kraft.LogEnd{Offset: 2, Epoch: 1}, l.End())
+	require.Equal(t, kraft.LogEnd{Offset: 4, Epoch: 3}, c.End())
+	require.Equal(t, int64(4), c.Flushed())
+	require.Equal(t, normalize([]Entry{{0, 1, rec(0)}, {1, 1, rec(1)}, {2, 2, rec(2)}, {3, 3, rec(9)}}), normalize(readAll(t, c)))
+	require.Equal(t, stateOf([]Entry{{0, 1, nil}, {1, 1, nil}, {2, 2, nil}, {3, 3, nil}}), c.State())
+}

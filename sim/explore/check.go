@@ -153,6 +153,11 @@ func (g *engine) checkWorld() {
 			g.fail(id, "log-matching", "log differs from the committed log below the high watermark %d", h)
 			return
 		}
+		if want := logEnd(r.log); r.mem.End() != want || r.mem.Flushed() != int64(r.flushed) {
+			g.fail(id, "host-log", "the world's view of the log ends at %+v flushed %d, the log at %+v flushed %d",
+				want, r.flushed, r.mem.End(), r.mem.Flushed())
+			return
+		}
 		if want := logEnd(r.log); r.st.LogEnd() != want || r.st.FlushedOffset() != int64(r.flushed) {
 			g.fail(id, "host-log", "state's log end %+v flushed %d, host's written log end %+v flushed %d",
 				r.st.LogEnd(), r.st.FlushedOffset(), want, r.flushed)

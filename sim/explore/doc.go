@@ -9,8 +9,9 @@
 // simulator do (docs/design.md D75, D76). A world is every replica's layer
 // (its kraft.State, its requests in flight, retries, latest Fetch, parked
 // Fetches and armed deadlines), its durable quorum-state record, its
-// written log (records are an epoch and an identity) with its flushed
-// prefix, and whether it is up; the network, a multiset of the layer's
+// written log with its flushed prefix (package storage's MemLog, copied on
+// write when a move changes it, docs/design.md D126; the checker reads it
+// as records of an epoch and an identity), and whether it is up; the network, a multiset of the layer's
 // messages in flight (Fetch responses with the records they carry); the
 // counters the bounds limit; and the checker's history: the leader of each
 // epoch and the committed log.

@@ -123,8 +123,11 @@ type engine struct {
 	viol   *Violation
 	pruned bool
 	owned  []bool // the replicas whose layer this transition copied (own)
-	names  []map[uint64]uint64
-	live   [][]uint64
+	// logOwned: the replicas whose log this transition copied
+	// (hostLog.writable).
+	logOwned []bool
+	names    []map[uint64]uint64
+	live     [][]uint64
 	// over: how many messages past MaxMessages the result holds, when
 	// only the in-flight bound cut it off (0 otherwise).
 	over int
@@ -145,7 +148,10 @@ func (g *engine) initial() (*world, *Violation) {
 	}
 	g.w, g.viol, g.pruned = w, nil, false
 	g.owned = make([]bool, len(g.cfgs))
+	g.logOwned = make([]bool, len(g.cfgs))
 	for i := range w.reps {
+		w.reps[i].mem = storage.NewMemLog()
+		g.logOwned[i] = true
 		g.restart(kraft.NodeID(i))
 	}
 	g.finish()
@@ -158,9 +164,10 @@ func (g *engine) apply(w *world, m Move) (*world, *Violation, bool) {
 	g.w, g.viol, g.pruned, g.over = w.clone(), nil, false, 0
 	if len(g.owned) != len(w.reps) {
 		g.owned = make([]bool, len(w.reps))
+		g.logOwned = make([]bool, len(w.reps))
 	}
 	for i := range g.owned {
-		g.owned[i] = false
+		g.owned[i], g.logOwned[i] = false, false
 	}
 	w = g.w
 	if m.Drops != 0 {
@@ -392,10 +399,9 @@ func (g *engine) crash(id kraft.NodeID) {
 	w := g.w
 	r := &w.reps[id]
 	r.up = false
-	if len(r.log) > r.flushed {
+	if (hostLog{g, id}).crash() {
 		w.lostTail = true
 	}
-	r.log = r.log[:r.flushed:r.flushed]
 	r.rep = nil
 	r.st = kraft.State{}
 	// Connections to the replica are gone: messages to it are lost, and
@@ -421,7 +427,7 @@ func (g *engine) damagedRestart(id kraft.NodeID, from int) {
 		// The planted bug: the damage taken for a torn tail. The disk
 		// lost the records, not the protocol: what the checker holds
 		// against the replica starts again from what is left.
-		r.log, r.flushed = r.log[:from:from], from
+		_ = hostLog{g, id}.Truncate(int64(from))
 		if r.held > from {
 			r.held = from
 		}
@@ -494,81 +500,134 @@ func (g *engine) send(m msg) {
 // The host's storage of replica id, as the layer reads and writes it: the
 // world's record and log (the engine's current world, so that a layer
 // copied for a transition works on that transition's world).
+//
+// The log is package storage's MemLog (docs/design.md D126): its appends
+// are written but not durable until Sync, Truncate is durable at once, and
+// a crash loses what was not durable (MemLog.Crash). Worlds share a
+// replica's MemLog until a transition changes it (writable clones it
+// first, copy-on-write). hostLog forwards every call to it and keeps the
+// world's view of it (replica.log and replica.flushed, what the checker
+// and the canonical encoding read) in step with what it answers.
 
 type hostLog struct {
 	g  *engine
 	id kraft.NodeID
 }
 
-var _ storage.Log = hostLog{}
-
-var errNoSnapshots = errors.New("explore: the model has no snapshots")
+var (
+	_ storage.Log            = hostLog{}
+	_ storage.SharedReader   = hostLog{}
+	_ storage.OwningAppender = hostLog{}
+)
 
 func (l hostLog) r() *replica { return &l.g.w.reps[l.id] }
 
-func (l hostLog) Append(epoch kraft.Epoch, records ...[]byte) (kraft.LogEnd, error) {
+// mem is the replica's log, to read.
+func (l hostLog) mem() *storage.MemLog { return l.r().mem }
+
+// writable is the replica's log made this transition's own (a clone of
+// the log the world it was taken from holds), to change.
+func (l hostLog) writable() *storage.MemLog {
 	r := l.r()
-	for _, data := range records {
-		r.log = append(r.log[:len(r.log):len(r.log)], recordOf(epoch, data))
+	if !l.g.logOwned[l.id] {
+		r.mem = r.mem.Clone()
+		l.g.logOwned[l.id] = true
+		l.g.w.touch(l.id)
 	}
-	return logEnd(r.log), nil
+	return r.mem
+}
+
+// appended adds to the view the records an append took, from offset
+// before on, and returns the append's answer.
+func (l hostLog) appended(before int64, end kraft.LogEnd, err error, epoch func(int) kraft.Epoch, data func(int) []byte) (kraft.LogEnd, error) {
+	r := l.r()
+	for i := 0; before+int64(i) < end.Offset; i++ {
+		r.log = append(r.log[:len(r.log):len(r.log)], recordOf(epoch(i), data(i)))
+	}
+	return end, err
+}
+
+func (l hostLog) Append(epoch kraft.Epoch, records ...[]byte) (kraft.LogEnd, error) {
+	m := l.writable()
+	before := m.End().Offset
+	end, err := m.Append(epoch, records...)
+	return l.appended(before, end, err, func(int) kraft.Epoch { return epoch }, func(i int) []byte { return records[i] })
+}
+
+func (l hostLog) AppendOwned(epoch kraft.Epoch, records ...[]byte) (kraft.LogEnd, error) {
+	m := l.writable()
+	before := m.End().Offset
+	end, err := m.AppendOwned(epoch, records...)
+	return l.appended(before, end, err, func(int) kraft.Epoch { return epoch }, func(i int) []byte { return records[i] })
 }
 
 func (l hostLog) AppendEntries(entries ...storage.Entry) (kraft.LogEnd, error) {
-	r := l.r()
-	for _, e := range entries {
-		if e.Offset != int64(len(r.log)) {
-			return logEnd(r.log), fmt.Errorf("explore: a fetched record at %d, the log ends at %d", e.Offset, len(r.log))
-		}
-		r.log = append(r.log[:len(r.log):len(r.log)], recordOf(e.Epoch, e.Data))
-	}
-	return logEnd(r.log), nil
-}
-
-func (l hostLog) Read(from int64, _ int) ([]storage.Entry, error) {
-	r := l.r()
-	if from < 0 || from > int64(len(r.log)) {
-		return nil, fmt.Errorf("%w: read from %d of a log of %d", storage.ErrOutOfRange, from, len(r.log))
-	}
-	var out []storage.Entry
-	for i := int(from); i < len(r.log); i++ {
-		out = append(out, storage.Entry{Offset: int64(i), Epoch: r.log[i].Epoch, Data: dataOf(r.log[i])})
-	}
-	return out, nil
+	m := l.writable()
+	before := m.End().Offset
+	end, err := m.AppendEntries(entries...)
+	return l.appended(before, end, err, func(i int) kraft.Epoch { return entries[i].Epoch }, func(i int) []byte { return entries[i].Data })
 }
 
 func (l hostLog) Truncate(to int64) error {
-	r := l.r()
-	if to >= 0 && to < int64(len(r.log)) {
-		r.log = r.log[:to:to]
-		if r.flushed > len(r.log) {
-			r.flushed = len(r.log)
-		}
+	if to >= 0 && to >= l.mem().End().Offset {
+		return nil // nothing to remove: the log stays shared
 	}
-	return nil
-}
-
-func (l hostLog) StartOffset() int64         { return 0 }
-func (l hostLog) Start() kraft.LogEnd        { return kraft.LogEnd{} }
-func (l hostLog) DeleteBefore(int64) error   { return errNoSnapshots }
-func (l hostLog) ResetTo(kraft.LogEnd) error { return errNoSnapshots }
-func (l hostLog) End() kraft.LogEnd          { return logEnd(l.r().log) }
-func (l hostLog) Flushed() int64             { return int64(l.r().flushed) }
-func (l hostLog) State() kraft.LogState      { return logState(l.r().log) }
-func (l hostLog) Close() error               { return nil }
-func (l hostLog) EpochFor(o int64) (kraft.Epoch, bool) {
-	if log := l.r().log; o >= 0 && o < int64(len(log)) {
-		return log[o].Epoch, true
-	}
-	return 0, false
+	m := l.writable()
+	err := m.Truncate(to)
+	l.sync(m)
+	return err
 }
 
 // Sync makes the whole written log durable.
 func (l hostLog) Sync() error {
-	r := l.r()
-	r.flushed = len(r.log)
-	return nil
+	m := l.writable()
+	err := m.Sync()
+	l.sync(m)
+	return err
 }
+
+// crash loses what of the log was not durable (MemLog.Crash) and reports
+// whether there was any.
+func (l hostLog) crash() bool {
+	m := l.writable()
+	lost := m.Flushed() < m.End().Offset
+	m.Crash()
+	l.sync(m)
+	return lost
+}
+
+// sync cuts the view to m's end and takes m's flushed offset.
+func (l hostLog) sync(m *storage.MemLog) {
+	r := l.r()
+	if n := int(m.End().Offset); n < len(r.log) {
+		r.log = r.log[:n:n]
+	}
+	r.flushed = int(m.Flushed())
+}
+
+func (l hostLog) Read(from int64, maxBytes int) ([]storage.Entry, error) {
+	return l.mem().Read(from, maxBytes)
+}
+
+// ReadShared shares the records' payloads: the log never changes one in
+// place, in any world.
+func (l hostLog) ReadShared(from int64, maxBytes int) ([]storage.Entry, error) {
+	return l.mem().ReadShared(from, maxBytes)
+}
+
+func (l hostLog) StartOffset() int64                   { return l.mem().StartOffset() }
+func (l hostLog) Start() kraft.LogEnd                  { return l.mem().Start() }
+func (l hostLog) End() kraft.LogEnd                    { return l.mem().End() }
+func (l hostLog) Flushed() int64                       { return l.mem().Flushed() }
+func (l hostLog) State() kraft.LogState                { return l.mem().State() }
+func (l hostLog) EpochFor(o int64) (kraft.Epoch, bool) { return l.mem().EpochFor(o) }
+func (l hostLog) Close() error                         { return nil }
+
+// The model has no snapshots: the log start stays 0.
+func (l hostLog) DeleteBefore(int64) error   { return errNoSnapshots }
+func (l hostLog) ResetTo(kraft.LogEnd) error { return errNoSnapshots }
+
+var errNoSnapshots = errors.New("explore: the model has no snapshots")
 
 // recordOf and dataOf convert between the layer's records (a type byte,
 // then the payload) and the model's: a client record's payload is its

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kraftquorum/kraft"
 	layer "github.com/kraftquorum/kraft/replica"
+	"github.com/kraftquorum/kraft/storage"
 )
 
 // rec is one log record: its epoch and an identity. A LeaderChange record
@@ -28,8 +29,12 @@ type replica struct {
 	// hasRecord and record are the durable quorum-state record.
 	hasRecord bool
 	record    kraft.QuorumRecord
-	// log is the written log, never changed in place (appends copy);
-	// log[:flushed] is durable.
+	// mem is the host's log (docs/design.md D126), shared by the worlds
+	// until a transition changes it (hostLog.writable copies it first).
+	mem *storage.MemLog
+	// log and flushed are the world's view of mem, kept in step by
+	// hostLog: its written records, never changed in place (appends
+	// copy), and its flushed offset; log[:flushed] is durable.
 	log     []rec
 	flushed int
 	// held is the checker's: the longest prefix of the committed log this
@@ -193,20 +198,6 @@ func sameRecs(a, b []rec) bool {
 		}
 	}
 	return true
-}
-
-// logState describes a log for kraft.NewState.
-func logState(log []rec) kraft.LogState {
-	var ls kraft.LogState
-	for i, r := range log {
-		if i == 0 || r.Epoch != log[i-1].Epoch {
-			ls.Epochs = append(ls.Epochs, kraft.EpochStart{Epoch: r.Epoch, StartOffset: int64(i)})
-		}
-	}
-	if len(log) > 0 {
-		ls.End = kraft.LogEnd{Offset: int64(len(log)), Epoch: log[len(log)-1].Epoch}
-	}
-	return ls
 }
 
 func logEnd(log []rec) kraft.LogEnd {
