@@ -18,13 +18,16 @@ import "time"
 //     (the operation must make records durable itself, outside a Sync), and
 //     one time in aimOthers otherwise;
 //
-// within Options.AimWindow: a disk fault on the log's last records (a bit
-// flipped in one of its last four records, or the writes lost from one of
-// them on: the writes most at risk) with a power loss, or, one time in
-// four, the power loss alone; the replica restarts within a second. An
-// aimed fault obeys the rules of OpDamage: one damaged replica at a time,
-// and a fault while another is under way is skipped (and does not count
-// against the run's Options.AimedFaults).
+// a fault: a disk fault on the log's last records (a bit flipped in one of
+// its last four records or, two times in three, the writes lost from the
+// start of one of them on: the writes most at risk) with a power loss, or,
+// one time in four, the power loss alone. It strikes right after the replica's next sync completes (the
+// first point at which the records the operation touched count as
+// durable), or at a random time within Options.AimWindow if that comes
+// first and no sync is under way then. The replica restarts within a
+// second of it (a damaged one meets the recovery rule, D91). No fault is
+// aimed while a damage is under way (one damaged replica at a time), and
+// one that meets another at its strike is skipped as OpDamage skips it.
 
 // aimOthers: one operation in aimOthers that stays within what the replica
 // was told was durable gets an aimed fault.
