@@ -56,6 +56,10 @@ type Stats struct {
 	// ReplacesInterrupted counts the replacements of a damaged directory
 	// (D91) the process died in the middle of (D111).
 	ReplacesInterrupted int
+	// Aimed counts the faults aimed at a replica right after a log
+	// operation (Options.AimedFaults, aim.go; D130), AimedDamages those of
+	// them that damaged a disk.
+	Aimed, AimedDamages int
 	// Reads counts the linearizable reads (replica.ReadIndex) answered,
 	// each checked against the records committed before it was taken.
 	Reads int
@@ -98,6 +102,9 @@ type node struct {
 	startEpoch kraft.Epoch
 	flushed    int
 	flushAt    bool // a sync is under way (a Sync output, not yet Synced)
+	// aim is the aimed fault on its way to this replica, nil if none: it
+	// strikes at the replica's next sync, or at its time (aim.go).
+	aim *Op
 
 	// snaps are the snapshots on disk, oldest first (the first is at the
 	// log start when start > 0); partial is the download in progress;
@@ -227,6 +234,13 @@ type Cluster struct {
 	victimKey kraft.ReplicaKey
 	// idleUntil: the clients append nothing before it (OpIdle).
 	idleUntil time.Duration
+	// slowDisk is a replica's own maximum flush delay (an OpDisk with a
+	// Group), its flushes taking the longer of it and flushDelay.
+	slowDisk map[kraft.NodeID]time.Duration
+	// aimed counts the faults aimed so far (Options.AimedFaults);
+	// aimStopped: StopFaults ended them (and the pending ones).
+	aimed      int
+	aimStopped bool
 	// staticVoters is a static voter set, which every disk is formatted
 	// with (nil in a dynamic quorum).
 	staticVoters []kraft.ReplicaKey
@@ -581,7 +595,11 @@ func (c *Cluster) scheduleFlush(n *node) {
 		return
 	}
 	n.flushAt = true
-	d := time.Duration(c.rng.Int63n(int64(c.flushDelay) + 1))
+	delay := c.flushDelay
+	if s := c.slowDisk[n.id]; s > delay {
+		delay = s
+	}
+	d := time.Duration(c.rng.Int63n(int64(delay) + 1))
 	c.push(&item{at: c.now + d, kind: itemFlush, node: n.id, inc: n.inc})
 }
 
@@ -592,6 +610,7 @@ func (c *Cluster) flush(n *node) {
 	_ = hostLog{c, n}.Sync()
 	n.rep.Synced(c.now)
 	c.carry(n)
+	c.aimAtSync(n)
 }
 
 // start (re)builds n's replica from its durable record, flushed log and

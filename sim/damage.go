@@ -152,7 +152,7 @@ func (c *Cluster) damageOver() bool {
 // of its disk (the operator's backup) and damages it: in its bytes for the
 // log (injectLogDamage), or as detect says for the quorum state. A damage
 // the model leaves out, or one while another is under way, is skipped.
-func (c *Cluster) damage(n *node, kind Damage) {
+func (c *Cluster) damage(n *node, kind Damage, aimed bool) {
 	if !c.damageOver() || n.damage != nil {
 		c.stats.DamagesSkipped++
 		c.stats.DamagesBusy++
@@ -171,7 +171,7 @@ func (c *Cluster) damage(n *node, kind Damage) {
 	saved := n.dsk.Clone()
 	switch kind {
 	case DamageFlip, DamageLostWrite:
-		ok, harmless := c.injectLogDamage(n, kind)
+		ok, harmless := c.injectLogDamage(n, kind, aimed)
 		if !ok {
 			c.stats.DamagesSkipped++
 			return
@@ -192,14 +192,19 @@ func (c *Cluster) damage(n *node, kind Damage) {
 		c.stats.DamagesByKind = map[Damage]int{}
 	}
 	c.stats.DamagesByKind[kind]++
+	if aimed {
+		c.stats.AimedDamages++
+	}
 }
 
 // injectLogDamage damages the log's bytes on n's disk: a bit flipped at a
 // random byte of a random segment (DamageFlip), or the writes of the last
-// segment lost from a random byte on (DamageLostWrite). ok is false if
+// segment lost from a random byte on (DamageLostWrite); tail (an aimed
+// fault, D130): a bit flipped in one of the last segment's last four
+// records, or its writes lost from the start of one of them. ok is false if
 // the log has no byte on the media to damage; harmless says the damage
 // lies in a record below the log start (deleted), which loses nothing.
-func (c *Cluster) injectLogDamage(n *node, kind Damage) (ok, harmless bool) {
+func (c *Cluster) injectLogDamage(n *node, kind Damage, tail bool) (ok, harmless bool) {
 	names, err := n.dsk.ReadDir(logDir)
 	if err != nil {
 		return false, false
@@ -229,7 +234,7 @@ func (c *Cluster) injectLogDamage(n *node, kind Damage) (ok, harmless bool) {
 		media, _ := n.dsk.Media(s.path)
 		starts := frameStarts(media)
 		from := int64(c.rng.Intn(s.size))
-		if k := len(starts); k > 0 && c.rng.Intn(2) == 0 {
+		if k := len(starts); k > 0 && (tail || c.rng.Intn(2) == 0) {
 			last := 4
 			if k < last {
 				last = k
@@ -241,6 +246,24 @@ func (c *Cluster) injectLogDamage(n *node, kind Damage) (ok, harmless bool) {
 	s := segs[c.rng.Intn(len(segs))]
 	pos := int64(c.rng.Intn(s.size))
 	media, _ := n.dsk.Media(s.path)
+	if tail {
+		s = segs[len(segs)-1]
+		media, _ = n.dsk.Media(s.path)
+		if starts := frameStarts(media); len(starts) > 0 {
+			last := 4
+			if len(starts) < last {
+				last = len(starts)
+			}
+			i := len(starts) - 1 - c.rng.Intn(last)
+			end := int64(s.size)
+			if i+1 < len(starts) {
+				end = starts[i+1]
+			}
+			pos = starts[i] + c.rng.Int63n(end-starts[i])
+		} else {
+			pos = int64(c.rng.Intn(s.size))
+		}
+	}
 	if n.dsk.FlipBit(s.path, pos, uint(c.rng.Intn(8))) != nil {
 		return false, false
 	}

@@ -43,6 +43,8 @@ func (d *diskRun) add(st Stats, before int, err error) {
 	d.stats.DamagesRefused += st.DamagesRefused
 	d.stats.DamagesRestored += st.DamagesRestored
 	d.stats.DamagesCut += st.DamagesCut
+	d.stats.Aimed += st.Aimed
+	d.stats.AimedDamages += st.AimedDamages
 	if d.stats.DamagesByKind == nil {
 		d.stats.DamagesByKind = map[Damage]int{}
 	}
@@ -59,8 +61,8 @@ func (d *diskRun) add(st Stats, before int, err error) {
 }
 
 func (d *diskRun) String() string {
-	return fmt.Sprintf("%d runs, %d failed: %d damages injected (flip %d, lost write %d, lost quorum state %d, rolled-back quorum state %d), %d skipped (%d while another was under way); %d replaced disks, %d refusals (%d restored), %d logs cut; %d records committed before a damage",
-		d.runs, d.failed, d.stats.Damages, d.stats.DamagesByKind[DamageFlip], d.stats.DamagesByKind[DamageLostWrite],
+	return fmt.Sprintf("%d runs, %d failed: %d damages injected (%d aimed, of %d aimed faults; flip %d, lost write %d, lost quorum state %d, rolled-back quorum state %d), %d skipped (%d while another was under way); %d replaced disks, %d refusals (%d restored), %d logs cut; %d records committed before a damage",
+		d.runs, d.failed, d.stats.Damages, d.stats.AimedDamages, d.stats.Aimed, d.stats.DamagesByKind[DamageFlip], d.stats.DamagesByKind[DamageLostWrite],
 		d.stats.DamagesByKind[DamageLostQuorumState], d.stats.DamagesByKind[DamageRolledBackQuorumState], d.stats.DamagesSkipped, d.stats.DamagesBusy,
 		d.stats.DamagesReplaced, d.stats.DamagesRefused, d.stats.DamagesRestored, d.stats.DamagesCut, d.beforeDamage)
 }
@@ -84,13 +86,15 @@ func keepsCommitted(c *Cluster, seed int64) (int, error) {
 }
 
 // runDiskFaults runs a random schedule of seed with disk faults on 3 or 5
-// voters and heals; it returns the run's stats, how many records were
+// voters, two phases of one slow disk and up to two faults aimed right
+// after log operations (D130), and heals; it returns the run's stats, how many records were
 // committed before its last damage, and the first violation, liveness
 // failure or lost committed record.
 func runDiskFaults(seed int64, dynamic bool, bug plant.Bug) (Stats, int, error) {
 	r := rand.New(rand.NewSource(seed))
 	opts := diskFaultOptions(r, seed, dynamic, bug)
 	opts.Network.Loss, opts.Network.Duplicate = 0.02, 0.02
+	opts.AimedFaults = 2 // D130
 	c, err := New(opts, nil)
 	if err != nil {
 		return Stats{}, 0, err
@@ -105,6 +109,7 @@ func runDiskFaults(seed int64, dynamic bool, bug plant.Bug) (Stats, int, error) 
 	c.Schedule(RandomSchedule(r, opts.Voters, 0, window, 8)...)
 	c.Schedule(RandomDiskFaults(r, opts.Voters+opts.Observers, window, 4)...)
 	c.Schedule(randomIdles(r, window, 2)...)
+	c.Schedule(randomSlowDisks(r, opts.Voters+opts.Observers, window, 2)...)
 	if err := c.RunFor(window + 3*time.Second); err != nil {
 		return c.Stats(), before, fmt.Errorf("seed %d: %w", seed, err)
 	}
@@ -125,6 +130,23 @@ func randomIdles(r *rand.Rand, window time.Duration, n int) []Op {
 	for i := range ops {
 		ops[i] = Op{At: time.Duration(r.Int63n(int64(window))), Kind: OpIdle,
 			Idle: 500*time.Millisecond + time.Duration(r.Int63n(int64(2500*time.Millisecond)))}
+	}
+	return ops
+}
+
+// randomSlowDisks draws n phases of 1 to 4 s in [0, window) in which one
+// replica's disk is slow (flushes within 200 ms, 1 s or 3 s) while the
+// others' are not: the replica lags, learns of records committed without
+// it before it has synced them, and cleans its log behind a snapshot past
+// what it has synced (docs/design.md D130).
+func randomSlowDisks(r *rand.Rand, total int, window time.Duration, n int) []Op {
+	ops := make([]Op, 0, 2*n)
+	for i := 0; i < n; i++ {
+		at := time.Duration(r.Int63n(int64(window)))
+		g := []kraft.NodeID{kraft.NodeID(r.Intn(total))}
+		ops = append(ops,
+			Op{At: at, Kind: OpDisk, Group: g, FlushDelay: SlowFlushDelays[2+r.Intn(len(SlowFlushDelays)-2)]},
+			Op{At: at + time.Second + time.Duration(r.Int63n(int64(3*time.Second))), Kind: OpDisk, Group: g})
 	}
 	return ops
 }
@@ -164,6 +186,7 @@ func TestRandomSchedulesWithDiskFaults(t *testing.T) {
 			}
 			t.Logf("%s: %v; 0 violations, 0 committed records lost", name, &total)
 			require.Positive(t, total.stats.Damages)
+			require.Positive(t, total.stats.AimedDamages, "no aimed fault damaged a disk")
 			for _, k := range Damages {
 				require.Positive(t, total.stats.DamagesByKind[k], "no %s injected", k)
 			}

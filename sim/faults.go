@@ -38,7 +38,10 @@ const (
 	OpNetwork OpKind = "network"
 	// OpDisk sets how long every replica's disk takes to flush: each flush
 	// completes after a delay drawn from [0, FlushDelay] (a slow disk
-	// phase; StopFaults goes back to Options.FlushDelayMax).
+	// phase; StopFaults goes back to Options.FlushDelayMax). With a Group,
+	// only those replicas' disks: each flushes within the longer of
+	// FlushDelay and every replica's (0 ends its own slow phase; StopFaults
+	// ends them all).
 	OpDisk OpKind = "disk"
 	// OpAddVoter asks the leader of the highest epoch to add Node (a spare
 	// controller, an observer, or a replica back from a disk loss) with its
@@ -75,6 +78,12 @@ type Op struct {
 	Damage Damage `json:"damage,omitempty"`
 	// Idle is how long OpIdle keeps the clients quiet.
 	Idle time.Duration `json:"idle,omitempty"`
+	// Aimed names the log operation an aimed fault follows (aim.go): an
+	// OpDamage then falls on the log's last records.
+	Aimed string `json:"aimed,omitempty"`
+	// atSync: the aimed fault strikes now, a sync having just completed
+	// (aimAtSync), even if another is under way.
+	atSync bool
 }
 
 // String describes the operation.
@@ -83,6 +92,9 @@ func (o Op) String() string {
 	case OpCrash, OpKill, OpRestart, OpLoseDisk, OpResign, OpAddVoter, OpRemoveVoter, OpRefused:
 		return fmt.Sprintf("%v %s %d", o.At, o.Kind, o.Node)
 	case OpDamage:
+		if o.Aimed != "" {
+			return fmt.Sprintf("%v %s %d %s (aimed after %s)", o.At, o.Kind, o.Node, o.Damage, o.Aimed)
+		}
 		return fmt.Sprintf("%v %s %d %s", o.At, o.Kind, o.Node, o.Damage)
 	case OpPartition, OpOneWay:
 		return fmt.Sprintf("%v %s %v", o.At, o.Kind, o.Group)
@@ -91,6 +103,9 @@ func (o Op) String() string {
 			return fmt.Sprintf("%v %s %+v", o.At, o.Kind, *o.Network)
 		}
 	case OpDisk:
+		if len(o.Group) > 0 {
+			return fmt.Sprintf("%v %s %v flush<=%v", o.At, o.Kind, o.Group, o.FlushDelay)
+		}
 		return fmt.Sprintf("%v %s flush<=%v", o.At, o.Kind, o.FlushDelay)
 	case OpIdle:
 		return fmt.Sprintf("%v %s %v", o.At, o.Kind, o.Idle)
@@ -130,6 +145,16 @@ func (c *Cluster) Apply(op Op) {
 
 func (c *Cluster) apply(op Op) {
 	valid := op.Node >= 0 && int(op.Node) < len(c.nodes)
+	if op.Aimed != "" && valid {
+		n := c.nodes[op.Node]
+		if n.aim == nil || c.aimStopped || n.up && n.flushAt && !op.atSync {
+			// It struck at a sync, or StopFaults ended it, or it waits
+			// for the sync under way (aimAtSync).
+			return
+		}
+		n.aim = nil
+		defer c.Schedule(Op{At: c.now + time.Duration(c.rng.Int63n(int64(time.Second))), Kind: OpRestart, Node: n.id})
+	}
 	switch op.Kind {
 	case OpCrash:
 		if valid {
@@ -154,7 +179,7 @@ func (c *Cluster) apply(op Op) {
 		c.start(n)
 	case OpDamage:
 		if valid {
-			c.damage(c.nodes[op.Node], op.Damage)
+			c.damage(c.nodes[op.Node], op.Damage, op.Aimed != "")
 		}
 	case OpResign:
 		if valid && c.nodes[op.Node].up {
@@ -196,7 +221,16 @@ func (c *Cluster) apply(op Op) {
 			c.net = nw
 		}
 	case OpDisk:
-		if op.FlushDelay >= 0 {
+		switch {
+		case op.FlushDelay < 0:
+		case len(op.Group) > 0:
+			if c.slowDisk == nil {
+				c.slowDisk = map[kraft.NodeID]time.Duration{}
+			}
+			for _, id := range op.Group {
+				c.slowDisk[id] = op.FlushDelay
+			}
+		default:
 			c.flushDelay = op.FlushDelay
 		}
 	case OpIdle:
@@ -303,9 +337,15 @@ func (c *Cluster) SetNetwork(n Network) { c.Apply(Op{Kind: OpNetwork, Network: &
 // a fetch of 1-3 records and delays up to 100 ms, a follower fetched fewer
 // records per second than the client wrote and never caught up.)
 func (c *Cluster) StopFaults() {
+	c.aimStopped = true
 	c.Heal()
 	if c.flushDelay != c.opts.FlushDelayMax {
 		c.Apply(Op{Kind: OpDisk, FlushDelay: c.opts.FlushDelayMax})
+	}
+	for _, n := range c.nodes {
+		if c.slowDisk[n.id] > 0 {
+			c.Apply(Op{Kind: OpDisk, Group: []kraft.NodeID{n.id}})
+		}
 	}
 	nw := c.opts.Network
 	nw.Loss, nw.Duplicate = 0, 0

@@ -135,11 +135,13 @@ func (l hostLog) Truncate(to int64) error {
 		return l.fail("FileLog.Truncate(%d): %v", to, err)
 	}
 	n.truncated = true
+	past := int(to) > n.flushed
 	n.log = n.log[:to:to]
 	if n.flushed > len(n.log) {
 		n.flushed = len(n.log)
 	}
 	l.c.check.logChangedFrom(n, len(n.log))
+	l.c.aim(n, "truncate", past)
 	return nil
 }
 
@@ -168,10 +170,12 @@ func (l hostLog) DeleteBefore(offset int64) error {
 		n.log[i] = Record{}
 	}
 	n.start = int(offset)
-	if n.flushed < n.start {
+	past := n.flushed < n.start
+	if past {
 		n.flushed = n.start
 	}
 	l.c.check.logStartMoved(n)
+	l.c.aim(n, "delete_before", past)
 	return nil
 }
 
@@ -186,6 +190,7 @@ func (l hostLog) ResetTo(start kraft.LogEnd) error {
 	n.log = make([]Record, off)
 	n.start, n.flushed, n.startEpoch = off, off, start.Epoch
 	l.c.check.logStartMoved(n)
+	l.c.aim(n, "reset", false)
 	return nil
 }
 

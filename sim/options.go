@@ -111,6 +111,14 @@ type Options struct {
 	// and another directory id, then to add it.
 	AutoJoin bool `json:"auto_join,omitempty"`
 
+	// AimedFaults is how many faults a run aims at a replica right after
+	// a log operation that changes what its recovery reads (a truncation,
+	// a cleaning, a reset to a snapshot) at most: a damage of its log's
+	// last records or a power loss within AimWindow (200 ms if 0), then a
+	// restart (aim.go; docs/design.md D130). 0: none.
+	AimedFaults int           `json:"aimed_faults,omitempty"`
+	AimWindow   time.Duration `json:"aim_window,omitempty"`
+
 	// plant is a bug planted in every replica's layer (package
 	// internal/plant), by the tests that show the schedules catch it.
 	plant plant.Bug
