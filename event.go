@@ -268,7 +268,14 @@ type LogFlushed struct {
 // ElectionTimeout and FetchTimeout, and finish when a RoleChanged names
 // another leader or the shutdown timeout passes (docs/design.md D27). Other
 // roles ignore it.
-type Resign struct{}
+//
+// Successor, if set, is ranked first in EndQuorumEpoch's preferred
+// successors, so that it campaigns at once (a leadership transfer to a
+// chosen voter, docs/design.md D135); the others follow by their logs as
+// always. A key that names no other voter is ignored.
+type Resign struct {
+	Successor *ReplicaKey `json:",omitempty"`
+}
 
 // VotersAppended reports a VotersRecord the host wrote to its log at
 // Offset: the leader's own (after AppendVoters, or the start-of-epoch one of

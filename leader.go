@@ -245,17 +245,31 @@ func (t *stepper) onBeginQuorumEpochTimeout() {
 
 // onResign: the leader gives up leadership (Kafka's resign, not its
 // shutdown: docs/design.md D27).
-func (t *stepper) onResign() {
+// A Successor is ranked first (a leadership transfer, D135).
+func (t *stepper) onResign(e Resign) {
 	if t.s.role == Leader {
-		t.toResigned("resigned")
+		t.resignTo(e.Successor, "resigned")
 	}
 }
 
 // toResigned is Kafka's transitionToResigned: memory only, the election
 // timer armed, EndQuorumEpoch to every other voter naming the preferred
 // successors.
-func (t *stepper) toResigned(reason string) {
+func (t *stepper) toResigned(reason string) { t.resignTo(nil, reason) }
+
+// resignTo is toResigned with first, if it names another voter, ranked
+// first among the preferred successors (D135).
+func (t *stepper) resignTo(first *ReplicaKey, reason string) {
 	successors := t.preferredSuccessors()
+	if first != nil {
+		for i, k := range successors {
+			if k == *first {
+				copy(successors[1:i+1], successors[:i])
+				successors[0] = k
+				break
+			}
+		}
+	}
 	t.become(Resigned, t.s.epoch, t.s.c.local.ID, NoReplica, false, reason)
 	t.s.endpoints = true
 	// Kafka's ResignedState has no high watermark, and the role after it

@@ -559,6 +559,10 @@ var genEvent = rapid.Custom(func(t *rapid.T) kraft.Event {
 	case 23:
 		return kraft.VoterChangeTimeout{}
 	}
+	if rapid.Bool().Draw(t, "resign to a successor") {
+		k := genKey.Draw(t, "successor")
+		return kraft.Resign{Successor: &k}
+	}
 	return kraft.Resign{}
 })
 

@@ -57,6 +57,50 @@ func TestResignLeaderBecomesResignedWithSuccessorsByFetchPosition(t *testing.T) 
 	requireUnchanged(t, next, again, acts)
 }
 
+// TestResignToASuccessorRanksItFirst: a Resign naming a successor (a
+// leadership transfer) ranks it first in EndQuorumEpoch's preferred
+// successors, the others in their usual order after it, so that it
+// campaigns at once; a successor that is no other voter (the leader
+// itself, an unknown key) changes nothing. docs/design.md D135.
+func TestResignToASuccessorRanksItFirst(t *testing.T) {
+	s := leaderOf(t, 5)
+	s, _ = durable(t, s, LogEnd{Offset: 8, Epoch: 1})
+	for _, f := range []ReceiveFetch{
+		{From: 3, CurrentLeaderEpoch: 1, FetchEpoch: 1, FetchOffset: 8},
+		{From: 5, CurrentLeaderEpoch: 1, FetchEpoch: 1, FetchOffset: 3},
+		{From: 4, CurrentLeaderEpoch: 1, FetchEpoch: 1, FetchOffset: 8},
+	} {
+		s, _ = step(t, s, f)
+	}
+	successorsOf := func(acts []Action) []ReplicaKey {
+		sends := ofType[SendEndQuorumEpoch](acts)
+		require.Len(t, sends, 4)
+		for _, a := range sends[1:] {
+			require.Equal(t, sends[0].PreferredSuccessors, a.PreferredSuccessors)
+		}
+		return sends[0].PreferredSuccessors
+	}
+	for name, tc := range map[string]struct {
+		to   *ReplicaKey
+		want []ReplicaKey
+	}{
+		"caught-up voter behind a tie": {&ReplicaKey{ID: 4}, keys(4, 3, 5, 2)},
+		"lagging voter":                {&ReplicaKey{ID: 5}, keys(5, 3, 4, 2)},
+		"unknown position":             {&ReplicaKey{ID: 2}, keys(2, 3, 4, 5)},
+		"already first":                {&ReplicaKey{ID: 3}, keys(3, 4, 5, 2)},
+		"none":                         {nil, keys(3, 4, 5, 2)},
+		"itself":                       {&ReplicaKey{ID: 1}, keys(3, 4, 5, 2)},
+		"not a voter":                  {&ReplicaKey{ID: 9}, keys(3, 4, 5, 2)},
+		"another directory":            {&ReplicaKey{ID: 4, DirectoryID: uuid.New()}, keys(3, 4, 5, 2)},
+	} {
+		before := s
+		next, acts := step(t, s, Resign{Successor: tc.to})
+		require.Equal(t, before, s, name)
+		requireState(t, next, Resigned, 1, 1, NoReplica)
+		require.Equal(t, tc.want, successorsOf(acts), name)
+	}
+}
+
 // TestResignOutsideLeaderDoesNothing: Resign only concerns a Leader.
 // Reference: KafkaRaftClient.resign; docs/design.md D27.
 func TestResignOutsideLeaderDoesNothing(t *testing.T) {

@@ -104,7 +104,7 @@ func stepTo(b *Buffer, s *State, e Event, next *State) []Action {
 	case LogStartMoved:
 		t.onLogStartMoved(e)
 	case Resign:
-		t.onResign()
+		t.onResign(e)
 	case VotersAppended:
 		t.onVotersAppended(e)
 	case ReceiveAddVoter:

@@ -96,12 +96,16 @@ func (t *stepper) onVoteRequest(e ReceiveVoteRequest) {
 	above, recampaigned := false, false
 	if ci >= 0 && ci != t.s.c.localIndex {
 		above = ranksAbove(last, candidate, t.s.log.end, t.s.c.local)
-		if !above && !t.s.outranked() && t.s.role == Follower && t.s.fetched && !t.s.leaderResigned {
+		// In a handover the resigning leader's ranking stands between
+		// equal logs (a transfer may rank a higher key first, D136): only
+		// a strictly better log campaigns over the campaigner.
+		better := t.s.log.end.Compare(last) > 0
+		if !above && better && !t.s.outranked() && t.s.role == Follower && t.s.fetched && !t.s.leaderResigned {
 			// Its leader is still heard from: refused (KIP-996), but noted,
 			// in case the leader turns out to be resigning (D79).
 			t.s.lowerAsked = true
 		}
-		if !above && !t.s.outranked() && t.s.role == Follower && (!t.s.fetched || t.s.leaderResigned) {
+		if !above && !t.s.outranked() && t.s.role == Follower && (!t.s.fetched || t.s.leaderResigned && better) {
 			// A voter that ranks below this one campaigns, and this
 			// Follower has not heard from its leader since it lost a
 			// pre-vote (or began following), or its leader resigned (a

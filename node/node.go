@@ -54,7 +54,8 @@ type Node struct {
 	armed    bool
 	waiters  []*waiter
 	hwm      int64
-	leaderCh []chan Handover // Shutdowns waiting for a successor
+	leaderCh []chan Handover            // Shutdowns waiting for a successor
+	xferCh   chan replica.TransferEnded // TransferLeadership waiting for its end (transfer.go)
 
 	voterCalls map[uint64]*voterCall // client voter changes by Ref
 	boot       []Voter               // the bootstrap checkpoint's set; read-only after Start
@@ -350,6 +351,11 @@ func (n *Node) carry() {
 			n.readAnswered(o.Ref, o.Offset, nil)
 		case replica.ReadFailed:
 			n.readAnswered(o.Ref, 0, o.Err)
+		case replica.TransferEnded:
+			if n.xferCh != nil {
+				n.xferCh <- o
+				n.xferCh = nil
+			}
 		case replica.Peer:
 			if pb, ok := n.cfg.Transport.(peerBook); ok {
 				pb.SetPeer(o.ID, o.Endpoint)
@@ -469,7 +475,7 @@ func (n *Node) propose(ctx context.Context, data [][]byte) (int64, error) {
 		}
 		end, err := n.r.Propose(n.clock(), data)
 		if err != nil {
-			notLeader = err
+			notLeader = transferRefusal(n.st, err)
 			return
 		}
 		last = end.Offset - 1

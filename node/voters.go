@@ -136,7 +136,7 @@ func (n *Node) voterCall(ctx context.Context, call func() (uint64, error)) error
 		}
 		ref, err := call()
 		if err != nil {
-			refused = err
+			refused = transferRefusal(n.st, err)
 			return
 		}
 		n.voterCalls[ref] = &voterCall{ch: ch}

@@ -34,6 +34,8 @@ const (
 	DeadlineParked
 	// DeadlineClean: a snapshot download's hold on the log start lapses.
 	DeadlineClean
+	// DeadlineTransfer: a leadership transfer's time is up (transfer.go).
+	DeadlineTransfer
 )
 
 // Deadline is one armed deadline of a Replica: its kind, the kraft timer
@@ -58,6 +60,8 @@ func (d Deadline) String() string {
 		return fmt.Sprintf("parked Fetch #%d wait", d.Index)
 	case DeadlineClean:
 		return "log cleaning"
+	case DeadlineTransfer:
+		return "leadership transfer"
 	}
 	return "deadline?"
 }
@@ -93,6 +97,9 @@ func (r *Replica) eachDeadline(f func(Deadline)) {
 	}
 	if r.snap.cleanAt != 0 {
 		f(Deadline{Kind: DeadlineClean, At: r.snap.cleanAt})
+	}
+	if r.xfer.active {
+		f(Deadline{Kind: DeadlineTransfer, At: r.xfer.deadline})
 	}
 }
 
@@ -139,6 +146,8 @@ func (r *Replica) expire(d Deadline) {
 	case DeadlineClean:
 		r.snap.cleanAt = 0
 		r.clean()
+	case DeadlineTransfer:
+		r.transferExpired()
 	}
 }
 

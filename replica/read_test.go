@@ -32,6 +32,7 @@ type readNet struct {
 	committed int64 // the highest high watermark any replica reported
 	reads     map[readKey]*readCall
 	stale     []string
+	ended     []TransferEnded // leadership transfers ended (transfer_test.go)
 }
 
 type readHost struct {
@@ -114,6 +115,8 @@ func (n *readNet) carry(h *readHost) {
 			require.NotNil(n.t, c, "replica %d: a failure of read %d, never taken", h.id, o.Ref)
 			require.False(n.t, c.ready || c.err != nil, "replica %d: read %d answered twice", h.id, o.Ref)
 			c.err = o.Err
+		case TransferEnded:
+			n.ended = append(n.ended, o)
 		case Stopped:
 			n.t.Fatalf("replica %d stopped: %v", h.id, o.Err)
 		}

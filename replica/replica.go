@@ -181,6 +181,8 @@ type Replica struct {
 
 	reads readState // linearizable reads (read.go)
 
+	xfer transferState // a leadership transfer in progress (transfer.go)
+
 	plant bug // a bug planted by the tests; noBug otherwise
 }
 
@@ -298,6 +300,7 @@ func (r *Replica) input(now time.Duration) bool {
 // sync of what was written since the last one (group commit).
 func (r *Replica) settle() {
 	r.drain()
+	r.checkTransfer()
 	r.serveReads()
 	if r.err == nil && !r.syncing && r.cfg.Log.Flushed() < r.cfg.Log.End().Offset {
 		r.syncing = true
@@ -504,6 +507,9 @@ func (r *Replica) Propose(now time.Duration, records [][]byte) (kraft.LogEnd, er
 	}
 	if r.st.Role() != kraft.Leader {
 		return kraft.LogEnd{}, ErrNotLeader
+	}
+	if r.xfer.active {
+		return kraft.LogEnd{}, ErrTransferring
 	}
 	end, err := r.write(r.st.Epoch(), records...)
 	r.settle()

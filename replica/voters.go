@@ -447,6 +447,9 @@ func (r *Replica) voterCall(now time.Duration, ev func(ref uint64) kraft.Event) 
 	if r.st.Role() != kraft.Leader {
 		return 0, ErrNotLeader
 	}
+	if r.xfer.active {
+		return 0, ErrTransferring
+	}
 	r.voters.nextRef++
 	ref := r.voters.nextRef
 	r.step(ev(ref))

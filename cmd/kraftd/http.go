@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,7 @@ type replica interface {
 	Status() (node.Status, error)
 	Append(ctx context.Context, records ...[]byte) (int64, error)
 	Resign() error
+	TransferLeadership(ctx context.Context, target kraft.NodeID) (node.Transfer, error)
 	Voters() ([]node.VoterInfo, int16, error)
 	AddVoter(ctx context.Context, key kraft.ReplicaKey, endpoint string) error
 	RemoveVoter(ctx context.Context, key kraft.ReplicaKey) error
@@ -74,6 +76,13 @@ type status struct {
 //	              {"error"} if writing it to the log failed; 400 if it
 //	              starts with kvMagic (a key-value operation: use /kv)
 //	POST /resign  200 {} on the leader, 421 elsewhere
+//	POST /resign?to=ID (or the body {"to": ID})
+//	              hands the leadership to voter ID (docs/design.md D135):
+//	              200 {"leader", "epoch", "ms"} once ID leads; 421 off the
+//	              leader; 400 if ID is this replica or no voter; 504
+//	              {"error", "leader", "epoch"} if ID did not catch up or
+//	              get elected in time (the leader leads on when ID did
+//	              not catch up), 409 if another replica took over
 //	GET  /voters  200 {"kraft_version", "voters", "local"}
 //	POST /voters/add, /voters/remove, /voters/update
 //	              the body is {"id", "directory_id", "endpoint"} (no
@@ -183,6 +192,15 @@ func newHandler(r replica, m *machine, local node.VoterInfo, readyMaxLag int64) 
 		if !allow(w, req, http.MethodPost) {
 			return
 		}
+		to, ok, err := resignTarget(req, w)
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, errorBody{Error: err.Error()})
+			return
+		}
+		if ok {
+			transfer(w, req, r, to)
+			return
+		}
 		if err := r.Resign(); err != nil {
 			writeError(w, err)
 			return
@@ -201,6 +219,67 @@ func newHandler(r replica, m *machine, local node.VoterInfo, readyMaxLag int64) 
 		}
 		mux.ServeHTTP(w, req)
 	})
+}
+
+// transferTimeout bounds POST /resign?to=ID: the target's catch-up has
+// the election timeout at most (node.TransferLeadership), the election a
+// few round trips.
+const transferTimeout = 10 * time.Second
+
+// resignTarget reads the target of POST /resign: ?to=ID or the body
+// {"to": ID}; ok is false for a plain resignation (no target).
+func resignTarget(req *http.Request, w http.ResponseWriter) (kraft.NodeID, bool, error) {
+	if q := req.URL.Query().Get("to"); q != "" {
+		id, err := strconv.ParseInt(q, 10, 32)
+		if err != nil || id < 0 {
+			return 0, false, fmt.Errorf("?to=%q: want a voter's non-negative id", q)
+		}
+		return kraft.NodeID(id), true, nil
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, 1<<16))
+	if err != nil {
+		return 0, false, fmt.Errorf("reading the body: %w", err)
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return 0, false, nil
+	}
+	var b struct {
+		To *int32 `json:"to"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil || b.To == nil || *b.To < 0 {
+		return 0, false, errors.New(`the body: want {"to": ID} with a voter's non-negative id, or no body`)
+	}
+	return kraft.NodeID(*b.To), true, nil
+}
+
+// transfer answers POST /resign?to=ID.
+func transfer(w http.ResponseWriter, req *http.Request, r replica, to kraft.NodeID) {
+	ctx, cancel := context.WithTimeout(req.Context(), transferTimeout)
+	defer cancel()
+	tr, err := r.TransferLeadership(ctx, to)
+	type failed struct {
+		Error  string `json:"error"`
+		Leader int32  `json:"leader"`
+		Epoch  int32  `json:"epoch"`
+	}
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, struct {
+			Leader int32 `json:"leader"`
+			Epoch  int32 `json:"epoch"`
+			Ms     int64 `json:"ms"`
+		}{int32(tr.Leader), int32(tr.Epoch), tr.Took.Milliseconds()})
+	case errors.Is(err, node.ErrTransferTarget):
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: err.Error()})
+	case errors.Is(err, node.ErrTransferOvertaken):
+		writeJSON(w, http.StatusConflict, failed{err.Error(), int32(tr.Leader), int32(tr.Epoch)})
+	case errors.Is(err, node.ErrTransferTimeout), errors.Is(err, context.DeadlineExceeded):
+		writeJSON(w, http.StatusGatewayTimeout, failed{err.Error(), int32(tr.Leader), int32(tr.Epoch)})
+	default:
+		writeError(w, err)
+	}
 }
 
 // readVoterBody reads a voter change's JSON body: an id and a directory

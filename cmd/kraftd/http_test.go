@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/kraftquorum/kraft"
@@ -28,6 +29,12 @@ type fakeReplica struct {
 	appendErr error
 	resignErr error
 	appended  [][]byte
+
+	// TransferLeadership answers transfer and transferErr, and records
+	// the targets.
+	transfer    node.Transfer
+	transferErr error
+	transferTo  []kraft.NodeID
 
 	voters       []node.VoterInfo
 	kraftVersion int16
@@ -62,6 +69,11 @@ func (f *fakeReplica) Append(_ context.Context, records ...[]byte) (int64, error
 }
 
 func (f *fakeReplica) Resign() error { return f.resignErr }
+
+func (f *fakeReplica) TransferLeadership(_ context.Context, to kraft.NodeID) (node.Transfer, error) {
+	f.transferTo = append(f.transferTo, to)
+	return f.transfer, f.transferErr
+}
 
 func (f *fakeReplica) Voters() ([]node.VoterInfo, int16, error) {
 	return f.voters, f.kraftVersion, f.statusErr
@@ -177,6 +189,52 @@ func TestHTTPResign(t *testing.T) {
 	require.Equal(t, http.StatusMisdirectedRequest, code)
 	require.Equal(t, json.Number("1"), out["leader"])
 	require.Equal(t, json.Number("2"), out["epoch"])
+}
+
+// TestHTTPResignToATarget: POST /resign?to=ID and the body {"to": ID}
+// transfer the leadership to ID: 200 with the new leader, its epoch and
+// the time taken; 421 off the leader; 400 for a target that is no other
+// voter or a bad id; 504 when the target did not take over in time; 409
+// when another replica did. A plain POST /resign transfers nothing.
+func TestHTTPResignToATarget(t *testing.T) {
+	f := &fakeReplica{transfer: node.Transfer{Leader: 3, Epoch: 7, Took: 42 * time.Millisecond}}
+	code, out := serveOnce(t, f, http.MethodPost, "/resign?to=3", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, map[string]interface{}{"leader": json.Number("3"), "epoch": json.Number("7"), "ms": json.Number("42")}, out)
+	code, _ = serveOnce(t, f, http.MethodPost, "/resign", `{"to": 2}`)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, []kraft.NodeID{3, 2}, f.transferTo)
+	code, _ = serveOnce(t, f, http.MethodPost, "/resign", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Len(t, f.transferTo, 2, "a plain resignation")
+
+	for _, bad := range []struct{ path, body string }{
+		{"/resign?to=x", ""}, {"/resign?to=-1", ""}, {"/resign", `{"to": "x"}`}, {"/resign", `{"id": 3}`},
+	} {
+		code, _ = serveOnce(t, f, http.MethodPost, bad.path, bad.body)
+		require.Equal(t, http.StatusBadRequest, code, "%+v", bad)
+	}
+	require.Len(t, f.transferTo, 2)
+
+	for _, tc := range []struct {
+		err  error
+		tr   node.Transfer
+		code int
+	}{
+		{&node.NotLeaderError{Leader: 1, Epoch: 2}, node.Transfer{}, http.StatusMisdirectedRequest},
+		{fmt.Errorf("node: transfer to 9: %w", node.ErrTransferTarget), node.Transfer{Leader: 1}, http.StatusBadRequest},
+		{fmt.Errorf("node: transfer to 3: %w", node.ErrTransferTimeout), node.Transfer{Leader: 1, Epoch: 2}, http.StatusGatewayTimeout},
+		{fmt.Errorf("node: transfer to 3: %w", node.ErrTransferOvertaken), node.Transfer{Leader: 2, Epoch: 3}, http.StatusConflict},
+	} {
+		f.transfer, f.transferErr = tc.tr, tc.err
+		code, out = serveOnce(t, f, http.MethodPost, "/resign?to=3", "")
+		require.Equal(t, tc.code, code, "%v", tc.err)
+		require.Contains(t, out["error"], tc.err.Error())
+		if tc.code == http.StatusGatewayTimeout || tc.code == http.StatusConflict {
+			require.Equal(t, json.Number(fmt.Sprint(tc.tr.Leader)), out["leader"])
+			require.Equal(t, json.Number(fmt.Sprint(tc.tr.Epoch)), out["epoch"])
+		}
+	}
 }
 
 // freeAddr returns a free address on 127.0.0.1.
