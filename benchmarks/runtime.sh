@@ -18,11 +18,13 @@
 #   -json F        every measurement as a JSON line
 #   -v             every measurement as it ends, on stderr
 # The default run takes about 5 minutes on 2 cores. Needs only Go.
+# benchmarks/runtime.sh reads [-d 2s] [-rounds 3] [-clients 16] [-cells mem-100,durable-100]:
+#   linearizable reads beside committed writes on one cluster (README, "Reads").
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 case "${1:-}" in
--h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+-h | --help) sed -n '2,24p' "$0"; exit 0 ;;
 esac
 bin="$(mktemp -d "${TMPDIR:-/tmp}/kraft-runtimebench.XXXXXX")"
 trap 'rm -rf "$bin"' EXIT

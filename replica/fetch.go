@@ -30,7 +30,7 @@ func (r *Replica) onResponse(m Message) {
 		if m.Event != nil && !refusedForCluster(m.Event) {
 			r.step(m.Event)
 		}
-		r.onReadAnswer(m)
+		r.onReadAnswer(q, m)
 		return
 	}
 	if m.Event == nil {

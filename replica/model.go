@@ -318,6 +318,9 @@ func (r *Replica) AppendCanonicalUntimed(dst []byte) []byte {
 		dst = append(dst, byte(q.kind))
 		dst = putUvarint(dst, q.corr)
 		dst = AppendCanonicalMessage(dst, q.msg)
+		if q.kind == kindRead {
+			dst = putVarint(dst, int64(q.round)-int64(r.reads.round))
+		}
 	}
 	dst = putUvarint(dst, uint64(len(r.retries)))
 	for _, q := range r.retries {

@@ -19,6 +19,11 @@ import (
 // ReadReady output), as soon as the high watermark covers it. Reads taken
 // while a round is in flight wait for the next one, which starts when it
 // ends: one round serves every read that arrived during the one before.
+// A voter has at most one read request in flight: one still unanswered
+// when its round ended (a slower voter) stays in flight, and the voter is
+// asked for the round in flight when it answers or times out, so the
+// rounds go at the pace of the majority without piling requests on the
+// slower voters (docs/design.md D150).
 
 // MaxPendingReads is the most reads a leader holds waiting for their
 // round; ReadIndex refuses one more with ErrTooManyReads. A round serves
@@ -160,21 +165,45 @@ func (r *Replica) ReadIndex(now time.Duration) (uint64, error) {
 // PendingReads is how many reads wait for their round or their point.
 func (r *Replica) PendingReads() int { return len(r.reads.pending) }
 
-// startRound sends a round's BeginQuorumEpoch to every other voter.
+// startRound sends a round's BeginQuorumEpoch to every other voter that
+// has no read request in flight; the others are asked when theirs is
+// answered or times out (askForRound).
 func (r *Replica) startRound() {
 	s := &r.reads
 	s.round++
 	s.active, s.roundEpoch, s.acks = true, r.st.Epoch(), s.acks[:0]
 	for _, v := range r.st.Voters() {
-		if v.ID == r.local.ID {
+		if v.ID == r.local.ID || r.inFlight(v.ID, kindRead) {
 			continue
 		}
-		_, ev, _ := kraft.Deliver(r.local, kraft.SendBeginQuorumEpoch{
-			To: v, ClusterID: r.cfg.Kraft.ClusterID, Epoch: r.st.Epoch(), LeaderID: r.local.ID,
-		})
-		r.sendRequest(Message{From: r.local.ID, To: v.ID, Event: ev}, kindRead)
+		r.askForRound(v)
 	}
 	r.checkRound()
+}
+
+// askForRound sends voter v the BeginQuorumEpoch of the round in flight.
+func (r *Replica) askForRound(v kraft.ReplicaKey) {
+	_, ev, _ := kraft.Deliver(r.local, kraft.SendBeginQuorumEpoch{
+		To: v, ClusterID: r.cfg.Kraft.ClusterID, Epoch: r.st.Epoch(), LeaderID: r.local.ID,
+	})
+	r.sendRequest(Message{From: r.local.ID, To: v.ID, Event: ev}, kindRead)
+	r.inflight[len(r.inflight)-1].round = r.reads.round
+}
+
+// askLater asks voter id for the round in flight, if it is a voter the
+// round has not asked: its request of an earlier round was answered or
+// timed out.
+func (r *Replica) askLater(id kraft.NodeID) {
+	s := &r.reads
+	if !s.active || r.st.Role() != kraft.Leader || r.st.Epoch() != s.roundEpoch || r.inFlight(id, kindRead) {
+		return
+	}
+	for _, v := range r.st.Voters() {
+		if v.ID == id && id != r.local.ID {
+			r.askForRound(v)
+			return
+		}
+	}
 }
 
 // checkRound ends the round in flight once the leader and the voters that
@@ -198,18 +227,13 @@ func (r *Replica) checkRound() {
 	r.endRound()
 }
 
-// endRound forgets the round in flight and its requests, and starts the
-// next one for the reads that arrived while it ran.
+// endRound ends the round in flight, and starts the next one for the
+// reads that arrived while it ran. Its requests still unanswered stay in
+// flight (D150): their answers confirm nothing after it, and the voter is
+// asked for the next round once it answers.
 func (r *Replica) endRound() {
 	s := &r.reads
 	s.active = false
-	kept := r.inflight[:0]
-	for _, q := range r.inflight {
-		if q.kind != kindRead {
-			kept = append(kept, q)
-		}
-	}
-	r.inflight = kept
 	for _, p := range s.pending {
 		if p.round > s.round {
 			r.startRound()
@@ -234,13 +258,19 @@ func (r *Replica) failRound(err error) {
 	r.endRound()
 }
 
-// onReadAnswer takes the answer m to request q of the round in flight
-// (the state has stepped it): NONE in the leader's epoch from its own
-// leader confirms the voter. A round that every voter has answered
-// without a majority fails.
-func (r *Replica) onReadAnswer(m Message) {
+// onReadAnswer takes the answer m to read request q (the state has
+// stepped it). An answer to a request of an earlier round confirms
+// nothing: the voter is asked for the round in flight. Of the round in
+// flight, NONE in the leader's epoch from its own leader confirms the
+// voter. A round that every voter it asked has answered without a
+// majority fails.
+func (r *Replica) onReadAnswer(q *request, m Message) {
 	s := &r.reads
 	if !s.active {
+		return
+	}
+	if q.round != s.round {
+		r.askLater(m.From)
 		return
 	}
 	resp, ok := m.Event.(kraft.ReceiveQuorumResponse)
@@ -258,6 +288,21 @@ func (r *Replica) onReadAnswer(m Message) {
 		}
 	}
 	r.failRound(ErrReadNotConfirmed)
+}
+
+// onReadTimeout handles read request q with no answer within the request
+// timeout: the round in flight fails if q is one of its own; a request of
+// an earlier round makes way for the round in flight.
+func (r *Replica) onReadTimeout(q *request) {
+	s := &r.reads
+	if !s.active {
+		return
+	}
+	if q.round == s.round {
+		r.failRound(ErrReadTimedOut)
+		return
+	}
+	r.askLater(q.msg.To)
 }
 
 // noteReadFetch is a planted bug's (plant.ReadCountsFetches): a Fetch of
@@ -328,8 +373,8 @@ func (r *Replica) checkReads() error {
 		}
 	}
 	for _, q := range r.inflight {
-		if q.kind == kindRead && !s.active {
-			return fmt.Errorf("a read round's request to %d in flight with no round", q.msg.To)
+		if q.kind == kindRead && (q.round == 0 || q.round > s.round) {
+			return fmt.Errorf("a read request to %d of round %d in flight (latest round %d, in flight %v)", q.msg.To, q.round, s.round, s.active)
 		}
 	}
 	return nil

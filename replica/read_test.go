@@ -312,7 +312,10 @@ func TestReadsTakenDuringARoundShareTheNextRound(t *testing.T) {
 	n.release(nil)
 	n.runUntil(10*time.Millisecond, "the first read ready", func() bool { return a.ready })
 	require.False(t, b.ready || c.ready, "a read confirmed by the round in flight when it was taken")
-	require.Len(t, n.held, 2, "the next round started when the first ended")
+	// The next round started when the first ended, and asks each voter
+	// once it has answered the first (D150): both answers arrive together.
+	n.runFor(500 * time.Microsecond)
+	require.Len(t, n.held, 2, "the next round asks each voter")
 
 	n.release(nil)
 	n.runUntil(10*time.Millisecond, "the batched reads ready", func() bool { return b.ready && c.ready })
@@ -323,6 +326,55 @@ func TestReadsTakenDuringARoundShareTheNextRound(t *testing.T) {
 		}
 	}
 	require.Equal(t, 4, rounds, "two rounds of two requests for three reads")
+	require.Empty(t, n.stale)
+}
+
+// TestSlowVoterHasOneReadRequestInFlight (D150): the rounds go at the
+// pace of the majority; a voter that has not answered a round is not
+// asked again by the rounds that follow, until it answers (then it is
+// asked for the round in flight) or its request times out (then too).
+func TestSlowVoterHasOneReadRequestInFlight(t *testing.T) {
+	n := newReadNet(t, 3, plant.None)
+	l := n.elect()
+	n.write(l, "w1")
+	var slow kraft.NodeID = (l.id + 1) % 3
+	n.hold = func(m Message) bool { return isReadRequest(m, l.id) && m.To == slow }
+	asked := func(to kraft.NodeID, from int) int {
+		k := 0
+		for _, m := range n.sent[from:] {
+			if isReadRequest(m, l.id) && m.To == to {
+				k++
+			}
+		}
+		return k
+	}
+	sentBefore := len(n.sent)
+	for i := 0; i < 20; i++ {
+		_, c := n.read(l)
+		n.runUntil(10*time.Millisecond, "a read confirmed by the leader and the fast voter", func() bool { return c.ready })
+	}
+	require.Equal(t, 1, asked(slow, sentBefore), "twenty rounds asked the slow voter while its first request was unanswered")
+	require.Len(t, n.held, 1)
+
+	// Its answer to the first round comes in while a round is in flight:
+	// it confirms nothing, and the voter is asked for that round.
+	n.release(nil)
+	n.runFor(1500 * time.Microsecond) // the request reached it; its answer is on the way
+	_, c := n.read(l)
+	n.runUntil(10*time.Millisecond, "the read ready", func() bool { return c.ready })
+	n.runFor(5 * time.Millisecond)
+	require.Equal(t, 2, asked(slow, sentBefore), "the slow voter asked again once it answered")
+
+	// Its request is lost; rounds go on with the fast voter, and once the
+	// request timed out the voter is asked again, once.
+	n.held = nil
+	start, mark := n.now, len(n.sent)
+	for n.now < start+time.Second+100*time.Millisecond {
+		_, c := n.read(l)
+		n.runUntil(10*time.Millisecond, "a read ready", func() bool { return c.ready })
+		require.NoError(t, c.err)
+	}
+	require.Equal(t, 1, asked(slow, mark), "the slow voter asked for one round after its request timed out")
 	require.Empty(t, n.stale)
 }
 

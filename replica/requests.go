@@ -30,7 +30,8 @@ type request struct {
 	corr     uint64
 	msg      Message
 	deadline time.Duration
-	short    bool // waits less than the request timeout (timeoutOf)
+	short    bool   // waits less than the request timeout (timeoutOf)
+	round    uint64 // kindRead: the read round it was sent for (read.go)
 }
 
 // retry sends msg again at at, if no request of its kind to its
@@ -181,10 +182,9 @@ func (r *Replica) timedOut(q *request) {
 	case kindAPIVersions:
 		r.step(kraft.ReceiveAPIVersionsResponse{From: q.msg.To, Error: kraft.ErrRequestTimedOut})
 	case kindRead:
-		// A read round waits the request timeout, then fails (read.go).
-		if r.reads.active {
-			r.failRound(ErrReadTimedOut)
-		}
+		// A read round waits the request timeout, then fails; a request
+		// of an earlier round gives way to the round in flight (read.go).
+		r.onReadTimeout(q)
 	default:
 		if q.kind == kindFetch && q.short {
 			// It waited less than the request timeout: the link is slower

@@ -33,6 +33,10 @@ import (
 var libs = []string{"kraft", "hashicorp"}
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "reads" {
+		readsMain(os.Args[2:]) // reads.go
+		return
+	}
 	var (
 		child      = flag.Bool("child", false, "run one measurement in this process and print it as JSON (used by the parent)")
 		lib        = flag.String("lib", "", "with -child: kraft or hashicorp")

@@ -49,6 +49,9 @@ type config struct {
 	dir              string
 	listen           string // the quorum (TCP) address to listen on
 	httpAddr         string // "": no HTTP endpoint
+	// peerHTTP are the other replicas' HTTP API addresses (-peer-http),
+	// where a follower asks the leader for a read point (D152).
+	peerHTTP map[kraft.NodeID]string
 
 	clusterID    [16]byte
 	hasClusterID bool
@@ -154,6 +157,7 @@ func (c config) bootstrapIDs() []kraft.NodeID {
 // rawFlags are the flags as given, before they are checked.
 type rawFlags struct {
 	id, voters, dir, listen, httpAddr, clusterID, dirID string
+	peerHTTP                                            string
 	initialVoters, bootstrapServers                     string
 	autoJoin                                            bool
 	onDamage                                            string
@@ -181,6 +185,7 @@ func newFlagSet(r *rawFlags) *flag.FlagSet {
 	fs.StringVar(&r.dir, "dir", "", "the data directory `PATH`: the quorum-state file, the log (in log/) and the snapshots (in snapshots/) (required)")
 	fs.StringVar(&r.listen, "listen", "", "listen for the other replicas on `ADDR` (default: this replica's address in -voters; 127.0.0.1:0 for an observer)")
 	fs.StringVar(&r.httpAddr, "http", "", "serve the HTTP API on `ADDR` (default: no HTTP API)")
+	fs.StringVar(&r.peerHTTP, "peer-http", "", "the other replicas' HTTP API addresses, a `LIST` of id@host:port: a follower serves a linearizable GET /kv/{key} at a read point from the leader's GET /readindex (default: none, a follower answers 421)")
 	fs.StringVar(&r.clusterID, "cluster-id", "", "the cluster `UUID`, the same at every replica of the cluster (required; kraftd -random-uuid makes one, like kafka-storage random-uuid); requests with another one are refused")
 	fs.StringVar(&r.dirID, "directory-id", "", "this replica's directory `UUID`, checked against the one kraftd format wrote into -dir (a start with another one is refused)")
 	fs.StringVar(&r.onDamage, "on-damage", "", "what to do when the data directory lost what it made durable: `replace` (move it aside and rejoin with a new directory id; a dynamic quorum's default) or refuse (exit; a static quorum's only choice)")
@@ -336,6 +341,16 @@ func parseConfig(args []string) (c config, err error) {
 	if r.bootstrapServers != "" {
 		if c.bootstrapServers, err = parseVoters(r.bootstrapServers); err != nil {
 			return c, fmt.Errorf("-bootstrap-servers: %w", err)
+		}
+	}
+	if r.peerHTTP != "" {
+		ps, err := parseVoters(r.peerHTTP)
+		if err != nil {
+			return c, fmt.Errorf("-peer-http: %w", err)
+		}
+		c.peerHTTP = map[kraft.NodeID]string{}
+		for _, p := range ps {
+			c.peerHTTP[p.key.ID] = p.addr
 		}
 	}
 	if r.dirID != "" {

@@ -92,6 +92,8 @@ type status struct {
 //	              404 VOTER_NOT_FOUND; 503 REQUEST_TIMED_OUT (another change
 //	              is not committed yet, or the new voter did not catch up or
 //	              answer in time; try again); 400 for the other codes
+//	GET  /readindex 200 {"offset", "epoch"}: a read point at the leader,
+//	              for the followers' linearizable reads (followread.go)
 //	GET  /metrics 200 node.Metrics in the Prometheus text format (metrics.go)
 //	GET  /healthz 200: the process is alive
 //	/kv/{key}     the replicated map (kvhttp.go), if m is not nil
@@ -101,8 +103,13 @@ type status struct {
 //	              leader's; 503 otherwise; the body says why
 //
 // local is this replica's own key and endpoint, for GET /voters.
-func newHandler(r replica, m *machine, local node.VoterInfo, readyMaxLag int64) http.Handler {
+func newHandler(r replica, m *machine, local node.VoterInfo, readyMaxLag int64, opts ...handlerOption) http.Handler {
+	var o handlerOptions
+	for _, f := range opts {
+		f(&o)
+	}
 	mux := http.NewServeMux()
+	mux.HandleFunc("/readindex", readIndexHandler(r)) // followread.go
 	addOpsHandlers(mux, r, readyMaxLag)
 	mux.HandleFunc("/voters", func(w http.ResponseWriter, req *http.Request) {
 		if !allow(w, req, http.MethodGet) {
@@ -210,7 +217,7 @@ func newHandler(r replica, m *machine, local node.VoterInfo, readyMaxLag int64) 
 	if m == nil {
 		return mux
 	}
-	kv := kvHandler(r, m)
+	kv := kvHandler(r, m, &o)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		// Before the mux, which would redirect /kv/. and /kv/.. (keys).
 		if strings.HasPrefix(req.URL.Path, kvPrefix) {

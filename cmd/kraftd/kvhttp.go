@@ -27,7 +27,8 @@ import (
 //
 // 400: a bad key, value or body. 421 {"error", "leader", "epoch"}: this
 // replica did not and will not apply the operation (it did not lead when
-// the write was proposed, or it does not lead for a linearizable read).
+// the write was proposed, or it does not lead for a linearizable read and
+// got no read point from the leader: followread.go).
 // 503: the outcome is unknown (a write may or may not take effect).
 
 // kvPrefix is the key-value API's path.
@@ -63,7 +64,7 @@ type conflictBody struct {
 }
 
 // kvHandler serves the key-value API from r and m.
-func kvHandler(r replica, m *machine) http.HandlerFunc {
+func kvHandler(r replica, m *machine, o *handlerOptions) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {
 		// The path is taken as it is, not cleaned: "." and ".." are keys.
 		// Escaped, so that "%2F" is not "/" (keys need no escaping).
@@ -109,7 +110,7 @@ func kvHandler(r replica, m *machine) http.HandlerFunc {
 		case req.Method == http.MethodDelete:
 			kvWrite(w, req, r, m, kvOp{op: opDelete, key: key})
 		case req.Method == http.MethodGet:
-			kvRead(w, req, r, m, key)
+			kvRead(w, req, r, m, o, key)
 		default:
 			w.Header().Set("Allow", "GET, PUT, DELETE")
 			writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: req.Method + " not allowed, use GET, PUT or DELETE"})
@@ -158,8 +159,9 @@ func kvWrite(w http.ResponseWriter, req *http.Request, r replica, m *machine, op
 // kvRead answers GET /kv/{key}: after node.Node.ReadIndex unless
 // consistency=stale. 200's offset is the record that wrote the value;
 // 404's is the point the read was served at (every record below it was
-// applied).
-func kvRead(w http.ResponseWriter, req *http.Request, r replica, m *machine, key string) {
+// applied). A follower with the leader's HTTP address reads at a point
+// the leader gives it (followread.go, D152).
+func kvRead(w http.ResponseWriter, req *http.Request, r replica, m *machine, o *handlerOptions, key string) {
 	switch c := req.URL.Query().Get("consistency"); c {
 	case "stale":
 	case "", "linearizable":
@@ -167,12 +169,18 @@ func kvRead(w http.ResponseWriter, req *http.Request, r replica, m *machine, key
 		defer cancel()
 		if _, err := r.ReadIndex(ctx); err != nil {
 			var nl *node.NotLeaderError
-			if errors.As(err, &nl) {
-				writeError(w, err)
+			if !errors.As(err, &nl) {
+				writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: err.Error() + " (try again)"})
 				return
 			}
-			writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: err.Error() + " (try again)"})
-			return
+			if _, ferr := followerRead(ctx, r, o, nl); ferr != nil {
+				if errors.Is(ferr, errNoPoint) {
+					writeError(w, err)
+					return
+				}
+				writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: ferr.Error() + " (try again)"})
+				return
+			}
 		}
 	default:
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: fmt.Sprintf("consistency %q: want stale or linearizable", c)})

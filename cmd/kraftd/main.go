@@ -213,7 +213,7 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 			return exitFail
 		}
 		local := node.VoterInfo{ID: cfg.id, DirectoryID: cfg.dirID, Endpoint: tr.Addr().String()}
-		srv = newHTTPServer(newHandler(n, m, local, cfg.readyMaxLag))
+		srv = newHTTPServer(newHandler(n, m, local, cfg.readyMaxLag, withPeerHTTP(staticPeers(cfg.peerHTTP))))
 		logger.Printf("kraftd: HTTP API on http://%s", ln.Addr())
 		go func() { httpErr <- srv.Serve(ln) }()
 	}
