@@ -231,11 +231,19 @@ func (r *Replica) checkRound() {
 // reads that arrived while it ran. Its requests still unanswered stay in
 // flight (D150): their answers confirm nothing after it, and the voter is
 // asked for the next round once it answers.
+//
+// Only a leader starts a round, and only for reads of its epoch: a round
+// ends also when an answer deposes the leader, and a BeginQuorumEpoch sent
+// then would name it leader of an epoch another voter may lead. Its
+// waiting reads fail at the end of the input (serveReads).
 func (r *Replica) endRound() {
 	s := &r.reads
 	s.active = false
+	if r.st.Role() != kraft.Leader {
+		return
+	}
 	for _, p := range s.pending {
-		if p.round > s.round {
+		if p.round > s.round && p.epoch == r.st.Epoch() {
 			r.startRound()
 			return
 		}
@@ -358,7 +366,8 @@ func (r *Replica) serveReads() {
 
 // checkReads checks the reads between inputs: reads wait only at a
 // leader of their epoch, for the round in flight or the next one; a
-// read round's requests are in flight only with the round.
+// read round's requests are in flight only with the round, at a leader
+// of the epoch they name.
 func (r *Replica) checkReads() error {
 	s := &r.reads
 	for _, p := range s.pending {
@@ -373,8 +382,14 @@ func (r *Replica) checkReads() error {
 		}
 	}
 	for _, q := range r.inflight {
-		if q.kind == kindRead && (q.round == 0 || q.round > s.round) {
+		if q.kind != kindRead {
+			continue
+		}
+		if q.round == 0 || q.round > s.round {
 			return fmt.Errorf("a read request to %d of round %d in flight (latest round %d, in flight %v)", q.msg.To, q.round, s.round, s.active)
+		}
+		if b, ok := q.msg.Event.(kraft.ReceiveBeginQuorumEpoch); !ok || r.st.Role() != kraft.Leader || b.LeaderEpoch != r.st.Epoch() {
+			return fmt.Errorf("a read request to %d (%T) in flight at a %v of epoch %d", q.msg.To, q.msg.Event, r.st.Role(), r.st.Epoch())
 		}
 	}
 	return nil

@@ -620,3 +620,36 @@ func TestRandomSchedulesWithReads(t *testing.T) {
 		t.Logf("%d voters: %d reads answered over %d schedules", voters, ready, seeds)
 	}
 }
+
+// TestDeposedLeaderStartsNoReadRound: an answer to a read request that
+// names a newer epoch deposes the leader while a later read waits for the
+// next round; the failed round must not start that next round: the
+// replica no longer leads, and a BeginQuorumEpoch it sent then would name
+// it leader of the newer epoch, which another voter may lead (seen as an
+// "inconsistent leader" fault in the random fault schedules, rapid seed
+// 2239 of TestPropertyRandomFaultSchedules).
+func TestDeposedLeaderStartsNoReadRound(t *testing.T) {
+	n := newReadNet(t, 3, plant.None)
+	l := n.elect()
+	epoch := l.r.State().Epoch()
+	n.hold = func(m Message) bool { return isReadRequest(m, l.id) }
+	_, a := n.read(l)
+	_, b := n.read(l) // waits for the next round
+	require.Len(t, n.held, 2)
+	req := n.held[0]
+	n.held = nil
+	sent := len(n.sent)
+	l.r.Receive(n.now, Message{
+		From: req.To, To: req.From, Corr: req.Corr, Response: true,
+		Event: kraft.ReceiveQuorumResponse{From: req.To, Error: kraft.ErrFencedLeaderEpoch, Epoch: epoch + 1, LeaderID: kraft.NoNode},
+	})
+	n.carry(l)
+	require.NotEqual(t, kraft.Leader, l.r.State().Role())
+	for _, m := range n.sent[sent:] {
+		_, begin := m.Event.(kraft.ReceiveBeginQuorumEpoch)
+		require.False(t, begin, "a deposed leader sent %+v", m)
+	}
+	require.Error(t, a.err)
+	require.ErrorIs(t, b.err, ErrReadLeadershipLost)
+	require.Zero(t, l.r.PendingReads())
+}
