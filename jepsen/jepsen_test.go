@@ -94,7 +94,9 @@ func run(t *testing.T, cfg runConfig) runResult {
 		if cfg.checkEvery > 0 {
 			at := time.Since(h.start)
 			ops, _ := h.snapshot()
-			r, i := check(ops)
+			began := time.Now()
+			r, i := porcupine.CheckOperationsVerbose(kvModel, ops, 30*time.Second)
+			t.Logf("%s: at %v: %d operations: %s (checked in %v)", cfg.name, at.Round(time.Millisecond), len(ops), r, time.Since(began).Round(time.Millisecond))
 			if r == porcupine.Illegal {
 				res.result, res.caught, info = r, at, i
 				break
@@ -135,6 +137,9 @@ func run(t *testing.T, cfg runConfig) runResult {
 	t.Logf("%s: outcomes %v; faults %v", cfg.name, res.counts, nm.counts)
 	if res.result != porcupine.Ok {
 		res.viz = keepViz(t, cfg.name, cfg.seed, info)
+		if res.viz != "" {
+			h.dump(t, strings.TrimSuffix(res.viz, ".html")+".jsonl")
+		}
 	}
 	if cfg.converge {
 		converged(t, c, cl)

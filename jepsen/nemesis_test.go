@@ -88,6 +88,17 @@ func (nm *nemesis) run(start time.Time) {
 		for i := range perm {
 			perm[i]++
 		}
+		// Half of the faults aim at the leader: perm[0] is the node a
+		// kill or a pause hits, and the minority side of a partition.
+		if nm.rng.Intn(2) == 0 {
+			if l := nm.c.leader(); l != 0 {
+				for i := range perm {
+					if perm[i] == l {
+						perm[0], perm[i] = perm[i], perm[0]
+					}
+				}
+			}
+		}
 		var heal func()
 		switch f {
 		case faultKill:
@@ -103,8 +114,8 @@ func (nm *nemesis) run(start time.Time) {
 		case faultPartition, faultOneWay:
 			small := perm[:(n-1)/2] // a minority
 			big := perm[len(small):]
-			if nm.rng.Intn(2) == 0 {
-				small, big = big, small
+			if f == faultOneWay && nm.rng.Intn(2) == 0 {
+				small, big = big, small // the majority's messages lost
 			}
 			cuts := map[[2]int]bool{}
 			for _, a := range small {

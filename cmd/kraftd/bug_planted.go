@@ -18,11 +18,16 @@ import (
 // kraftdbug has them, and only with the environment variable KRAFTD_BUG
 // set:
 //
-//	KRAFTD_BUG=stale-read     a replica that believes it leads answers a
-//	                          linearizable GET from its applied map at
-//	                          once, without node.Node.ReadIndex: a leader
-//	                          cut off from the quorum serves stale values
-//	                          until check-quorum makes it resign
+//	KRAFTD_BUG=stale-read     every replica answers a linearizable GET
+//	                          from its applied map at once, without
+//	                          node.Node.ReadIndex (which also refuses the
+//	                          read on a replica that does not lead): a
+//	                          follower serves what it has applied so far
+//	KRAFTD_BUG=stale-read-leader
+//	                          the same on a replica that believes it
+//	                          leads, only: a leader cut off from the
+//	                          quorum serves stale values until
+//	                          check-quorum makes it resign
 //	KRAFTD_BUG=ack-unapplied  PUT answers 200 if its record is not
 //	                          committed within 2ms, before it is committed
 //	                          and applied (the write may be lost, and a
@@ -38,7 +43,11 @@ func init() {
 }
 
 func plantedStaleRead(r replica) bool {
-	if plantedBug != "stale-read" {
+	switch plantedBug {
+	case "stale-read":
+		return true
+	case "stale-read-leader":
+	default:
 		return false
 	}
 	st, err := r.Status()
