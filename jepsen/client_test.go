@@ -70,6 +70,7 @@ func (h *history) snapshot() (ops []porcupine.Operation, counts map[outcome]int)
 	}
 	end++
 	observed := observedValues(recs)
+	seenBy := firstObservers(recs)
 	counts = map[outcome]int{}
 	for _, r := range recs {
 		out, ret := r.out, r.ret
@@ -92,6 +93,9 @@ func (h *history) snapshot() (ops []porcupine.Operation, counts map[outcome]int)
 				continue
 			}
 			ret = end
+			if by, ok := seenBy[r.in.Key+"="+r.in.Value]; ok && r.in.Kind != opDel {
+				ret = max(by, r.call)
+			}
 		}
 		ops = append(ops, porcupine.Operation{ClientId: r.client, Input: r.in, Output: out,
 			Call: r.call, Return: ret, Metadata: fmt.Sprintf("node %d", r.node)})
@@ -163,6 +167,37 @@ func observedValues(recs []record) map[string]bool {
 		}
 	}
 	return seen
+}
+
+// firstObservers returns, for each value (as key=value), the earliest
+// return time of a definite operation that requires the key to hold it:
+// a read of it, a 409 naming it, a CAS from it that succeeded. Values are
+// unique, so only the one write of that value can have put it there, and
+// it took effect before that return: an indeterminate write ends there
+// rather than at the end of the history (D143). The same linearizations
+// remain, and Porcupine no longer carries the write as pending through the
+// rest of the history.
+func firstObservers(recs []record) map[string]int64 {
+	by := map[string]int64{}
+	note := func(kv string, ret int64) {
+		if old, ok := by[kv]; !ok || ret < old {
+			by[kv] = ret
+		}
+	}
+	for _, r := range recs {
+		if r.ret < 0 {
+			continue
+		}
+		switch {
+		case r.in.Kind == opGet && r.out.Outcome == outOK:
+			note(r.in.Key+"="+r.out.Value, r.ret)
+		case r.in.Kind == opCAS && r.out.Outcome == outConflict && r.out.Present:
+			note(r.in.Key+"="+r.out.Value, r.ret)
+		case r.in.Kind == opCAS && r.out.Outcome == outOK:
+			note(r.in.Key+"="+r.in.From, r.ret)
+		}
+	}
+	return by
 }
 
 // clients are concurrent workers sending operations on a few keys to the

@@ -14,7 +14,7 @@ import (
 // TestPlantedBugsAreFound runs kraftd built with the tag kraftdbug and
 // each planted bug of cmd/kraftd/bug_planted.go switched on (D141), and
 // requires Porcupine to find the history not linearizable within a
-// minute: checking the history so far every 500 ms, it reports how long
+// minute (KRAFT_JEPSEN_BUG_SECONDS): checking the history so far every 500 ms, it reports how long
 // that took. KRAFT_JEPSEN_SEED sets the seed (default 1),
 // KRAFT_JEPSEN_BUGS the bugs (default stale-read,ack-unapplied; the
 // subtler stale-read-leader is not among them: it is seldom caught).
@@ -33,7 +33,7 @@ func TestPlantedBugsAreFound(t *testing.T) {
 			res := run(t, runConfig{
 				name: "bug-" + bug, bin: bin, env: []string{"KRAFTD_BUG=" + bug},
 				seed: seed, nodes: 3, workers: 6,
-				duration: time.Minute, checkEvery: 500 * time.Millisecond,
+				duration: time.Duration(envInt(t, "KRAFT_JEPSEN_BUG_SECONDS", 60)) * time.Second, checkEvery: 500 * time.Millisecond,
 			})
 			require.Equal(t, porcupine.Illegal, res.result,
 				"KRAFTD_BUG=%s: %d operations and no violation found\nnemesis:\n%s", bug, res.ops, strings.Join(res.nemesis, "\n"))

@@ -92,7 +92,8 @@ func TestModelRefusedIsNotApplied(t *testing.T) {
 // checks leaves out 421s, indeterminate reads and indeterminate writes
 // whose value nothing observes, keeps an indeterminate write read later,
 // one whose value a kept indeterminate CAS names as "from", and every
-// indeterminate delete.
+// indeterminate delete; a kept indeterminate write returns where a
+// definite operation first requires its value, else at the end.
 func TestSnapshotPrunesOnlyUnobservedUnknownWrites(t *testing.T) {
 	h := newHistory()
 	add := func(in input, out output, pending bool) {
@@ -114,14 +115,22 @@ func TestSnapshotPrunesOnlyUnobservedUnknownWrites(t *testing.T) {
 	add(input{Kind: opDel, Key: "a"}, unknown, false) // absent is no value: kept
 	ops, counts := h.snapshot()
 	var kept []string
+	returns := map[string]int64{}
 	for _, o := range ops {
 		in := o.Input.(input)
 		kept = append(kept, string(in.Kind)+" "+in.Value)
-		if o.Output.(output).Outcome == outUnknown {
-			require.Greater(t, o.Return, ops[len(ops)-1].Call, "an indeterminate write returns at the end")
-		}
+		returns[string(in.Kind)+" "+in.Value] = o.Return
 	}
 	require.Equal(t, []string{"put read", "get ", "put chain", "cas casread", "get ", "delete "}, kept)
+	// An indeterminate write ends where a definite operation first
+	// requires its value; otherwise at the end of the history.
+	h.mu.Lock()
+	readAt, casReadAt, lastCall := h.ops[2].ret, h.ops[5].ret, h.ops[len(h.ops)-1].call
+	h.mu.Unlock()
+	require.Equal(t, readAt, returns["put read"])
+	require.Equal(t, casReadAt, returns["cas casread"])
+	require.Greater(t, returns["put chain"], lastCall)
+	require.Greater(t, returns["delete "], lastCall)
 	require.Equal(t, 2, counts["unknown, never observed"])
 	require.Equal(t, 1, counts[outRefused])
 }
