@@ -9,8 +9,9 @@
 // checks that every replica converges on the same state.
 //
 // The package has no API: its tests are the product. `go test ./...` in
-// this directory runs a short run (about 25 s; -short skips it);
-// KRAFT_JEPSEN_SECONDS=600 runs a long one; docs/verification.md
+// this directory runs a 25 s run and the planted bugs (about a minute in
+// all; -short leaves only the unit tests); KRAFT_JEPSEN_SECONDS=600 runs a
+// long one; docs/verification.md
 // ("Linearizability of the key-value API") has the details, the planted
 // bugs it finds and how long that takes (docs/design.md D140-D144).
 package jepsen

@@ -175,7 +175,8 @@ func (cl *clients) definite(in input, within time.Duration) bool {
 }
 
 // converged requires every replica to reach the same applied offset and
-// state digest (GET /status), at or past a write made after healing.
+// state digest (GET /status), at or past a write made after healing
+// (D144).
 func converged(t *testing.T, c *cluster, cl *clients) {
 	require.True(t, cl.definite(input{Kind: opPut, Key: "k0", Value: "converged"}, 30*time.Second), "no write after healing")
 	deadline := time.Now().Add(30 * time.Second)

@@ -8,9 +8,9 @@ import (
 )
 
 // The model Porcupine checks the history against: one register per key,
-// independent of the others (Model.Partition splits the history by key,
-// which Porcupine may do because the operations of different keys
-// commute), absent until written (D143).
+// independent of the others, absent until written (D143). Model.Partition
+// splits the history by key: linearizability is local (Herlihy and Wing),
+// so the history is linearizable if and only if each key's is.
 
 // opKind is what a client asked.
 type opKind string
