@@ -123,6 +123,9 @@ func kvHandler(r replica, m *machine, o *handlerOptions) http.HandlerFunc {
 // replica did not lead, nothing was appended) is 421; every other failure
 // is 503, since the record may have been appended (D124).
 func kvWrite(w http.ResponseWriter, req *http.Request, r replica, m *machine, op kvOp) {
+	if plantedEarlyAck(w, r, op) { // a kraftdbug build only (D141)
+		return
+	}
 	ctx, cancel := context.WithTimeout(req.Context(), appendTimeout)
 	defer cancel()
 	offset, err := r.Append(ctx, op.encode())
@@ -165,6 +168,9 @@ func kvRead(w http.ResponseWriter, req *http.Request, r replica, m *machine, o *
 	switch c := req.URL.Query().Get("consistency"); c {
 	case "stale":
 	case "", "linearizable":
+		if plantedStaleRead(r) { // a kraftdbug build only (D141)
+			break
+		}
 		ctx, cancel := context.WithTimeout(req.Context(), appendTimeout)
 		defer cancel()
 		if _, err := r.ReadIndex(ctx); err != nil {
