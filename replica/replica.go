@@ -439,15 +439,16 @@ func (r *Replica) carry(acts []kraft.Action, e kraft.Event) {
 }
 
 // appendLeaderChange writes the LeaderChange record of a new leader's
-// epoch, then the bootstrap voter set when asked (it is never replicated
-// otherwise).
+// epoch, then, when asked, Kafka's KRaftVersionRecord (kraft.version 1)
+// and the bootstrap voter set (it is never replicated otherwise): Kafka's
+// [LeaderChange, KRaftVersion, Voters] (docs/design.md D155).
 func (r *Replica) appendLeaderChange(a kraft.AppendLeaderChange) {
 	data, _ := json.Marshal(a)
 	records := [][]byte{append([]byte{RecordLeaderChange}, data...)}
 	var vs []Voter
 	if a.VotersRecord {
 		vs = r.votersWithEndpoints(a.Voters, nil)
-		records = append(records, votersRecord(vs))
+		records = append(records, KRaftVersionRecord(kraft.KRaftVersionReconfig), votersRecord(vs))
 	}
 	end, err := r.write(a.Epoch, records...)
 	if err != nil {

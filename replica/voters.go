@@ -31,15 +31,24 @@ var SupportedKRaftVersions = kraft.VersionRange{Min: 0, Max: kraft.KRaftVersionR
 
 // Record payloads carry a one-byte type: data records, the control
 // records kraft asks for (LeaderChange, VotersRecord: its voter set as
-// EncodeVoters writes it), and read barriers (a leader's no-op whose
-// commit proves it still led after a read began; docs/design.md D65).
-// Kafka keeps control records in the same log.
+// EncodeVoters writes it), read barriers (a leader's no-op whose commit
+// proves it still led after a read began; docs/design.md D65), and
+// Kafka's KRaftVersionRecord (the kraft.version level as an int16, big
+// endian), which a first leader writes between its LeaderChange and the
+// bootstrap VotersRecord as Kafka's
+// LeaderState.appendStartOfEpochControlRecords does, so that a log has the
+// same records at the same offsets as a Kafka replica's (docs/design.md
+// D155). Kafka keeps control records in the same log.
 const (
 	RecordData         byte = 0
 	RecordLeaderChange byte = 1
 	RecordVoters       byte = 2
 	RecordBarrier      byte = 3
+	RecordKRaftVersion byte = 4
 )
+
+// KRaftVersionRecord is the log payload of a KRaftVersionRecord of level v.
+func KRaftVersionRecord(v int16) []byte { return []byte{RecordKRaftVersion, byte(uint16(v) >> 8), byte(v)} }
 
 // DataRecords makes the log payloads of a client's records: each with the
 // RecordData type byte in front, all in one new block (one copy; a log
