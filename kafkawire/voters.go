@@ -155,9 +155,9 @@ func (d *decoder) take(n int) []byte {
 	return out
 }
 
-func (d *decoder) i16() int16 { return int16(binary.BigEndian.Uint16(d.take(2))) }
+func (d *decoder) i16() int16  { return int16(binary.BigEndian.Uint16(d.take(2))) }
 func (d *decoder) u16() uint16 { return binary.BigEndian.Uint16(d.take(2)) }
-func (d *decoder) i32() int32 { return int32(binary.BigEndian.Uint32(d.take(4))) }
+func (d *decoder) i32() int32  { return int32(binary.BigEndian.Uint32(d.take(4))) }
 
 func (d *decoder) uvarint() uint64 {
 	if d.err != nil {

@@ -48,7 +48,9 @@ const (
 )
 
 // KRaftVersionRecord is the log payload of a KRaftVersionRecord of level v.
-func KRaftVersionRecord(v int16) []byte { return []byte{RecordKRaftVersion, byte(uint16(v) >> 8), byte(v)} }
+func KRaftVersionRecord(v int16) []byte {
+	return []byte{RecordKRaftVersion, byte(uint16(v) >> 8), byte(v)}
+}
 
 // DataRecords makes the log payloads of a client's records: each with the
 // RecordData type byte in front, all in one new block (one copy; a log
