@@ -1,6 +1,7 @@
 package kafkawire
 
 import (
+	"bytes"
 	"encoding/hex"
 	"testing"
 
@@ -112,4 +113,41 @@ func TestReadEntriesRefusesSnapshotControlRecordsInALog(t *testing.T) {
 	require.ErrorContains(t, err, "does not belong in a log")
 	_, err = AppendEntries(nil, []storage.Entry{{Offset: 0, Epoch: 1, Data: []byte{replica.RecordKRaftVersion, 1}}}, 0)
 	require.Error(t, err)
+}
+
+// TestSnapshotVotersAreKafkasBootstrapCheckpoint: the bootstrap checkpoint
+// a Kafka node writes (Formatter.writeDynamicQuorumSnapshot:
+// [SnapshotHeader, KRaftVersion(1), Voters], [SnapshotFooter]) reads as
+// kraft.version 1 and its voter set, and kraft's writer of a dynamic
+// quorum's snapshot writes the same bytes given the same voters and
+// timestamps (D157).
+func TestSnapshotVotersAreKafkasBootstrapCheckpoint(t *testing.T) {
+	raw := readGolden(t, "dynamic/bootstrap-checkpoint.hex")
+	c, err := ReadSnapshot(bytes.NewReader(raw))
+	require.NoError(t, err)
+	require.Equal(t, int16(1), c.KRaftVersion)
+	require.Equal(t, goldenVoters(), c.Voters)
+	require.Empty(t, c.Values)
+	vs, err := SnapshotVoters(bytes.NewReader(raw))
+	require.NoError(t, err)
+	require.Equal(t, goldenVoters(), vs)
+
+	batches, err := ReadBatches(raw)
+	require.NoError(t, err)
+	require.Len(t, batches, 2)
+	var out bytes.Buffer
+	w, err := NewVotersSnapshotWriter(&out, kraft.LogEnd{}, batches[0].FirstTimestamp, c.LastContainedTimestamp, goldenVoters())
+	require.NoError(t, err)
+	require.NoError(t, w.Close(batches[1].FirstTimestamp))
+	require.Equal(t, hex.EncodeToString(raw), hex.EncodeToString(out.Bytes()))
+
+	// A static quorum's snapshot holds no voter set.
+	out.Reset()
+	w, err = NewSnapshotWriter(&out, kraft.LogEnd{Offset: 5, Epoch: 2}, 1, 1)
+	require.NoError(t, err)
+	require.NoError(t, w.Append(1, []byte("x")))
+	require.NoError(t, w.Close(1))
+	vs, err = SnapshotVoters(&out)
+	require.NoError(t, err)
+	require.Nil(t, vs)
 }

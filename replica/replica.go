@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/kraftquorum/kraft"
@@ -71,6 +72,11 @@ type Config struct {
 	// the voter set is Kraft.Voters and never in the log.
 	Bootstrap []Voter
 	Static    bool
+	// SnapshotVoters, if set, reads the voter set of a whole snapshot
+	// (nil: none) in place of kraft's header (ReadSnapshotVoters): for
+	// snapshots in another format that holds it, Kafka's control records
+	// after the SnapshotHeader (docs/design.md D157).
+	SnapshotVoters func(r io.Reader) ([]Voter, error)
 	// BootstrapServers are replicas an observer that knows no voter yet
 	// sends its first Fetch to, in turn.
 	BootstrapServers []kraft.NodeID
@@ -205,7 +211,7 @@ func New(cfg Config, now time.Duration) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	vsets, err := recoverVoters(cfg.Log, cfg.Snapshots, cfg.Bootstrap, cfg.Static, cfg.FetchMaxBytes)
+	vsets, err := recoverVoters(cfg.Log, cfg.Snapshots, cfg.Bootstrap, cfg.Static, cfg.FetchMaxBytes, cfg.SnapshotVoters)
 	if err != nil {
 		return nil, err
 	}

@@ -189,6 +189,7 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		// D84), its snapshot format (D83).
 		ncfg.Kraft.KafkaFailover = true
 		ncfg.Restore = kafkaRestore(m)
+		ncfg.SnapshotVoters = kafkaSnapshotVoters
 		if ncfg.Snapshot != nil {
 			ncfg.Snapshot = kafkaSnapshot(m)
 		}
