@@ -336,3 +336,56 @@ func TestMixedDynamicKraftdLeadsFirst(t *testing.T) {
 		require.Regexp(t, `^3@\d+:from-kraftd$`, got[0], "after the LeaderChange, KRaftVersion and Voters records at 0-2")
 	}
 }
+
+// TestMixedKraftdJoinsAKafkaDynamicQuorum: kraftd, formatted without
+// initial voters and started with Kafka's bootstrap-servers list (no ids),
+// fetches as an observer from a dynamic quorum of two Kafka nodes and
+// learns its voter set and kraft.version from the log; a Kafka leader adds
+// it with AddRaftVoter (after asking kraftd's ApiVersions for
+// kraft.version), and every replica, kraftd included, uses the set of
+// three. The Kafka leader then removes kraftd (it keeps fetching as an
+// observer) and adds it back.
+func TestMixedKraftdJoinsAKafkaDynamicQuorum(t *testing.T) {
+	q := newDynamicMixed(t)
+	two := fmt.Sprintf("1@%s:%s,2@%s:%s", q.addrs[0], q.dirs[0], q.addrs[1], q.dirs[1])
+	q.startKafka(1, "--initial-voters", two)
+	q.startKafka(2, "--initial-voters", two)
+	kafkaTwo := []string{"1@" + q.addrs[0], "2@" + q.addrs[1]}
+	q.startKraftd([]string{"-no-initial-controllers", "-directory-id", q.dirs[2]})
+	// The run flags replace the format-only one.
+	q.kd.kill()
+	q.kd.args = []string{"-wire", "kafka", "-cluster-id", q.cluster, "-id", "3", "-dir", filepath.Join(q.base, "3"), "-listen", q.addrs[2],
+		"-http", q.addrs[3], "-election-timeout", "500ms", "-fetch-timeout", "1s", "-election-backoff-max", "500ms",
+		"-bootstrap-servers", q.addrs[0] + "," + q.addrs[1]}
+	q.kd.start()
+
+	l, _ := q.leader()
+	q.appendAt(l, "before-join")
+	q.waitCommitted(1)
+	q.waitVoters(kafkaTwo)
+
+	all := append(append([]string(nil), kafkaTwo...), "3@"+q.addrs[2])
+	addKraftd := func() {
+		t.Helper()
+		l, _ := q.leader()
+		a := q.kafka[l].call(fmt.Sprintf("add-voter 3 %s %s", q.dirs[2], q.addrs[2]), 45*time.Second)
+		require.Equal(t, true, a["ok"], "add-voter at Kafka leader %d: %v", l, a)
+		q.waitVoters(all)
+	}
+	addKraftd()
+	l, _ = q.leader()
+	q.appendAt(l, "after-join")
+	q.waitCommitted(2)
+
+	a := q.kafka[l].call(fmt.Sprintf("remove-voter 3 %s", q.dirs[2]), 45*time.Second)
+	require.Equal(t, true, a["ok"], "remove-voter at Kafka leader %d: %v", l, a)
+	q.waitVoters(kafkaTwo)
+	l, _ = q.leader()
+	q.appendAt(l, "after-removal")
+	q.waitCommitted(3) // kraftd, an observer again, still applies them
+
+	addKraftd()
+	l, _ = q.leader()
+	q.appendAt(l, "added-back")
+	q.waitCommitted(4)
+}
