@@ -5,6 +5,7 @@ package kafkawire
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -388,4 +389,60 @@ func TestMixedKraftdJoinsAKafkaDynamicQuorum(t *testing.T) {
 	l, _ = q.leader()
 	q.appendAt(l, "added-back")
 	q.waitCommitted(4)
+}
+
+// TestMixedKraftdLeaderChangesKafkaVoters: kraftd leads a dynamic quorum
+// of itself and a Kafka voter, and serves Kafka's voter-change RPCs as
+// Kafka's leader does: AddRaftVoter of a Kafka observer (formatted
+// without initial voters, fetching through Kafka's bootstrap-servers)
+// answers NONE once committed and every replica uses the new set;
+// AddRaftVoter of a voter answers DUPLICATE_VOTER; UpdateRaftVoter
+// answers NONE with CurrentLeader naming kraftd; RemoveRaftVoter of a
+// non-voter answers VOTER_NOT_FOUND and of the added voter NONE once
+// committed (D160).
+func TestMixedKraftdLeaderChangesKafkaVoters(t *testing.T) {
+	q := newDynamicMixed(t)
+	initial := fmt.Sprintf("1@%s:%s,3@%s:%s", q.addrs[0], q.dirs[0], q.addrs[2], q.dirs[2])
+	q.startKraftd([]string{"-initial-voters", initial}, "-election-timeout", "300ms")
+	q.startKafka(1, "--initial-voters", initial, "--election-timeout-ms", "3000", "--fetch-timeout-ms", "6000")
+	l, _ := q.leader()
+	require.Equal(t, 3, l, "kraftd, with the shorter election timeout, leads")
+	q.startKafka(2, "--bootstrap-servers", q.addrs[2], "--directory-id", q.dirs[1])
+	q.appendAt(3, "first")
+	q.waitCommitted(1)
+	two := []string{"1@" + q.addrs[0], "3@" + q.addrs[2]}
+	q.waitVoters(two)
+
+	call := func(line string) map[string]any {
+		t.Helper()
+		return q.kafka[1].call(line, 45*time.Second)
+	}
+	a := call(fmt.Sprintf("add-voter 2 %s %s %s", q.dirs[1], q.addrs[1], q.addrs[2]))
+	require.Equal(t, true, a["ok"], "add-voter at kraftd: %v", a)
+	require.Equal(t, "NONE", a["errorMessage"], "%v", a)
+	three := []string{"1@" + q.addrs[0], "2@" + q.addrs[1], "3@" + q.addrs[2]}
+	q.waitVoters(three)
+	q.appendAt(3, "three-voters")
+	q.waitCommitted(2)
+
+	a = call(fmt.Sprintf("add-voter 1 %s %s %s", q.dirs[0], q.addrs[0], q.addrs[2]))
+	require.Equal(t, float64(126), a["errorCode"], "DUPLICATE_VOTER: %v", a)
+
+	a = call("update-voter " + q.addrs[2])
+	require.Equal(t, float64(0), a["errorCode"], "update-voter at kraftd: %v", a)
+	resp, _ := a["response"].(map[string]any)
+	cl, _ := resp["currentLeader"].(map[string]any)
+	require.Equal(t, float64(3), cl["leaderId"], "CurrentLeader: %v", a)
+	host, port, _ := net.SplitHostPort(q.addrs[2])
+	require.Equal(t, host, cl["host"])
+	require.Equal(t, port, fmt.Sprint(cl["port"]))
+
+	a = call(fmt.Sprintf("remove-voter 2 %s %s", q.dirs[0], q.addrs[2]))
+	require.Equal(t, float64(127), a["errorCode"], "VOTER_NOT_FOUND (wrong directory id): %v", a)
+
+	a = call(fmt.Sprintf("remove-voter 2 %s %s", q.dirs[1], q.addrs[2]))
+	require.Equal(t, true, a["ok"], "remove-voter at kraftd: %v", a)
+	q.waitVoters(two)
+	q.appendAt(3, "two-voters-again")
+	q.waitCommitted(3)
 }

@@ -42,10 +42,16 @@ func newTransport(cfg config, logf func(format string, args ...interface{})) (qu
 }
 
 // serveDescribe makes a Kafka transport answer DescribeQuorum from n, as
-// Kafka's leader does (kafka-metadata-quorum describe).
-func serveDescribe(tr quorumTransport, n *node.Node) {
+// Kafka's leader does (kafka-metadata-quorum describe), and, in a dynamic
+// quorum, AddRaftVoter, RemoveRaftVoter and UpdateRaftVoter
+// (kafka-metadata-quorum add-controller, remove-controller;
+// docs/design.md D160).
+func serveDescribe(tr quorumTransport, n *node.Node, cfg config) {
 	if kt, ok := tr.(*kafkawire.Transport); ok {
 		kt.ServeDescribeQuorum(n)
+		if cfg.dynamic {
+			kt.ServeVoterChanges(n, cfg.kraftConfig().ClusterID)
+		}
 	}
 }
 
