@@ -235,7 +235,8 @@ func (q *dynamicMixed) waitVoters(want []string) {
 // whether a Kafka node or kraftd led first; records commit everywhere;
 // kraftd leads and Kafka followers take its records; a Kafka leader's
 // snapshot, holding the voter set, is what kraftd catches up from after a
-// kill -9 (D155-D159).
+// kill -9; after a kill -9 of every node each reads the voter set back
+// from its own log and snapshot (D155-D159).
 func TestMixedDynamicBootstrapInKafkasFormat(t *testing.T) {
 	q := newDynamicMixed(t)
 	q.startKafka(1, "--initial-voters", q.initial)
@@ -305,6 +306,22 @@ func TestMixedDynamicBootstrapInKafkasFormat(t *testing.T) {
 	require.NotNil(t, st.State.Restored, "kraftd's machine restored from it")
 	require.Positive(t, st.LogStart)
 	t.Logf("kraftd caught up through a snapshot up to %d", st.State.Restored.Offset)
+
+	// kill -9 of every node; each restarts with the same flags and reads
+	// the voter set back from its own log and snapshot.
+	q.kd.kill()
+	for id, k := range q.kafka {
+		k.kill()
+		delete(q.kafka, id)
+	}
+	q.startKafka(1)
+	q.startKafka(2)
+	q.startKraftd(nil)
+	q.waitVoters(want)
+	l, _ = q.leader()
+	q.appendAt(l, "after-kill-all")
+	n++
+	q.waitCommitted(n)
 }
 
 func getJSON(t *testing.T, url string, v any) {
