@@ -53,8 +53,9 @@
 // ApiVersions v0 answer with UNSUPPORTED_VERSION and the table
 // (APIVersionsAnswer, KIP-511). DescribeQuorum and the KIP-853 voter
 // changes are framed here; mapping them to kraft's events and answers is
-// the transport's; Transport does not serve the voter changes yet and
-// leaves them out of its ApiVersions answers (TransportVersions).
+// the transport's: Transport serves the voter changes, and lists them in
+// its ApiVersions answers, once ServeVoterChanges gave it a node.Node to
+// carry them out (TransportVersions; docs/design.md D160).
 //
 // Older versions carry less, and the fields they lack decode to their
 // defaults: Vote v0 has no voter id (-1) and no directory ids;

@@ -59,11 +59,16 @@ type kafkaNode struct {
 	cond    *sync.Cond
 }
 
-// startKafkaNode starts node id of a static quorum.
+// startKafkaNode starts node id of a static quorum (voters), or of a
+// dynamic one (voters empty, --initial-voters or --bootstrap-servers in
+// extra).
 func startKafkaNode(t *testing.T, bin string, id int, listen, voters, cluster, dataDir string, extra ...string) *kafkaNode {
 	t.Helper()
-	args := append([]string{"--node-id", fmt.Sprint(id), "--listen", listen, "--voters", voters,
-		"--cluster-id", cluster, "--data-dir", dataDir, "--stdin-eof", "quit"}, extra...)
+	args := []string{"--node-id", fmt.Sprint(id), "--listen", listen}
+	if voters != "" { // "": a dynamic quorum's node, its flags in extra
+		args = append(args, "--voters", voters)
+	}
+	args = append(append(args, "--cluster-id", cluster, "--data-dir", dataDir, "--stdin-eof", "quit"), extra...)
 	cmd := exec.Command(filepath.Join(bin, "run.sh"), args...)
 	level := "warn"
 	if l := os.Getenv("KAFKA_RAFT_NODE_LOG_LEVEL"); l != "" {

@@ -108,7 +108,9 @@ func (p *kraftdProc) post(path, body string) (int, error) {
 // kraftd (over its HTTP API) commit everywhere; a Kafka node describes
 // the quorum through the kraftd leader (DescribeQuorum to kraftd, as
 // kafka-metadata-quorum would); kraftd is killed with SIGKILL while it
-// leads, a Kafka node takes over, and kraftd rejoins from its disk.
+// leads, a Kafka node takes over, and kraftd rejoins from its disk; the
+// Kafka nodes snapshot while kraftd is down, and it catches up through
+// their snapshot.
 func TestMixedKraftd(t *testing.T) {
 	kbin := kafkaNodeDir(t)
 	bin := buildKraftdBinary(t)
@@ -266,4 +268,33 @@ func TestMixedKraftd(t *testing.T) {
 	}
 	kd.start()
 	sameCount()
+
+	// The Kafka nodes snapshot and delete their logs before the snapshot
+	// while kraftd is down: kraftd catches up through a Kafka node's
+	// snapshot, rebuilding its state from the records it holds
+	// (docs/design.md D158).
+	kd.kill()
+	l, _ = leader()
+	for i := 0; i < 3; i++ {
+		appendAt(l, fmt.Sprintf("kafka-snapshot-%d", i))
+	}
+	for id, k := range kafka {
+		if a := k.call("snapshot clean", 10*time.Second); a["ok"] != true {
+			t.Fatalf("kafka node %d snapshot: %v", id, a)
+		}
+	}
+	kd.start()
+	sameCount()
+	var st struct {
+		SnapshotsInstalled int `json:"snapshots_installed"`
+	}
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + kd.http + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.SnapshotsInstalled != 1 {
+		t.Fatalf("kraftd installed %d snapshots (%v), want the Kafka leader's", st.SnapshotsInstalled, err)
+	}
 }

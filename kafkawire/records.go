@@ -1,6 +1,7 @@
 package kafkawire
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 
@@ -42,9 +43,20 @@ const (
 //     LeaderChange always names a leader otherwise, so ReadEntries turns
 //     it back into a barrier.
 //
-// VotersRecords and KRaftVersion records have no mapping yet:
-// AppendEntries refuses them and ReadEntries refuses Kafka control records
-// other than LeaderChange.
+//   - a VotersRecord (replica.RecordVoters) is a control batch of its own
+//     holding a Voters control record (type 6, VotersRecord v0 as
+//     VotersValue writes it), and a KRaftVersionRecord
+//     (replica.RecordKRaftVersion) one holding a KRaftVersion control
+//     record (type 5, KRaftVersionRecord v0). A first leader's
+//     [LeaderChange, KRaftVersion, Voters] (docs/design.md D155) thus
+//     crosses as three batches of one record each, at the offsets Kafka's
+//     one batch of three gives them; Kafka's replicas read control records
+//     one by one (KRaftControlRecordStateMachine), whatever their batches
+//     (docs/design.md D156).
+//
+// ReadEntries maps the other way, Kafka's batches of several control
+// records included; it refuses the control record types KRaft never
+// writes into a log (snapshot header and footer, and the others).
 
 // AppendEntries appends log entries as v2 record batches: a batch per
 // entry, a control batch for a LeaderChange or a barrier. Kafka's replicas
@@ -95,12 +107,38 @@ func AppendEntries(dst []byte, entries []storage.Entry, ts int64) ([]byte, error
 			b.Records = recs
 			b.Records = append(b.Records, Record{Key: controlKey(ControlLeaderChange), Value: value})
 			flush()
+		case replica.RecordVoters, replica.RecordKRaftVersion:
+			typ, value, err := kip853Value(e.Data)
+			if err != nil {
+				return dst, fmt.Errorf("kafkawire: entry at offset %d: %w", e.Offset, err)
+			}
+			recs := b.Records[:0]
+			b = newBatch(e, ts, AttrControl)
+			b.Records = append(recs, Record{Key: controlKey(typ), Value: value})
+			flush()
 		default:
 			return dst, fmt.Errorf("kafkawire: entry at offset %d: log record kind %d has no Kafka mapping yet", e.Offset, e.Data[0])
 		}
 	}
 	flush()
 	return dst, nil
+}
+
+// kip853Value is the Kafka control record of a VotersRecord or a
+// KRaftVersionRecord entry: its type and value.
+func kip853Value(data []byte) (int16, []byte, error) {
+	if data[0] == replica.RecordKRaftVersion {
+		if len(data) != 3 {
+			return 0, nil, fmt.Errorf("KRaftVersionRecord of %d bytes", len(data))
+		}
+		return ControlKRaftVersion, KRaftVersionValue(int16(binary.BigEndian.Uint16(data[1:]))), nil
+	}
+	vs, err := replica.DecodeVoters(data[1:])
+	if err != nil {
+		return 0, nil, err
+	}
+	value, err := VotersValue(vs)
+	return ControlVoters, value, err
 }
 
 func newBatch(e storage.Entry, ts int64, attrs int16) Batch {
@@ -185,8 +223,22 @@ func controlEntry(epoch kraft.Epoch, r Record) ([]byte, error) {
 	if err := k.ReadFrom(r.Key); err != nil || len(r.Key) != 4 {
 		return nil, fmt.Errorf("control record key %x", r.Key)
 	}
-	if int16(k.Type) != ControlLeaderChange {
-		return nil, fmt.Errorf("control record type %d has no kraft mapping yet", k.Type)
+	switch int16(k.Type) {
+	case ControlLeaderChange:
+	case ControlKRaftVersion:
+		v, err := ReadKRaftVersionValue(r.Value)
+		if err != nil {
+			return nil, err
+		}
+		return replica.KRaftVersionRecord(v), nil
+	case ControlVoters:
+		vs, err := ReadVotersValue(r.Value)
+		if err != nil {
+			return nil, err
+		}
+		return append([]byte{replica.RecordVoters}, replica.EncodeVoters(vs)...), nil
+	default:
+		return nil, fmt.Errorf("control record type %d does not belong in a log", k.Type)
 	}
 	var m kmsg.LeaderChangeMessage
 	if err := m.ReadFrom(r.Value); err != nil {

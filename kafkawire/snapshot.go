@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/replica"
 )
 
 // Snapshots in Kafka's format (KIP-630; Kafka's RecordsSnapshotWriter):
@@ -39,18 +40,37 @@ type SnapshotWriter struct {
 // SnapshotHeader control batch, stamped ts (ms), with lastContained (ms)
 // as the header's last_contained_log_timestamp.
 func NewSnapshotWriter(w io.Writer, id kraft.LogEnd, ts, lastContained int64) (*SnapshotWriter, error) {
+	return NewVotersSnapshotWriter(w, id, ts, lastContained, nil)
+}
+
+// NewVotersSnapshotWriter is NewSnapshotWriter for a snapshot of a dynamic
+// quorum: with voters (nil: a static quorum's snapshot, as
+// NewSnapshotWriter) the first batch is [SnapshotHeader, KRaftVersion(1),
+// Voters], as Kafka's RecordsSnapshotWriter writes it at kraft.version 1
+// (docs/design.md D157).
+func NewVotersSnapshotWriter(w io.Writer, id kraft.LogEnd, ts, lastContained int64, voters []replica.Voter) (*SnapshotWriter, error) {
 	s := &SnapshotWriter{w: w, epoch: int32(id.Epoch)}
 	value := binary.BigEndian.AppendUint16(nil, 0) // version
 	value = binary.BigEndian.AppendUint64(value, uint64(lastContained))
 	value = append(value, 0) // no tagged fields
-	s.control(ControlSnapshotHeader, ts, value)
+	recs := []Record{{Key: controlKey(ControlSnapshotHeader), Value: value}}
+	if voters != nil {
+		vv, err := VotersValue(voters)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs,
+			Record{OffsetDelta: 1, Key: controlKey(ControlKRaftVersion), Value: KRaftVersionValue(kraft.KRaftVersionReconfig)},
+			Record{OffsetDelta: 2, Key: controlKey(ControlVoters), Value: vv})
+	}
+	s.control(ts, recs...)
 	return s, s.err
 }
 
-func (s *SnapshotWriter) control(typ int16, ts int64, value []byte) {
+func (s *SnapshotWriter) control(ts int64, recs ...Record) {
 	b := Batch{BaseOffset: s.next, PartitionLeaderEpoch: s.epoch, Attributes: AttrControl,
 		FirstTimestamp: ts, MaxTimestamp: ts, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
-		Records: []Record{{Key: controlKey(typ), Value: value}}}
+		LastOffsetDelta: int32(len(recs) - 1), Records: recs}
 	s.write(&b)
 }
 
@@ -80,7 +100,7 @@ func (s *SnapshotWriter) Append(ts int64, values ...[]byte) error {
 
 // Close writes the SnapshotFooter control batch, stamped ts (ms).
 func (s *SnapshotWriter) Close(ts int64) error {
-	s.control(ControlSnapshotFooter, ts, []byte{0, 0, 0}) // version 0, no tagged fields
+	s.control(ts, Record{Key: controlKey(ControlSnapshotFooter), Value: []byte{0, 0, 0}}) // version 0, no tagged fields
 	return s.err
 }
 
@@ -95,12 +115,17 @@ type SnapshotContents struct {
 	LastContainedTimestamp int64
 	// Values are the data records' values, in order.
 	Values [][]byte
+	// KRaftVersion is the KRaftVersionRecord's level (0 without one), and
+	// Voters the VotersRecord's voter set (nil without one: a static
+	// quorum's snapshot).
+	KRaftVersion int16
+	Voters       []replica.Voter
 }
 
 // ReadSnapshot reads a whole snapshot in Kafka's format: CRC-checked
 // batches, a SnapshotHeader first and a SnapshotFooter last (Kafka's
 // RecordsIterator checks the same). KRaftVersion and VotersRecord control
-// records are skipped.
+// records give the kraft.version and the voter set.
 func ReadSnapshot(r io.Reader) (SnapshotContents, error) {
 	var out SnapshotContents
 	raw, err := io.ReadAll(r)
@@ -144,6 +169,14 @@ func ReadSnapshot(r io.Reader) (SnapshotContents, error) {
 				if !sawHeader {
 					return out, fmt.Errorf("%w: control record %d before the SnapshotHeader", ErrNotKafkaSnapshot, typ)
 				}
+				if typ == ControlKRaftVersion {
+					out.KRaftVersion, err = ReadKRaftVersionValue(rec.Value)
+				} else {
+					out.Voters, err = ReadVotersValue(rec.Value)
+				}
+				if err != nil {
+					return out, fmt.Errorf("%w: %w", ErrNotKafkaSnapshot, err)
+				}
 			default:
 				return out, fmt.Errorf("%w: control record type %d", ErrNotKafkaSnapshot, typ)
 			}
@@ -162,4 +195,14 @@ func batchBytes(batches []Batch) int {
 		n += len(AppendBatch(nil, &batches[i]))
 	}
 	return n
+}
+
+// SnapshotVoters reads the voter set of a whole snapshot in Kafka's format
+// (nil: none), for node.Config.SnapshotVoters.
+func SnapshotVoters(r io.Reader) ([]replica.Voter, error) {
+	c, err := ReadSnapshot(r)
+	if err != nil {
+		return nil, err
+	}
+	return c.Voters, nil
 }

@@ -29,7 +29,8 @@ const (
 
 // TransportVersions is what Transport serves: Supported without the
 // KIP-853 voter changes (AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter),
-// which it does not map to the runtime yet and so does not advertise.
+// which it serves and advertises only once ServeVoterChanges gave it a
+// node to carry them out (docs/design.md D160).
 var TransportVersions = func() Versions {
 	vs := Versions{}
 	for k, v := range Supported {
@@ -188,6 +189,9 @@ type Transport struct {
 	dropped atomic.Uint64
 	seq     atomic.Uint64 // Corr of incoming requests
 	fetches fetchTracker  // for DescribeQuorum
+	// voterChanges, if set, answers the KIP-853 voter changes
+	// (ServeVoterChanges).
+	voterChanges *voterChanges
 
 	mu      sync.Mutex
 	closed  bool
@@ -696,16 +700,16 @@ func (t *Transport) serve(c *conn) {
 		h, req, err := ReadRequest(frame)
 		var uv *UnsupportedVersionError
 		if errors.As(err, &uv) && h.APIKey == APIVersions {
-			t.answer(c, h.CorrelationID, apiVersionsAnswer(t.cfg.Versions, h.APIVersion, t.cfg.KRaftVersions))
+			t.answer(c, h.CorrelationID, apiVersionsAnswer(t.served(), h.APIVersion, t.cfg.KRaftVersions))
 			continue
 		}
 		if err != nil {
 			t.drop(true, "request from %v: %v", c.c.RemoteAddr(), err)
 			return
 		}
-		if vr, ok := t.cfg.Versions[h.APIKey]; !ok || h.APIVersion < vr.Min || h.APIVersion > vr.Max {
+		if vr, ok := t.served()[h.APIKey]; !ok || h.APIVersion < vr.Min || h.APIVersion > vr.Max {
 			if h.APIKey == APIVersions {
-				t.answer(c, h.CorrelationID, apiVersionsAnswer(t.cfg.Versions, h.APIVersion, t.cfg.KRaftVersions))
+				t.answer(c, h.CorrelationID, apiVersionsAnswer(t.served(), h.APIVersion, t.cfg.KRaftVersions))
 				continue
 			}
 			t.drop(true, "request from %v: %s v%d is not supported", c.c.RemoteAddr(), kmsg.NameForKey(h.APIKey), h.APIVersion)
@@ -713,11 +717,24 @@ func (t *Transport) serve(c *conn) {
 		}
 		switch q := req.(type) {
 		case *kmsg.ApiVersionsRequest:
-			t.answer(c, h.CorrelationID, apiVersionsAnswer(t.cfg.Versions, h.APIVersion, t.cfg.KRaftVersions))
+			t.answer(c, h.CorrelationID, apiVersionsAnswer(t.served(), h.APIVersion, t.cfg.KRaftVersions))
 			continue
 		case *kmsg.DescribeQuorumRequest:
 			t.answer(c, h.CorrelationID, t.describe(q))
 			continue
+		case *kmsg.AddRaftVoterRequest, *kmsg.RemoveRaftVoterRequest, *kmsg.UpdateRaftVoterRequest:
+			t.mu.Lock()
+			serving := t.voterChanges != nil
+			t.mu.Unlock()
+			if serving {
+				// Answered once the change commits: off this reader.
+				t.wg.Add(1)
+				go func(corr int32) {
+					defer t.wg.Done()
+					t.voterChange(c, corr, req)
+				}(h.CorrelationID)
+				continue
+			}
 		}
 		m, err := DecodeRequest(req, local)
 		if err != nil {

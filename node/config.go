@@ -94,6 +94,15 @@ type Config struct {
 	// node). The snapshot of Start always comes before an installed one.
 	// It needs Snapshots, and is required with Snapshots and OnCommit.
 	Restore func(id kraft.LogEnd, r io.Reader) error
+	// SnapshotVoters, if set, says that the application's snapshots hold
+	// the voter set themselves, in a format of their own (Kafka's:
+	// KRaftVersion and Voters control records after the SnapshotHeader),
+	// and reads it from a whole snapshot (nil: none). The runtime then
+	// writes no voter set header of its own (replica.WriteSnapshotVoters):
+	// Snapshot finds the voter set in force with SnapshotVotersOf(w) and
+	// writes it; Restore gets the snapshot's bytes as they are stored
+	// (docs/design.md D157).
+	SnapshotVoters func(r io.Reader) ([]Voter, error)
 
 	// InitialVoters, if set, bootstraps a dynamic quorum (KIP-853,
 	// kraft.version 1; Kafka's kafka-storage format --initial-controllers):

@@ -163,7 +163,7 @@ func Start(cfg Config) (*Node, error) {
 		Kraft: cfg.Kraft, Log: cfg.Log, Records: cfg.Records,
 		RequestTimeout: cfg.RequestTimeout, RetryBackoff: cfg.RetryBackoff, FetchMaxWait: cfg.FetchMaxWait,
 		FetchMaxBytes: cfg.FetchMaxBytes, SnapshotChunkBytes: cfg.SnapshotChunkBytes,
-		Bootstrap: boot, Static: static, BootstrapServers: cfg.BootstrapServers, Endpoint: cfg.Endpoint,
+		Bootstrap: boot, Static: static, BootstrapServers: cfg.BootstrapServers, Endpoint: cfg.Endpoint, SnapshotVoters: cfg.SnapshotVoters,
 		Logf: n.replicaLogf,
 	}
 	if cfg.Snapshots != nil {

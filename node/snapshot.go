@@ -40,7 +40,13 @@ func (n *Node) restoreSnapshot(id kraft.LogEnd) ([]Voter, error) {
 	defer func() { _ = r.Close() }() // a read-only file: a close error changes nothing
 	var vs []Voter
 	var app io.Reader = r
-	if !n.static {
+	switch {
+	case n.static:
+	case n.cfg.SnapshotVoters != nil:
+		if vs, err = n.snapshotVoters(id); err != nil {
+			return nil, err
+		}
+	default:
 		if vs, app, err = replica.ReadSnapshotVoters(r); err != nil {
 			return nil, fmt.Errorf("node: snapshot %+v: %w", id, err)
 		}
@@ -67,14 +73,17 @@ func (n *Node) takeSnapshot(id kraft.LogEnd, voters []Voter) {
 		n.fail(fmt.Errorf("node: creating snapshot %+v: %w", id, err))
 		return
 	}
-	if voters != nil {
+	var out io.Writer = w
+	if n.cfg.SnapshotVoters != nil {
+		out = votersWriter{Writer: w, voters: voters}
+	} else if voters != nil {
 		if err := replica.WriteSnapshotVoters(w, voters); err != nil {
 			_ = w.Abort()
 			n.fail(fmt.Errorf("node: writing snapshot %+v: %w", id, err))
 			return
 		}
 	}
-	if err := n.cfg.Snapshot(id, w); err != nil {
+	if err := n.cfg.Snapshot(id, out); err != nil {
 		_ = w.Abort()
 		n.logEvent(slog.LevelWarn, EventSnapshotFailed, adviceSnapshot, fmt.Sprintf("Snapshot up to offset %d failed, dropped: %v", id.Offset, err),
 			"offset", id.Offset, "epoch", int32(id.Epoch), "err", err.Error())
@@ -96,4 +105,37 @@ func (n *Node) takeSnapshot(id kraft.LogEnd, voters []Voter) {
 	n.logEvent(slog.LevelInfo, EventSnapshotTaken, "", fmt.Sprintf("took a snapshot up to offset %d (epoch %d, %d bytes)", id.Offset, id.Epoch, size),
 		"offset", id.Offset, "epoch", int32(id.Epoch), "bytes", size)
 	n.internalCall(func() { n.r.SnapshotTaken(n.clock(), id) })
+}
+
+// snapshotVoters reads the voter set of the snapshot id with
+// Config.SnapshotVoters (a second reading of the file: Restore reads it
+// whole too).
+func (n *Node) snapshotVoters(id kraft.LogEnd) ([]Voter, error) {
+	r, err := n.cfg.Snapshots.Open(id)
+	if err != nil {
+		return nil, fmt.Errorf("node: opening snapshot %+v: %w", id, err)
+	}
+	defer func() { _ = r.Close() }()
+	vs, err := n.cfg.SnapshotVoters(r)
+	if err != nil {
+		return nil, fmt.Errorf("node: the voter set of snapshot %+v: %w", id, err)
+	}
+	return vs, nil
+}
+
+// votersWriter is the writer Snapshot gets with Config.SnapshotVoters:
+// the snapshot file and the voter set in force at the snapshot's end.
+type votersWriter struct {
+	io.Writer
+	voters []Voter
+}
+
+// SnapshotVotersOf is the voter set in force at the end of the snapshot
+// that Config.Snapshot writes to w, when Config.SnapshotVoters is set: the
+// snapshot is to hold it (nil: a static voter set, none to hold).
+func SnapshotVotersOf(w io.Writer) []Voter {
+	if vw, ok := w.(votersWriter); ok {
+		return vw.voters
+	}
+	return nil
 }

@@ -348,7 +348,7 @@ func TestNodeVotersRestartFromTheLog(t *testing.T) {
 		require.True(t, nd.st.IsVoter())
 		sets := nd.st.VoterSets()
 		require.Len(t, sets, 2, "%v", sets)
-		require.Equal(t, int64(1), sets[0].Offset, "the leader's start-of-epoch VotersRecord")
+		require.Equal(t, int64(2), sets[0].Offset, "the leader's start-of-epoch VotersRecord, after its LeaderChange and KRaftVersion records (D155)")
 		require.Equal(t, []kraft.ReplicaKey{dynKey(1), dynKey(2)}, sets[1].Voters)
 	}))
 	c.waitStatus(2, "campaigning", func(st Status) bool { return st.Role == "Prospective" || st.Role == "Candidate" })

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/kraftquorum/kraft"
@@ -71,6 +72,11 @@ type Config struct {
 	// the voter set is Kraft.Voters and never in the log.
 	Bootstrap []Voter
 	Static    bool
+	// SnapshotVoters, if set, reads the voter set of a whole snapshot
+	// (nil: none) in place of kraft's header (ReadSnapshotVoters): for
+	// snapshots in another format that holds it, Kafka's control records
+	// after the SnapshotHeader (docs/design.md D157).
+	SnapshotVoters func(r io.Reader) ([]Voter, error)
 	// BootstrapServers are replicas an observer that knows no voter yet
 	// sends its first Fetch to, in turn.
 	BootstrapServers []kraft.NodeID
@@ -207,7 +213,7 @@ func New(cfg Config, now time.Duration) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	vsets, err := recoverVoters(cfg.Log, cfg.Snapshots, cfg.Bootstrap, cfg.Static, cfg.FetchMaxBytes)
+	vsets, err := recoverVoters(cfg.Log, cfg.Snapshots, cfg.Bootstrap, cfg.Static, cfg.FetchMaxBytes, cfg.SnapshotVoters)
 	if err != nil {
 		return nil, err
 	}
@@ -442,15 +448,16 @@ func (r *Replica) carry(acts []kraft.Action, e kraft.Event) {
 }
 
 // appendLeaderChange writes the LeaderChange record of a new leader's
-// epoch, then the bootstrap voter set when asked (it is never replicated
-// otherwise).
+// epoch, then, when asked, Kafka's KRaftVersionRecord (kraft.version 1)
+// and the bootstrap voter set (it is never replicated otherwise): Kafka's
+// [LeaderChange, KRaftVersion, Voters] (docs/design.md D155).
 func (r *Replica) appendLeaderChange(a kraft.AppendLeaderChange) {
 	data, _ := json.Marshal(a)
 	records := [][]byte{append([]byte{RecordLeaderChange}, data...)}
 	var vs []Voter
 	if a.VotersRecord {
 		vs = r.votersWithEndpoints(a.Voters, nil)
-		records = append(records, votersRecord(vs))
+		records = append(records, KRaftVersionRecord(kraft.KRaftVersionReconfig), votersRecord(vs))
 	}
 	end, err := r.write(a.Epoch, records...)
 	if err != nil {

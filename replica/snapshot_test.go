@@ -140,7 +140,7 @@ func TestRecoverVotersAfterSnapshotBeforeCleaning(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, w.Freeze())
 
-	sets, err := recoverVoters(lg, StorageSnapshots(snaps), one, false, 1<<20)
+	sets, err := recoverVoters(lg, StorageSnapshots(snaps), one, false, 1<<20, nil)
 	require.NoError(t, err)
 	require.Equal(t, []kraft.VoterSetAt{
 		{Offset: -1, Voters: KeysOf(one)},

@@ -31,15 +31,26 @@ var SupportedKRaftVersions = kraft.VersionRange{Min: 0, Max: kraft.KRaftVersionR
 
 // Record payloads carry a one-byte type: data records, the control
 // records kraft asks for (LeaderChange, VotersRecord: its voter set as
-// EncodeVoters writes it), and read barriers (a leader's no-op whose
-// commit proves it still led after a read began; docs/design.md D65).
-// Kafka keeps control records in the same log.
+// EncodeVoters writes it), read barriers (a leader's no-op whose commit
+// proves it still led after a read began; docs/design.md D65), and
+// Kafka's KRaftVersionRecord (the kraft.version level as an int16, big
+// endian), which a first leader writes between its LeaderChange and the
+// bootstrap VotersRecord as Kafka's
+// LeaderState.appendStartOfEpochControlRecords does, so that a log has the
+// same records at the same offsets as a Kafka replica's (docs/design.md
+// D155). Kafka keeps control records in the same log.
 const (
 	RecordData         byte = 0
 	RecordLeaderChange byte = 1
 	RecordVoters       byte = 2
 	RecordBarrier      byte = 3
+	RecordKRaftVersion byte = 4
 )
+
+// KRaftVersionRecord is the log payload of a KRaftVersionRecord of level v.
+func KRaftVersionRecord(v int16) []byte {
+	return []byte{RecordKRaftVersion, byte(uint16(v) >> 8), byte(v)}
+}
 
 // DataRecords makes the log payloads of a client's records: each with the
 // RecordData type byte in front, all in one new block (one copy; a log
@@ -209,13 +220,18 @@ func ReadSnapshotVoters(r io.Reader) ([]Voter, io.Reader, error) {
 
 // snapshotVoters reads the voter set of the snapshot id, nil if it holds
 // none.
-func snapshotVoters(snaps Snapshots, id kraft.LogEnd) ([]Voter, error) {
+func snapshotVoters(snaps Snapshots, id kraft.LogEnd, read func(io.Reader) ([]Voter, error)) ([]Voter, error) {
 	rd, err := snaps.Open(id)
 	if err != nil {
 		return nil, fmt.Errorf("replica: opening snapshot %+v: %w", id, err)
 	}
 	defer func() { _ = rd.Close() }()
-	vs, _, err := ReadSnapshotVoters(rd)
+	var vs []Voter
+	if read != nil {
+		vs, err = read(rd)
+	} else {
+		vs, _, err = ReadSnapshotVoters(rd)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("replica: snapshot %+v: %w", id, err)
 	}
@@ -250,7 +266,7 @@ func (v *voterState) init() {
 // writes a VotersRecord nor a snapshot's voter set then), so a static
 // quorum restarts as fast as before and its snapshots are the
 // application's bytes alone.
-func recoverVoters(l storage.Log, snaps Snapshots, boot []Voter, static bool, maxBytes int) ([]voterSetAt, error) {
+func recoverVoters(l storage.Log, snaps Snapshots, boot []Voter, static bool, maxBytes int, read func(io.Reader) ([]Voter, error)) ([]voterSetAt, error) {
 	var sets []voterSetAt
 	if boot != nil {
 		sets = append(sets, voterSetAt{offset: -1, voters: boot})
@@ -261,7 +277,7 @@ func recoverVoters(l storage.Log, snaps Snapshots, boot []Voter, static bool, ma
 	from := l.StartOffset()
 	if snaps != nil {
 		if id, ok := snaps.Latest(); ok && id.Offset > 0 {
-			vs, err := snapshotVoters(snaps, id)
+			vs, err := snapshotVoters(snaps, id, read)
 			if err != nil {
 				return nil, err
 			}
@@ -389,7 +405,7 @@ func (r *Replica) installedVoters(id kraft.LogEnd) error {
 	if r.cfg.Static {
 		return nil
 	}
-	vs, err := snapshotVoters(r.cfg.Snapshots, id)
+	vs, err := snapshotVoters(r.cfg.Snapshots, id, r.cfg.SnapshotVoters)
 	if err != nil || vs == nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/kraftquorum/kraft"
@@ -309,8 +310,12 @@ func (c *Cluster) openDir(n *node, opts storage.Options) (storage.Recovery, erro
 	return rec, nil
 }
 
-// leaderChangePrefix starts a LeaderChange record's payload.
-const leaderChangePrefix = "LeaderChange("
+// leaderChangePrefix starts a LeaderChange record's payload,
+// kraftVersionPrefix a KRaftVersionRecord's (docs/design.md D155).
+const (
+	leaderChangePrefix = "LeaderChange("
+	kraftVersionPrefix = "KRaftVersion("
+)
 
 // recordOf converts a record the replica layer writes (a type byte, then
 // the payload: replica.RecordData and the others) to the simulated log's
@@ -338,6 +343,11 @@ func (c *Cluster) recordOf(epoch kraft.Epoch, data []byte) (Record, error) {
 		r.Payload = votersPayload(replica.KeysOf(vs))
 	case replica.RecordBarrier:
 		r.Payload = "Barrier"
+	case replica.RecordKRaftVersion:
+		if len(data) != 3 {
+			return Record{}, fmt.Errorf("a KRaftVersionRecord of %d bytes", len(data))
+		}
+		r.Payload = fmt.Sprintf("%s%d)", kraftVersionPrefix, int16(uint16(data[1])<<8|uint16(data[2])))
 	default:
 		return Record{}, fmt.Errorf("a record of type %d", data[0])
 	}
@@ -363,6 +373,11 @@ func dataOf(r Record) []byte {
 				vs[i] = replica.Voter{Key: k, KRaftVersions: replica.SupportedKRaftVersions}
 			}
 			return append([]byte{replica.RecordVoters}, replica.EncodeVoters(vs)...)
+		}
+	case strings.HasPrefix(r.Payload, kraftVersionPrefix):
+		var v int16
+		if _, err := fmt.Sscanf(r.Payload, kraftVersionPrefix+"%d)", &v); err == nil {
+			return replica.KRaftVersionRecord(v)
 		}
 	case len(r.Payload) > len(leaderChangePrefix) && r.Payload[:len(leaderChangePrefix)] == leaderChangePrefix:
 		var a kraft.AppendLeaderChange

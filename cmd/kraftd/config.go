@@ -179,8 +179,8 @@ func newFlagSet(r *rawFlags) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&r.id, "id", "", "this replica's node id `N` (required)")
 	fs.StringVar(&r.voters, "voters", "", "the static `LIST` of voters, comma separated, each id@host:port or id:DIRECTORY-ID@host:port (this, or a dynamic quorum's -initial-voters or -bootstrap-servers, is required)")
-	fs.StringVar(&r.initialVoters, "initial-voters", "", "a dynamic quorum's first voters, a `LIST` of id:DIRECTORY-ID@host:port: at a start, where to reach them and this replica's -listen default; the voters and the directory id themselves are the ones kraftd format wrote into -dir (this flag is ignored for them)")
-	fs.StringVar(&r.bootstrapServers, "bootstrap-servers", "", "a dynamic quorum's replicas to find the leader through, a `LIST` of id@host:port (controller.quorum.bootstrap.servers; default: -initial-voters)")
+	fs.StringVar(&r.initialVoters, "initial-voters", "", "a dynamic quorum's first voters, a `LIST` of id:DIRECTORY-ID@host:port or Kafka's id@host:port:DIRECTORY-ID: at a start, where to reach them and this replica's -listen default; the voters and the directory id themselves are the ones kraftd format wrote into -dir (this flag is ignored for them)")
+	fs.StringVar(&r.bootstrapServers, "bootstrap-servers", "", "a dynamic quorum's replicas to find the leader through, a `LIST` of id@host:port, or Kafka's host:port without ids (controller.quorum.bootstrap.servers; default: -initial-voters)")
 	fs.BoolVar(&r.autoJoin, "auto-join", false, "in a dynamic quorum, ask the leader to add this replica as a voter (controller.quorum.auto.join.enable)")
 	fs.StringVar(&r.dir, "dir", "", "the data directory `PATH`: the quorum-state file, the log (in log/) and the snapshots (in snapshots/) (required)")
 	fs.StringVar(&r.listen, "listen", "", "listen for the other replicas on `ADDR` (default: this replica's address in -voters; 127.0.0.1:0 for an observer)")
@@ -314,8 +314,6 @@ func parseConfig(args []string) (c config, err error) {
 		return c, errors.New("-dir is required")
 	case r.wire != wireKraft && r.wire != wireKafka:
 		return c, fmt.Errorf("-wire %q: want kraft or kafka", r.wire)
-	case r.wire == wireKafka && (r.initialVoters != "" || r.bootstrapServers != ""):
-		return c, errors.New("-wire kafka serves a static quorum only (-voters): the KIP-853 voter changes are not served in Kafka's protocol yet")
 	}
 	id, err := parseNodeID(r.id)
 	if err != nil {
@@ -339,7 +337,7 @@ func parseConfig(args []string) (c config, err error) {
 		}
 	}
 	if r.bootstrapServers != "" {
-		if c.bootstrapServers, err = parseVoters(r.bootstrapServers); err != nil {
+		if c.bootstrapServers, err = parseServers(r.bootstrapServers); err != nil {
 			return c, fmt.Errorf("-bootstrap-servers: %w", err)
 		}
 	}
@@ -503,15 +501,46 @@ func parseNodeID(s string) (kraft.NodeID, error) {
 }
 
 // parseVoters parses "id@host:port,id:DIRID@host:port,...".
-func parseVoters(s string) ([]voter, error) {
+func parseVoters(s string) ([]voter, error) { return parseList(s, false) }
+
+// parseServers parses -bootstrap-servers: parseVoters' entries, or
+// Kafka's controller.quorum.bootstrap.servers, host:port entries without
+// ids, which get the ids Kafka's QuorumConfig gives them, -2, -3, ...
+// (never a replica's; docs/design.md D159).
+func parseServers(s string) ([]voter, error) { return parseList(s, true) }
+
+// parseList parses a list of replicas: id@host:port, id:DIRECTORY-ID@host:port,
+// or Kafka's id@host:port:DIRECTORY-ID (kafka-storage format
+// --initial-controllers); with anonymous also host:port (D159).
+func parseList(s string, anonymous bool) ([]voter, error) {
 	var vs []voter
-	for _, entry := range strings.Split(s, ",") {
+	for i, entry := range strings.Split(s, ",") {
 		entry = strings.TrimSpace(entry)
 		at := strings.IndexByte(entry, '@')
+		if at < 0 && anonymous {
+			if err := checkAddr(entry, false); err != nil {
+				return nil, fmt.Errorf("entry %q: address: %w", entry, err)
+			}
+			vs = append(vs, voter{key: kraft.ReplicaKey{ID: kraft.NodeID(-(i + 2))}, addr: entry})
+			continue
+		}
 		if at < 0 {
-			return nil, fmt.Errorf("entry %q: want id@host:port or id:directory-id@host:port", entry)
+			return nil, fmt.Errorf("entry %q: want id@host:port, id:directory-id@host:port or id@host:port:directory-id", entry)
 		}
 		key, addr := entry[:at], entry[at+1:]
+		// Kafka's DynamicVoter syntax puts the directory id last.
+		kafkaDir := ""
+		hostEnd := 0 // the port's and directory id's colons follow the host
+		if strings.HasPrefix(addr, "[") {
+			hostEnd = strings.IndexByte(addr, ']') + 1
+		}
+		if tail := addr[hostEnd:]; strings.Count(tail, ":") == 2 {
+			c := hostEnd + strings.LastIndexByte(tail, ':')
+			addr, kafkaDir = addr[:c], addr[c+1:]
+		}
+		if kafkaDir != "" && strings.IndexByte(key, ':') >= 0 {
+			return nil, fmt.Errorf("entry %q: two directory ids", entry)
+		}
 		var v voter
 		idText, dirText := key, ""
 		if i := strings.IndexByte(key, ':'); i >= 0 {
@@ -522,7 +551,10 @@ func parseVoters(s string) ([]voter, error) {
 			return nil, fmt.Errorf("entry %q: id %q: %w", entry, idText, err)
 		}
 		v.key.ID = id
-		if i := strings.IndexByte(key, ':'); i >= 0 {
+		if kafkaDir != "" {
+			dirText = kafkaDir
+		}
+		if dirText != "" || kafkaDir != "" || strings.IndexByte(key, ':') >= 0 {
 			if v.key.DirectoryID, err = parseUUID(dirText); err != nil {
 				return nil, fmt.Errorf("entry %q: directory id %q: %w", entry, dirText, err)
 			}

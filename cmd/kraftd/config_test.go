@@ -292,3 +292,44 @@ func TestParseConfigDynamic(t *testing.T) {
 		require.Contains(t, err.Error(), tc.want, "%q", tc.args)
 	}
 }
+
+// TestParseConfigKafkaFormats: with -wire kafka too, -initial-voters takes
+// Kafka's ID@HOST:PORT:DIRECTORY-ID (kafka-storage format
+// --initial-controllers, base64 directory ids, IPv6 in brackets) and
+// -bootstrap-servers Kafka's HOST:PORT list without ids, which get ids
+// -2, -3, ... as in Kafka's QuorumConfig (D159).
+func TestParseConfigKafkaFormats(t *testing.T) {
+	const d1, d2 = "a3JhZnQAAAAAAAAAAAAQAQ", "a3JhZnQAAAAAAAAAAAAQAg"
+	initial := "1@127.0.0.1:9091:" + d1 + ",2@[::1]:9092:" + d2
+	c, err := parseConfig([]string{"-cluster-id", testClusterID, "-id", "1", "-wire", "kafka", "-initial-voters", initial, "-dir", "d"})
+	require.NoError(t, err)
+	require.Equal(t, wireKafka, c.wire)
+	require.True(t, c.dynamic)
+	require.Equal(t, "127.0.0.1:9091", c.listen)
+	vs := c.nodeInitialVoters()
+	require.Len(t, vs, 2)
+	require.Equal(t, "6b726166-7400-0000-0000-000000001001", vs[0].Key.DirectoryID.String())
+	require.Equal(t, "[::1]:9092", vs[1].Endpoint)
+	require.Equal(t, "6b726166-7400-0000-0000-000000001002", vs[1].Key.DirectoryID.String())
+	require.Equal(t, vs[0].Key.DirectoryID, c.kraftConfig().Local.DirectoryID)
+
+	c, err = parseConfig([]string{"-cluster-id", testClusterID, "-id", "3", "-wire", "kafka", "-bootstrap-servers", "127.0.0.1:9091,127.0.0.1:9092", "-listen", "127.0.0.1:9093", "-dir", "d"})
+	require.NoError(t, err)
+	require.True(t, c.observer)
+	require.Equal(t, []kraft.NodeID{-2, -3}, c.bootstrapIDs())
+	require.Equal(t, map[kraft.NodeID]string{-2: "127.0.0.1:9091", -3: "127.0.0.1:9092"}, c.peers())
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-id", "1", "-initial-voters", "1:" + d1 + "@h:1:" + d2, "-dir", "d"}, "two directory ids"},
+		{[]string{"-id", "1", "-initial-voters", "1@h:1:nope", "-dir", "d"}, `directory id "nope"`},
+		{[]string{"-id", "1", "-initial-voters", "h:1", "-dir", "d"}, "want id@host:port"},
+		{[]string{"-id", "1", "-bootstrap-servers", "h", "-dir", "d"}, `entry "h": address`},
+	} {
+		_, err := parseConfig(tc.args)
+		require.Error(t, err, "%q", tc.args)
+		require.Contains(t, err.Error(), tc.want, "%q", tc.args)
+	}
+}

@@ -56,7 +56,7 @@ func newFormatFlagSet(r *formatFlags) *flag.FlagSet {
 	fs.StringVar(&r.id, "id", "", "the replica's node id `N` (required)")
 	fs.StringVar(&r.dir, "dir", "", "the data directory `PATH` (required)")
 	fs.StringVar(&r.voters, "voters", "", "a static quorum: its voter `LIST`, id@host:port or id:DIRECTORY-ID@host:port each, the same on every replica")
-	fs.StringVar(&r.initialVoters, "initial-voters", "", "a dynamic quorum's first voters, a `LIST` of id:DIRECTORY-ID@host:port including this replica, the same on each of them (kafka-storage format --initial-controllers)")
+	fs.StringVar(&r.initialVoters, "initial-voters", "", "a dynamic quorum's first voters, a `LIST` of id:DIRECTORY-ID@host:port or Kafka's id@host:port:DIRECTORY-ID including this replica, the same on each of them (kafka-storage format --initial-controllers)")
 	fs.BoolVar(&r.standalone, "standalone", false, "a dynamic quorum whose first voter is this replica alone, reached at -listen (kafka-storage format --standalone)")
 	fs.StringVar(&r.listen, "listen", "", "with -standalone, the `ADDR` the other replicas reach this one at")
 	fs.BoolVar(&r.noInitial, "no-initial-controllers", false, "a dynamic quorum's replica that joins later, as an observer, to be added at the leader (kafka-storage format --no-initial-controllers)")

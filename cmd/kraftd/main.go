@@ -189,6 +189,7 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		// D84), its snapshot format (D83).
 		ncfg.Kraft.KafkaFailover = true
 		ncfg.Restore = kafkaRestore(m)
+		ncfg.SnapshotVoters = kafkaSnapshotVoters
 		if ncfg.Snapshot != nil {
 			ncfg.Snapshot = kafkaSnapshot(m)
 		}
@@ -201,7 +202,7 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		logger.Printf("kraftd: starting the replica: %v", err)
 		return exitFail
 	}
-	serveDescribe(tr, n)
+	serveDescribe(tr, n, cfg)
 
 	var srv *httpServer
 	httpErr := make(chan error, 1)
