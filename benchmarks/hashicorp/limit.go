@@ -16,8 +16,10 @@ import (
 // (half a round trip), write and fsync it, fsync the claim that it is
 // durable (the recovery point, docs/design.md D102: a second fsync after
 // the first), and tell the leader (the other half). The leader's own
-// fsyncs run beside the follower's (docs/design.md D146). So the limit is
-// two fsyncs and a loopback round trip.
+// fsyncs run beside the follower's: the leader's runtime syncs off its
+// loop and sends the records to the followers at once (node.Node.sync,
+// Raft thesis 10.2.1). So the limit is two fsyncs and a loopback round
+// trip.
 type limit struct {
 	Fsync time.Duration `json:"fsync_p50"` // p50 of a write of size bytes appended to a file, then fsync
 	RTT   time.Duration `json:"rtt_p50"`   // p50 of a 64-byte TCP ping-pong on 127.0.0.1

@@ -1,0 +1,43 @@
+package node
+
+import (
+	"testing"
+
+	"github.com/kraftquorum/kraft/replica"
+	"github.com/kraftquorum/kraft/storage"
+	"github.com/stretchr/testify/require"
+)
+
+// ioLog is a MemLog the runtime cannot tell from a log whose Sync does
+// I/O.
+type ioLog struct{ *storage.MemLog }
+
+// TestMemLogSyncsOnTheLoop: a MemLog, whose Sync does no I/O, is synced on
+// the loop in the same carry that asked for it (D146): right after an
+// append is carried out, the replica already counts it flushed, and a
+// single voter has committed it. Any other log syncs in a goroutine and
+// reports later, so at that point the record is not flushed yet.
+func TestMemLogSyncsOnTheLoop(t *testing.T) {
+	for _, mem := range []bool{true, false} {
+		c := newTunedCluster(t, 1, nil, func(cfg *Config) {
+			if !mem {
+				cfg.Log = ioLog{cfg.Log.(*storage.MemLog)}
+			}
+		})
+		nd := c.leader()
+		require.Equal(t, mem, nd.syncOnLoop)
+		var end, flushed, hwm int64
+		require.NoError(t, nd.call(func() {
+			e, err := nd.r.Propose(nd.clock(), replica.DataRecords([][]byte{[]byte("x")}))
+			require.NoError(t, err)
+			nd.carry()
+			end, flushed, hwm = e.Offset, nd.r.State().FlushedOffset(), nd.r.State().HighWatermark()
+		}))
+		if mem {
+			require.Equal(t, end, flushed, "synced in the carry")
+			require.Equal(t, end, hwm, "committed in the carry")
+		} else {
+			require.Less(t, flushed, end, "synced off the loop, reported later")
+		}
+	}
+}
