@@ -45,11 +45,7 @@ type Node struct {
 	wake       chan struct{}
 
 	// Loop-owned.
-	// syncOnLoop: the log syncs without I/O (storage.MemLog), so a Sync
-	// runs on the loop at the end of carry, not in a goroutine (D146);
-	// syncDue says one is asked for.
-	syncOnLoop, syncDue bool
-	r                   *replica.Replica
+	r        *replica.Replica
 	st       kraft.State // the replica's state after the latest input
 	epoch    time.Time   // the replica's time 0
 	now      func() time.Time
@@ -59,6 +55,11 @@ type Node struct {
 	waiters  []*waiter
 	hwm      int64
 	leaderCh []chan Handover // Shutdowns waiting for a successor
+
+	// syncOnLoop: the log syncs without I/O (storage.MemLog), so a Sync
+	// runs on the loop at the end of carry, not in a goroutine (D146);
+	// syncDue says one is asked for. Loop-owned.
+	syncOnLoop, syncDue bool
 
 	voterCalls map[uint64]*voterCall // client voter changes by Ref
 	boot       []Voter               // the bootstrap checkpoint's set; read-only after Start
