@@ -163,8 +163,14 @@ func Start(cfg Config) (*Node, error) {
 		limits:     limiter{every: DefaultLogEvery},
 	}
 	n.epoch = n.now()
+	rlog := cfg.Log
+	if ml, ok := cfg.Log.(*storage.MemLog); ok {
+		if _, ok := cfg.Transport.(*MemEndpoint); ok {
+			rlog = keepingMemLog{ml} // D147
+		}
+	}
 	rcfg := replica.Config{
-		Kraft: cfg.Kraft, Log: cfg.Log, Records: cfg.Records,
+		Kraft: cfg.Kraft, Log: rlog, Records: cfg.Records,
 		RequestTimeout: cfg.RequestTimeout, RetryBackoff: cfg.RetryBackoff, FetchMaxWait: cfg.FetchMaxWait,
 		FetchMaxBytes: cfg.FetchMaxBytes, SnapshotChunkBytes: cfg.SnapshotChunkBytes,
 		Bootstrap: boot, Static: static, BootstrapServers: cfg.BootstrapServers, Endpoint: cfg.Endpoint,
@@ -933,4 +939,17 @@ func voterProgress(s kraft.State) []VoterStatus {
 		out = append(out, VoterStatus{ID: v.ID, EndOffset: ends[i], Lag: lag})
 	}
 	return out
+}
+
+// keepingMemLog is a MemLog that keeps the records a follower fetched
+// rather than copying them: on a MemNetwork they are the leader's own
+// records, handed over by reference (D145), which no log changes in place,
+// so the replicas of an in-memory cluster share one copy of each record,
+// as hashicorp/raft's in-memory replicas do (D147). Every other method is
+// the MemLog's.
+type keepingMemLog struct{ *storage.MemLog }
+
+// AppendEntries appends fetched records without copying them.
+func (l keepingMemLog) AppendEntries(entries ...storage.Entry) (kraft.LogEnd, error) {
+	return l.MemLog.AppendEntriesOwned(entries...)
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"testing"
+	"time"
 
 	"github.com/kraftquorum/kraft/replica"
 	"github.com/kraftquorum/kraft/storage"
@@ -39,5 +40,27 @@ func TestMemLogSyncsOnTheLoop(t *testing.T) {
 		} else {
 			require.Less(t, flushed, end, "synced off the loop, reported later")
 		}
+	}
+}
+
+// TestMemFollowersShareTheLeadersRecords: on a MemNetwork with MemLogs,
+// a follower keeps the records it fetched as the leader's log holds them
+// (D147): the three logs share one copy of each payload.
+func TestMemFollowersShareTheLeadersRecords(t *testing.T) {
+	c := newTestCluster(t, 3)
+	leader := c.leader()
+	c.appendCommitted("shared")
+	end := c.logs[leader.local.ID].End().Offset
+	lead, err := c.logs[leader.local.ID].ReadShared(end-1, 1<<20)
+	require.NoError(t, err)
+	for id, lg := range c.logs {
+		if id == leader.local.ID {
+			continue
+		}
+		require.Eventually(t, func() bool { return lg.End().Offset >= end }, 5*time.Second, time.Millisecond)
+		got, err := lg.ReadShared(end-1, 1<<20)
+		require.NoError(t, err)
+		require.Equal(t, lead[0].Data, got[0].Data)
+		require.Same(t, &lead[0].Data[0], &got[0].Data[0], "follower %d copied the record", id)
 	}
 }
