@@ -183,7 +183,7 @@ func (p parent) run() error {
 			if err != nil {
 				return fmt.Errorf("measuring the physical limit: %w", err)
 			}
-			fmt.Fprintf(os.Stderr, "round %d: fsync p50 %v, loopback round trip p50 %v\n", r, l.Fsync, l.RTT)
+			fmt.Fprintf(os.Stderr, "round %d: fsync p50 %v, loopback round trip p50 %v, three syncs at once p50 %v\n", r, l.Fsync, l.RTT, l.Shared)
 			lims = append(lims, l)
 		}
 		for _, c := range p.cells {
