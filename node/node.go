@@ -796,7 +796,8 @@ func (n *Node) applier(latest *kraft.LogEnd, restored chan<- error) {
 			next, lastEpoch = e.Offset+1, e.Epoch
 			if len(e.Data) > 0 && e.Data[0] == recordData {
 				data := e.Data[1:]
-				if shared {
+				if shared && !n.cfg.ShareCommitted && n.cfg.OnCommit != nil {
+					// D148: a copy only for an OnCommit that may modify it.
 					data = make([]byte, len(e.Data)-1)
 					copy(data, e.Data[1:])
 				}

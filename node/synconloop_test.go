@@ -64,3 +64,37 @@ func TestMemFollowersShareTheLeadersRecords(t *testing.T) {
 		require.Same(t, &lead[0].Data[0], &got[0].Data[0], "follower %d copied the record", id)
 	}
 }
+
+// TestShareCommittedHandsOnCommitTheLogsMemory: with ShareCommitted and a
+// MemLog, OnCommit gets the log's own bytes of each record (D148); without
+// it, a copy it may modify.
+func TestShareCommittedHandsOnCommitTheLogsMemory(t *testing.T) {
+	for _, share := range []bool{true, false} {
+		got := make(chan Record, 16)
+		c := newTunedCluster(t, 1, nil, func(cfg *Config) {
+			cfg.ShareCommitted = share
+			prev := cfg.OnCommit
+			cfg.OnCommit = func(rs []Record) {
+				prev(rs)
+				for _, r := range rs {
+					got <- r
+				}
+			}
+		})
+		nd := c.leader()
+		off := c.appendCommitted("kept")
+		var rec Record
+		for rec.Offset != off {
+			select {
+			case rec = <-got:
+			case <-time.After(5 * time.Second):
+				require.FailNow(t, "no OnCommit")
+			}
+		}
+		require.Equal(t, []byte("kept"), rec.Data)
+		logged, err := c.logs[nd.local.ID].ReadShared(off, 1)
+		require.NoError(t, err)
+		same := &logged[0].Data[1] == &rec.Data[0]
+		require.Equal(t, share, same, "share=%v", share)
+	}
+}
