@@ -757,3 +757,33 @@ func (d *wireDecoder) event() kraft.Event {
 		return nil
 	}
 }
+
+// checkWire returns the error EncodeMessage would return for m, without
+// encoding m's records and chunk: the in-memory transport, which hands
+// messages over by reference (docs/design.md D145), refuses what the
+// codec refuses. The message without its records and chunk is encoded
+// into a buffer on the stack; the payloads' lengths are checked as
+// appendData checks them.
+func checkWire(m Message) error {
+	var buf [256]byte
+	head := m
+	head.Records = nil
+	if m.Chunk != nil {
+		head.Chunk = []byte{} // keeps the rule that only tag 10 has a chunk
+		if int64(len(m.Chunk)) >= wireNil {
+			return errors.New("node: encode message: data too large")
+		}
+	}
+	if _, err := appendMessage(buf[:0], head); err != nil {
+		return err
+	}
+	if int64(len(m.Records)) >= wireNil {
+		return errors.New("node: encode message: too many records")
+	}
+	for _, e := range m.Records {
+		if int64(len(e.Data)) >= wireNil {
+			return errors.New("node: encode message: data too large")
+		}
+	}
+	return nil
+}

@@ -444,3 +444,40 @@ func TestDecodeShared(t *testing.T) {
 	require.True(t, inB(shared.Records[0].Data), "decodeShared slices the input")
 	require.Equal(t, len(shared.Records[0].Data), cap(shared.Records[0].Data))
 }
+
+// TestCheckWireAgreesWithEncodeMessage: checkWire, which the in-memory
+// transport runs instead of the codec (D145), refuses exactly the messages
+// EncodeMessage refuses, with the same error.
+func TestCheckWireAgreesWithEncodeMessage(t *testing.T) {
+	var msgs []Message
+	for _, e := range codecFullEvents() {
+		full := codecFullMessage(e)
+		msgs = append(msgs, full, Message{Event: e})
+		bare := full
+		bare.Records, bare.Chunk, bare.Endpoint = nil, nil, ""
+		msgs = append(msgs, bare)
+		for _, wrong := range []Message{
+			{Event: e, Chunk: []byte{}},
+			{Event: e, Chunk: []byte("x")},
+			{Event: e, Endpoint: "h:1"},
+			{Event: e, Records: []storage.Entry{}},
+		} {
+			msgs = append(msgs, wrong)
+		}
+	}
+	for _, e := range append(codecNonMessageEvents(), nil, &kraft.ReceiveFetch{From: 1}) {
+		msgs = append(msgs, Message{Event: e}, codecFullMessage(e))
+	}
+	refused := 0
+	for _, m := range msgs {
+		_, want := EncodeMessage(m)
+		got := checkWire(m)
+		if want == nil {
+			require.NoError(t, got, "%+v", m)
+			continue
+		}
+		refused++
+		require.EqualError(t, got, want.Error(), "%+v", m)
+	}
+	require.Greater(t, refused, 20)
+}

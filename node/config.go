@@ -58,6 +58,13 @@ type Config struct {
 	// RaftClient.Listener.handleCommit). Control records (LeaderChange) are
 	// left out. A slow OnCommit delays only later OnCommit calls.
 	OnCommit func(records []Record)
+	// ShareCommitted hands OnCommit the log's own memory rather than
+	// copies, when the log can share it (storage.SharedReader: MemLog):
+	// OnCommit must then not modify a record's Data, which the log never
+	// changes in place, so it may keep it. hashicorp/raft's FSM.Apply
+	// gets its log's records so (docs/design.md D148). Other logs
+	// (FileLog) read fresh copies either way.
+	ShareCommitted bool
 
 	// Snapshots, if set, keeps the replica's snapshots (storage.OpenSnapshots;
 	// a directory beside the log's). With it the node serves FetchSnapshot

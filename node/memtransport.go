@@ -16,10 +16,12 @@ const DefaultMemBuffer = 1024
 // endpoint. Delivery never blocks the sender: a message for a full Inbox,
 // an unknown or closed endpoint, a node that is down or across a cut link is
 // dropped (and counted by Dropped and the sender's MemEndpoint.Dropped, and
-// logged through SetLogf). Every message goes through the wire format:
-// EncodeMessage on the way in and decoded on the way out, as over TCP, so
-// sender and receiver share no memory, and a message the codec
-// refuses is dropped here as TCPTransport drops it.
+// logged through SetLogf). A message is handed over as it is, by
+// reference, as hashicorp/raft's InmemTransport hands over its *raft.Log
+// values: the receiver gets the sender's records, chunk and event, which
+// neither side modifies (Transport), and nothing is encoded or copied
+// (docs/design.md D145). A message the codec would refuse (checkWire) is
+// still dropped here, as TCPTransport drops it.
 //
 // The knobs Partition, Isolate, Heal, Down and Up change the network while
 // it runs. All methods are safe for concurrent use.
@@ -148,13 +150,9 @@ func (n *MemNetwork) connected(a, b kraft.NodeID) bool {
 	return !n.down[a] && !n.down[b] && !n.isolated[a] && !n.isolated[b] && !n.cut[newMemLink(a, b)]
 }
 
-// send delivers m from endpoint from, encoded and decoded again.
+// send delivers m from endpoint from, as it is (D145).
 func (n *MemNetwork) send(from *MemEndpoint, m Message) {
-	b, err := EncodeMessage(m)
-	var out Message
-	if err == nil {
-		out, err = decodeShared(b)
-	}
+	err := checkWire(m)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err != nil {
@@ -167,7 +165,7 @@ func (n *MemNetwork) send(from *MemEndpoint, m Message) {
 		return
 	}
 	select {
-	case to.inbox <- out:
+	case to.inbox <- m:
 		n.delivered++
 	default:
 		n.dropLocked(from, false, "%d -> %d: inbox full", m.From, m.To)
@@ -196,8 +194,8 @@ var _ Transport = (*MemEndpoint)(nil)
 // ID returns the id the endpoint was made for.
 func (e *MemEndpoint) ID() kraft.NodeID { return e.id }
 
-// Send delivers a copy of m to m.To's endpoint, or drops it. It never
-// blocks.
+// Send delivers m to m.To's endpoint, or drops it. It never blocks. The
+// receiver shares m's byte slices and pointers with the sender (D145).
 func (e *MemEndpoint) Send(m Message) { e.net.send(e, m) }
 
 // Dropped returns how many of the messages this endpoint sent were

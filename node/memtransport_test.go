@@ -58,26 +58,20 @@ func TestMemDelivery(t *testing.T) {
 	require.Equal(t, m, got)
 	requireInboxEmpty(t, a)
 
-	// The receiver got a copy: changing the sender's message leaves it as
-	// it was.
-	m.Records[0].Data[0] = 'X'
-	m.Records[1] = storage.Entry{Offset: 100}
-	diverging.Offset = 100
-	snapshot.Epoch = 100
-	require.Equal(t, []byte("abc"), got.Records[0].Data)
-	require.Equal(t, int64(4), got.Records[1].Offset)
-	require.NotNil(t, got.Records[1].Data)
-	require.Nil(t, got.Records[2].Data)
+	// The receiver got the sender's message itself, not a copy (D145):
+	// the same payloads and event pointers, as hashicorp/raft's
+	// InmemTransport hands over its *raft.Log values.
+	require.Same(t, &m.Records[0].Data[0], &got.Records[0].Data[0])
+	require.Same(t, &m.Records[0], &got.Records[0])
 	ev := got.Event.(kraft.ReceiveFetchResponse)
-	require.Equal(t, int64(4), ev.Diverging.Offset)
-	require.Equal(t, kraft.Epoch(2), ev.Snapshot.Epoch)
+	require.Same(t, diverging, ev.Diverging)
+	require.Same(t, snapshot, ev.Snapshot)
 
-	// A snapshot chunk is copied too.
+	// A snapshot chunk is handed over too.
 	chunk := []byte("snapshot bytes")
 	a.Send(Message{From: 1, To: 2, Response: true, Event: kraft.ReceiveFetchSnapshotResponse{From: 1, Bytes: 14}, Chunk: chunk})
 	got = requireInbox(t, b)
-	chunk[0] = 'X'
-	require.Equal(t, []byte("snapshot bytes"), got.Chunk)
+	require.Same(t, &chunk[0], &got.Chunk[0])
 
 	// Both ways, in order.
 	for i := uint64(0); i < 3; i++ {
@@ -254,11 +248,12 @@ func (l *logLines) get() []string {
 	return append([]string(nil), l.lines...)
 }
 
-// TestMemEncodesEveryMessage: the in-memory network runs every message
-// through the codec, as TCP does: what EncodeMessage refuses (an endpoint
-// with a RemoveRaftVoter, an event that is not a message) is dropped,
-// counted for the sender and logged, and the rest arrives as decoded.
-func TestMemEncodesEveryMessage(t *testing.T) {
+// TestMemRefusesWhatTheCodecRefuses: the in-memory network hands messages
+// over without encoding them (D145), but what EncodeMessage refuses (an
+// endpoint with a RemoveRaftVoter, an event that is not a message) is
+// dropped, counted for the sender and logged, as TCP drops it, and the
+// rest arrives as sent.
+func TestMemRefusesWhatTheCodecRefuses(t *testing.T) {
 	n := NewMemNetwork()
 	var log logLines
 	n.SetLogf(log.logf)
@@ -300,4 +295,24 @@ func TestNodeStatusCountsTransportDrops(t *testing.T) {
 	st, err := nd.Status()
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), st.TransportDropped)
+}
+
+// TestMemSendAllocatesNothing: a message goes from one endpoint to another
+// by reference (D145): Send neither encodes nor copies it, so a Fetch
+// response with 64 records of 1 KiB allocates nothing on the way.
+func TestMemSendAllocatesNothing(t *testing.T) {
+	n := NewMemNetwork()
+	a, b := n.Endpoint(1), n.Endpoint(2)
+	recs := make([]storage.Entry, 64)
+	for i := range recs {
+		recs[i] = storage.Entry{Offset: int64(i), Epoch: 1, Data: make([]byte, 1024)}
+	}
+	m := Message{From: 1, To: 2, Corr: 7, Response: true,
+		Event: kraft.ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 3}, Records: recs}
+	allocs := testing.AllocsPerRun(100, func() {
+		a.Send(m)
+		<-b.Inbox()
+	})
+	require.Zero(t, allocs)
+	require.Equal(t, uint64(101), n.Delivered())
 }

@@ -57,6 +57,11 @@ type Node struct {
 	leaderCh []chan Handover            // Shutdowns waiting for a successor
 	xferCh   chan replica.TransferEnded // TransferLeadership waiting for its end (transfer.go)
 
+	// syncOnLoop: the log syncs without I/O (storage.MemLog), so a Sync
+	// runs on the loop at the end of carry, not in a goroutine (D146);
+	// syncDue says one is asked for. Loop-owned.
+	syncOnLoop, syncDue bool
+
 	voterCalls map[uint64]*voterCall // client voter changes by Ref
 	boot       []Voter               // the bootstrap checkpoint's set; read-only after Start
 	static     bool                  // a static voter set: no VotersRecords, no voter set in snapshots
@@ -159,8 +164,14 @@ func Start(cfg Config) (*Node, error) {
 		limits:     limiter{every: DefaultLogEvery},
 	}
 	n.epoch = n.now()
+	rlog := cfg.Log
+	if ml, ok := cfg.Log.(*storage.MemLog); ok {
+		if _, ok := cfg.Transport.(*MemEndpoint); ok {
+			rlog = keepingMemLog{ml} // D147
+		}
+	}
 	rcfg := replica.Config{
-		Kraft: cfg.Kraft, Log: cfg.Log, Records: cfg.Records,
+		Kraft: cfg.Kraft, Log: rlog, Records: cfg.Records,
 		RequestTimeout: cfg.RequestTimeout, RetryBackoff: cfg.RetryBackoff, FetchMaxWait: cfg.FetchMaxWait,
 		FetchMaxBytes: cfg.FetchMaxBytes, SnapshotChunkBytes: cfg.SnapshotChunkBytes,
 		Bootstrap: boot, Static: static, BootstrapServers: cfg.BootstrapServers, Endpoint: cfg.Endpoint, SnapshotVoters: cfg.SnapshotVoters,
@@ -175,6 +186,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.r, n.st = r, r.State()
+	_, n.syncOnLoop = cfg.Log.(*storage.MemLog) // D146
 	n.commitCond = sync.NewCond(&n.commitMu)
 	// The application starts from the latest snapshot, then takes the
 	// records after it. The applier restores it before anything else
@@ -319,6 +331,22 @@ func (n *Node) fail(err error) {
 // carry carries out the replica's outputs in order, then arms the one
 // timer at the replica's next deadline.
 func (n *Node) carry() {
+	for {
+		n.carryOutputs()
+		if !n.syncDue || n.Err() != nil {
+			break
+		}
+		n.syncDue = false
+		n.syncHere()
+	}
+	n.observeState(n.r.State())
+	n.st = n.r.State()
+	n.watchState()
+	n.armTimer()
+}
+
+// carryOutputs carries out the outputs the replica has.
+func (n *Node) carryOutputs() {
 	for _, o := range n.r.Take() {
 		if n.Err() != nil {
 			return
@@ -328,6 +356,10 @@ func (n *Node) carry() {
 		case replica.Send:
 			n.cfg.Transport.Send(o.Message)
 		case replica.Sync:
+			if n.syncOnLoop {
+				n.syncDue = true
+				continue
+			}
 			n.sync()
 		case replica.Commit:
 			n.hwm = o.HighWatermark
@@ -365,10 +397,6 @@ func (n *Node) carry() {
 			return
 		}
 	}
-	n.observeState(n.r.State())
-	n.st = n.r.State()
-	n.watchState()
-	n.armTimer()
 }
 
 // armTimer arms the one timer at the replica's next deadline, unless it
@@ -412,6 +440,22 @@ func (n *Node) sync() {
 			n.r.Synced(n.clock())
 		})
 	}()
+}
+
+// syncHere syncs a log that syncs without I/O on the loop and reports it
+// at once: the goroutine and the two wake-ups of sync would cost more than
+// the Sync (D146).
+func (n *Node) syncHere() {
+	start := time.Now()
+	err := n.cfg.Log.Sync()
+	took := time.Since(start)
+	n.met.fsync.observe(took)
+	n.slowSync(took)
+	if err != nil {
+		n.fail(fmt.Errorf("node: syncing the log: %w", err))
+		return
+	}
+	n.r.Synced(n.clock())
 }
 
 func (n *Node) onRoleChanged(a kraft.RoleChanged) {
@@ -758,7 +802,8 @@ func (n *Node) applier(latest *kraft.LogEnd, restored chan<- error) {
 			next, lastEpoch = e.Offset+1, e.Epoch
 			if len(e.Data) > 0 && e.Data[0] == recordData {
 				data := e.Data[1:]
-				if shared {
+				if shared && !n.cfg.ShareCommitted && n.cfg.OnCommit != nil {
+					// D148: a copy only for an OnCommit that may modify it.
 					data = make([]byte, len(e.Data)-1)
 					copy(data, e.Data[1:])
 				}
@@ -901,4 +946,17 @@ func voterProgress(s kraft.State) []VoterStatus {
 		out = append(out, VoterStatus{ID: v.ID, EndOffset: ends[i], Lag: lag})
 	}
 	return out
+}
+
+// keepingMemLog is a MemLog that keeps the records a follower fetched
+// rather than copying them: on a MemNetwork they are the leader's own
+// records, handed over by reference (D145), which no log changes in place,
+// so the replicas of an in-memory cluster share one copy of each record,
+// as hashicorp/raft's in-memory replicas do (D147). Every other method is
+// the MemLog's.
+type keepingMemLog struct{ *storage.MemLog }
+
+// AppendEntries appends fetched records without copying them.
+func (l keepingMemLog) AppendEntries(entries ...storage.Entry) (kraft.LogEnd, error) {
+	return l.MemLog.AppendEntriesOwned(entries...)
 }

@@ -363,9 +363,8 @@ func TestNodeSnapshotConfig(t *testing.T) {
 // chunk is served. The hold ends when the fetch timeout passes without a
 // chunk, or when the last chunk is served: the log is then cleaned up to
 // the latest snapshot without waiting for the next one. A replica that is
-// not in the quorum asks through the in-memory network, so the requests
-// and the answers go through the codec as over TCP; the node's clock is a
-// test clock.
+// not in the quorum asks through the in-memory network, which refuses what
+// the codec refuses as TCP does (D145); the node's clock is a test clock.
 func TestNodeKeepsASnapshotWhileItIsDownloaded(t *testing.T) {
 	c := newSnapshotCluster(t, 1, snapOpts{every: 10, chunk: 8})
 	nd := c.nodes[1]

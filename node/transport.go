@@ -16,8 +16,10 @@ type Message = replica.Message
 // Transport carries Messages between the replicas of a cluster. A runtime
 // calls Send from its one loop goroutine and reads Inbox there too. Send
 // must not modify the message's byte slices: a Fetch response's records
-// may be the log's own memory (storage.SharedReader); the transports of
-// this package encode the message before Send returns.
+// may be the log's own memory (storage.SharedReader), which the log never
+// changes in place. TCPTransport encodes the message before Send returns;
+// MemEndpoint hands it to the receiver as it is (docs/design.md D145), so
+// a receiver must not modify a message's byte slices either.
 //
 // Send must not block for long: a message that cannot be sent now (no
 // connection, a full buffer) is dropped, and the runtime's request timeout

@@ -78,6 +78,23 @@ func (m *MemLog) AppendEntries(entries ...Entry) (kraft.LogEnd, error) {
 		func(i int) int64 { return entries[i].Offset }, copyBytes)
 }
 
+// AppendEntriesOwned is AppendEntries without the copies: the log keeps
+// the entries' payloads (each capped at its length), which nobody may
+// modify afterwards. A runtime whose transport hands over the leader's
+// own records by reference keeps them so (docs/design.md D147).
+func (m *MemLog) AppendEntriesOwned(entries ...Entry) (kraft.LogEnd, error) {
+	return m.append(len(entries),
+		func(i int) kraft.Epoch { return entries[i].Epoch },
+		func(i int) []byte { return entries[i].Data },
+		func(i int) int64 { return entries[i].Offset },
+		func(b []byte) []byte {
+			if b == nil {
+				return []byte{} // as copyBytes keeps it
+			}
+			return b[:len(b):len(b)]
+		})
+}
+
 // append appends n records; keep makes the log's own copy of a payload,
 // or takes it as it is.
 func (m *MemLog) append(n int, epoch func(int) kraft.Epoch, data func(int) []byte, offset func(int) int64, keep func([]byte) []byte) (kraft.LogEnd, error) {

@@ -121,3 +121,24 @@ func TestMemLogCloneChangesIndependently(t *testing.T) {
 	require.Equal(t, normalize([]Entry{{0, 1, rec(0)}, {1, 1, rec(1)}, {2, 2, rec(2)}, {3, 3, rec(9)}}), normalize(readAll(t, c)))
 	require.Equal(t, stateOf([]Entry{{0, 1, nil}, {1, 1, nil}, {2, 2, nil}, {3, 3, nil}}), c.State())
 }
+
+// TestMemLogAppendEntriesOwnedKeepsThePayloads: AppendEntriesOwned keeps
+// the entries' payloads as they are, capped at their length (an append to
+// a kept payload cannot write into the log), checks the entries as
+// AppendEntries does, and keeps a nil payload as an empty one, as
+// AppendEntries' copy does (D147).
+func TestMemLogAppendEntriesOwnedKeepsThePayloads(t *testing.T) {
+	l := NewMemLog()
+	backing := []byte("abcdef")
+	_, err := l.AppendEntriesOwned(Entry{Offset: 0, Epoch: 1, Data: backing[:3]}, Entry{Offset: 1, Epoch: 1})
+	require.NoError(t, err)
+	got, err := l.ReadShared(0, 1<<20)
+	require.NoError(t, err)
+	require.Same(t, &backing[0], &got[0].Data[0])
+	require.Equal(t, 3, cap(got[0].Data))
+	require.NotNil(t, got[1].Data)
+	require.Empty(t, got[1].Data)
+	_, err = l.AppendEntriesOwned(Entry{Offset: 5, Epoch: 1, Data: []byte("x")})
+	require.Error(t, err, "a gap is refused")
+	require.Equal(t, int64(2), l.End().Offset)
+}

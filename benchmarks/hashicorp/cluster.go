@@ -128,6 +128,9 @@ func startKraft(durable bool, tmp string) (c *kraftCluster, err error) {
 			Records:   records,
 			Transport: transports[i],
 			OnCommit:  func([]node.Record) {}, // no-op state machine
+			// hashicorp's FSM.Apply gets its log's records as they are;
+			// kraft's OnCommit too (a MemLog's; a FileLog reads copies).
+			ShareCommitted: true,
 		})
 		if err != nil {
 			_ = log.Close()

@@ -180,7 +180,16 @@ func (p parent) run() error {
 	start := time.Now()
 	total := p.rounds * len(p.cells) * len(p.clients) * len(p.libs)
 	done := 0
+	var lims []limit
 	for r := 1; r <= p.rounds; r++ {
+		if p.anyDurable() {
+			l, err := measureLimit(limitDir(p.tmpdir), 100, 500)
+			if err != nil {
+				return fmt.Errorf("measuring the physical limit: %w", err)
+			}
+			fmt.Fprintf(os.Stderr, "round %d: fsync p50 %v, loopback round trip p50 %v, three syncs at once p50 %v\n", r, l.Fsync, l.RTT, l.Shared)
+			lims = append(lims, l)
+		}
 		for _, c := range p.cells {
 			for _, n := range p.clients {
 				for _, lib := range p.libs {
@@ -219,6 +228,7 @@ func (p parent) run() error {
 	}
 	wall := time.Since(start)
 	p.print(os.Stdout, results)
+	p.limitTable(os.Stdout, lims, results)
 	fmt.Printf("\n%d measurements in %v (%d rounds, %s per timed phase, %s).\n",
 		total, wall.Round(time.Second), p.rounds, p.args[1], strings.Join(p.args[2:4], " "))
 	if len(odd) > 0 {
