@@ -52,6 +52,10 @@ type runResult struct {
 	counts  map[outcome]int
 	viz     string // the visualisation written, if any
 	nemesis []string
+	faults  map[fault]int
+	// slowStarts counts the starts whose kraftd logged the sync delay
+	// (its stderr's "fault injection" line).
+	slowStarts int
 }
 
 // checkTimeout bounds one Porcupine check.
@@ -108,7 +112,12 @@ func run(t *testing.T, cfg runConfig) runResult {
 	}
 	nm.halt()
 	cl.halt()
-	res.nemesis = nm.log
+	res.nemesis, res.faults = nm.log, nm.counts
+	for _, p := range c.procs {
+		if b, err := os.ReadFile(p.stderr); err == nil {
+			res.slowStarts += strings.Count(string(b), "KRAFTD_SYNC_DELAY=")
+		}
+	}
 
 	// Heal everything: the network, paused and killed processes.
 	c.net.set(nil)
@@ -259,6 +268,7 @@ func TestKVLinearizableUnderFaults(t *testing.T) {
 				"the history of %d operations is not linearizable (or the check timed out): visualisation in %s\nnemesis:\n%s",
 				res.ops, res.viz, strings.Join(res.nemesis, "\n"))
 			require.Greater(t, res.counts[outOK], 100, "too few successful operations to mean anything")
+			require.Equal(t, res.faults[faultSlowDisk], res.slowStarts, "every slow-disk start runs with the sync delay")
 			t.Logf("nemesis:\n%s", strings.Join(res.nemesis, "\n"))
 		})
 	}
