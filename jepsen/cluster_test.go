@@ -110,7 +110,7 @@ type proc struct {
 	running, paused bool
 	expectExit      bool
 	starts          int
-	// slowSync, if set, is the KRAFTD_SYNC_DELAY of the next starts (D161).
+	// slowSync, if set, is the KRAFTD_SYNC_DELAY of the next starts (D162).
 	slowSync   string
 	unexpected string
 }
@@ -130,7 +130,7 @@ type cluster struct {
 // newCluster formats n data directories under base and prepares the
 // processes. In a static quorum node i's -voters names itself at its real
 // address and every other node j at the link (i, j). In a dynamic one
-// (KIP-853, D160) every node is formatted with the same -initial-voters,
+// (KIP-853, D161) every node is formatted with the same -initial-voters,
 // which names node j at its router, and listens at its real address.
 func newCluster(t *testing.T, bin, base string, n int, env []string, dynamic bool) *cluster {
 	c := &cluster{t: t, n: n, net: &network{n: n, links: map[[2]int]*link{}},

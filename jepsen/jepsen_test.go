@@ -41,7 +41,7 @@ type runConfig struct {
 	// converge: heal, then require every replica's state to be the same.
 	converge bool
 	// dynamic: a KIP-853 quorum, whose voters the nemesis removes and
-	// adds back (D160).
+	// adds back (D161).
 	dynamic bool
 }
 
@@ -234,7 +234,7 @@ func converged(t *testing.T, c *cluster, cl *clients) {
 // isolated), resignations, slow disks and, in a dynamic quorum, voter
 // removals and additions, then Porcupine's check of the whole history,
 // which must be linearizable, and the replicas' convergence. It runs a
-// static quorum and a dynamic one (KIP-853) for half the time each (D162).
+// static quorum and a dynamic one (KIP-853) for half the time each (D163).
 // KRAFT_JEPSEN_SECONDS (default 30, both runs together),
 // KRAFT_JEPSEN_QUORUM (both, static or dynamic), KRAFT_JEPSEN_SEED
 // (default 1), KRAFT_JEPSEN_NODES (3 or 5) and KRAFT_JEPSEN_CLIENTS

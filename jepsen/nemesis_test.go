@@ -26,8 +26,8 @@ const (
 	faultBridge    fault = "bridge"    // two halves and a node that sees both
 	faultIsolate   fault = "isolate"   // the leader alone, both ways
 	faultResign    fault = "resign"    // POST /resign at the leader
-	faultSlowDisk  fault = "slow-disk" // restarted with KRAFTD_SYNC_DELAY, restarted without when healed (D161)
-	faultVoter     fault = "voter"     // POST /voters/remove, /voters/add when healed: a dynamic quorum's (D160)
+	faultSlowDisk  fault = "slow-disk" // restarted with KRAFTD_SYNC_DELAY, restarted without when healed (D162)
+	faultVoter     fault = "voter"     // POST /voters/remove, /voters/add when healed: a dynamic quorum's (D161)
 )
 
 // faultsFor returns the faults the nemesis draws from: a static quorum

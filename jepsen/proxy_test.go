@@ -168,7 +168,7 @@ func (nw *network) close() {
 }
 
 // A router is the one proxy address of replica j in a dynamic quorum
-// (D160): there a voter's endpoint comes from the VotersRecord, the same
+// (D161): there a voter's endpoint comes from the VotersRecord, the same
 // at every replica, so replica i cannot be told a link address of its
 // own for j. The router reads the hello a dialer sends first on every
 // connection (its magic, wire version and node id; node.TCPTransport) and
