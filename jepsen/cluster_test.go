@@ -1,6 +1,8 @@
 package jepsen
 
 import (
+	"bytes"
+	crand "crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -108,34 +110,50 @@ type proc struct {
 	running, paused bool
 	expectExit      bool
 	starts          int
-	unexpected      string
+	// slowSync, if set, is the KRAFTD_SYNC_DELAY of the next starts (D162).
+	slowSync   string
+	unexpected string
 }
 
-// cluster is n kraftd processes of a static quorum and the network of
-// proxies between them.
+// cluster is n kraftd processes of a static or dynamic quorum and the
+// network of proxies between them.
 type cluster struct {
-	t     *testing.T
-	n     int
-	procs []*proc // procs[i-1] is node i
-	net   *network
-	http  *http.Client
+	t       *testing.T
+	n       int
+	procs   []*proc // procs[i-1] is node i
+	net     *network
+	http    *http.Client
+	dynamic bool
+	dirIDs  []string // a dynamic quorum's directory ids: dirIDs[i-1] is node i's
 }
 
 // newCluster formats n data directories under base and prepares the
-// processes: node i's -voters names itself at its real address and every
-// other node j at the link (i, j).
-func newCluster(t *testing.T, bin, base string, n int, env []string) *cluster {
+// processes. In a static quorum node i's -voters names itself at its real
+// address and every other node j at the link (i, j). In a dynamic one
+// (KIP-853, D161) every node is formatted with the same -initial-voters,
+// which names node j at its router, and listens at its real address.
+func newCluster(t *testing.T, bin, base string, n int, env []string, dynamic bool) *cluster {
 	c := &cluster{t: t, n: n, net: &network{n: n, links: map[[2]int]*link{}},
-		http: &http.Client{Timeout: 500 * time.Millisecond}}
+		http: &http.Client{Timeout: 500 * time.Millisecond}, dynamic: dynamic}
 	ports := freePorts(t, 2*n)
 	for i := 1; i <= n; i++ {
 		for j := 1; j <= n; j++ {
 			if i != j {
-				l, err := newLink(i, j, ports[j-1])
+				var l *link
+				var err error
+				if dynamic {
+					l = &link{from: i, to: j, target: ports[j-1], conns: map[net.Conn]struct{}{}}
+				} else {
+					l, err = newLink(i, j, ports[j-1])
+				}
 				require.NoError(t, err)
 				c.net.links[[2]int{i, j}] = l
 			}
 		}
+	}
+	if dynamic {
+		c.newDynamic(bin, base, ports, env)
+		return c
 	}
 	for i := 1; i <= n; i++ {
 		var voters []string
@@ -166,6 +184,47 @@ func newCluster(t *testing.T, bin, base string, n int, env []string) *cluster {
 	return c
 }
 
+// newDynamic formats and prepares a dynamic quorum of c.n voters, all of
+// them in the bootstrap voter set (kraftd format -initial-voters).
+func (c *cluster) newDynamic(bin, base string, ports []string, env []string) {
+	t, n := c.t, c.n
+	var initial []string
+	for j := 1; j <= n; j++ {
+		links := map[int]*link{}
+		for i := 1; i <= n; i++ {
+			if i != j {
+				links[i] = c.net.links[[2]int{i, j}]
+			}
+		}
+		r, err := newRouter(j, links)
+		require.NoError(t, err)
+		c.net.routers = append(c.net.routers, r)
+		b := make([]byte, 16)
+		_, _ = crand.Read(b)
+		id := fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+		c.dirIDs = append(c.dirIDs, id)
+		initial = append(initial, fmt.Sprintf("%d:%s@%s", j, id, r.addr()))
+	}
+	for i := 1; i <= n; i++ {
+		p := &proc{id: i, bin: bin, http: ports[n+i-1],
+			dir:    filepath.Join(base, fmt.Sprintf("node%d", i)),
+			stderr: filepath.Join(base, fmt.Sprintf("node%d.stderr", i)),
+			env:    env}
+		p.args = append([]string{"-id", strconv.Itoa(i), "-initial-voters", strings.Join(initial, ","),
+			"-listen", ports[i-1], "-dir", p.dir, "-http", p.http, "-cluster-id", clusterID}, timeouts...)
+		out, err := exec.Command(bin, "format", "-cluster-id", clusterID, "-id", strconv.Itoa(i),
+			"-dir", p.dir, "-initial-voters", strings.Join(initial, ",")).CombinedOutput()
+		require.NoError(t, err, "kraftd format: %s", out)
+		c.procs = append(c.procs, p)
+	}
+	t.Cleanup(func() {
+		for _, p := range c.procs {
+			p.kill()
+		}
+		c.net.close()
+	})
+}
+
 func (c *cluster) proc(id int) *proc { return c.procs[id-1] }
 
 func (c *cluster) startAll() {
@@ -188,6 +247,9 @@ func (p *proc) start() error {
 	_, _ = fmt.Fprintf(f, "--- start %d at %s\n", p.starts, time.Now().Format("15:04:05.000000"))
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Env = append(os.Environ(), p.env...)
+	if p.slowSync != "" {
+		cmd.Env = append(cmd.Env, "KRAFTD_SYNC_DELAY="+p.slowSync)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		_ = f.Close()
@@ -243,6 +305,12 @@ func (p *proc) resume() {
 	}
 }
 
+func (p *proc) setSlowSync(d string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.slowSync = d
+}
+
 func (p *proc) unexpectedExit() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -294,4 +362,82 @@ func (c *cluster) resign(id int) int {
 	}
 	_ = resp.Body.Close()
 	return resp.StatusCode
+}
+
+// voters returns the ids of the voter set in force as node id knows it
+// (GET /voters).
+func (c *cluster) voters(id int) ([]int, error) {
+	resp, err := c.http.Get("http://" + c.proc(id).http + "/voters")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var body struct {
+		Voters []struct {
+			ID int `json:"id"`
+		} `json:"voters"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return nil, fmt.Errorf("%s: %s", resp.Status, b)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, err
+	}
+	var ids []int
+	for _, v := range body.Voters {
+		ids = append(ids, v.ID)
+	}
+	return ids, nil
+}
+
+// changeVoter sends POST /voters/add or /voters/remove (kind "add" or
+// "remove") of node id, its directory id and, to add, its router's
+// address, to the leader; kraftd answers 200 once the change is committed.
+// It returns the status code (0: no answer) and the body.
+func (c *cluster) changeVoter(leader int, kind string, id int) (int, string) {
+	body := fmt.Sprintf(`{"id": %d, "directory_id": %q`, id, c.dirIDs[id-1])
+	if kind == "add" {
+		body += fmt.Sprintf(`, "endpoint": %q`, c.net.routers[id-1].addr())
+	}
+	body += "}"
+	hc := &http.Client{Timeout: 10 * time.Second}
+	resp, err := hc.Post("http://"+c.proc(leader).http+"/voters/"+kind, "application/json", bytes.NewBufferString(body))
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(b))
+}
+
+// addVoter adds node id back until the change commits or within passes:
+// the leader may change, refuse while an earlier change is not committed,
+// or time out while id catches up. It returns whether id is a voter and
+// how it learnt so.
+func (c *cluster) addVoter(id int, within time.Duration) (bool, string) {
+	deadline := time.Now().Add(within)
+	tries := 0
+	for time.Now().Before(deadline) {
+		if l := c.leader(); l != 0 {
+			if vs, err := c.voters(l); err == nil && containsInt(vs, id) {
+				return true, fmt.Sprintf("a voter at leader %d (%v) after %d tries", l, vs, tries)
+			}
+			tries++
+			if code, _ := c.changeVoter(l, "add", id); code == http.StatusOK {
+				return true, fmt.Sprintf("POST /voters/add at leader %d: 200 after %d tries", l, tries)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false, fmt.Sprintf("not a voter after %d tries", tries)
+}
+
+func containsInt(s []int, x int) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
 }

@@ -40,6 +40,9 @@ type runConfig struct {
 	checkEvery time.Duration
 	// converge: heal, then require every replica's state to be the same.
 	converge bool
+	// dynamic: a KIP-853 quorum, whose voters the nemesis removes and
+	// adds back (D161).
+	dynamic bool
 }
 
 type runResult struct {
@@ -49,6 +52,10 @@ type runResult struct {
 	counts  map[outcome]int
 	viz     string // the visualisation written, if any
 	nemesis []string
+	faults  map[fault]int
+	// slowStarts counts the starts whose kraftd logged the sync delay
+	// (its stderr's "fault injection" line).
+	slowStarts int
 }
 
 // checkTimeout bounds one Porcupine check.
@@ -70,9 +77,9 @@ func keepViz(t *testing.T, name string, seed int64, info porcupine.Linearization
 }
 
 func run(t *testing.T, cfg runConfig) runResult {
-	t.Logf("%s: seed %d (KRAFT_JEPSEN_SEED=%d repeats the schedule), %d nodes, %d clients, %v",
-		cfg.name, cfg.seed, cfg.seed, cfg.nodes, cfg.workers, cfg.duration)
-	c := newCluster(t, cfg.bin, t.TempDir(), cfg.nodes, cfg.env)
+	t.Logf("%s: seed %d (KRAFT_JEPSEN_SEED=%d repeats the schedule), %d nodes, %d clients, %v, dynamic quorum %v",
+		cfg.name, cfg.seed, cfg.seed, cfg.nodes, cfg.workers, cfg.duration, cfg.dynamic)
+	c := newCluster(t, cfg.bin, t.TempDir(), cfg.nodes, cfg.env, cfg.dynamic)
 	c.startAll()
 	deadline := time.Now().Add(20 * time.Second)
 	for c.leader() == 0 {
@@ -105,7 +112,12 @@ func run(t *testing.T, cfg runConfig) runResult {
 	}
 	nm.halt()
 	cl.halt()
-	res.nemesis = nm.log
+	res.nemesis, res.faults = nm.log, nm.counts
+	for _, p := range c.procs {
+		if b, err := os.ReadFile(p.stderr); err == nil {
+			res.slowStarts += strings.Count(string(b), "KRAFTD_SYNC_DELAY=")
+		}
+	}
 
 	// Heal everything: the network, paused and killed processes.
 	c.net.set(nil)
@@ -119,6 +131,14 @@ func run(t *testing.T, cfg runConfig) runResult {
 		}
 	}
 	require.Empty(t, cl.odd, "answers outside the API's table")
+	if c.dynamic {
+		// Every node a voter again (the nemesis's healing adds back the
+		// one it removed; this covers an add that had not committed).
+		for id := 1; id <= c.n; id++ {
+			ok, how := c.addVoter(id, 30*time.Second)
+			require.True(t, ok, "node %d not a voter again within 30s: %s", id, how)
+		}
+	}
 
 	// A last read of every key, at the leader, once the cluster is whole.
 	if res.result != porcupine.Illegal {
@@ -211,27 +231,45 @@ func converged(t *testing.T, c *cluster, cl *clients) {
 // TestKVLinearizableUnderFaults is the Jepsen-style test of kraftd's
 // key-value API (D140): concurrent clients on three keys, the nemesis's
 // kills, pauses, partitions (symmetric, one-way, bridge, the leader
-// isolated) and resignations, then Porcupine's check of the whole
-// history, which must be linearizable, and the replicas' convergence.
-// KRAFT_JEPSEN_SECONDS (default 25), KRAFT_JEPSEN_SEED (default 1),
-// KRAFT_JEPSEN_NODES (3 or 5) and KRAFT_JEPSEN_CLIENTS (default 6) set the
-// run.
+// isolated), resignations, slow disks and, in a dynamic quorum, voter
+// removals and additions, then Porcupine's check of the whole history,
+// which must be linearizable, and the replicas' convergence. It runs a
+// static quorum and a dynamic one (KIP-853) for half the time each (D163).
+// KRAFT_JEPSEN_SECONDS (default 30, both runs together),
+// KRAFT_JEPSEN_QUORUM (both, static or dynamic), KRAFT_JEPSEN_SEED
+// (default 1), KRAFT_JEPSEN_NODES (3 or 5) and KRAFT_JEPSEN_CLIENTS
+// (default 6) set the runs.
 func TestKVLinearizableUnderFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-process test: skipped with -short")
 	}
 	bin := buildKraftd(t, t.TempDir(), "")
-	res := run(t, runConfig{
-		name: "release", bin: bin,
-		seed:     envInt(t, "KRAFT_JEPSEN_SEED", 1),
-		nodes:    int(envInt(t, "KRAFT_JEPSEN_NODES", 3)),
-		workers:  int(envInt(t, "KRAFT_JEPSEN_CLIENTS", 6)),
-		duration: time.Duration(envInt(t, "KRAFT_JEPSEN_SECONDS", 25)) * time.Second,
-		converge: true,
-	})
-	require.Equal(t, porcupine.Ok, res.result,
-		"the history of %d operations is not linearizable (or the check timed out): visualisation in %s\nnemesis:\n%s",
-		res.ops, res.viz, strings.Join(res.nemesis, "\n"))
-	require.Greater(t, res.counts[outOK], 100, "too few successful operations to mean anything")
-	t.Logf("nemesis:\n%s", strings.Join(res.nemesis, "\n"))
+	kinds := []string{"static", "dynamic"}
+	switch q := os.Getenv("KRAFT_JEPSEN_QUORUM"); q {
+	case "", "both":
+	case "static", "dynamic":
+		kinds = []string{q}
+	default:
+		t.Fatalf("KRAFT_JEPSEN_QUORUM=%q: want both, static or dynamic", q)
+	}
+	total := time.Duration(envInt(t, "KRAFT_JEPSEN_SECONDS", 30)) * time.Second
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			res := run(t, runConfig{
+				name: "release-" + kind, bin: bin,
+				seed:     envInt(t, "KRAFT_JEPSEN_SEED", 1),
+				nodes:    int(envInt(t, "KRAFT_JEPSEN_NODES", 3)),
+				workers:  int(envInt(t, "KRAFT_JEPSEN_CLIENTS", 6)),
+				duration: total / time.Duration(len(kinds)),
+				converge: true,
+				dynamic:  kind == "dynamic",
+			})
+			require.Equal(t, porcupine.Ok, res.result,
+				"the history of %d operations is not linearizable (or the check timed out): visualisation in %s\nnemesis:\n%s",
+				res.ops, res.viz, strings.Join(res.nemesis, "\n"))
+			require.Greater(t, res.counts[outOK], 100, "too few successful operations to mean anything")
+			require.Equal(t, res.faults[faultSlowDisk], res.slowStarts, "every slow-disk start runs with the sync delay")
+			t.Logf("nemesis:\n%s", strings.Join(res.nemesis, "\n"))
+		})
+	}
 }

@@ -26,9 +26,19 @@ const (
 	faultBridge    fault = "bridge"    // two halves and a node that sees both
 	faultIsolate   fault = "isolate"   // the leader alone, both ways
 	faultResign    fault = "resign"    // POST /resign at the leader
+	faultSlowDisk  fault = "slow-disk" // restarted with KRAFTD_SYNC_DELAY, restarted without when healed (D162)
+	faultVoter     fault = "voter"     // POST /voters/remove, /voters/add when healed: a dynamic quorum's (D161)
 )
 
-var faults = []fault{faultKill, faultPause, faultPartition, faultOneWay, faultBridge, faultIsolate, faultResign}
+// faultsFor returns the faults the nemesis draws from: a static quorum
+// has no voter changes.
+func faultsFor(dynamic bool) []fault {
+	fs := []fault{faultKill, faultPause, faultPartition, faultOneWay, faultBridge, faultIsolate, faultResign, faultSlowDisk}
+	if dynamic {
+		fs = append(fs, faultVoter)
+	}
+	return fs
+}
 
 type nemesis struct {
 	c    *cluster
@@ -78,6 +88,7 @@ func (nm *nemesis) between(lo, hi int) time.Duration {
 func (nm *nemesis) run(start time.Time) {
 	defer close(nm.done)
 	n := nm.c.n
+	faults := faultsFor(nm.c.dynamic)
 	for {
 		if !nm.sleep(nm.between(500, 1500)) {
 			return
@@ -141,6 +152,52 @@ func (nm *nemesis) run(start time.Time) {
 			nm.logf(start, "bridge %v - %d - %v for %v", sorted(a), bridge, sorted(b), hold)
 			nm.c.net.set(cuts)
 			heal = func() { nm.c.net.set(nil) }
+		case faultSlowDisk:
+			// kraftd's only disk hook: every sync of the log takes this
+			// much longer (cmd/kraftd/faults.go); kill -9 and a restart
+			// put it in and take it out.
+			p := nm.c.proc(perm[0])
+			delay := nm.between(50, 200)
+			nm.logf(start, "slow disk (sync +%v) at node %d for %v", delay, p.id, hold)
+			p.kill()
+			p.setSlowSync(delay.String())
+			_ = p.start()
+			heal = func() {
+				p.kill()
+				p.setSlowSync("")
+				_ = p.start()
+			}
+		case faultVoter:
+			// Remove one voter of the full set (never below a majority of
+			// it: one change at a time, and the healing adds it back),
+			// the leader itself half the time; the answer comes once the
+			// removal is committed.
+			l := nm.c.leader()
+			if l == 0 {
+				nm.logf(start, "%s: no leader now", f)
+				continue
+			}
+			if vs, err := nm.c.voters(l); err != nil || len(vs) != n {
+				nm.logf(start, "%s: voter set at leader %d is %v (%v): adding the missing back", f, l, vs, err)
+				for id := 1; id <= n; id++ {
+					if err == nil && !containsInt(vs, id) {
+						ok, how := nm.c.addVoter(id, 20*time.Second)
+						nm.logf(start, "add node %d back: %v, %s", id, ok, how)
+					}
+				}
+				continue
+			}
+			id := perm[0]
+			code, body := nm.c.changeVoter(l, "remove", id)
+			nm.logf(start, "POST /voters/remove node %d at leader %d: %d %s; for %v", id, l, code, body, hold)
+			if code != 200 {
+				continue
+			}
+			heal = func() {
+				began := time.Now()
+				ok, how := nm.c.addVoter(id, 20*time.Second)
+				nm.logf(start, "node %d added back: %v, %s (in %v)", id, ok, how, time.Since(began).Round(time.Millisecond))
+			}
 		case faultIsolate, faultResign:
 			l := nm.c.leader()
 			if l == 0 {

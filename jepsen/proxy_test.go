@@ -1,6 +1,8 @@
 package jepsen
 
 import (
+	"bytes"
+	"encoding/binary"
 	"io"
 	"net"
 	"sync"
@@ -65,7 +67,9 @@ func (l *link) close() {
 	}
 	clear(l.conns)
 	l.mu.Unlock()
-	_ = l.ln.Close()
+	if l.ln != nil {
+		_ = l.ln.Close()
+	}
 }
 
 // track registers c, unless the link is closed.
@@ -139,8 +143,9 @@ func (l *link) serve(c net.Conn) {
 // network is the links between n replicas: links[i][j] carries i's
 // connections to j.
 type network struct {
-	n     int
-	links map[[2]int]*link
+	n       int
+	links   map[[2]int]*link
+	routers []*router // a dynamic quorum's: routers[j-1] is j's address
 }
 
 // set cuts exactly the directions in cuts: cuts[{a, b}] loses every
@@ -157,4 +162,72 @@ func (nw *network) close() {
 	for _, l := range nw.links {
 		l.close()
 	}
+	for _, r := range nw.routers {
+		_ = r.ln.Close()
+	}
 }
+
+// A router is the one proxy address of replica j in a dynamic quorum
+// (D161): there a voter's endpoint comes from the VotersRecord, the same
+// at every replica, so replica i cannot be told a link address of its
+// own for j. The router reads the hello a dialer sends first on every
+// connection (its magic, wire version and node id; node.TCPTransport) and
+// hands the connection, hello included, to the link (id, j), which cuts
+// it as the static quorum's links do. A connection that sends no hello
+// (a PeerGone probe, closed at once) is closed.
+type router struct {
+	to    int
+	ln    net.Listener
+	links map[int]*link // by the dialer's id
+}
+
+// helloLen is a hello frame: its 4-byte length, then "KRFT", the wire
+// version and the dialer's id (node.TCPTransport's tcpHelloSize).
+const helloLen = 4 + 4 + 1 + 4
+
+func newRouter(to int, links map[int]*link) (*router, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &router{to: to, ln: ln, links: links}
+	go r.accept()
+	return r, nil
+}
+
+func (r *router) addr() string { return r.ln.Addr().String() }
+
+func (r *router) accept() {
+	for {
+		c, err := r.ln.Accept()
+		if err != nil {
+			return
+		}
+		go r.route(c)
+	}
+}
+
+func (r *router) route(c net.Conn) {
+	hello := make([]byte, helloLen)
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := io.ReadFull(c, hello); err != nil || string(hello[4:8]) != "KRFT" {
+		_ = c.Close()
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	l := r.links[int(int32(binary.BigEndian.Uint32(hello[9:13])))]
+	if l == nil {
+		_ = c.Close()
+		return
+	}
+	l.serve(&prefixConn{Conn: c, r: io.MultiReader(bytes.NewReader(hello), c)})
+}
+
+// prefixConn is a connection whose first bytes, already read, are read
+// again.
+type prefixConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *prefixConn) Read(b []byte) (int, error) { return c.r.Read(b) }
