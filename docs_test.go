@@ -2,9 +2,14 @@ package kraft_test
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -172,4 +177,104 @@ func TestDocLinkCheckerFindsBrokenLinks(t *testing.T) {
 	require.Contains(t, broken[0], "#nowhere")
 	require.Contains(t, broken[1], "missing.md")
 	require.Contains(t, broken[2], "other.md#nowhere")
+}
+
+// loggedEvents returns the values of package node's Event constants that
+// its code uses (a constant declared and never logged is left out).
+func loggedEvents(t *testing.T) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	files, err := filepath.Glob(filepath.Join("node", "*.go"))
+	require.NoError(t, err)
+	values := map[string]string{}     // constant name: value
+	declared := map[*ast.Ident]bool{} // the names in the declarations
+	var parsed []*ast.File
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		require.NoError(t, err)
+		parsed = append(parsed, file)
+		for _, decl := range file.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, name := range vs.Names {
+					if !strings.HasPrefix(name.Name, "Event") || i >= len(vs.Values) {
+						continue
+					}
+					lit, ok := vs.Values[i].(*ast.BasicLit)
+					require.True(t, ok, "%s is not a string literal", name.Name)
+					v, err := strconv.Unquote(lit.Value)
+					require.NoError(t, err)
+					values[name.Name] = v
+					declared[name] = true
+				}
+			}
+		}
+	}
+	require.NotEmpty(t, values, "package node has no Event constants")
+	used := map[string]bool{}
+	for _, file := range parsed {
+		ast.Inspect(file, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok && !declared[id] {
+				if v, ok := values[id.Name]; ok {
+					used[v] = true
+				}
+			}
+			return true
+		})
+	}
+	var events []string
+	for v := range used {
+		events = append(events, v)
+	}
+	sort.Strings(events)
+	return events
+}
+
+// tableEvents returns the events the first column of the table under the
+// heading title of the markdown file path names, sorted.
+func tableEvents(t *testing.T, path, title string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	doc := string(b)
+	i := strings.Index(doc, "\n## "+title+"\n")
+	require.GreaterOrEqual(t, i, 0, "%s has no section %q", path, title)
+	section := doc[i+1:]
+	if j := strings.Index(section[1:], "\n## "); j >= 0 {
+		section = section[:j+1]
+	}
+	var events []string
+	rows := 0
+	lines := strings.Split(section, "\n")
+	for k, line := range lines {
+		if !strings.HasPrefix(line, "| `") || k+1 < len(lines) && strings.HasPrefix(lines[k+1], "|---") {
+			continue // not a row, or the header
+		}
+		rows++
+		first := strings.Split(line, "|")[1]
+		for _, m := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(first, -1) {
+			events = append(events, m[1])
+		}
+	}
+	require.NotZero(t, rows, "%s's section %q has no table", path, title)
+	sort.Strings(events)
+	return events
+}
+
+// TestEventTablesNameEveryLoggedEvent checks the tables of the log's
+// events, in docs/kraftd.md and docs/operations.md, against package
+// node's Event constants: each event the runtime logs has a row, and no
+// row names one it does not log.
+func TestEventTablesNameEveryLoggedEvent(t *testing.T) {
+	logged := loggedEvents(t)
+	require.Contains(t, logged, "role_changed")
+	require.Equal(t, logged, tableEvents(t, filepath.Join("docs", "kraftd.md"), "The log"), "docs/kraftd.md's events")
+	require.Equal(t, logged, tableEvents(t, filepath.Join("docs", "operations.md"), "Reading the log"), "docs/operations.md's events")
 }
