@@ -466,3 +466,26 @@ func TestLogLeaderRefusedOncePerLeaderAndEpoch(t *testing.T) {
 	require.Len(t, rec.events(EventLeaderRefused), 2)
 	require.Equal(t, uint64(3), n.met.leaderRefusals)
 }
+
+// TestLogVoterChangeAnswered: the leader logs its answer to a client's
+// voter change, Info when done and Warn with Kafka's error when refused.
+func TestLogVoterChangeAnswered(t *testing.T) {
+	c := newDynamicCluster(t, 2, 1, 0, nil)
+	recs := map[kraft.NodeID]*recorder{1: newRecorder(), 2: newRecorder()}
+	c.tune = func(cfg *Config) { cfg.Logger = recs[cfg.Kraft.Local.ID].logger() }
+	c.start(1)
+	c.start(2)
+	c.leader()
+	voterChange(t, "add 2", func(ctx context.Context) error { return c.leader().AddVoter(ctx, dynKey(2), dynEndpoint(2)) })
+	done := recs[1].waitEvent(t, EventVoterChangeAnswered, func(r logRecord) bool { return r.attrs["kind"] == "AddRaftVoter" })
+	require.Equal(t, slog.LevelInfo, done.level)
+	require.Equal(t, kraft.ErrNone.String(), done.attrs["error"])
+	c.waitVoters(2, 1, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var vce *VoterChangeError
+	require.ErrorAs(t, c.leader().AddVoter(ctx, dynKey(2), dynEndpoint(2)), &vce)
+	refused := recs[1].waitEvent(t, EventVoterChangeAnswered, func(r logRecord) bool { return r.level == slog.LevelWarn })
+	require.Equal(t, vce.Code.String(), refused.attrs["error"])
+	require.Contains(t, refused.msg, "refused")
+}

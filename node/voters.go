@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/google/uuid"
 	"github.com/kraftquorum/kraft"
@@ -167,6 +168,12 @@ func (n *Node) voterChangeResponse(a kraft.SendVoterChangeResponse) {
 		return
 	}
 	delete(n.voterCalls, a.Ref)
+	level, outcome := slog.LevelInfo, "done"
+	if a.Error != kraft.ErrNone {
+		level, outcome = slog.LevelWarn, "refused: "+a.Error.String()
+	}
+	n.logEvent(level, EventVoterChangeAnswered, "", fmt.Sprintf("%v %s", a.Kind, outcome),
+		"kind", a.Kind.String(), "error", a.Error.String())
 	if a.Error == kraft.ErrNone {
 		c.ch <- nil
 		return
