@@ -250,3 +250,60 @@ func soakFlatnessViolations(ids []int, qs map[int]*[4]soakQuarter) []string {
 	}
 	return out
 }
+
+// TestSoakFlatnessFlagsGrowthOnly: the flatness check passes a run whose
+// figures wobble and a replica restarted mid-run, and flags a replica
+// whose goroutines or live heap grow steadily or whose throughput
+// collapses (D166).
+func TestSoakFlatnessFlagsGrowthOnly(t *testing.T) {
+	span := 100 * time.Second
+	var flat []soakSample
+	for i := 0; i < 100; i++ {
+		at := time.Duration(i) * time.Second
+		wobble := float64(i % 7)
+		for _, id := range []int{1, 2, 3} {
+			hwm := float64(1000 * i)
+			if id == 3 && i >= 50 && i < 53 {
+				hwm = -1 // restarted: unknown, then caught up
+			}
+			flat = append(flat, soakSample{at: at, id: id, hwm: hwm,
+				heapLive: (2 + wobble/4) * (1 << 20), heapAlloc: 8 << 20, goroutines: 15 + wobble})
+		}
+	}
+	ids := []int{1, 2, 3}
+	qs := soakQuarters(ids, flat, span)
+	require.Empty(t, soakFlatnessViolations(ids, qs))
+	require.InDelta(t, 1000, qs[3][0].rate(), 50, "records/s from the high watermark")
+	require.InDelta(t, 1000, qs[3][2].rate(), 50, "a restart neither loses nor doubles records")
+
+	grow := func(f func(s *soakSample, i int)) []string {
+		out := append([]soakSample(nil), flat...)
+		for k := range out {
+			if out[k].id == 2 {
+				f(&out[k], int(out[k].at/time.Second))
+			}
+		}
+		return soakFlatnessViolations(ids, soakQuarters(ids, out, span))
+	}
+	v := grow(func(s *soakSample, i int) { s.goroutines += float64(i) }) // one leaked per second
+	require.Len(t, v, 1)
+	require.Contains(t, v[0], "node 2: goroutines grew")
+	v = grow(func(s *soakSample, i int) { s.heapLive += float64(i) * (200 << 10) }) // 200 KiB a second
+	require.Len(t, v, 1)
+	require.Contains(t, v[0], "node 2: the live heap grew")
+	v = grow(func(s *soakSample, i int) {
+		if i >= 75 {
+			s.hwm = float64(75000 + 200*(i-75)) // a fifth of the rate
+		}
+	})
+	require.Len(t, v, 1)
+	require.Contains(t, v[0], "node 2: committed throughput fell")
+	v = grow(func(s *soakSample, i int) {
+		if i >= 75 {
+			s.goroutines = 0 // no samples in the last quarter
+			s.heapLive = 0
+		}
+	})
+	require.Len(t, v, 1)
+	require.Contains(t, v[0], "node 2: no heap or goroutine samples")
+}
