@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 
@@ -145,8 +146,26 @@ func writeMetrics(w io.Writer, m node.Metrics) error {
 	p.gauge("kraft_leader_refused", "1 while this replica refuses to follow the leader of its epoch, which asked it to remove committed records (docs/design.md D113); 0 otherwise.", boolFloat(m.RefusingLeader))
 	p.counter("kraft_leader_refusals_total", "Answers of a leader this replica refused because they asked it to remove committed records.", float64(m.LeaderRefusals))
 	p.counter("kraft_transport_dropped_total", "Messages the transport dropped.", float64(m.TransportDropped))
+	writeRuntimeMetrics(&p)
 	_, err := io.WriteString(w, p.b.String())
 	return err
+}
+
+// writeRuntimeMetrics writes the Go runtime's goroutines and heap under
+// the names of Prometheus's Go collector (client_golang), so that a soak
+// or a dashboard sees a leak (docs/design.md D164).
+func writeRuntimeMetrics(p *promWriter) {
+	p.gauge("go_goroutines", "Number of goroutines that currently exist.", float64(runtime.NumGoroutine()))
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	p.gauge("go_memstats_heap_alloc_bytes", "Number of heap bytes allocated and still in use (reachable or not yet swept).", float64(ms.HeapAlloc))
+	p.gauge("go_memstats_heap_inuse_bytes", "Number of heap bytes in in-use spans.", float64(ms.HeapInuse))
+	p.counter("go_gc_cycles_total", "Completed garbage collection cycles.", float64(ms.NumGC))
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(live)
+	if live[0].Value.Kind() == metrics.KindUint64 {
+		p.gauge("go_gc_heap_live_bytes", "Heap bytes marked live by the last completed garbage collection: the heap as a forced GC would leave it, without the garbage allocated since.", float64(live[0].Value.Uint64()))
+	}
 }
 
 func boolFloat(b bool) float64 {

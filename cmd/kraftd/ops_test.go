@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -448,6 +449,45 @@ func TestWriteMetrics(t *testing.T) {
 	require.Equal(t, 3.0, g("kraft_cluster_id_refused_total"))
 	require.Equal(t, 4.0, g("kraft_cluster_id_refused_by_peers_total"))
 	require.Equal(t, 9.0, g("kraft_transport_dropped_total"))
+}
+
+// TestWriteMetricsRuntimeGauges: /metrics has the Go runtime's goroutines
+// and heap under the names of Prometheus's Go collector, and they follow
+// the process: 100 more goroutines and 64 MiB more live heap show (D164).
+func TestWriteMetricsRuntimeGauges(t *testing.T) {
+	scrape := func() map[string]*promFamily {
+		var b bytes.Buffer
+		require.NoError(t, writeMetrics(&b, node.Metrics{}))
+		return parseProm(t, b.String())
+	}
+	g := func(fams map[string]*promFamily, name string) float64 {
+		t.Helper()
+		require.Contains(t, fams, name)
+		return fams[name].value(t, name)
+	}
+	runtime.GC()
+	before := scrape()
+	stop := make(chan struct{})
+	var started sync.WaitGroup
+	for i := 0; i < 100; i++ {
+		started.Add(1)
+		go func() { started.Done(); <-stop }()
+	}
+	started.Wait()
+	defer close(stop)
+	hold := make([][]byte, 64)
+	for i := range hold {
+		hold[i] = make([]byte, 1<<20)
+	}
+	runtime.GC()
+	after := scrape()
+	require.GreaterOrEqual(t, g(after, "go_goroutines")-g(before, "go_goroutines"), 100.0)
+	for _, name := range []string{"go_memstats_heap_alloc_bytes", "go_memstats_heap_inuse_bytes", "go_gc_heap_live_bytes"} {
+		require.GreaterOrEqual(t, g(after, name)-g(before, name), float64(60<<20), name)
+	}
+	require.Greater(t, g(after, "go_gc_cycles_total"), g(before, "go_gc_cycles_total"))
+	require.Equal(t, "gauge", after["go_goroutines"].typ)
+	runtime.KeepAlive(hold)
 }
 
 // TestPromWriterEscapes: label values and help texts are escaped.

@@ -51,12 +51,22 @@ func TestProcessFailover(t *testing.T) {
 
 // TestProcessSoak is the long version, off by default: KRAFTD_SOAK=N runs
 // N random faults (SIGKILL of the leader, of a follower or of all three;
-// SIGSTOP/SIGCONT of the leader or a follower for a random time).
-// KRAFTD_SOAK_SEED picks the seed (default: the clock).
+// SIGSTOP/SIGCONT of the leader or a follower for a random time), and
+// KRAFTD_SOAK_DURATION=D (a Go duration, e.g. 10m) runs them until D has
+// passed (the first of the two limits set ends it). KRAFTD_SOAK_SEED picks
+// the seed (default: the clock). Throughout, it samples every replica's
+// /metrics and checks that throughput, heap and goroutines stay flat
+// (soak_test.go, docs/design.md D165).
 func TestProcessSoak(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("KRAFTD_SOAK"))
-	if n <= 0 {
-		t.Skip("set KRAFTD_SOAK=N to run N random faults against three kraftd processes")
+	var dur time.Duration
+	if s := os.Getenv("KRAFTD_SOAK_DURATION"); s != "" {
+		var err error
+		dur, err = time.ParseDuration(s)
+		require.NoError(t, err, "KRAFTD_SOAK_DURATION")
+	}
+	if n <= 0 && dur <= 0 {
+		t.Skip("set KRAFTD_SOAK=N (faults) or KRAFTD_SOAK_DURATION=D (e.g. 10m) to run random faults against three kraftd processes")
 	}
 	seed := time.Now().UnixNano()
 	if s := os.Getenv("KRAFTD_SOAK_SEED"); s != "" {
@@ -64,13 +74,19 @@ func TestProcessSoak(t *testing.T) {
 		seed, err = strconv.ParseInt(s, 10, 64)
 		require.NoError(t, err, "KRAFTD_SOAK_SEED")
 	}
-	t.Logf("soak: %d faults, KRAFTD_SOAK_SEED=%d", n, seed)
+	t.Logf("soak: %d faults, %v, KRAFTD_SOAK_SEED=%d", n, dur, seed)
 	rng := rand.New(rand.NewSource(seed))
-	events := make([]fault, n)
-	for i := range events {
-		events[i] = fault(rng.Intn(numFaults))
+	var began time.Time
+	next := func(i int) (fault, bool) {
+		if i == 0 {
+			began = time.Now()
+		}
+		if (n > 0 && i >= n) || (dur > 0 && time.Since(began) >= dur) {
+			return 0, false
+		}
+		return fault(rng.Intn(numFaults)), true
 	}
-	runChaos(t, events, rng)
+	runChaosWith(t, next, rng, startFlatness(t, soakSampleInterval(t)))
 }
 
 // fault is one thing done to the cluster.
@@ -94,6 +110,20 @@ func (f fault) String() string {
 // then checks the logs and reports the figures. rng nil: no random
 // delays (the default test).
 func runChaos(t *testing.T, events []fault, rng *rand.Rand) {
+	next := func(i int) (fault, bool) {
+		if i >= len(events) {
+			return 0, false
+		}
+		return events[i], true
+	}
+	runChaosWith(t, next, rng, nil)
+}
+
+// runChaosWith is runChaos with the events drawn from next until it says
+// no more. watch, if not nil, starts once the first append is
+// acknowledged, and the function it returns is called after the last
+// fault, with the client still appending.
+func runChaosWith(t *testing.T, next func(i int) (fault, bool), rng *rand.Rand, watch func(*cluster) func()) {
 	bin := buildKraftd(t)
 	c := newCluster(t, bin, 3)
 	began := time.Now()
@@ -106,6 +136,10 @@ func runChaos(t *testing.T, events []fault, rng *rand.Rand) {
 		c.fatalf("no append was acknowledged within 15s of the first leader (%d) being elected", leader)
 	}
 	firstAck := time.Since(began)
+	var stopWatch func()
+	if watch != nil {
+		stopWatch = watch(c)
+	}
 
 	random := func(lo, hi time.Duration) time.Duration {
 		if rng == nil {
@@ -115,7 +149,11 @@ func runChaos(t *testing.T, events []fault, rng *rand.Rand) {
 	}
 	recovery := map[fault][]time.Duration{}
 	var rejoin []time.Duration
-	for i, ev := range events {
+	for i := 0; ; i++ {
+		ev, more := next(i)
+		if !more {
+			break
+		}
 		time.Sleep(random(300*time.Millisecond, time.Second)) // appends flow
 		leader, _ := c.waitLeader(15 * time.Second)
 		follower := c.follower(leader, rng)
@@ -177,6 +215,9 @@ func runChaos(t *testing.T, events []fault, rng *rand.Rand) {
 		c.waitAllCaughtUp(20 * time.Second)
 	}
 
+	if stopWatch != nil {
+		stopWatch()
+	}
 	cl.stop()
 	final := c.waitConverged(20 * time.Second)
 	hwm := final[1].HighWatermark
