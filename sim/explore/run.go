@@ -128,6 +128,41 @@ type chunkResult struct {
 	violMove Move
 }
 
+// search is one Run: the visited set, the tree of first visits (for
+// paths), the liveness graph and the figures. Everything but the time and
+// memory figures is what a single-threaded breadth-first search computes.
+type search struct {
+	m        *Model
+	began    time.Time
+	deadline time.Time // zero: none
+	timedOut int32     // set (atomically) by a worker past the deadline
+	res      Result
+	peak     uint64
+
+	in     *interner
+	l      layout
+	stride int
+	seen   *fpSet
+	// parents[i] is the world world i was first reached from, via[i] the
+	// move (world 0, the initial one, has none).
+	parents []int32
+	via     []Move
+
+	// Liveness (only when live): fair edges, worlds with a leader, worlds
+	// cut off.
+	live             bool
+	edgeFrom, edgeTo []int32
+	leader, cut      []bool
+}
+
+// worker is one goroutine's engine, compactor and scratch.
+type worker struct {
+	g     *engine
+	c     *compactor
+	moves []Move
+	local map[fingerprint]struct{}
+}
+
 // Run explores every world reachable from the initial one within the
 // bounds, breadth first, and stops at the first violation, whose path is
 // then a shortest one. The worlds of a level are expanded in chunks by
@@ -135,290 +170,301 @@ type chunkResult struct {
 // order, so that everything Run returns but the time and memory figures is
 // what a single-threaded breadth-first search returns.
 func (m *Model) Run() Result {
-	began := time.Now()
-	var res Result
-	var peak uint64
-	readPeak := func() runtime.MemStats {
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		if ms.HeapInuse > peak {
-			peak = ms.HeapInuse
-		}
-		return ms
-	}
-	finish := func() Result {
-		res.Elapsed = time.Since(began)
-		if s := res.Elapsed.Seconds(); s > 0 {
-			res.StatesPerSec = float64(res.Distinct) / s
-		}
-		ms := readPeak()
-		res.PeakHeap, res.Sys = peak, ms.Sys
-		return res
+	s := &search{m: m, began: time.Now(), live: m.opts.Liveness}
+	if m.opts.Timeout > 0 {
+		s.deadline = s.began.Add(m.opts.Timeout)
 	}
 	workers := m.opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	res.Workers = workers
-	g0 := m.engine(nil)
-	w0, v := g0.initial()
-	res.Distinct = 1
+	s.res.Workers = workers
+	w0, v := m.engine(nil).initial()
+	s.res.Distinct = 1
 	if v != nil {
-		res.Violation = v
-		return finish()
+		s.res.Violation = v
+		return s.finish()
 	}
-	res.Witness.see(w0, false)
-	l := layout{nreps: len(m.cfgs), maxNet: m.opts.MaxMessages}
-	if len(w0.net) > l.maxNet {
-		l.maxNet = len(w0.net)
+	s.res.Witness.see(w0, false)
+	s.l = layout{nreps: len(m.cfgs), maxNet: m.opts.MaxMessages}
+	if len(w0.net) > s.l.maxNet {
+		s.l.maxNet = len(w0.net)
 	}
-	stride := l.stride()
-	in := newInterner()
-	level, fp0 := in.compactor(l).compact(w0, nil)
-	seen := newFPSet()
-	seen.put(fp0, 0)
-	parents := []int32{-1}
-	via := []Move{{}}
-	pathTo := func(idx int32, last *Move) []Move {
-		var p []Move
-		if last != nil {
-			p = append(p, *last)
-		}
-		for i := idx; i > 0; i = parents[i] {
-			p = append(p, via[i])
-		}
-		for i, j := 0, len(p)-1; i < j; i, j = i+1, j-1 {
-			p[i], p[j] = p[j], p[i]
-		}
-		return p
-	}
-	// Liveness: fair edges, worlds with a leader, worlds cut off.
-	var (
-		edgeFrom, edgeTo []int32
-		leader, cut      []bool
-	)
-	live := m.opts.Liveness
-	if live {
-		leader = append(leader, hasLeader(w0))
-		cut = append(cut, false)
-	}
-	type worker struct {
-		g     *engine
-		c     *compactor
-		moves []Move
-		local map[fingerprint]struct{}
+	s.stride = s.l.stride()
+	s.in = newInterner()
+	level, fp0 := s.in.compactor(s.l).compact(w0, nil)
+	s.seen = newFPSet()
+	s.seen.put(fp0, 0)
+	s.parents, s.via = []int32{-1}, []Move{{}}
+	if s.live {
+		s.leader = append(s.leader, hasLeader(w0))
+		s.cut = append(s.cut, false)
 	}
 	ws := make([]*worker, workers)
 	for i := range ws {
-		ws[i] = &worker{g: m.engine(nil), c: in.compactor(l), local: map[fingerprint]struct{}{}}
-	}
-	deadline := time.Time{}
-	if m.opts.Timeout > 0 {
-		deadline = began.Add(m.opts.Timeout)
-	}
-	var timedOut int32
-	// expand expands worlds [from, to) of the level.
-	expand := func(wk *worker, level []int32, from, to int) *chunkResult {
-		r := &chunkResult{}
-		for k := range wk.local {
-			delete(wk.local, k)
-		}
-		for p := from; p < to; p++ {
-			if !deadline.IsZero() && time.Now().After(deadline) {
-				atomic.StoreInt32(&timedOut, 1)
-				break
-			}
-			w := in.world(l, level[p*stride:(p+1)*stride])
-			wk.moves = wk.g.moves(w, wk.moves)
-			var trans, pruned int32
-			wk.g.successors(w, wk.moves, func(mv Move, nw *world, viol *Violation, cutOff bool) bool {
-				trans++
-				if viol != nil {
-					r.viol, r.violMove = viol, mv
-					return false
-				}
-				if cutOff {
-					pruned++
-					return true
-				}
-				var fp fingerprint
-				at := len(r.rows)
-				r.rows, fp = wk.c.compact(nw, r.rows)
-				if live && fair(mv.Kind) && mv.Drops == 0 {
-					r.edges = append(r.edges, edge{fp})
-				}
-				if _, ok := seen.get(fp); ok {
-					r.rows = r.rows[:at]
-					return true
-				}
-				if _, ok := wk.local[fp]; ok {
-					r.rows = r.rows[:at]
-					return true
-				}
-				wk.local[fp] = struct{}{}
-				c := candidate{fp: fp, mv: mv}
-				if live {
-					c.leader = hasLeader(nw)
-				}
-				c.wit.see(nw, nw.lostTail)
-				r.cands = append(r.cands, c)
-				return true
-			})
-			r.expanded++
-			r.trans = append(r.trans, trans)
-			r.pruned = append(r.pruned, pruned)
-			r.candEnd = append(r.candEnd, int32(len(r.cands)))
-			r.edgeEnd = append(r.edgeEnd, int32(len(r.edges)))
-			if r.viol != nil {
-				break
-			}
-		}
-		return r
+		ws[i] = &worker{g: m.engine(nil), c: s.in.compactor(s.l), local: map[fingerprint]struct{}{}}
 	}
 	levelStart := int32(0)
 	stopped := false
 	for depth := 0; len(level) > 0 && !stopped; depth++ {
-		n := len(level) / stride
+		n := len(level) / s.stride
 		if m.opts.MaxDepth > 0 && depth >= m.opts.MaxDepth {
-			if live {
-				for i := 0; i < n; i++ {
-					cut[levelStart+int32(i)] = true
-				}
-			}
+			s.cutOff(levelStart, 0, n)
 			break
 		}
-		nchunks := (n + chunkSize - 1) / chunkSize
-		results := make([]*chunkResult, nchunks)
-		var nextChunk int64
-		violChunk := int64(nchunks)
-		var wg sync.WaitGroup
-		for _, wk := range ws {
-			wg.Add(1)
-			go func(wk *worker) {
-				defer wg.Done()
-				for {
-					ci := atomic.AddInt64(&nextChunk, 1) - 1
-					if ci >= int64(nchunks) || ci > atomic.LoadInt64(&violChunk) || atomic.LoadInt32(&timedOut) != 0 {
-						return
-					}
-					from := int(ci) * chunkSize
-					to := from + chunkSize
-					if to > n {
-						to = n
-					}
-					r := expand(wk, level, from, to)
-					results[ci] = r
-					if r.viol != nil {
-						for {
-							old := atomic.LoadInt64(&violChunk)
-							if ci >= old || atomic.CompareAndSwapInt64(&violChunk, old, ci) {
-								break
-							}
-						}
-					}
-				}
-			}(wk)
+		results := s.expandLevel(ws, level)
+		next, merged, stop, done := s.merge(results, levelStart, depth, n)
+		if done {
+			return s.finish()
 		}
-		wg.Wait()
-		// Merge, in level order.
-		var next []int32
-		merged := 0 // worlds of the level merged
-	merge:
-		for ci, r := range results {
-			if r == nil {
-				stopped = true
-				break
-			}
-			var c0, e0 int32
-			for p := 0; p < r.expanded; p++ {
-				id := levelStart + int32(ci*chunkSize+p)
-				res.Transitions += int64(r.trans[p])
-				res.Pruned += int64(r.pruned[p])
-				if live && r.pruned[p] > 0 {
-					cut[id] = true
-				}
-				for k := c0; k < r.candEnd[p]; k++ {
-					c := &r.cands[k]
-					if _, ok := seen.get(c.fp); ok {
-						continue
-					}
-					seen.put(c.fp, int32(len(parents)))
-					parents = append(parents, id)
-					via = append(via, c.mv)
-					next = append(next, r.rows[int(k)*stride:int(k+1)*stride]...)
-					res.Depth = depth + 1
-					res.Witness.add(&c.wit)
-					if live {
-						leader = append(leader, c.leader)
-						cut = append(cut, false)
-					}
-				}
-				c0 = r.candEnd[p]
-				if live {
-					for k := e0; k < r.edgeEnd[p]; k++ {
-						to, ok := seen.get(r.edges[k].to)
-						if !ok {
-							panic("explore: an edge to an unknown world")
-						}
-						edgeFrom = append(edgeFrom, id)
-						edgeTo = append(edgeTo, to)
-					}
-					e0 = r.edgeEnd[p]
-				}
-				merged++
-				if r.viol != nil && p == r.expanded-1 {
-					res.Violation = r.viol
-					res.Path = pathTo(id, &r.violMove)
-					if len(res.Path) > res.Depth {
-						res.Depth = len(res.Path)
-					}
-					res.Distinct = len(parents)
-					return finish()
-				}
-				if m.opts.MaxStates > 0 && len(parents) >= m.opts.MaxStates {
-					stopped = true
-					break merge
-				}
-			}
-			if r.expanded < chunkSize && ci*chunkSize+r.expanded < n {
-				stopped = true // timed out
-				break
-			}
-		}
-		if stopped && live {
-			for i := merged; i < n; i++ {
-				cut[levelStart+int32(i)] = true
-			}
+		stopped = stop
+		if stopped {
+			s.cutOff(levelStart, merged, n)
 		}
 		levelStart += int32(n)
 		level = next
-		res.Distinct = len(parents)
-		readPeak()
+		s.res.Distinct = len(s.parents)
+		s.readPeak()
 		if m.opts.Progress != nil {
-			st := res.Stats
-			st.Elapsed = time.Since(began)
-			st.PeakHeap = peak
+			st := s.res.Stats
+			st.Elapsed = time.Since(s.began)
+			st.PeakHeap = s.peak
 			m.opts.Progress(st)
 		}
-		if stopped && live {
-			for i := 0; i < len(level)/stride; i++ {
-				cut[levelStart+int32(i)] = true
+		if stopped {
+			s.cutOff(levelStart, 0, len(level)/s.stride)
+		}
+	}
+	s.res.Distinct = len(s.parents)
+	s.res.Complete = !stopped && (m.opts.MaxDepth == 0 || len(level) == 0)
+	s.res.DepthLimited = !stopped && m.opts.MaxDepth > 0 && len(level) > 0
+	s.res.Interned = [3]int{len(s.in.reps), len(s.in.msgs), len(s.in.hists)}
+	if s.live {
+		s.checkLiveness()
+	}
+	return s.finish()
+}
+
+// readPeak reads the heap figures and keeps the peak in use.
+func (s *search) readPeak() runtime.MemStats {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if ms.HeapInuse > s.peak {
+		s.peak = ms.HeapInuse
+	}
+	return ms
+}
+
+// finish fills the time and memory figures and returns the result.
+func (s *search) finish() Result {
+	s.res.Elapsed = time.Since(s.began)
+	if sec := s.res.Elapsed.Seconds(); sec > 0 {
+		s.res.StatesPerSec = float64(s.res.Distinct) / sec
+	}
+	ms := s.readPeak()
+	s.res.PeakHeap, s.res.Sys = s.peak, ms.Sys
+	return s.res
+}
+
+// pathTo is the path of moves from the initial world to world idx, then
+// last if not nil.
+func (s *search) pathTo(idx int32, last *Move) []Move {
+	var p []Move
+	if last != nil {
+		p = append(p, *last)
+	}
+	for i := idx; i > 0; i = s.parents[i] {
+		p = append(p, s.via[i])
+	}
+	for i, j := 0, len(p)-1; i < j; i, j = i+1, j-1 {
+		p[i], p[j] = p[j], p[i]
+	}
+	return p
+}
+
+// cutOff marks worlds [from, to) of the level starting at levelStart as
+// cut off (not expanded), for the liveness pass.
+func (s *search) cutOff(levelStart int32, from, to int) {
+	if !s.live {
+		return
+	}
+	for i := from; i < to; i++ {
+		s.cut[levelStart+int32(i)] = true
+	}
+}
+
+// expandLevel expands the level's worlds in chunks, on every worker; a
+// chunk's result is nil when no worker took it (a violation in an earlier
+// chunk, or the deadline).
+func (s *search) expandLevel(ws []*worker, level []int32) []*chunkResult {
+	n := len(level) / s.stride
+	nchunks := (n + chunkSize - 1) / chunkSize
+	results := make([]*chunkResult, nchunks)
+	var nextChunk int64
+	violChunk := int64(nchunks)
+	var wg sync.WaitGroup
+	for _, wk := range ws {
+		wg.Add(1)
+		go func(wk *worker) {
+			defer wg.Done()
+			for {
+				ci := atomic.AddInt64(&nextChunk, 1) - 1
+				if ci >= int64(nchunks) || ci > atomic.LoadInt64(&violChunk) || atomic.LoadInt32(&s.timedOut) != 0 {
+					return
+				}
+				from := int(ci) * chunkSize
+				r := s.expand(wk, level, from, min(from+chunkSize, n))
+				results[ci] = r
+				if r.viol != nil {
+					for {
+						old := atomic.LoadInt64(&violChunk)
+						if ci >= old || atomic.CompareAndSwapInt64(&violChunk, old, ci) {
+							break
+						}
+					}
+				}
+			}
+		}(wk)
+	}
+	wg.Wait()
+	return results
+}
+
+// expand expands worlds [from, to) of the level: their successors not yet
+// seen (when the level began, or earlier in the chunk) become candidates.
+func (s *search) expand(wk *worker, level []int32, from, to int) *chunkResult {
+	r := &chunkResult{}
+	clear(wk.local)
+	for p := from; p < to; p++ {
+		if !s.deadline.IsZero() && time.Now().After(s.deadline) {
+			atomic.StoreInt32(&s.timedOut, 1)
+			break
+		}
+		w := s.in.world(s.l, level[p*s.stride:(p+1)*s.stride])
+		wk.moves = wk.g.moves(w, wk.moves)
+		var trans, pruned int32
+		wk.g.successors(w, wk.moves, func(mv Move, nw *world, viol *Violation, cutOff bool) bool {
+			trans++
+			if viol != nil {
+				r.viol, r.violMove = viol, mv
+				return false
+			}
+			if cutOff {
+				pruned++
+				return true
+			}
+			var fp fingerprint
+			at := len(r.rows)
+			r.rows, fp = wk.c.compact(nw, r.rows)
+			if s.live && fair(mv.Kind) && mv.Drops == 0 {
+				r.edges = append(r.edges, edge{fp})
+			}
+			if _, ok := s.seen.get(fp); ok {
+				r.rows = r.rows[:at]
+				return true
+			}
+			if _, ok := wk.local[fp]; ok {
+				r.rows = r.rows[:at]
+				return true
+			}
+			wk.local[fp] = struct{}{}
+			c := candidate{fp: fp, mv: mv}
+			if s.live {
+				c.leader = hasLeader(nw)
+			}
+			c.wit.see(nw, nw.lostTail)
+			r.cands = append(r.cands, c)
+			return true
+		})
+		r.expanded++
+		r.trans = append(r.trans, trans)
+		r.pruned = append(r.pruned, pruned)
+		r.candEnd = append(r.candEnd, int32(len(r.cands)))
+		r.edgeEnd = append(r.edgeEnd, int32(len(r.edges)))
+		if r.viol != nil {
+			break
+		}
+	}
+	return r
+}
+
+// merge merges the chunks' results in level order: the candidates not
+// seen by an earlier chunk become the next level's worlds. It returns the
+// next level, how many of the level's n worlds were merged, stopped when
+// the search stops after this level (the deadline or the state bound), and
+// done when a violation ended the search (s.res then has it and its path).
+func (s *search) merge(results []*chunkResult, levelStart int32, depth, n int) (next []int32, merged int, stopped, done bool) {
+	m := s.m
+	for ci, r := range results {
+		if r == nil {
+			return next, merged, true, false
+		}
+		var c0, e0 int32
+		for p := 0; p < r.expanded; p++ {
+			id := levelStart + int32(ci*chunkSize+p)
+			s.res.Transitions += int64(r.trans[p])
+			s.res.Pruned += int64(r.pruned[p])
+			if s.live && r.pruned[p] > 0 {
+				s.cut[id] = true
+			}
+			for k := c0; k < r.candEnd[p]; k++ {
+				c := &r.cands[k]
+				if _, ok := s.seen.get(c.fp); ok {
+					continue
+				}
+				s.seen.put(c.fp, int32(len(s.parents)))
+				s.parents = append(s.parents, id)
+				s.via = append(s.via, c.mv)
+				next = append(next, r.rows[int(k)*s.stride:int(k+1)*s.stride]...)
+				s.res.Depth = depth + 1
+				s.res.Witness.add(&c.wit)
+				if s.live {
+					s.leader = append(s.leader, c.leader)
+					s.cut = append(s.cut, false)
+				}
+			}
+			c0 = r.candEnd[p]
+			if s.live {
+				for k := e0; k < r.edgeEnd[p]; k++ {
+					to, ok := s.seen.get(r.edges[k].to)
+					if !ok {
+						panic("explore: an edge to an unknown world")
+					}
+					s.edgeFrom = append(s.edgeFrom, id)
+					s.edgeTo = append(s.edgeTo, to)
+				}
+				e0 = r.edgeEnd[p]
+			}
+			merged++
+			if r.viol != nil && p == r.expanded-1 {
+				s.res.Violation = r.viol
+				s.res.Path = s.pathTo(id, &r.violMove)
+				if len(s.res.Path) > s.res.Depth {
+					s.res.Depth = len(s.res.Path)
+				}
+				s.res.Distinct = len(s.parents)
+				return next, merged, true, true
+			}
+			if m.opts.MaxStates > 0 && len(s.parents) >= m.opts.MaxStates {
+				return next, merged, true, false
 			}
 		}
-	}
-	res.Distinct = len(parents)
-	res.Complete = !stopped && (m.opts.MaxDepth == 0 || len(level) == 0)
-	res.DepthLimited = !stopped && m.opts.MaxDepth > 0 && len(level) > 0
-	res.Interned = [3]int{len(in.reps), len(in.msgs), len(in.hists)}
-	if live {
-		res.LivenessChecked = true
-		stuck := leaderless(len(parents), edgeFrom, edgeTo, leader, cut)
-		res.Leaderless = len(stuck)
-		if len(stuck) > 0 {
-			res.Violation = &Violation{Rule: "liveness", Node: kraft.NoNode, Detail: fmt.Sprintf(
-				"%d explored worlds reach no world with a leader by fair moves (and no cut-off world); the path leads to the first one found", len(stuck))}
-			res.Path = pathTo(stuck[0], nil)
+		if r.expanded < chunkSize && ci*chunkSize+r.expanded < n {
+			return next, merged, true, false // timed out
 		}
 	}
-	return finish()
+	return next, merged, false, false
+}
+
+// checkLiveness fails the search when explored worlds reach no world with
+// a leader by fair moves.
+func (s *search) checkLiveness() {
+	s.res.LivenessChecked = true
+	stuck := leaderless(len(s.parents), s.edgeFrom, s.edgeTo, s.leader, s.cut)
+	s.res.Leaderless = len(stuck)
+	if len(stuck) > 0 {
+		s.res.Violation = &Violation{Rule: "liveness", Node: kraft.NoNode, Detail: fmt.Sprintf(
+			"%d explored worlds reach no world with a leader by fair moves (and no cut-off world); the path leads to the first one found", len(stuck))}
+		s.res.Path = s.pathTo(stuck[0], nil)
+	}
 }
