@@ -100,6 +100,17 @@ func exploreRun(cfg config, x *exploreConfig, stdout, stderr *printer) int {
 	stdout.printf("explore: %d voters, %d observers, epoch <= %d, <= %d messages in flight, <= %d crashes, <= %d appends, <= %d duplicates, depth <= %s%s\n",
 		b.Voters, b.Observers, b.MaxEpoch, b.MaxMessages, b.MaxCrashes, b.MaxAppends, b.MaxDuplicates, depthText(b.MaxDepth), downs)
 	r := m.Run()
+	printExploreSummary(stdout, cfg, b, r)
+	if r.Violation == nil {
+		printExplorePass(stdout, cfg, b, r)
+		return exitOK
+	}
+	return exploreFailed(cfg, m, r, stdout, stderr)
+}
+
+// printExploreSummary prints the search's figures and how far into the
+// bounds it went.
+func printExploreSummary(stdout *printer, cfg config, b explore.Bounds, r explore.Result) {
 	stdout.printf("\nSummary\n")
 	stdout.printf("  distinct states        %s\n", thousands(r.Distinct))
 	stdout.printf("  transitions            %s (%s cut off by a bound)\n", thousands(int(r.Transitions)), thousands(int(r.Pruned)))
@@ -135,20 +146,26 @@ func exploreRun(cfg config, x *exploreConfig, stdout, stderr *printer) int {
 		stdout.printf("  states per second      %s\n", thousands(int(r.StatesPerSec)))
 		stdout.printf("  memory                 %s MB peak heap in use, %s MB from the OS\n", thousands(int(r.PeakHeap>>20)), thousands(int(r.Sys>>20)))
 	}
-	if r.Violation == nil {
-		switch {
-		case r.Complete:
-			stdout.printf("\nPASS: every invariant held in every reachable state within the bounds\n")
-		case r.DepthLimited:
-			stdout.printf("\nPASS (incomplete): every invariant held in every state reachable within %d moves and the other bounds; the depth limit cut the search off\n", b.MaxDepth)
-		default:
-			stdout.printf("\nPASS (incomplete): every invariant held in every explored state; the search stopped early\n")
-		}
-		if cfg.trace != "" {
-			stdout.printf("no violation: no trace written to %s\n", cfg.trace)
-		}
-		return exitOK
+}
+
+// printExplorePass prints the verdict of a search without a violation.
+func printExplorePass(stdout *printer, cfg config, b explore.Bounds, r explore.Result) {
+	switch {
+	case r.Complete:
+		stdout.printf("\nPASS: every invariant held in every reachable state within the bounds\n")
+	case r.DepthLimited:
+		stdout.printf("\nPASS (incomplete): every invariant held in every state reachable within %d moves and the other bounds; the depth limit cut the search off\n", b.MaxDepth)
+	default:
+		stdout.printf("\nPASS (incomplete): every invariant held in every explored state; the search stopped early\n")
 	}
+	if cfg.trace != "" {
+		stdout.printf("no violation: no trace written to %s\n", cfg.trace)
+	}
+}
+
+// exploreFailed prints the violation's shortest path and writes its trace
+// when asked.
+func exploreFailed(cfg config, m *explore.Model, r explore.Result, stdout, stderr *printer) int {
 	stdout.printf("\nFAIL: %v\nshortest path (%d moves):\n", r.Violation, len(r.Path))
 	d, err := m.Describe(r.Path)
 	stdout.printf("%s", d)
