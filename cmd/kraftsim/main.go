@@ -275,52 +275,19 @@ func simulate(cfg config, sc scenario, stdout, stderr *printer, terminal bool) i
 		opts.Dynamic, opts.BootstrapVoters = true, sc.bootstrap
 	}
 
-	var traceFile *os.File
-	var traceBuf *bufio.Writer
-	var traceW io.Writer
-	if cfg.trace != "" {
-		f, err := os.Create(cfg.trace)
-		if err != nil {
-			return badInput(stderr, "-trace: %v", err)
-		}
-		traceFile, traceBuf = f, bufio.NewWriterSize(f, 1<<20)
-		traceW = traceBuf
+	out, code := openOutputs(cfg, stderr)
+	if code != exitOK {
+		return code
 	}
-	var svgFile *os.File
-	if cfg.svg != "" {
-		f, err := os.Create(cfg.svg)
-		if err != nil {
-			if traceFile != nil {
-				_ = traceFile.Close() // nothing was written yet
-			}
-			return badInput(stderr, "-svg: %v", err)
-		}
-		svgFile = f
-	}
-
 	timeline := stdout
 	if cfg.quiet {
 		timeline = &printer{w: io.Discard}
 	}
-	stdout.printf("kraftsim: scenario %s, %d voters (%s), %d observers%s, seed %d\n", sc.name,
-		cfg.voters, idRange(0, cfg.voters), cfg.observers, observerRange(cfg.voters, cfg.observers), cfg.seed)
-	stdout.printf("  %s\n", sc.about)
-	if sc.dynamic {
-		stdout.printf("  the voters are controllers: the voter set lives in the log (kraft.version 1), bootstrapped with %s; the observers are brokers\n",
-			idRange(0, sc.bootstrap))
-	}
-	stdout.printf("  virtual duration %s; T_e %v, T_f %v; %s\n", durationText(length), opts.ElectionTimeout, opts.FetchTimeout, describeNetwork(opts.Network))
-	if opts.SnapshotEvery > 0 {
-		stdout.printf("  snapshots every %d committed records on each replica, %d kept, the log cleaned behind them; FetchSnapshot chunks of %d bytes\n",
-			opts.SnapshotEvery, opts.SnapshotsKept, opts.SnapshotChunkBytes)
-	}
-	if rates.crash > 0 || rates.partition > 0 {
-		stdout.printf("  random faults: %s crashes/s, %s partitions/s\n", trimFloat(rates.crash), trimFloat(rates.partition))
-	}
+	printHeader(stdout, cfg, sc, opts, rates, length)
 	timeline.printf("\n")
 
 	start := time.Now()
-	c, err := sim.New(opts, traceW)
+	c, err := sim.New(opts, out.traceW)
 	if err != nil {
 		return badUsage(stderr, "%v", err)
 	}
@@ -342,37 +309,100 @@ func simulate(cfg config, sc scenario, stdout, stderr *printer, terminal bool) i
 	d.clearProgress()
 	obs.finish()
 
-	code := exitOK
+	code = exitOK
 	if !res.ok() {
 		code = exitFail
 	}
 	printSummary(stdout, cfg, sc, d, obs, res)
-	if traceBuf != nil {
+	if !out.close(c, obs, sc, cfg, stdout, stderr) {
+		code = exitFail
+	}
+	return code
+}
+
+// outputs are the files a run writes besides stdout: the trace and the
+// picture.
+type outputs struct {
+	traceFile *os.File
+	traceBuf  *bufio.Writer
+	traceW    io.Writer // nil: no trace
+	svgFile   *os.File
+}
+
+// openOutputs creates the files -trace and -svg name; on an error the
+// exit code is not exitOK.
+func openOutputs(cfg config, stderr *printer) (outputs, int) {
+	var out outputs
+	if cfg.trace != "" {
+		f, err := os.Create(cfg.trace)
+		if err != nil {
+			return out, badInput(stderr, "-trace: %v", err)
+		}
+		out.traceFile, out.traceBuf = f, bufio.NewWriterSize(f, 1<<20)
+		out.traceW = out.traceBuf
+	}
+	if cfg.svg != "" {
+		f, err := os.Create(cfg.svg)
+		if err != nil {
+			if out.traceFile != nil {
+				_ = out.traceFile.Close() // nothing was written yet
+			}
+			return out, badInput(stderr, "-svg: %v", err)
+		}
+		out.svgFile = f
+	}
+	return out, exitOK
+}
+
+// close ends the trace and draws the picture; false if writing either
+// failed.
+func (out outputs) close(c *sim.Cluster, obs *observer, sc scenario, cfg config, stdout, stderr *printer) bool {
+	ok := true
+	if out.traceBuf != nil {
 		c.EndTrace()
-		err := traceBuf.Flush()
-		if cerr := traceFile.Close(); err == nil {
+		err := out.traceBuf.Flush()
+		if cerr := out.traceFile.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
 			stderr.printf("kraftsim: writing trace %s: %v\n", cfg.trace, err)
-			code = exitFail
+			ok = false
 		} else {
 			stdout.printf("trace written to %s (replay it with kraftsim -replay %s)\n", cfg.trace, cfg.trace)
 		}
 	}
-	if svgFile != nil {
-		_, err := io.WriteString(svgFile, renderSVG(obs, sc, cfg))
-		if cerr := svgFile.Close(); err == nil {
+	if out.svgFile != nil {
+		_, err := io.WriteString(out.svgFile, renderSVG(obs, sc, cfg))
+		if cerr := out.svgFile.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
 			stderr.printf("kraftsim: writing %s: %v\n", cfg.svg, err)
-			code = exitFail
+			ok = false
 		} else {
 			stdout.printf("picture written to %s\n", cfg.svg)
 		}
 	}
-	return code
+	return ok
+}
+
+// printHeader prints what the run simulates.
+func printHeader(stdout *printer, cfg config, sc scenario, opts sim.Options, rates faultRates, length time.Duration) {
+	stdout.printf("kraftsim: scenario %s, %d voters (%s), %d observers%s, seed %d\n", sc.name,
+		cfg.voters, idRange(0, cfg.voters), cfg.observers, observerRange(cfg.voters, cfg.observers), cfg.seed)
+	stdout.printf("  %s\n", sc.about)
+	if sc.dynamic {
+		stdout.printf("  the voters are controllers: the voter set lives in the log (kraft.version 1), bootstrapped with %s; the observers are brokers\n",
+			idRange(0, sc.bootstrap))
+	}
+	stdout.printf("  virtual duration %s; T_e %v, T_f %v; %s\n", durationText(length), opts.ElectionTimeout, opts.FetchTimeout, describeNetwork(opts.Network))
+	if opts.SnapshotEvery > 0 {
+		stdout.printf("  snapshots every %d committed records on each replica, %d kept, the log cleaned behind them; FetchSnapshot chunks of %d bytes\n",
+			opts.SnapshotEvery, opts.SnapshotsKept, opts.SnapshotChunkBytes)
+	}
+	if rates.crash > 0 || rates.partition > 0 {
+		stdout.printf("  random faults: %s crashes/s, %s partitions/s\n", trimFloat(rates.crash), trimFloat(rates.partition))
+	}
 }
 
 // drive runs the script, the rest of the duration, and the final settling.
