@@ -240,14 +240,9 @@ func (o *observer) onOp(op sim.Op) {
 	}
 	switch op.Kind {
 	case sim.OpCrash:
-		if !o.up[op.Node] {
+		if !o.crashed(now, op) {
 			return
 		}
-		s := c.State(op.Node)
-		o.up[op.Node] = false
-		o.line(now, "crash", "%s crashes (%s in epoch %d); its unflushed records are lost", o.name(op.Node), s.Role(), s.Epoch())
-		o.setRole(now, op.Node, roleDown, s.Epoch(), kraft.NoNode)
-		o.marks = append(o.marks, mark{at: now, kind: op.Kind, nodes: []kraft.NodeID{op.Node}, label: "crash " + o.name(op.Node)})
 	case sim.OpRestart:
 		if o.up[op.Node] || !c.Up(op.Node) {
 			return
@@ -261,43 +256,13 @@ func (o *observer) onOp(op sim.Op) {
 		}
 		o.marks = append(o.marks, mark{at: now, kind: op.Kind, nodes: []kraft.NodeID{op.Node}, label: "resign " + o.name(op.Node)})
 	case sim.OpPartition, sim.OpOneWay:
-		in := map[kraft.NodeID]bool{}
-		var group, rest []kraft.NodeID
-		for _, id := range op.Group {
-			if int(id) >= 0 && int(id) < len(o.up) && !in[id] {
-				in[id] = true
-				group = append(group, id)
-			}
-		}
-		sort.Slice(group, func(i, j int) bool { return group[i] < group[j] })
-		for _, id := range c.IDs() {
-			if !in[id] {
-				rest = append(rest, id)
-			}
-		}
-		if len(group) == 0 || len(rest) == 0 {
+		if !o.partitioned(now, op) {
 			return
 		}
-		if op.Kind == sim.OpPartition {
-			o.line(now, "partition", "{%s} cut off from {%s}, both ways", o.names(group), o.names(rest))
-		} else {
-			o.line(now, "partition", "messages from {%s} to {%s} are dropped (one way)", o.names(group), o.names(rest))
-		}
-		o.spans = append(o.spans, span{from: now, group: group, oneWay: op.Kind == sim.OpOneWay, open: true})
-		o.marks = append(o.marks, mark{at: now, kind: op.Kind, nodes: group, label: "partition"})
 	case sim.OpHeal:
-		healed := false
-		for i := range o.spans {
-			if o.spans[i].open {
-				o.spans[i].open, o.spans[i].to = false, now
-				healed = true
-			}
-		}
-		if !healed {
+		if !o.healed(now, op) {
 			return
 		}
-		o.line(now, "heal", "every partition is removed")
-		o.marks = append(o.marks, mark{at: now, kind: op.Kind, label: "heal"})
 	case sim.OpNetwork:
 		if op.Network == nil {
 			return
@@ -317,6 +282,67 @@ func (o *observer) onOp(op sim.Op) {
 		}
 	}
 	o.checkLeader(&op)
+}
+
+// crashed records a crash; false if the replica was already down.
+func (o *observer) crashed(now time.Duration, op sim.Op) bool {
+	if !o.up[op.Node] {
+		return false
+	}
+	s := o.c.State(op.Node)
+	o.up[op.Node] = false
+	o.line(now, "crash", "%s crashes (%s in epoch %d); its unflushed records are lost", o.name(op.Node), s.Role(), s.Epoch())
+	o.setRole(now, op.Node, roleDown, s.Epoch(), kraft.NoNode)
+	o.marks = append(o.marks, mark{at: now, kind: op.Kind, nodes: []kraft.NodeID{op.Node}, label: "crash " + o.name(op.Node)})
+	return true
+}
+
+// partitioned records a partition, both ways or one way; false if it cuts
+// nobody off.
+func (o *observer) partitioned(now time.Duration, op sim.Op) bool {
+	in := map[kraft.NodeID]bool{}
+	var group, rest []kraft.NodeID
+	for _, id := range op.Group {
+		if int(id) >= 0 && int(id) < len(o.up) && !in[id] {
+			in[id] = true
+			group = append(group, id)
+		}
+	}
+	sort.Slice(group, func(i, j int) bool { return group[i] < group[j] })
+	for _, id := range o.c.IDs() {
+		if !in[id] {
+			rest = append(rest, id)
+		}
+	}
+	if len(group) == 0 || len(rest) == 0 {
+		return false
+	}
+	if op.Kind == sim.OpPartition {
+		o.line(now, "partition", "{%s} cut off from {%s}, both ways", o.names(group), o.names(rest))
+	} else {
+		o.line(now, "partition", "messages from {%s} to {%s} are dropped (one way)", o.names(group), o.names(rest))
+	}
+	o.spans = append(o.spans, span{from: now, group: group, oneWay: op.Kind == sim.OpOneWay, open: true})
+	o.marks = append(o.marks, mark{at: now, kind: op.Kind, nodes: group, label: "partition"})
+	return true
+}
+
+// healed records the end of every open partition; false if there was
+// none.
+func (o *observer) healed(now time.Duration, op sim.Op) bool {
+	healed := false
+	for i := range o.spans {
+		if o.spans[i].open {
+			o.spans[i].open, o.spans[i].to = false, now
+			healed = true
+		}
+	}
+	if !healed {
+		return false
+	}
+	o.line(now, "heal", "every partition is removed")
+	o.marks = append(o.marks, mark{at: now, kind: op.Kind, label: "heal"})
+	return true
 }
 
 func (o *observer) restarted(now time.Duration, op sim.Op, kind, format string) {
