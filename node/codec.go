@@ -306,9 +306,21 @@ func appendData(b, data []byte) ([]byte, error) {
 }
 
 func appendEvent(b []byte, ev kraft.Event) ([]byte, error) {
+	if ev == nil {
+		return append(b, wireNoEvent), nil
+	}
+	if out, ok := appendRequestEvent(b, ev); ok {
+		return out, nil
+	}
+	if out, ok := appendResponseEvent(b, ev); ok {
+		return out, nil
+	}
+	return nil, fmt.Errorf("node: encode message: %T is not a message event", ev)
+}
+
+// appendRequestEvent appends ev if it is a request; false if not.
+func appendRequestEvent(b []byte, ev kraft.Event) ([]byte, bool) {
 	switch e := ev.(type) {
-	case nil:
-		b = append(b, wireNoEvent)
 	case kraft.ReceiveVoteRequest:
 		b = append(b, wireVoteRequest)
 		b = appendI32(b, int32(e.From))
@@ -320,13 +332,6 @@ func appendEvent(b []byte, ev kraft.Event) ([]byte, error) {
 		b = append(b, e.CandidateDirectoryID[:]...)
 		b = appendLogEnd(b, e.CandidateLogEnd)
 		b = appendBool(b, e.PreVote)
-	case kraft.ReceiveVoteResponse:
-		b = append(b, wireVoteResponse)
-		b = appendI32(b, int32(e.From))
-		b = appendU16(b, uint16(e.Error))
-		b = appendI32(b, int32(e.Epoch))
-		b = appendBool(b, e.VoteGranted)
-		b = appendI32(b, int32(e.LeaderID))
 	case kraft.ReceiveBeginQuorumEpoch:
 		b = append(b, wireBeginQuorumEpoch)
 		b = appendI32(b, int32(e.From))
@@ -360,6 +365,37 @@ func appendEvent(b []byte, ev kraft.Event) ([]byte, error) {
 		b = appendLogEnd(b, e.Snapshot)
 		b = appendI64(b, e.Position)
 		b = appendI64(b, e.Size)
+	case kraft.ReceiveAddVoter:
+		b = append(b, wireAddVoter)
+		b = appendU64(b, e.Ref)
+		b = appendI32(b, int32(e.From))
+		b = appendNullUUID(b, e.ClusterID)
+		b = appendI32(b, int32(e.Voter.ID))
+		b = append(b, e.Voter.DirectoryID[:]...)
+		b = appendBool(b, e.Listener)
+	case kraft.ReceiveRemoveVoter:
+		b = append(b, wireRemoveVoter)
+		b = appendU64(b, e.Ref)
+		b = appendI32(b, int32(e.From))
+		b = appendNullUUID(b, e.ClusterID)
+		b = appendI32(b, int32(e.Voter.ID))
+		b = append(b, e.Voter.DirectoryID[:]...)
+	default:
+		return b, false
+	}
+	return b, true
+}
+
+// appendResponseEvent appends ev if it is a response; false if not.
+func appendResponseEvent(b []byte, ev kraft.Event) ([]byte, bool) {
+	switch e := ev.(type) {
+	case kraft.ReceiveVoteResponse:
+		b = append(b, wireVoteResponse)
+		b = appendI32(b, int32(e.From))
+		b = appendU16(b, uint16(e.Error))
+		b = appendI32(b, int32(e.Epoch))
+		b = appendBool(b, e.VoteGranted)
+		b = appendI32(b, int32(e.LeaderID))
 	case kraft.ReceiveFetchResponse:
 		b = append(b, wireFetchResponse)
 		b = appendI32(b, int32(e.From))
@@ -395,21 +431,6 @@ func appendEvent(b []byte, ev kraft.Event) ([]byte, error) {
 		b = appendI64(b, e.Size)
 		b = appendI64(b, e.Position)
 		b = appendI64(b, e.Bytes)
-	case kraft.ReceiveAddVoter:
-		b = append(b, wireAddVoter)
-		b = appendU64(b, e.Ref)
-		b = appendI32(b, int32(e.From))
-		b = appendNullUUID(b, e.ClusterID)
-		b = appendI32(b, int32(e.Voter.ID))
-		b = append(b, e.Voter.DirectoryID[:]...)
-		b = appendBool(b, e.Listener)
-	case kraft.ReceiveRemoveVoter:
-		b = append(b, wireRemoveVoter)
-		b = appendU64(b, e.Ref)
-		b = appendI32(b, int32(e.From))
-		b = appendNullUUID(b, e.ClusterID)
-		b = appendI32(b, int32(e.Voter.ID))
-		b = append(b, e.Voter.DirectoryID[:]...)
 	case kraft.ReceiveAPIVersionsResponse:
 		b = append(b, wireAPIVersionsResponse)
 		b = appendI32(b, int32(e.From))
@@ -420,9 +441,9 @@ func appendEvent(b []byte, ev kraft.Event) ([]byte, error) {
 			b = appendU16(b, uint16(e.KRaftVersions.Max))
 		}
 	default:
-		return nil, fmt.Errorf("node: encode message: %T is not a message event", ev)
+		return b, false
 	}
-	return b, nil
+	return b, true
 }
 
 func appendU16(b []byte, v uint16) []byte { return append(b, byte(v>>8), byte(v)) }
@@ -624,12 +645,23 @@ func (d *wireDecoder) records() []storage.Entry {
 
 func (d *wireDecoder) event() kraft.Event {
 	tag := d.u8()
-	if d.err != nil {
+	if d.err != nil || tag == wireNoEvent {
 		return nil
 	}
+	if e, ok := d.request(tag); ok {
+		return e
+	}
+	if e, ok := d.response(tag); ok {
+		return e
+	}
+	d.fail(fmt.Errorf("node: decode message: unknown event tag %d", tag))
+	return nil
+}
+
+// request decodes a request of the tag; false if the tag is not a
+// request's.
+func (d *wireDecoder) request(tag byte) (kraft.Event, bool) {
 	switch tag {
-	case wireNoEvent:
-		return nil
 	case wireVoteRequest:
 		var e kraft.ReceiveVoteRequest
 		e.From = d.node()
@@ -641,15 +673,7 @@ func (d *wireDecoder) event() kraft.Event {
 		e.CandidateDirectoryID = d.uuid()
 		e.CandidateLogEnd = d.logEnd()
 		e.PreVote = d.bool()
-		return e
-	case wireVoteResponse:
-		var e kraft.ReceiveVoteResponse
-		e.From = d.node()
-		e.Error = kraft.ErrorCode(d.u16())
-		e.Epoch = d.epoch()
-		e.VoteGranted = d.bool()
-		e.LeaderID = d.node()
-		return e
+		return e, true
 	case wireBeginQuorumEpoch:
 		var e kraft.ReceiveBeginQuorumEpoch
 		e.From = d.node()
@@ -658,7 +682,7 @@ func (d *wireDecoder) event() kraft.Event {
 		e.LeaderEpoch = d.epoch()
 		e.VoterID = d.node()
 		e.VoterDirectoryID = d.uuid()
-		return e
+		return e, true
 	case wireEndQuorumEpoch:
 		var e kraft.ReceiveEndQuorumEpoch
 		e.From = d.node()
@@ -667,7 +691,7 @@ func (d *wireDecoder) event() kraft.Event {
 		e.LeaderEpoch = d.epoch()
 		e.SuccessorRank.Position = d.int()
 		e.SuccessorRank.Of = d.int()
-		return e
+		return e, true
 	case wireFetch:
 		var e kraft.ReceiveFetch
 		e.From = d.node()
@@ -676,7 +700,7 @@ func (d *wireDecoder) event() kraft.Event {
 		e.CurrentLeaderEpoch = d.epoch()
 		e.FetchEpoch = d.epoch()
 		e.FetchOffset = d.i64()
-		return e
+		return e, true
 	case wireFetchSnapshot:
 		var e kraft.ReceiveFetchSnapshot
 		e.From = d.node()
@@ -686,7 +710,40 @@ func (d *wireDecoder) event() kraft.Event {
 		e.Snapshot = d.logEnd()
 		e.Position = d.i64()
 		e.Size = d.i64()
-		return e
+		return e, true
+	case wireAddVoter:
+		var e kraft.ReceiveAddVoter
+		e.Ref = d.u64()
+		e.From = d.node()
+		e.ClusterID = d.nullUUID()
+		e.Voter.ID = d.node()
+		e.Voter.DirectoryID = d.uuid()
+		e.Listener = d.bool()
+		return e, true
+	case wireRemoveVoter:
+		var e kraft.ReceiveRemoveVoter
+		e.Ref = d.u64()
+		e.From = d.node()
+		e.ClusterID = d.nullUUID()
+		e.Voter.ID = d.node()
+		e.Voter.DirectoryID = d.uuid()
+		return e, true
+	}
+	return nil, false
+}
+
+// response decodes a response of the tag; false if the tag is not a
+// response's.
+func (d *wireDecoder) response(tag byte) (kraft.Event, bool) {
+	switch tag {
+	case wireVoteResponse:
+		var e kraft.ReceiveVoteResponse
+		e.From = d.node()
+		e.Error = kraft.ErrorCode(d.u16())
+		e.Epoch = d.epoch()
+		e.VoteGranted = d.bool()
+		e.LeaderID = d.node()
+		return e, true
 	case wireFetchResponse:
 		var e kraft.ReceiveFetchResponse
 		e.From = d.node()
@@ -702,19 +759,19 @@ func (d *wireDecoder) event() kraft.Event {
 			le := d.logEnd()
 			e.Snapshot = &le
 		}
-		return e
+		return e, true
 	case wireLeaderlessEpoch:
 		var e kraft.ReceiveLeaderlessEpoch
 		e.From = d.node()
 		e.Epoch = d.epoch()
-		return e
+		return e, true
 	case wireQuorumResponse:
 		var e kraft.ReceiveQuorumResponse
 		e.From = d.node()
 		e.Error = kraft.ErrorCode(d.u16())
 		e.Epoch = d.epoch()
 		e.LeaderID = d.node()
-		return e
+		return e, true
 	case wireFetchSnapshotResponse:
 		var e kraft.ReceiveFetchSnapshotResponse
 		e.From = d.node()
@@ -725,24 +782,7 @@ func (d *wireDecoder) event() kraft.Event {
 		e.Size = d.i64()
 		e.Position = d.i64()
 		e.Bytes = d.i64()
-		return e
-	case wireAddVoter:
-		var e kraft.ReceiveAddVoter
-		e.Ref = d.u64()
-		e.From = d.node()
-		e.ClusterID = d.nullUUID()
-		e.Voter.ID = d.node()
-		e.Voter.DirectoryID = d.uuid()
-		e.Listener = d.bool()
-		return e
-	case wireRemoveVoter:
-		var e kraft.ReceiveRemoveVoter
-		e.Ref = d.u64()
-		e.From = d.node()
-		e.ClusterID = d.nullUUID()
-		e.Voter.ID = d.node()
-		e.Voter.DirectoryID = d.uuid()
-		return e
+		return e, true
 	case wireAPIVersionsResponse:
 		var e kraft.ReceiveAPIVersionsResponse
 		e.From = d.node()
@@ -751,11 +791,9 @@ func (d *wireDecoder) event() kraft.Event {
 			r := kraft.VersionRange{Min: int16(d.u16()), Max: int16(d.u16())}
 			e.KRaftVersions = &r
 		}
-		return e
-	default:
-		d.fail(fmt.Errorf("node: decode message: unknown event tag %d", tag))
-		return nil
+		return e, true
 	}
+	return nil, false
 }
 
 // checkWire returns the error EncodeMessage would return for m, without

@@ -196,20 +196,7 @@ func (c *Cluster) apply(op Op) {
 			c.adminChange(kraft.RemoveVoter, op.Node)
 		}
 	case OpPartition, OpOneWay:
-		in := map[kraft.NodeID]bool{}
-		for _, id := range op.Group {
-			in[id] = true
-		}
-		for _, a := range c.nodes {
-			for _, b := range c.nodes {
-				if in[a.id] && !in[b.id] {
-					c.cut[[2]kraft.NodeID{a.id, b.id}] = true
-					if op.Kind == OpPartition {
-						c.cut[[2]kraft.NodeID{b.id, a.id}] = true
-					}
-				}
-			}
-		}
+		c.partition(op.Group, op.Kind == OpOneWay)
 	case OpHeal:
 		c.cut = map[[2]kraft.NodeID]bool{}
 	case OpNetwork:
@@ -221,22 +208,47 @@ func (c *Cluster) apply(op Op) {
 			c.net = nw
 		}
 	case OpDisk:
-		switch {
-		case op.FlushDelay < 0:
-		case len(op.Group) > 0:
-			if c.slowDisk == nil {
-				c.slowDisk = map[kraft.NodeID]time.Duration{}
-			}
-			for _, id := range op.Group {
-				c.slowDisk[id] = op.FlushDelay
-			}
-		default:
-			c.flushDelay = op.FlushDelay
-		}
+		c.slowDisks(op)
 	case OpIdle:
 		if until := c.now + op.Idle; until > c.idleUntil {
 			c.idleUntil = until
 		}
+	}
+}
+
+// partition cuts the links from group to the rest, and back unless oneWay
+// (OpPartition, OpOneWay).
+func (c *Cluster) partition(group []kraft.NodeID, oneWay bool) {
+	in := map[kraft.NodeID]bool{}
+	for _, id := range group {
+		in[id] = true
+	}
+	for _, a := range c.nodes {
+		for _, b := range c.nodes {
+			if in[a.id] && !in[b.id] {
+				c.cut[[2]kraft.NodeID{a.id, b.id}] = true
+				if !oneWay {
+					c.cut[[2]kraft.NodeID{b.id, a.id}] = true
+				}
+			}
+		}
+	}
+}
+
+// slowDisks sets the flush delay of the group's disks, or of every disk
+// without a group (OpDisk); a negative delay changes nothing.
+func (c *Cluster) slowDisks(op Op) {
+	switch {
+	case op.FlushDelay < 0:
+	case len(op.Group) > 0:
+		if c.slowDisk == nil {
+			c.slowDisk = map[kraft.NodeID]time.Duration{}
+		}
+		for _, id := range op.Group {
+			c.slowDisk[id] = op.FlushDelay
+		}
+	default:
+		c.flushDelay = op.FlushDelay
 	}
 }
 

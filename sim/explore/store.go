@@ -115,44 +115,57 @@ func (c *compactor) compact(w *world, dst []int32) ([]int32, fingerprint) {
 	}
 	in.mu.RUnlock()
 	if len(c.miss) > 0 {
-		in.mu.Lock()
-		for _, x := range c.miss {
-			switch {
-			case x >= 0:
-				k := string(c.repKeys[x])
-				id, ok := in.repIdx[k]
-				if !ok {
-					id = int32(len(in.reps))
-					in.repIdx[k] = id
-					in.reps = append(in.reps, w.reps[x])
-					in.repFP = append(in.repFP, hash128(c.repKeys[x]))
-				}
-				row[x] = id
-			case x == -1:
-				k := string(c.histKey)
-				id, ok := in.histIdx[k]
-				if !ok {
-					id = int32(len(in.hists))
-					in.histIdx[k] = id
-					in.hists = append(in.hists, history{leaders: w.leaders, committed: w.committed})
-					in.histFP = append(in.histFP, hash128(c.histKey))
-				}
-				row[l.nreps] = id
-			default:
-				j := -2 - x
-				m := w.net[j]
-				id, ok := in.msgIdx[m.enc]
-				if !ok {
-					id = int32(len(in.msgs))
-					in.msgIdx[m.enc] = id
-					in.msgs = append(in.msgs, m)
-					in.msgFP = append(in.msgFP, hash128([]byte(m.enc)))
-				}
-				row[l.nreps+5+j] = id
-			}
-		}
-		in.mu.Unlock()
+		c.intern(w, row)
 	}
+	return dst, c.fingerprint(w, row)
+}
+
+// intern adds the parts of w that compact did not find (c.miss) to the
+// interner, under its write lock, and writes their ids into row.
+func (c *compactor) intern(w *world, row []int32) {
+	l, in := c.l, c.in
+	in.mu.Lock()
+	for _, x := range c.miss {
+		switch {
+		case x >= 0:
+			k := string(c.repKeys[x])
+			id, ok := in.repIdx[k]
+			if !ok {
+				id = int32(len(in.reps))
+				in.repIdx[k] = id
+				in.reps = append(in.reps, w.reps[x])
+				in.repFP = append(in.repFP, hash128(c.repKeys[x]))
+			}
+			row[x] = id
+		case x == -1:
+			k := string(c.histKey)
+			id, ok := in.histIdx[k]
+			if !ok {
+				id = int32(len(in.hists))
+				in.histIdx[k] = id
+				in.hists = append(in.hists, history{leaders: w.leaders, committed: w.committed})
+				in.histFP = append(in.histFP, hash128(c.histKey))
+			}
+			row[l.nreps] = id
+		default:
+			j := -2 - x
+			m := w.net[j]
+			id, ok := in.msgIdx[m.enc]
+			if !ok {
+				id = int32(len(in.msgs))
+				in.msgIdx[m.enc] = id
+				in.msgs = append(in.msgs, m)
+				in.msgFP = append(in.msgFP, hash128([]byte(m.enc)))
+			}
+			row[l.nreps+5+j] = id
+		}
+	}
+	in.mu.Unlock()
+}
+
+// fingerprint hashes the parts' fingerprints and the counters of row.
+func (c *compactor) fingerprint(w *world, row []int32) fingerprint {
+	l, in := c.l, c.in
 	// The fingerprint: the parts' fingerprints and the counters.
 	b := c.fpBuf[:0]
 	in.mu.RLock()
@@ -172,7 +185,7 @@ func (c *compactor) compact(w *world, dst []int32) ([]int32, fingerprint) {
 	c.fpBuf = b
 	fp := hash128(b)
 	fp[1] |= 1 // never the empty slot of fpSet
-	return dst, fp
+	return fp
 }
 
 func putFP(b []byte, fp fingerprint) []byte {
