@@ -2,7 +2,6 @@ package replica
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/kraftquorum/kraft"
@@ -372,13 +371,13 @@ func (r *Replica) checkReads() error {
 	s := &r.reads
 	for _, p := range s.pending {
 		if r.st.Role() != kraft.Leader || p.epoch != r.st.Epoch() {
-			return fmt.Errorf("read %d of epoch %d waits at a %v of epoch %d", p.ref, p.epoch, r.st.Role(), r.st.Epoch())
+			return broken("read-at-leader", "read %d of epoch %d waits at a %v of epoch %d", p.ref, p.epoch, r.st.Role(), r.st.Epoch())
 		}
 		if p.round <= s.confirmed && p.point >= 0 {
-			return fmt.Errorf("read %d is ready and waits", p.ref)
+			return broken("read-ready", "read %d is ready and waits", p.ref)
 		}
 		if p.round > s.round+1 || p.round > s.round && !s.active {
-			return fmt.Errorf("read %d waits for round %d with no round to start it (latest %d, in flight %v)", p.ref, p.round, s.round, s.active)
+			return broken("read-round", "read %d waits for round %d with no round to start it (latest %d, in flight %v)", p.ref, p.round, s.round, s.active)
 		}
 	}
 	for _, q := range r.inflight {
@@ -386,10 +385,10 @@ func (r *Replica) checkReads() error {
 			continue
 		}
 		if q.round == 0 || q.round > s.round {
-			return fmt.Errorf("a read request to %d of round %d in flight (latest round %d, in flight %v)", q.msg.To, q.round, s.round, s.active)
+			return broken("read-request-round", "a read request to %d of round %d in flight (latest round %d, in flight %v)", q.msg.To, q.round, s.round, s.active)
 		}
 		if b, ok := q.msg.Event.(kraft.ReceiveBeginQuorumEpoch); !ok || r.st.Role() != kraft.Leader || b.LeaderEpoch != r.st.Epoch() {
-			return fmt.Errorf("a read request to %d (%T) in flight at a %v of epoch %d", q.msg.To, q.msg.Event, r.st.Role(), r.st.Epoch())
+			return broken("read-request-epoch", "a read request to %d (%T) in flight at a %v of epoch %d", q.msg.To, q.msg.Event, r.st.Role(), r.st.Epoch())
 		}
 	}
 	return nil

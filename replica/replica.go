@@ -190,6 +190,12 @@ type Replica struct {
 	xfer transferState // a leadership transfer in progress (transfer.go)
 
 	plant bug // a bug planted by the tests; noBug otherwise
+
+	// The production check of the invariants (fault.go, D200): inputs
+	// counted, and the role and epoch at the last check.
+	inputs       uint64
+	checkedRole  kraft.Role
+	checkedEpoch kraft.Epoch
 }
 
 // inbound is a message or an event waiting to be stepped.
@@ -312,6 +318,7 @@ func (r *Replica) settle() {
 		r.syncing = true
 		r.emit(Sync{})
 	}
+	r.checkSettled()
 }
 
 // step feeds an event to the state and carries out the actions.
@@ -337,6 +344,9 @@ func (r *Replica) step(e kraft.Event) {
 			r.fail(fmt.Errorf("replica: fault on %T: %s", e, f.Reason))
 			return
 		}
+	}
+	if !r.checkStepped(next) {
+		return
 	}
 	r.st = next
 	r.carry(acts, e)
