@@ -20,7 +20,7 @@ type parkedFetch struct {
 // latest role change) is dropped.
 func (r *Replica) onResponse(m Message) {
 	q, ok := r.match(m)
-	if !ok && r.plant != bugKeepStale {
+	if !ok && !r.planted(bugKeepStale) {
 		return
 	}
 	if ok && q.kind == kindRead {
@@ -56,7 +56,7 @@ func (r *Replica) onResponse(m Message) {
 		return
 	}
 	if len(m.Records) > 0 && r.st.AcceptsRecords(resp) {
-		if r.plant == bugWrongOffset && len(m.Records) > 1 {
+		if r.planted(bugWrongOffset) && len(m.Records) > 1 {
 			// An off-by-one: the second record appended where the first
 			// belongs, and so on.
 			end := r.cfg.Log.End().Offset
@@ -149,7 +149,7 @@ func (r *Replica) readShared(from int64, maxBytes int) ([]storage.Entry, error) 
 // wakeParked steps every parked Fetch again (the leader's log end or high
 // watermark moved, or it stopped leading).
 func (r *Replica) wakeParked() {
-	if r.plant == bugParkForever {
+	if r.planted(bugParkForever) {
 		return
 	}
 	for _, p := range r.parked {

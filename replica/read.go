@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/kraftquorum/kraft"
-	"github.com/kraftquorum/kraft/internal/plant"
 )
 
 // Linearizable reads that write nothing (etcd's ReadIndex, the Raft
@@ -150,7 +149,7 @@ func (r *Replica) ReadIndex(now time.Duration) (uint64, error) {
 	}
 	s.nextRef++
 	p := pendingRead{ref: s.nextRef, epoch: r.st.Epoch(), round: s.round + 1, point: r.st.HighWatermark()}
-	if s.active && r.plant == plant.ReadJoinsRound {
+	if s.active && r.planted(bugReadJoinsRound) {
 		p.round = s.round // joins the round in flight, which began before it
 	}
 	s.pending = append(s.pending, p)
@@ -312,14 +311,14 @@ func (r *Replica) onReadTimeout(q *request) {
 	r.askLater(q.msg.To)
 }
 
-// noteReadFetch is a planted bug's (plant.ReadCountsFetches): a Fetch of
+// noteReadFetch is a planted bug's (bugReadCountsFetches): a Fetch of
 // the leader's epoch that arrives while a round is in flight confirms its
 // sender, as if it had been sent after the reads (a delayed retry was
 // not).
 func (r *Replica) noteReadFetch(m Message) {
 	f, ok := m.Event.(kraft.ReceiveFetch)
 	s := &r.reads
-	if r.plant != plant.ReadCountsFetches || m.Response || !ok || !s.active || f.CurrentLeaderEpoch != s.roundEpoch ||
+	if !r.planted(bugReadCountsFetches) || m.Response || !ok || !s.active || f.CurrentLeaderEpoch != s.roundEpoch ||
 		r.st.Role() != kraft.Leader || r.st.Epoch() != s.roundEpoch {
 		return
 	}

@@ -374,7 +374,7 @@ func (r *Replica) drain() {
 
 // carry carries out the actions of one step on e (nil at start) in order.
 func (r *Replica) carry(acts []kraft.Action, e kraft.Event) {
-	if r.plant == bugPersistLast {
+	if r.planted(bugPersistLast) {
 		acts = persistLast(acts)
 	}
 	for _, a := range acts {
