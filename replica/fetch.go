@@ -130,11 +130,28 @@ func (r *Replica) fetchResponse(a kraft.SendFetchResponse) {
 	}
 	if len(records) == 0 && valid && a.HighWatermark <= req.HighWatermark &&
 		!r.noPark && r.st.Role() == kraft.Leader {
-		r.parked = append(r.parked, parkedFetch{msg: *req, deadline: r.now + r.cfg.FetchMaxWait})
-		return
+		if len(r.parked) < MaxParkedFetches {
+			r.parked = append(r.parked, parkedFetch{msg: *req, deadline: r.now + r.cfg.FetchMaxWait})
+			return
+		}
+		// Full (D202): answered at once, empty; the fetcher asks again.
+		r.parkRefused++
 	}
 	r.respond(a, records, nil)
 }
+
+// MaxParkedFetches is the most Fetches a leader holds parked (long poll);
+// one more is answered at once with no records, and the fetcher, which
+// has one Fetch in flight to the leader (Kafka's RequestManager), sends
+// its next after it. Each replica has at most one Fetch parked at a time
+// but for duplicates the network delivers, so 1024 leaves room for a
+// thousand replicas (docs/design.md D202). ParkRefused counts the
+// Fetches answered at once for it.
+const MaxParkedFetches = 1024
+
+// ParkRefused counts the Fetches a full park answered at once
+// (MaxParkedFetches).
+func (r *Replica) ParkRefused() uint64 { return r.parkRefused }
 
 // readShared reads the log for a Fetch response, without copying the
 // payloads when the log can share them (storage.SharedReader): the host

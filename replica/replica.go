@@ -163,8 +163,11 @@ type Replica struct {
 	sentFetch bool     // a Fetch or FetchSnapshot went out during the step
 	refusing  bool     // the step refused the leader (kraft.LeaderRefused)
 	bootNext  int
-	parked    []parkedFetch
+	parked    []parkedFetch // at most MaxParkedFetches (D202)
 	longPolls int
+	// parkRefused counts the Fetches answered at once because
+	// MaxParkedFetches were parked (D202).
+	parkRefused uint64
 
 	leaderHWM  int64 // LeaderHighWatermark; -1 after a role change
 	syncing    bool  // a Sync output is not answered yet
