@@ -107,6 +107,10 @@ type Metrics struct {
 	RefusingLeader bool
 	RefusedLeader  kraft.NodeID
 	LeaderRefusals uint64
+	// ParkedFetchesRefused, on the leader, counts the Fetches answered at
+	// once because replica.MaxParkedFetches were parked (docs/design.md
+	// D202).
+	ParkedFetchesRefused uint64
 	// TransportDropped is Status.TransportDropped.
 	TransportDropped uint64
 	// VotersFetching, on the leader, counts the voters in contact: itself
@@ -431,7 +435,7 @@ func (n *Node) Metrics() (Metrics, error) {
 			PollIdle: n.met.idle, PollBusy: n.met.busy,
 			LeaderHighWatermark: n.r.LeaderHighWatermark(),
 			ClusterIDRefused:    n.met.refused, ClusterIDRefusedByPeers: n.met.refusedBy,
-			LeaderRefusals: n.met.leaderRefusals,
+			LeaderRefusals: n.met.leaderRefusals, ParkedFetchesRefused: n.r.ParkRefused(),
 		}
 		m.RefusedLeader, m.RefusingLeader = s.RefusedLeader()
 		if pa, ok := n.cfg.Transport.(peerAddresses); ok {
