@@ -111,6 +111,9 @@ type Metrics struct {
 	// once because replica.MaxParkedFetches were parked (docs/design.md
 	// D202).
 	ParkedFetchesRefused uint64
+	// AppendsRefused, on the leader, counts the appends refused with
+	// ErrTooManyAppends because MaxPendingAppends waited (D203).
+	AppendsRefused uint64
 	// TransportDropped is Status.TransportDropped.
 	TransportDropped uint64
 	// VotersFetching, on the leader, counts the voters in contact: itself
@@ -176,6 +179,7 @@ type loopMetrics struct {
 	idle, busy                  time.Duration
 	refused, refusedBy          uint64
 	leaderRefusals              uint64
+	appendsRefused              uint64                         // ErrTooManyAppends answers (D203)
 	refusedLogged               refusalOf                      // the refusal logged last
 	fetchedAt                   map[kraft.NodeID]time.Duration // the latest Fetch or FetchSnapshot from each peer
 	slowRun                     int                            // slow syncs in a row
@@ -436,6 +440,7 @@ func (n *Node) Metrics() (Metrics, error) {
 			LeaderHighWatermark: n.r.LeaderHighWatermark(),
 			ClusterIDRefused:    n.met.refused, ClusterIDRefusedByPeers: n.met.refusedBy,
 			LeaderRefusals: n.met.leaderRefusals, ParkedFetchesRefused: n.r.ParkRefused(),
+			AppendsRefused: n.met.appendsRefused,
 		}
 		m.RefusedLeader, m.RefusingLeader = s.RefusedLeader()
 		if pa, ok := n.cfg.Transport.(peerAddresses); ok {
