@@ -8,7 +8,27 @@ import "fmt"
 // that NewState and Step return satisfies it: simulators and hosts may run
 // it after every step in their tests, as the simulator and the explorer
 // do. It reads only the State.
+//
+// The error is an *InvariantError naming the rule broken: a host that
+// runs the check in production (package replica does, after every step,
+// docs/design.md D200) stops the replica with it.
 func (s State) CheckInvariants() error { return s.checkInvariants() }
+
+// InvariantError is a State invariant broken: Rule names it ("role",
+// "endpoints", "follower-fields", "tally", "leader-fields", "log-flushed",
+// "high-watermark", ...: the first argument of each check below), Detail
+// says how.
+type InvariantError struct {
+	Rule   string
+	Detail string
+}
+
+func (e *InvariantError) Error() string { return e.Rule + ": " + e.Detail }
+
+// broken is the InvariantError of rule with the formatted detail.
+func broken(rule, format string, args ...interface{}) error {
+	return &InvariantError{Rule: rule, Detail: fmt.Sprintf(format, args...)}
+}
 
 // checkInvariants reports the first way s breaks what State's fields
 // promise (the comments beside the fields in state.go say which role owns
@@ -22,46 +42,46 @@ func (s State) checkInvariants() error {
 	}
 	role := s.role
 	if role < Unattached || role > Resigned {
-		return fmt.Errorf("role %d is no role", role)
+		return broken("role", "role %d is no role", role)
 	}
 	voter := c.isVoter()
 	n := len(c.voters)
 	if c.localIndex >= n || (voter && !c.voters[c.localIndex].Matches(c.local)) {
-		return fmt.Errorf("local index %d does not name the local key in %v", c.localIndex, c.voters)
+		return broken("local-index", "local index %d does not name the local key in %v", c.localIndex, c.voters)
 	}
 	if s.epoch < 0 {
-		return fmt.Errorf("negative epoch %d", s.epoch)
+		return broken("epoch", "negative epoch %d", s.epoch)
 	}
 
 	// Who leads, who is voted for.
 	switch role {
 	case Leader:
 		if s.leader != c.local.ID {
-			return fmt.Errorf("a Leader names %d leader", s.leader)
+			return broken("leader-named", "a Leader names %d leader", s.leader)
 		}
 		if s.voted != NoReplica {
-			return fmt.Errorf("a Leader holds a vote for %v", s.voted)
+			return broken("leader-vote", "a Leader holds a vote for %v", s.voted)
 		}
 	case Follower:
 		if s.leader == NoNode || s.leader == c.local.ID {
-			return fmt.Errorf("a Follower follows %d", s.leader)
+			return broken("follower-leader", "a Follower follows %d", s.leader)
 		}
 	case Candidate:
 		if s.leader != NoNode {
-			return fmt.Errorf("a Candidate names %d leader", s.leader)
+			return broken("candidate-leader", "a Candidate names %d leader", s.leader)
 		}
 		// Its own key, or, restored from a record, one that matches it
 		// (KIP-853: a stored key without a directory id matches any).
 		if !s.voted.Matches(c.local) {
-			return fmt.Errorf("a Candidate voted for %v, not itself", s.voted)
+			return broken("candidate-vote", "a Candidate voted for %v, not itself", s.voted)
 		}
 	case Unattached, Prospective, Resigned:
 	}
 	if s.voted.ID == NoNode && s.voted != NoReplica {
-		return fmt.Errorf("no vote, but a directory id %v", s.voted.DirectoryID)
+		return broken("vote-directory", "no vote, but a directory id %v", s.voted.DirectoryID)
 	}
 	if !voter && (role == Prospective || role == Candidate) {
-		return fmt.Errorf("an observer is %v", role)
+		return broken("observer-role", "an observer is %v", role)
 	}
 
 	// endpoints: true in Follower, Leader and Resigned, false in Unattached
@@ -69,11 +89,11 @@ func (s State) checkInvariants() error {
 	switch role {
 	case Follower, Leader, Resigned:
 		if !s.endpoints {
-			return fmt.Errorf("%v without leader endpoints", role)
+			return broken("endpoints", "%v without leader endpoints", role)
 		}
 	case Unattached, Candidate:
 		if s.endpoints {
-			return fmt.Errorf("%v with leader endpoints", role)
+			return broken("endpoints", "%v with leader endpoints", role)
 		}
 	case Prospective:
 	}
@@ -82,22 +102,22 @@ func (s State) checkInvariants() error {
 	if role != Follower {
 		switch {
 		case s.fetched:
-			return fmt.Errorf("%v has fetched from a leader", role)
+			return broken("follower-fields", "%v has fetched from a leader", role)
 		case s.leaderResigned:
-			return fmt.Errorf("%v knows its leader resigned", role)
+			return broken("follower-fields", "%v knows its leader resigned", role)
 		case s.lowerAsked:
-			return fmt.Errorf("%v notes a lower-ranked campaigner", role)
+			return broken("follower-fields", "%v notes a lower-ranked campaigner", role)
 		case s.download != nil:
-			return fmt.Errorf("%v downloads a snapshot", role)
+			return broken("follower-fields", "%v downloads a snapshot", role)
 		case s.joinWait:
-			return fmt.Errorf("%v waits to join", role)
+			return broken("follower-fields", "%v waits to join", role)
 		}
 	}
 	if s.fetchPending && role != Follower && role != Unattached {
-		return fmt.Errorf("%v has a Fetch waiting for a flush", role)
+		return broken("fetch-pending", "%v has a Fetch waiting for a flush", role)
 	}
 	if d := s.download; d != nil && (d.written < 0 || d.id.Offset < 0 || d.id.Epoch < 0) {
-		return fmt.Errorf("a download of %+v with %d bytes written", d.id, d.written)
+		return broken("download", "a download of %+v with %d bytes written", d.id, d.written)
 	}
 
 	// A refusal (D113): of a leader other than this replica, which the
@@ -105,51 +125,51 @@ func (s State) checkInvariants() error {
 	if s.refused {
 		switch {
 		case s.leader == NoNode || s.leader == s.c.local.ID:
-			return fmt.Errorf("%v refuses leader %d", role, s.leader)
+			return broken("refusal", "%v refuses leader %d", role, s.leader)
 		case role != Follower && role != Prospective && role != Unattached:
-			return fmt.Errorf("%v refuses the leader of its epoch", role)
+			return broken("refusal", "%v refuses the leader of its epoch", role)
 		}
 	}
 
 	// The election's fields: a tally only while there is an election, of
 	// voters, none both granting and rejecting.
 	if role != Prospective && role != Candidate && (s.granted != 0 || s.rejected != 0) {
-		return fmt.Errorf("%v keeps an election tally", role)
+		return broken("tally", "%v keeps an election tally", role)
 	}
 	if s.granted&s.rejected != 0 {
-		return fmt.Errorf("voters %b both granted and rejected", s.granted&s.rejected)
+		return broken("tally", "voters %b both granted and rejected", s.granted&s.rejected)
 	}
 	if (s.granted|s.rejected)>>uint(n) != 0 {
-		return fmt.Errorf("the tally counts voters past the %d of the set", n)
+		return broken("tally", "the tally counts voters past the %d of the set", n)
 	}
 	if int(s.rival) > n {
-		return fmt.Errorf("rival %d is not a voter index plus one (%d voters)", s.rival, n)
+		return broken("rival", "rival %d is not a voter index plus one (%d voters)", s.rival, n)
 	}
 	if s.rivalHeld > rivalSpent || (s.rivalHeld == rivalSpent && s.rival != 0) {
-		return fmt.Errorf("rival %d noted with %d of %d rounds held back", s.rival, s.rivalHeld, rivalSpent)
+		return broken("rival", "rival %d noted with %d of %d rounds held back", s.rival, s.rivalHeld, rivalSpent)
 	}
 
 	// The Leader's fields.
 	if role != Leader {
 		switch {
 		case s.epochStart != 0:
-			return fmt.Errorf("%v keeps an epoch start", role)
+			return broken("leader-fields", "%v keeps an epoch start", role)
 		case s.ends.small != [inlineEnds]int64{} || s.ends.large != nil:
-			return fmt.Errorf("%v keeps voter ends", role)
+			return broken("leader-fields", "%v keeps voter ends", role)
 		case s.fetchedCheck != 0 || s.fetchedBegin != 0:
-			return fmt.Errorf("%v keeps check-quorum or begin-epoch rounds", role)
+			return broken("leader-fields", "%v keeps check-quorum or begin-epoch rounds", role)
 		case s.change != nil:
-			return fmt.Errorf("%v has a pending voter change", role)
+			return broken("leader-fields", "%v has a pending voter change", role)
 		}
 	} else {
 		if s.epochStart < 0 || s.epochStart > s.log.end.Offset {
-			return fmt.Errorf("a Leader's epoch starts at %d, its log ends at %d", s.epochStart, s.log.end.Offset)
+			return broken("leader-epoch-start", "a Leader's epoch starts at %d, its log ends at %d", s.epochStart, s.log.end.Offset)
 		}
 		if (s.fetchedCheck|s.fetchedBegin)>>uint(n) != 0 {
-			return fmt.Errorf("the leader's rounds count voters past the %d of the set", n)
+			return broken("leader-rounds", "the leader's rounds count voters past the %d of the set", n)
 		}
 		if s.ends.large != nil && len(s.ends.large) != n {
-			return fmt.Errorf("a Leader keeps %d voter ends for %d voters", len(s.ends.large), n)
+			return broken("leader-ends", "a Leader keeps %d voter ends for %d voters", len(s.ends.large), n)
 		}
 	}
 
@@ -158,19 +178,19 @@ func (s State) checkInvariants() error {
 	// which is at most the log end.
 	log := &s.log
 	if log.end.Offset < 0 || log.end.Epoch < 0 {
-		return fmt.Errorf("log end %+v", log.end)
+		return broken("log-end", "log end %+v", log.end)
 	}
 	if log.flushed > log.end.Offset {
-		return fmt.Errorf("flushed %d past the log end %d", log.flushed, log.end.Offset)
+		return broken("log-flushed", "flushed %d past the log end %d", log.flushed, log.end.Offset)
 	}
 	if log.start() > log.flushed {
-		return fmt.Errorf("log start %d past the flushed offset %d", log.start(), log.flushed)
+		return broken("log-start", "log start %d past the flushed offset %d", log.start(), log.flushed)
 	}
 	if s.hwm < -1 || s.hwm > s.committed {
-		return fmt.Errorf("high watermark %d, highest known %d", s.hwm, s.committed)
+		return broken("high-watermark", "high watermark %d, highest known %d", s.hwm, s.committed)
 	}
 	if s.committed > log.end.Offset {
-		return fmt.Errorf("high watermark %d past the log end %d", s.committed, log.end.Offset)
+		return broken("high-watermark", "high watermark %d past the log end %d", s.committed, log.end.Offset)
 	}
 	return nil
 }

@@ -308,7 +308,23 @@ var (
 	// ErrStopped: the node is closed or stopped on an error (Err says
 	// which).
 	ErrStopped = errors.New("node: stopped")
+	// ErrTooManyAppends: MaxPendingAppends appends wait for their commit
+	// at the leader; nothing was appended, and the caller may retry
+	// (docs/design.md D203).
+	ErrTooManyAppends = errors.New("node: too many appends waiting for their commit")
 )
+
+// MaxPendingAppends is the most appends (Append, AppendMany, voter
+// changes' records) the leader holds waiting for their commit; one more
+// is refused with ErrTooManyAppends before anything is written, and
+// Metrics.AppendsRefused counts it. Each waits in its caller's goroutine,
+// so the bound caps the memory a leader without a quorum holds for its
+// callers: 65536 is far above the 64 concurrent clients of the
+// benchmarks (docs/design.md D203).
+const MaxPendingAppends = 65536
+
+// maxPendingAppends is MaxPendingAppends; a test lowers it.
+var maxPendingAppends = MaxPendingAppends
 
 // NotLeaderError is ErrNotLeader with the leader this replica knows of.
 type NotLeaderError struct {

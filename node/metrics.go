@@ -107,6 +107,13 @@ type Metrics struct {
 	RefusingLeader bool
 	RefusedLeader  kraft.NodeID
 	LeaderRefusals uint64
+	// ParkedFetchesRefused, on the leader, counts the Fetches answered at
+	// once because replica.MaxParkedFetches were parked (docs/design.md
+	// D202).
+	ParkedFetchesRefused uint64
+	// AppendsRefused, on the leader, counts the appends refused with
+	// ErrTooManyAppends because MaxPendingAppends waited (D203).
+	AppendsRefused uint64
 	// TransportDropped is Status.TransportDropped.
 	TransportDropped uint64
 	// VotersFetching, on the leader, counts the voters in contact: itself
@@ -172,6 +179,7 @@ type loopMetrics struct {
 	idle, busy                  time.Duration
 	refused, refusedBy          uint64
 	leaderRefusals              uint64
+	appendsRefused              uint64                         // ErrTooManyAppends answers (D203)
 	refusedLogged               refusalOf                      // the refusal logged last
 	fetchedAt                   map[kraft.NodeID]time.Duration // the latest Fetch or FetchSnapshot from each peer
 	slowRun                     int                            // slow syncs in a row
@@ -431,7 +439,8 @@ func (n *Node) Metrics() (Metrics, error) {
 			PollIdle: n.met.idle, PollBusy: n.met.busy,
 			LeaderHighWatermark: n.r.LeaderHighWatermark(),
 			ClusterIDRefused:    n.met.refused, ClusterIDRefusedByPeers: n.met.refusedBy,
-			LeaderRefusals: n.met.leaderRefusals,
+			LeaderRefusals: n.met.leaderRefusals, ParkedFetchesRefused: n.r.ParkRefused(),
+			AppendsRefused: n.met.appendsRefused,
 		}
 		m.RefusedLeader, m.RefusingLeader = s.RefusedLeader()
 		if pa, ok := n.cfg.Transport.(peerAddresses); ok {

@@ -517,6 +517,11 @@ func (n *Node) propose(ctx context.Context, data [][]byte) (int64, error) {
 			notLeader = &NotLeaderError{Leader: leaderOrNone(n.st), Epoch: n.st.Epoch()}
 			return
 		}
+		if len(n.waiters) >= maxPendingAppends {
+			n.met.appendsRefused++
+			notLeader = ErrTooManyAppends
+			return
+		}
 		end, err := n.r.Propose(n.clock(), data)
 		if err != nil {
 			notLeader = transferRefusal(n.st, err)

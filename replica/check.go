@@ -1,8 +1,6 @@
 package replica
 
 import (
-	"fmt"
-
 	"github.com/kraftquorum/kraft"
 )
 
@@ -22,22 +20,22 @@ func (r *Replica) checkInvariants() error {
 	}
 	for i, q := range r.inflight {
 		if q.corr == 0 || q.corr > r.corr {
-			return fmt.Errorf("request %d in flight has correlation id %d, issued up to %d", i, q.corr, r.corr)
+			return broken("inflight-corr", "request %d in flight has correlation id %d, issued up to %d", i, q.corr, r.corr)
 		}
 		for _, p := range r.inflight[:i] {
 			if p.kind == q.kind && p.msg.To == q.msg.To {
-				return fmt.Errorf("two requests of kind %d in flight to %d (%d and %d)", q.kind, q.msg.To, p.corr, q.corr)
+				return broken("inflight-one-per-kind", "two requests of kind %d in flight to %d (%d and %d)", q.kind, q.msg.To, p.corr, q.corr)
 			}
 		}
 	}
 	if len(r.parked) > 0 && r.st.Role() != kraft.Leader {
-		return fmt.Errorf("%d Fetches parked at a %v", len(r.parked), r.st.Role())
+		return broken("parked-at-leader", "%d Fetches parked at a %v", len(r.parked), r.st.Role())
 	}
 	if r.lastFetch != nil && (r.lastFetch.Corr == 0 || r.lastFetch.Corr > r.corr) {
-		return fmt.Errorf("the latest Fetch has correlation id %d, issued up to %d", r.lastFetch.Corr, r.corr)
+		return broken("last-fetch-corr", "the latest Fetch has correlation id %d, issued up to %d", r.lastFetch.Corr, r.corr)
 	}
 	if len(r.queue) > 0 {
-		return fmt.Errorf("%d events owed to the state after the input", len(r.queue))
+		return broken("queue-drained", "%d events owed to the state after the input", len(r.queue))
 	}
 	return r.checkReads()
 }

@@ -20,7 +20,7 @@ type parkedFetch struct {
 // latest role change) is dropped.
 func (r *Replica) onResponse(m Message) {
 	q, ok := r.match(m)
-	if !ok && r.plant != bugKeepStale {
+	if !ok && !r.planted(bugKeepStale) {
 		return
 	}
 	if ok && q.kind == kindRead {
@@ -56,7 +56,7 @@ func (r *Replica) onResponse(m Message) {
 		return
 	}
 	if len(m.Records) > 0 && r.st.AcceptsRecords(resp) {
-		if r.plant == bugWrongOffset && len(m.Records) > 1 {
+		if r.planted(bugWrongOffset) && len(m.Records) > 1 {
 			// An off-by-one: the second record appended where the first
 			// belongs, and so on.
 			end := r.cfg.Log.End().Offset
@@ -130,11 +130,28 @@ func (r *Replica) fetchResponse(a kraft.SendFetchResponse) {
 	}
 	if len(records) == 0 && valid && a.HighWatermark <= req.HighWatermark &&
 		!r.noPark && r.st.Role() == kraft.Leader {
-		r.parked = append(r.parked, parkedFetch{msg: *req, deadline: r.now + r.cfg.FetchMaxWait})
-		return
+		if len(r.parked) < MaxParkedFetches {
+			r.parked = append(r.parked, parkedFetch{msg: *req, deadline: r.now + r.cfg.FetchMaxWait})
+			return
+		}
+		// Full (D202): answered at once, empty; the fetcher asks again.
+		r.parkRefused++
 	}
 	r.respond(a, records, nil)
 }
+
+// MaxParkedFetches is the most Fetches a leader holds parked (long poll);
+// one more is answered at once with no records, and the fetcher, which
+// has one Fetch in flight to the leader (Kafka's RequestManager), sends
+// its next after it. Each replica has at most one Fetch parked at a time
+// but for duplicates the network delivers, so 1024 leaves room for a
+// thousand replicas (docs/design.md D202). ParkRefused counts the
+// Fetches answered at once for it.
+const MaxParkedFetches = 1024
+
+// ParkRefused counts the Fetches a full park answered at once
+// (MaxParkedFetches).
+func (r *Replica) ParkRefused() uint64 { return r.parkRefused }
 
 // readShared reads the log for a Fetch response, without copying the
 // payloads when the log can share them (storage.SharedReader): the host
@@ -149,7 +166,7 @@ func (r *Replica) readShared(from int64, maxBytes int) ([]storage.Entry, error) 
 // wakeParked steps every parked Fetch again (the leader's log end or high
 // watermark moved, or it stopped leading).
 func (r *Replica) wakeParked() {
-	if r.plant == bugParkForever {
+	if r.planted(bugParkForever) {
 		return
 	}
 	for _, p := range r.parked {

@@ -137,7 +137,7 @@ func (r *Replica) expire(d Deadline) {
 		if d.Index < len(r.parked) {
 			p := r.parked[d.Index]
 			r.parked = append(r.parked[:d.Index:d.Index], r.parked[d.Index+1:]...)
-			if r.plant == bugParkForever {
+			if r.planted(bugParkForever) {
 				return
 			}
 			r.queue = append(r.queue, inbound{msg: &p.msg, noPark: true})

@@ -1,3 +1,5 @@
+//go:build kraftbug
+
 package replica
 
 import (
@@ -7,8 +9,8 @@ import (
 
 // bug is a bug the project's tests plant in a Replica (Config's plant
 // field, set through package internal/plant) to show that the random
-// schedules catch it (cluster_test.go here, package sim's); a Replica
-// built otherwise has none.
+// schedules catch it (cluster_test.go here, package sim's). Only a build
+// with the tag kraftbug holds the hooks (plant_release.go, D201).
 type bug = plant.Bug
 
 const (
@@ -18,7 +20,13 @@ const (
 	bugTwoFetches  = plant.TwoFetches
 	bugWrongOffset = plant.WrongOffset
 	bugPersistLast = plant.PersistLast
+
+	bugReadCountsFetches = plant.ReadCountsFetches
+	bugReadJoinsRound    = plant.ReadJoinsRound
 )
+
+// planted reports whether the tests planted b in r.
+func (r *Replica) planted(b bug) bool { return r.plant == b }
 
 func init() {
 	plant.Register(func(cfg interface{}, b plant.Bug) { cfg.(*Config).plant = b })

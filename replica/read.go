@@ -2,11 +2,9 @@ package replica
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/kraftquorum/kraft"
-	"github.com/kraftquorum/kraft/internal/plant"
 )
 
 // Linearizable reads that write nothing (etcd's ReadIndex, the Raft
@@ -151,7 +149,7 @@ func (r *Replica) ReadIndex(now time.Duration) (uint64, error) {
 	}
 	s.nextRef++
 	p := pendingRead{ref: s.nextRef, epoch: r.st.Epoch(), round: s.round + 1, point: r.st.HighWatermark()}
-	if s.active && r.plant == plant.ReadJoinsRound {
+	if s.active && r.planted(bugReadJoinsRound) {
 		p.round = s.round // joins the round in flight, which began before it
 	}
 	s.pending = append(s.pending, p)
@@ -313,14 +311,14 @@ func (r *Replica) onReadTimeout(q *request) {
 	r.askLater(q.msg.To)
 }
 
-// noteReadFetch is a planted bug's (plant.ReadCountsFetches): a Fetch of
+// noteReadFetch is a planted bug's (bugReadCountsFetches): a Fetch of
 // the leader's epoch that arrives while a round is in flight confirms its
 // sender, as if it had been sent after the reads (a delayed retry was
 // not).
 func (r *Replica) noteReadFetch(m Message) {
 	f, ok := m.Event.(kraft.ReceiveFetch)
 	s := &r.reads
-	if r.plant != plant.ReadCountsFetches || m.Response || !ok || !s.active || f.CurrentLeaderEpoch != s.roundEpoch ||
+	if !r.planted(bugReadCountsFetches) || m.Response || !ok || !s.active || f.CurrentLeaderEpoch != s.roundEpoch ||
 		r.st.Role() != kraft.Leader || r.st.Epoch() != s.roundEpoch {
 		return
 	}
@@ -372,13 +370,13 @@ func (r *Replica) checkReads() error {
 	s := &r.reads
 	for _, p := range s.pending {
 		if r.st.Role() != kraft.Leader || p.epoch != r.st.Epoch() {
-			return fmt.Errorf("read %d of epoch %d waits at a %v of epoch %d", p.ref, p.epoch, r.st.Role(), r.st.Epoch())
+			return broken("read-at-leader", "read %d of epoch %d waits at a %v of epoch %d", p.ref, p.epoch, r.st.Role(), r.st.Epoch())
 		}
 		if p.round <= s.confirmed && p.point >= 0 {
-			return fmt.Errorf("read %d is ready and waits", p.ref)
+			return broken("read-ready", "read %d is ready and waits", p.ref)
 		}
 		if p.round > s.round+1 || p.round > s.round && !s.active {
-			return fmt.Errorf("read %d waits for round %d with no round to start it (latest %d, in flight %v)", p.ref, p.round, s.round, s.active)
+			return broken("read-round", "read %d waits for round %d with no round to start it (latest %d, in flight %v)", p.ref, p.round, s.round, s.active)
 		}
 	}
 	for _, q := range r.inflight {
@@ -386,10 +384,10 @@ func (r *Replica) checkReads() error {
 			continue
 		}
 		if q.round == 0 || q.round > s.round {
-			return fmt.Errorf("a read request to %d of round %d in flight (latest round %d, in flight %v)", q.msg.To, q.round, s.round, s.active)
+			return broken("read-request-round", "a read request to %d of round %d in flight (latest round %d, in flight %v)", q.msg.To, q.round, s.round, s.active)
 		}
 		if b, ok := q.msg.Event.(kraft.ReceiveBeginQuorumEpoch); !ok || r.st.Role() != kraft.Leader || b.LeaderEpoch != r.st.Epoch() {
-			return fmt.Errorf("a read request to %d (%T) in flight at a %v of epoch %d", q.msg.To, q.msg.Event, r.st.Role(), r.st.Epoch())
+			return broken("read-request-epoch", "a read request to %d (%T) in flight at a %v of epoch %d", q.msg.To, q.msg.Event, r.st.Role(), r.st.Epoch())
 		}
 	}
 	return nil

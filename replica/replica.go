@@ -163,8 +163,11 @@ type Replica struct {
 	sentFetch bool     // a Fetch or FetchSnapshot went out during the step
 	refusing  bool     // the step refused the leader (kraft.LeaderRefused)
 	bootNext  int
-	parked    []parkedFetch
+	parked    []parkedFetch // at most MaxParkedFetches (D202)
 	longPolls int
+	// parkRefused counts the Fetches answered at once because
+	// MaxParkedFetches were parked (D202).
+	parkRefused uint64
 
 	leaderHWM  int64 // LeaderHighWatermark; -1 after a role change
 	syncing    bool  // a Sync output is not answered yet
@@ -190,6 +193,12 @@ type Replica struct {
 	xfer transferState // a leadership transfer in progress (transfer.go)
 
 	plant bug // a bug planted by the tests; noBug otherwise
+
+	// The production check of the invariants (fault.go, D200): inputs
+	// counted, and the role and epoch at the last check.
+	inputs       uint64
+	checkedRole  kraft.Role
+	checkedEpoch kraft.Epoch
 }
 
 // inbound is a message or an event waiting to be stepped.
@@ -312,6 +321,7 @@ func (r *Replica) settle() {
 		r.syncing = true
 		r.emit(Sync{})
 	}
+	r.checkSettled()
 }
 
 // step feeds an event to the state and carries out the actions.
@@ -337,6 +347,9 @@ func (r *Replica) step(e kraft.Event) {
 			r.fail(fmt.Errorf("replica: fault on %T: %s", e, f.Reason))
 			return
 		}
+	}
+	if !r.checkStepped(next) {
+		return
 	}
 	r.st = next
 	r.carry(acts, e)
@@ -364,7 +377,7 @@ func (r *Replica) drain() {
 
 // carry carries out the actions of one step on e (nil at start) in order.
 func (r *Replica) carry(acts []kraft.Action, e kraft.Event) {
-	if r.plant == bugPersistLast {
+	if r.planted(bugPersistLast) {
 		acts = persistLast(acts)
 	}
 	for _, a := range acts {

@@ -86,7 +86,7 @@ func (r *Replica) bootstrapVoter() kraft.NodeID {
 // sendRequest sends m with a fresh correlation id and arms its timeout,
 // replacing any request of its kind in flight to its destination.
 func (r *Replica) sendRequest(m Message, k kind) {
-	if r.plant != bugTwoFetches || k != kindFetch {
+	if !r.planted(bugTwoFetches) || k != kindFetch {
 		r.dropRequest(m.To, k)
 		r.dropRetry(m.To, k) // a newer request supersedes its backoff
 	}
@@ -192,7 +192,7 @@ func (r *Replica) timedOut(q *request) {
 			// on in this epoch (D100).
 			r.slowFetch = int64(r.st.Epoch()) + 1
 		}
-		if r.plant == bugTwoFetches && q.kind == kindFetch {
+		if r.planted(bugTwoFetches) && q.kind == kindFetch {
 			r.sendRequest(q.msg, q.kind) // at once, and again after the backoff
 			q.corr = r.corr
 		}
@@ -228,7 +228,7 @@ func (r *Replica) retryFetch() {
 }
 
 func (r *Replica) runRetry(q retry) {
-	if r.inFlight(q.msg.To, q.kind) && r.plant != bugTwoFetches {
+	if r.inFlight(q.msg.To, q.kind) && !r.planted(bugTwoFetches) {
 		return
 	}
 	if q.kind == kindFetch && (r.lastFetch == nil || r.lastFetch.Corr != q.corr || !r.fetching()) {

@@ -35,6 +35,9 @@ func plantedRun(seed int64, bug plant.Bug) error {
 // simulator's random schedules fail, while the same schedules pass
 // without it.
 func TestRandomSchedulesCatchPlantedBugs(t *testing.T) {
+	if !plant.Enabled {
+		t.Skip("planted bugs need the build tag kraftbug (docs/design.md D201)")
+	}
 	const seeds = 10
 	for seed := int64(1); seed <= seeds; seed++ {
 		require.NoError(t, plantedRun(seed, plant.None), "seed %d without a planted bug", seed)
@@ -62,6 +65,9 @@ func TestRandomSchedulesCatchPlantedBugs(t *testing.T) {
 // caught by the persist-before-send rule, and by no other rule first, in
 // most random schedules (docs/design.md D115).
 func TestPersistLastBreaksPersistBeforeSend(t *testing.T) {
+	if !plant.Enabled {
+		t.Skip("planted bugs need the build tag kraftbug (docs/design.md D201)")
+	}
 	const seeds = 10
 	caught := 0
 	for seed := int64(1); seed <= seeds; seed++ {

@@ -144,6 +144,8 @@ func writeMetrics(w io.Writer, m node.Metrics) error {
 	p.counter("kraft_cluster_id_refused_total", "Requests this replica refused because they carry another cluster id.", float64(m.ClusterIDRefused))
 	p.counter("kraft_cluster_id_refused_by_peers_total", "Requests of this replica that peers refused because of the cluster id.", float64(m.ClusterIDRefusedByPeers))
 	p.gauge("kraft_leader_refused", "1 while this replica refuses to follow the leader of its epoch, which asked it to remove committed records (docs/design.md D113); 0 otherwise.", boolFloat(m.RefusingLeader))
+	p.counter("kraft_appends_refused_total", "Appends the leader refused because the most it holds waiting for their commit waited (docs/design.md D203).", float64(m.AppendsRefused))
+	p.counter("kraft_parked_fetches_refused_total", "Fetches the leader answered at once because the most it parks were parked (docs/design.md D202).", float64(m.ParkedFetchesRefused))
 	p.counter("kraft_leader_refusals_total", "Answers of a leader this replica refused because they asked it to remove committed records.", float64(m.LeaderRefusals))
 	p.counter("kraft_transport_dropped_total", "Messages the transport dropped.", float64(m.TransportDropped))
 	writeRuntimeMetrics(&p)

@@ -1,6 +1,7 @@
 // Package plant lets the project's own tests plant a known bug in a
 // replica.Replica, to show that the random schedules of packages replica
-// and sim catch it. A Replica built outside these tests never has one.
+// and sim catch it. Package replica holds the hooks only when built with
+// the tag kraftbug (docs/design.md D201): a release build has none.
 package plant
 
 // Bug is a bug planted in the replica layer.
@@ -79,5 +80,15 @@ var setter func(cfg interface{}, b Bug)
 // bug in a *replica.Config.
 func Register(f func(cfg interface{}, b Bug)) { setter = f }
 
-// Into plants b in the *replica.Config cfg.
-func Into(cfg interface{}, b Bug) { setter(cfg, b) }
+// Into plants b in the *replica.Config cfg. Planting None does nothing;
+// planting a bug in a build without the tag kraftbug (Enabled false),
+// whose replica package has no hooks, panics (docs/design.md D201).
+func Into(cfg interface{}, b Bug) {
+	if b == None {
+		return
+	}
+	if setter == nil {
+		panic("plant: " + b.String() + " planted in a build without the tag kraftbug")
+	}
+	setter(cfg, b)
+}
