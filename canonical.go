@@ -92,8 +92,8 @@ func (s State) appendCanonical(dst []byte) []byte {
 		dst = canonVarint(dst, int64(d.id.Epoch))
 		dst = canonVarint(dst, d.written)
 	}
-	dst = canonUvarint(dst, uint64(s.votersA))
-	dst = canonUvarint(dst, uint64(s.votersB))
+	dst = canonUvarint(dst, uint64(s.granted))
+	dst = canonUvarint(dst, uint64(s.rejected))
 	refused := byte(0)
 	if s.refused {
 		refused = 1
@@ -109,6 +109,8 @@ func (s State) appendCanonical(dst []byte) []byte {
 	for _, e := range s.ends.bigs() {
 		dst = canonVarint(dst, e)
 	}
+	dst = canonUvarint(dst, uint64(s.fetchedCheck))
+	dst = canonUvarint(dst, uint64(s.fetchedBegin))
 	dst = canonUvarint(dst, uint64(len(s.log.voterSets())))
 	for _, at := range s.log.voterSets() {
 		dst = canonVarint(dst, at.Offset)

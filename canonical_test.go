@@ -136,16 +136,18 @@ func TestCanonicalEveryField(t *testing.T) {
 				s.download = nil
 			}
 		},
-		"votersA":     func(s *State) { s.votersA ^= 2 },
-		"votersB":     func(s *State) { s.votersB ^= 4 },
-		"rival":       func(s *State) { s.rival++ },
-		"rivalEpoch":  func(s *State) { s.rivalEpoch++ },
-		"rivalOffset": func(s *State) { s.rivalOffset++ },
-		"rivalHeld":   func(s *State) { s.rivalHeld++ },
-		"epochStart":  func(s *State) { s.epochStart++ },
-		"ends":        func(s *State) { s.ends.small[0]++ },
-		"joinWait":    func(s *State) { s.joinWait = !s.joinWait },
-		"refused":     func(s *State) { s.refused = !s.refused },
+		"granted":      func(s *State) { s.granted ^= 2 },
+		"rejected":     func(s *State) { s.rejected ^= 4 },
+		"rival":        func(s *State) { s.rival++ },
+		"rivalEpoch":   func(s *State) { s.rivalEpoch++ },
+		"rivalOffset":  func(s *State) { s.rivalOffset++ },
+		"rivalHeld":    func(s *State) { s.rivalHeld++ },
+		"epochStart":   func(s *State) { s.epochStart++ },
+		"ends":         func(s *State) { s.ends.small[0]++ },
+		"fetchedCheck": func(s *State) { s.fetchedCheck ^= 1 },
+		"fetchedBegin": func(s *State) { s.fetchedBegin ^= 1 },
+		"joinWait":     func(s *State) { s.joinWait = !s.joinWait },
+		"refused":      func(s *State) { s.refused = !s.refused },
 		"change": func(s *State) {
 			if s.change == nil {
 				s.change = &voterChange{}

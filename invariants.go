@@ -111,19 +111,16 @@ func (s State) checkInvariants() error {
 		}
 	}
 
-	// The election's tally and the Leader's rounds, which share votersA
-	// and votersB (D181): a tally only while there is an election, none
-	// both granting and rejecting; rounds only in a Leader; both of voters
-	// only.
-	election := role == Prospective || role == Candidate
-	if !election && role != Leader && (s.votersA != 0 || s.votersB != 0) {
-		return fmt.Errorf("%v keeps an election tally or leader rounds", role)
+	// The election's fields: a tally only while there is an election, of
+	// voters, none both granting and rejecting.
+	if role != Prospective && role != Candidate && (s.granted != 0 || s.rejected != 0) {
+		return fmt.Errorf("%v keeps an election tally", role)
 	}
-	if election && s.granted()&s.rejected() != 0 {
-		return fmt.Errorf("voters %b both granted and rejected", s.granted()&s.rejected())
+	if s.granted&s.rejected != 0 {
+		return fmt.Errorf("voters %b both granted and rejected", s.granted&s.rejected)
 	}
-	if (s.votersA|s.votersB)>>uint(n) != 0 {
-		return fmt.Errorf("the tally or the rounds count voters past the %d of the set", n)
+	if (s.granted|s.rejected)>>uint(n) != 0 {
+		return fmt.Errorf("the tally counts voters past the %d of the set", n)
 	}
 	if int(s.rival) > n {
 		return fmt.Errorf("rival %d is not a voter index plus one (%d voters)", s.rival, n)
@@ -139,12 +136,17 @@ func (s State) checkInvariants() error {
 			return fmt.Errorf("%v keeps an epoch start", role)
 		case s.ends.small != [inlineEnds]int64{} || s.ends.large != nil:
 			return fmt.Errorf("%v keeps voter ends", role)
+		case s.fetchedCheck != 0 || s.fetchedBegin != 0:
+			return fmt.Errorf("%v keeps check-quorum or begin-epoch rounds", role)
 		case s.change != nil:
 			return fmt.Errorf("%v has a pending voter change", role)
 		}
 	} else {
 		if s.epochStart < 0 || s.epochStart > s.log.end.Offset {
 			return fmt.Errorf("a Leader's epoch starts at %d, its log ends at %d", s.epochStart, s.log.end.Offset)
+		}
+		if (s.fetchedCheck|s.fetchedBegin)>>uint(n) != 0 {
+			return fmt.Errorf("the leader's rounds count voters past the %d of the set", n)
 		}
 		if s.ends.large != nil && len(s.ends.bigs()) != n {
 			return fmt.Errorf("a Leader keeps %d voter ends for %d voters", len(s.ends.bigs()), n)

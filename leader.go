@@ -17,7 +17,7 @@ import (
 func (t *stepper) toLeader() {
 	var granting []ReplicaKey
 	for i, v := range t.s.c.voters {
-		if t.s.granted().has(i) {
+		if t.s.granted.has(i) {
 			granting = append(granting, v)
 		}
 	}
@@ -145,9 +145,9 @@ func (t *stepper) fetchedBy(id NodeID, dir *uuid.UUID, offset int64, position bo
 		}
 		return
 	}
-	t.s.votersA = t.s.fetchedCheck().with(i)
+	t.s.fetchedCheck = t.s.fetchedCheck.with(i)
 	if position {
-		t.s.votersB = t.s.fetchedBegin().with(i)
+		t.s.fetchedBegin = t.s.fetchedBegin.with(i)
 		// The high watermark depends on the ends, the leader's flushed
 		// offset and the epoch start; it was last computed when one of
 		// them changed, so an unchanged end cannot move it.
@@ -235,11 +235,11 @@ func (t *stepper) onBeginQuorumEpochTimeout() {
 		return
 	}
 	for i, v := range t.s.c.voters {
-		if i != t.s.c.localIndex && !t.s.fetchedBegin().has(i) {
+		if i != t.s.c.localIndex && !t.s.fetchedBegin.has(i) {
 			t.emitBeginEpoch(t.beginQuorumEpoch(v))
 		}
 	}
-	t.s.votersB = 0
+	t.s.fetchedBegin = 0
 	t.emit(t.s.c.resetBegin)
 }
 

@@ -45,11 +45,11 @@ func majorityEnd(ends []int64) int64 { return nthLargest(ends, majoritySize(len(
 
 // newTally starts a nominee's election with only its own vote granted.
 func (t *stepper) newTally() {
-	t.s.votersA, t.s.votersB = voterSet(0).with(t.s.c.localIndex), 0
+	t.s.granted, t.s.rejected = voterSet(0).with(t.s.c.localIndex), 0
 }
 
 func (t *stepper) won() bool {
-	return voteWon(len(t.s.c.voters), t.s.granted().size())
+	return voteWon(len(t.s.c.voters), t.s.granted.size())
 }
 
 // electionLost: even the voters that have not answered cannot make a
@@ -58,15 +58,15 @@ func (t *stepper) electionLost() bool {
 	if t.s.role != Prospective && t.s.role != Candidate {
 		return false
 	}
-	return voteLost(len(t.s.c.voters), t.s.granted().size(), t.s.rejected().size())
+	return voteLost(len(t.s.c.voters), t.s.granted.size(), t.s.rejected.size())
 }
 
 // checkQuorum restarts the check-quorum window once a majority of voters,
 // the leader included, has fetched in it (Kafka's
 // LeaderState.updateCheckQuorumForFollowingVoter).
 func (t *stepper) checkQuorum() {
-	if checkQuorumMet(len(t.s.c.voters), t.s.fetchedCheck().size(), t.s.c.isVoter()) {
-		t.s.votersA = 0
+	if checkQuorumMet(len(t.s.c.voters), t.s.fetchedCheck.size(), t.s.c.isVoter()) {
+		t.s.fetchedCheck = 0
 		t.emit(t.s.c.resetCheckQuorum)
 	}
 }

@@ -313,9 +313,7 @@ func (t *stepper) syncVoters() {
 	// The rival is known by its index in the old set (D59).
 	t.s.forgetRival()
 	s := t.s
-	// The election tally and the leader's rounds share votersA and
-	// votersB (D181): moving their bits moves whichever the role holds.
-	var a, b voterSet
+	var granted, rejected, check, begin voterSet
 	ends := newVoterEnds(len(c.voters))
 	for j, v := range c.voters {
 		// Kafka's getReplicaState: a voter keeps its state when its
@@ -333,15 +331,15 @@ func (t *stepper) syncVoters() {
 		if i < 0 {
 			continue
 		}
-		// A removed voter's vote, and its Fetch in the check-quorum
-		// window, no longer count (Kafka's fetchedVoters keeps the Fetch;
-		// D51).
-		a, b = moveBit(a, s.votersA, i, j), moveBit(b, s.votersB, i, j)
+		granted, rejected = moveBit(granted, s.granted, i, j), moveBit(rejected, s.rejected, i, j)
+		// A removed voter's Fetch in the check-quorum window no longer
+		// counts (Kafka's fetchedVoters keeps it; D51).
+		check, begin = moveBit(check, s.fetchedCheck, i, j), moveBit(begin, s.fetchedBegin, i, j)
 		if s.role == Leader {
 			ends.set(j, s.ends.get(i))
 		}
 	}
-	s.votersA, s.votersB = a, b
+	s.granted, s.rejected, s.fetchedCheck, s.fetchedBegin = granted, rejected, check, begin
 	if old.isVoter() != c.isVoter() {
 		t.voterStatusChanged()
 	}

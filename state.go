@@ -328,25 +328,22 @@ type State struct {
 	// Invariant: nil unless Follower.
 	download *snapshotDownload
 
-	// votersA and votersB are sets of voter indexes (bit i is voter i)
-	// that two roles use, each its own way (D181: a State is copied on
-	// every step and no role needs both pairs):
-	//   - Prospective, Candidate: the election tally, the voters that
-	//     granted (votersA) and rejected (votersB); see granted and
-	//     rejected. Invariant: disjoint.
-	//   - Leader: the voters that fetched in the current check-quorum
-	//     window (votersA) and since the last BeginQuorumEpoch round
-	//     (votersB; D4); see fetchedCheck and fetchedBegin.
-	// Invariant: empty in every other role; only voter indexes.
-	votersA, votersB voterSet
+	// Prospective, Candidate: the election tally, as sets of voter
+	// indexes (bit i is voter i) that granted and rejected. Invariant:
+	// empty unless Prospective or Candidate; disjoint; only voter indexes.
+	granted, rejected voterSet
 
 	// Leader: where its epoch starts; each voter's end offset by voter
 	// index (the fetch offset of its last valid Fetch, -1 if unknown;
-	// voterEnds keeps old states' values); its rounds are in votersA and
-	// votersB. Invariant: all zero unless Leader; a Leader's epoch start
-	// is within its log, its ends one per voter.
-	epochStart int64
-	ends       voterEnds
+	// voterEnds keeps old states' values); the voters that
+	// fetched in the current check-quorum window and since the last
+	// BeginQuorumEpoch round (D4 in docs/design.md). Invariant: all zero
+	// unless Leader; a Leader's epoch start is within its log, its ends
+	// one per voter, its rounds only of voter indexes.
+	epochStart   int64
+	ends         voterEnds
+	fetchedCheck voterSet
+	fetchedBegin voterSet
 
 	// Leader: the pending AddRaftVoter or RemoveRaftVoter (Kafka's
 	// LeaderState add/remove voter handler state), nil when none. Shared
@@ -358,13 +355,6 @@ type State struct {
 // voterSet is a set of voter indexes; Config allows at most MaxVoters
 // voters, so a set is one word and states share nothing through it.
 type voterSet uint64
-
-// The election tally of a Prospective or Candidate, and the rounds of a
-// Leader, read by their names (D181).
-func (s *State) granted() voterSet      { return s.votersA }
-func (s *State) rejected() voterSet     { return s.votersB }
-func (s *State) fetchedCheck() voterSet { return s.votersA }
-func (s *State) fetchedBegin() voterSet { return s.votersB }
 
 func (v voterSet) has(i int) bool         { return v&(1<<uint(i)) != 0 }
 func (v voterSet) with(i int) voterSet    { return v | 1<<uint(i) }

@@ -260,7 +260,7 @@ func (t *stepper) become(role Role, epoch Epoch, leader NodeID, voted ReplicaKey
 	n.endpoints = false
 	n.fetched, n.leaderResigned, n.fetchPending, n.lowerAsked = false, false, false, false
 	n.download = nil
-	n.votersA, n.votersB = 0, 0
+	n.granted, n.rejected = 0, 0
 	if epoch != old.epoch {
 		n.forgetRival()
 		n.rivalHeld = 0 // the rival's bound is per epoch (D105)
@@ -268,7 +268,7 @@ func (t *stepper) become(role Role, epoch Epoch, leader NodeID, voted ReplicaKey
 	if epoch != old.epoch || leader != old.leader {
 		n.refused = false
 	}
-	n.epochStart, n.ends = 0, voterEnds{}
+	n.epochStart, n.ends, n.fetchedCheck, n.fetchedBegin = 0, voterEnds{}, 0, 0
 	n.change, n.joinWait = nil, false
 	*t.s = n
 	if durable && n.Record() != old.Record() {

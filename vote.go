@@ -217,10 +217,10 @@ func (t *stepper) rankedGrant(i int, end LogEnd, above bool) bool {
 // election timeout and a whole fetch timeout again. The request is an
 // ordinary pre-vote, so nothing changes on the wire.
 func (t *stepper) askAgain(i int) {
-	if t.s.granted().has(i) {
+	if t.s.granted.has(i) {
 		return
 	}
-	t.s.votersB = t.s.rejected().without(i)
+	t.s.rejected = t.s.rejected.without(i)
 	t.emitVoteRequest(t.voteRequest(t.s.c.voters[i], true))
 }
 
@@ -272,7 +272,7 @@ func (t *stepper) recordVote(candidate ReplicaKey) {
 	if t.s.role != Prospective {
 		return
 	}
-	answered := t.s.granted() | t.s.rejected()
+	answered := t.s.granted | t.s.rejected
 	t.newTally()
 	for i, v := range t.s.c.voters {
 		if i != t.s.c.localIndex && answered.has(i) {
@@ -309,21 +309,21 @@ func (t *stepper) onVoteResponse(e ReceiveVoteResponse) {
 		return
 	}
 	granted := e.VoteGranted
-	if !granted && t.s.role == Prospective && t.s.granted().has(i) && !t.s.c.kafkaFailover {
+	if !granted && t.s.role == Prospective && t.s.granted.has(i) && !t.s.c.kafkaFailover {
 		// D59: a grant stands for the round; a rejection the voter sent
 		// before it (as a Follower) may arrive after it.
 		return
 	}
-	if (granted && t.s.granted().has(i)) || (!granted && t.s.rejected().has(i)) ||
-		(t.s.role == Candidate && (t.s.granted() | t.s.rejected()).has(i)) {
+	if (granted && t.s.granted.has(i)) || (!granted && t.s.rejected.has(i)) ||
+		(t.s.role == Candidate && (t.s.granted | t.s.rejected).has(i)) {
 		// A repeat changes nothing; a Candidate never changes a recorded
 		// verdict (Kafka throws, we ignore).
 		return
 	}
 	if granted {
-		t.s.votersA, t.s.votersB = t.s.granted().with(i), t.s.rejected().without(i)
+		t.s.granted, t.s.rejected = t.s.granted.with(i), t.s.rejected.without(i)
 	} else {
-		t.s.votersA, t.s.votersB = t.s.granted().without(i), t.s.rejected().with(i)
+		t.s.granted, t.s.rejected = t.s.granted.without(i), t.s.rejected.with(i)
 	}
 	switch {
 	case granted && t.won() && t.s.role == Prospective && t.s.outranked():
