@@ -3,6 +3,7 @@ package kraft
 import (
 	"fmt"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -169,4 +170,15 @@ func TestBufferGrowsWithoutMovingActions(t *testing.T) {
 	require.Equal(t, Candidate, s.Role())
 	require.Equal(t, 8, requests[0], "the pre-vote asks the 8 others")
 	require.Equal(t, 8, requests[len(requests)-1], "the vote asks the 8 others")
+}
+
+// TestStateSizeBounded: a State is copied in and out of every step, so its
+// size is most of a leader ack's cost; a voter set beyond the inline ends
+// costs it one pointer (docs/design.md D180). 224 bytes on 64-bit platforms.
+func TestStateSizeBounded(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("sizes are for 64-bit platforms")
+	}
+	require.LessOrEqual(t, unsafe.Sizeof(State{}), uintptr(224), "State grew")
+	require.Equal(t, uintptr(8), unsafe.Sizeof(voterEnds{}.large), "the large ends cost the State more than a pointer")
 }

@@ -105,8 +105,8 @@ func (s State) appendCanonical(dst []byte) []byte {
 	for _, e := range s.ends.small {
 		dst = canonVarint(dst, e)
 	}
-	dst = canonUvarint(dst, uint64(len(s.ends.large)))
-	for _, e := range s.ends.large {
+	dst = canonUvarint(dst, uint64(len(s.ends.bigs())))
+	for _, e := range s.ends.bigs() {
 		dst = canonVarint(dst, e)
 	}
 	dst = canonUvarint(dst, uint64(s.fetchedCheck))

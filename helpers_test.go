@@ -72,7 +72,11 @@ func step(t *testing.T, s State, e Event) (State, []Action) {
 // and an empty one empty (reflect.DeepEqual tells them apart).
 func deepCopy(s State) State {
 	c := s
-	c.ends.large = cloneSlice(s.ends.large)
+	if s.ends.large != nil {
+		large := makeLarge(len(*s.ends.large))
+		copy(*large, *s.ends.large)
+		c.ends.large = large
+	}
 	if s.log.h != nil {
 		h := *s.log.h
 		h.epochs = cloneSlice(h.epochs)

@@ -168,8 +168,8 @@ func (s State) checkInvariants() error {
 		if (s.fetchedCheck|s.fetchedBegin)>>uint(n) != 0 {
 			return broken("leader-rounds", "the leader's rounds count voters past the %d of the set", n)
 		}
-		if s.ends.large != nil && len(s.ends.large) != n {
-			return broken("leader-ends", "a Leader keeps %d voter ends for %d voters", len(s.ends.large), n)
+		if s.ends.large != nil && len(s.ends.bigs()) != n {
+			return broken("leader-ends", "a Leader keeps %d voter ends for %d voters", len(s.ends.bigs()), n)
 		}
 	}
 

@@ -476,3 +476,39 @@ func bytesPerRun(runs int, f func()) uint64 {
 	runtime.ReadMemStats(&after)
 	return (after.TotalAlloc - before.TotalAlloc) / uint64(runs)
 }
+
+// TestFileLogKeepsNoLargeScanBuffer: a FileLog keeps at most readScanBuffer
+// (64 KiB) of scanning buffer for Read, however much a Read asks for, and
+// nothing of the recovery scan's buffer once it is open (D182); a record
+// larger than the buffer still reads whole.
+func TestFileLogKeepsNoLargeScanBuffer(t *testing.T) {
+	dir := t.TempDir()
+	l, _, err := Open(dir, Options{})
+	require.NoError(t, err)
+	small := bytes.Repeat([]byte{7}, 1000)
+	large := bytes.Repeat([]byte{9}, 300<<10)
+	for i := 0; i < 2000; i++ {
+		_, err = l.Append(1, small)
+		require.NoError(t, err)
+	}
+	_, err = l.Append(1, large)
+	require.NoError(t, err)
+	require.NoError(t, l.Sync())
+	entries, err := l.Read(0, 8<<20)
+	require.NoError(t, err)
+	require.Len(t, entries, 2001)
+	require.Equal(t, large, entries[2000].Data)
+	require.LessOrEqual(t, cap(l.rbuf), 64<<10, "Read keeps a larger buffer")
+	require.NoError(t, l.Close())
+
+	// Reopened: the recovery scan read a segment of 2.3 MiB.
+	l, _, err = Open(dir, Options{})
+	require.NoError(t, err)
+	defer l.Close()
+	require.Nil(t, l.scanBuf, "the recovery scan's buffer is kept")
+	require.LessOrEqual(t, cap(l.rbuf), 64<<10, "the recovery scan's buffer became Read's")
+	entries, err = l.Read(1999, 8<<20)
+	require.NoError(t, err)
+	require.Len(t, entries, 2)
+	require.Equal(t, large, entries[1].Data)
+}

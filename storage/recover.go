@@ -432,10 +432,12 @@ func (l *FileLog) scanSegment(seg *segment, start kraft.LogEnd, last bool, skip 
 	if size < n {
 		n = size
 	}
-	if int64(cap(l.rbuf)) < n {
-		l.rbuf = make([]byte, n)
+	// The recovery scan's buffer is its own, not Read's: the 1 MiB of a
+	// large segment is garbage once the log is open (D182).
+	if int64(cap(l.scanBuf)) < n {
+		l.scanBuf = make([]byte, n)
 	}
-	sc := newScanner(seg.f, 0, size, l.rbuf[:n])
+	sc := newScanner(seg.f, 0, size, l.scanBuf[:n])
 	for {
 		pos := sc.pos()
 		h, _, err := sc.next()
@@ -477,7 +479,7 @@ func (l *FileLog) scanSegment(seg *segment, start kraft.LogEnd, last bool, skip 
 					// Reads from the start on must not scan the damage:
 					// the index points past it.
 					seg.index = append(seg.index, indexEntry{offset: next, pos: at})
-					sc = newScanner(seg.f, at, size, l.rbuf[:n])
+					sc = newScanner(seg.f, at, size, l.scanBuf[:n])
 					continue
 				}
 			}
