@@ -32,7 +32,9 @@ type Msg struct {
 	// ReceiveBeginQuorumEpoch, ReceiveEndQuorumEpoch, ReceiveQuorumResponse
 	// (a BeginQuorumEpoch or EndQuorumEpoch response, API says which),
 	// ReceiveFetch, ReceiveFetchResponse, ReceiveFetchSnapshot and
-	// ReceiveFetchSnapshotResponse.
+	// ReceiveFetchSnapshotResponse; or a KIP-853 voter-change request,
+	// ReceiveAddVoter, ReceiveRemoveVoter or ReceiveUpdateVoter (their
+	// answers are VoterAnswer, DecodeVoterAnswer).
 	Event kraft.Event
 	// API is the message's API key. Encoding needs it only for a
 	// ReceiveQuorumResponse; decoding sets it.
@@ -59,6 +61,8 @@ type Msg struct {
 	// MaxWaitMs and MaxBytes are a Fetch request's max_wait_ms and
 	// max_bytes, and a FetchSnapshot request's max_bytes.
 	MaxWaitMs, MaxBytes int32
+	// TimeoutMs is an AddRaftVoter request's timeout_ms.
+	TimeoutMs int32
 }
 
 // ErrNotMetadataPartition is returned for a message about any partition but
@@ -218,6 +222,8 @@ func EncodeRequest(m Msg, version int16) (kmsg.Request, error) {
 		t.Partitions = []kmsg.FetchSnapshotRequestTopicPartition{p}
 		r.Topics = []kmsg.FetchSnapshotRequestTopic{t}
 		return r, nil
+	case kraft.ReceiveAddVoter, kraft.ReceiveRemoveVoter, kraft.ReceiveUpdateVoter:
+		return encodeVoterRequest(m, version)
 	}
 	return nil, fmt.Errorf("kafkawire: %T is not a request event", m.Event)
 }
@@ -369,6 +375,8 @@ func DecodeRequest(r kmsg.Request, local kraft.ReplicaKey) (Msg, error) {
 			Snapshot:           kraft.LogEnd{Offset: p.SnapshotID.EndOffset, Epoch: kraft.Epoch(p.SnapshotID.Epoch)},
 			Position:           p.Position, Size: -1,
 		}
+	case *kmsg.AddRaftVoterRequest, *kmsg.RemoveRaftVoterRequest, *kmsg.UpdateRaftVoterRequest:
+		return decodeVoterRequest(r)
 	default:
 		return m, fmt.Errorf("kafkawire: %s is not a raft request kraft maps", kmsg.NameForKey(r.Key()))
 	}

@@ -192,6 +192,10 @@ type Transport struct {
 	// voterChanges, if set, answers the KIP-853 voter changes
 	// (ServeVoterChanges).
 	voterChanges *voterChanges
+	// calls are the voter-change requests the transport sent itself
+	// (SendVoterRequest), waiting for their answer, by Corr.
+	calls   map[uint64]chan VoterAnswer
+	callSeq atomic.Uint64
 
 	mu      sync.Mutex
 	closed  bool
@@ -330,6 +334,7 @@ func NewTransport(cfg TransportConfig) (*Transport, error) {
 		addrs: map[kraft.NodeID]string{}, learned: map[kraft.NodeID]bool{},
 		peers: map[kraft.NodeID]*peer{}, conns: map[*conn]struct{}{},
 		serving: map[uint64]*served{},
+		calls:   map[uint64]chan VoterAnswer{},
 		downs:   make(chan kraft.NodeID, 16),
 	}
 	for id, a := range cfg.Peers {
@@ -735,6 +740,8 @@ func (t *Transport) serve(c *conn) {
 				}(h.CorrelationID)
 				continue
 			}
+			t.drop(true, "request from %v: %s without ServeVoterChanges", c.c.RemoteAddr(), kmsg.NameForKey(h.APIKey))
+			return
 		}
 		m, err := DecodeRequest(req, local)
 		if err != nil {
@@ -929,6 +936,9 @@ func (t *Transport) request(to kraft.NodeID, c *conn, m node.Message) []byte {
 	} else {
 		msg := Msg{Event: m.Event, MaxWaitMs: 500, MaxBytes: replica.DefaultFetchMaxBytes}
 		switch e := m.Event.(type) {
+		case kraft.ReceiveAddVoter, kraft.ReceiveUpdateVoter:
+			// The replica's own listener (Kafka: localListeners), D170.
+			msg.Endpoints, msg.TimeoutMs = []Endpoint{t.self}, VoterRequestTimeoutMs
 		case kraft.ReceiveBeginQuorumEpoch, kraft.ReceiveEndQuorumEpoch:
 			msg.Endpoints = []Endpoint{t.self}
 			if e, ok := e.(kraft.ReceiveEndQuorumEpoch); ok {
@@ -947,6 +957,12 @@ func (t *Transport) request(to kraft.NodeID, c *conn, m node.Message) []byte {
 			t.deliver(node.Message{From: to, To: t.cfg.ID, Corr: m.Corr, Response: true, Event: kraft.ReceiveVoteResponse{
 				From: to, Error: kraft.ErrUnsupportedVersion, Epoch: v.CandidateEpoch, LeaderID: kraft.NoNode,
 			}})
+			return nil
+		}
+		if isVoterRequest(m.Event) && errors.Is(err, ErrNotRepresentable) {
+			// A leader without the API: Kafka's NetworkClient answers
+			// UNSUPPORTED_VERSION locally.
+			t.voterAnswer(to, m.Corr, VoterAnswer{API: api, Code: kraft.ErrUnsupportedVersion, LeaderID: kraft.NoNode, LeaderEpoch: -1})
 			return nil
 		}
 		t.drop(true, "request to %d not encoded: %v", to, err)
@@ -980,6 +996,12 @@ func apiOf(m node.Message) (int16, bool) {
 		return Fetch, true
 	case kraft.ReceiveFetchSnapshot:
 		return FetchSnapshot, true
+	case kraft.ReceiveAddVoter:
+		return AddRaftVoter, true
+	case kraft.ReceiveRemoveVoter:
+		return RemoveRaftVoter, true
+	case kraft.ReceiveUpdateVoter:
+		return UpdateRaftVoter, true
 	}
 	return 0, false
 }
@@ -1067,7 +1089,7 @@ func (t *Transport) handshake(c *conn) (map[int16]int16, error) {
 		if av.ErrorCode != 0 {
 			return nil, fmt.Errorf("error %v", kraft.ErrorCode(av.ErrorCode))
 		}
-		return Negotiate(t.cfg.Versions, VersionsOf(av)), nil
+		return Negotiate(t.sends(), VersionsOf(av)), nil
 	}
 	return nil, errors.New("ApiVersions retried without success")
 }
@@ -1100,6 +1122,15 @@ func (t *Transport) readResponses(from kraft.NodeID, c *conn) {
 			return
 		}
 		m := node.Message{From: from, To: t.cfg.ID, Corr: p.corr, Response: true}
+		if p.api == AddRaftVoter || p.api == RemoveRaftVoter || p.api == UpdateRaftVoter {
+			a, err := DecodeVoterAnswer(resp)
+			if err != nil {
+				t.drop(true, "response from %d: %v", from, err)
+				continue
+			}
+			t.voterAnswer(from, p.corr, a)
+			continue
+		}
 		if av, ok := resp.(*kmsg.ApiVersionsResponse); ok {
 			m.APIVersions = true
 			m.Event = kraft.ReceiveAPIVersionsResponse{From: from, Error: kraft.ErrorCode(av.ErrorCode), KRaftVersions: KRaftVersionsOf(av)}

@@ -45,12 +45,16 @@ func newTransport(cfg config, logf func(format string, args ...interface{})) (qu
 // Kafka's leader does (kafka-metadata-quorum describe), and, in a dynamic
 // quorum, AddRaftVoter, RemoveRaftVoter and UpdateRaftVoter
 // (kafka-metadata-quorum add-controller, remove-controller;
-// docs/design.md D160).
+// docs/design.md D160), and keeps its own endpoint in the voter set up to
+// date (D171).
 func serveDescribe(tr quorumTransport, n *node.Node, cfg config) {
 	if kt, ok := tr.(*kafkawire.Transport); ok {
 		kt.ServeDescribeQuorum(n)
 		if cfg.dynamic {
 			kt.ServeVoterChanges(n, cfg.kraftConfig().ClusterID)
+			// A voter restarted at a new endpoint updates it at the
+			// leader on its update-voter timer (docs/design.md D171).
+			kt.UpdateEndpoints(n, cfg.kraftConfig().ClusterID, cfg.fetchTimeout)
 		}
 	}
 }

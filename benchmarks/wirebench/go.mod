@@ -1,0 +1,3 @@
+module github.com/kraftquorum/kraft/benchmarks/wirebench
+
+go 1.26
