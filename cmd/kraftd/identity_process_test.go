@@ -29,6 +29,27 @@ import (
 // command continued with "\" on the next line is one), with the document's
 // ports, data directories and binary replaced by the test's.
 func docCommands(t *testing.T, doc, heading string, subst map[string]string) [][][]string {
+	var blocks [][][]string
+	for _, block := range docBlocks(t, doc, heading, subst) {
+		var cmds [][]string
+		for _, line := range strings.Split(block, "\n") {
+			f := strings.Fields(line)
+			if len(f) > 0 && f[0] == subst["/tmp/kraftd"] {
+				cmds = append(cmds, f[1:])
+			}
+		}
+		if cmds != nil {
+			blocks = append(blocks, cmds)
+		}
+	}
+	return blocks
+}
+
+// docBlocks returns the sh blocks of the section heading of the markdown
+// file doc (a path from the repository's root), after subst, with each
+// command continued with "\" on the next line joined into one line.
+func docBlocks(t *testing.T, doc, heading string, subst map[string]string) []string {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", doc))
 	require.NoError(t, err)
 	text := string(b)
@@ -41,18 +62,9 @@ func docCommands(t *testing.T, doc, heading string, subst map[string]string) [][
 	for from, to := range subst {
 		text = strings.ReplaceAll(text, from, to)
 	}
-	var blocks [][][]string
+	var blocks []string
 	for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(text, -1) {
-		var cmds [][]string
-		for _, line := range strings.Split(strings.ReplaceAll(block[1], "\\\n", " "), "\n") {
-			f := strings.Fields(line)
-			if len(f) > 0 && f[0] == subst["/tmp/kraftd"] {
-				cmds = append(cmds, f[1:])
-			}
-		}
-		if cmds != nil {
-			blocks = append(blocks, cmds)
-		}
+		blocks = append(blocks, strings.ReplaceAll(block[1], "\\\n", " "))
 	}
 	return blocks
 }
