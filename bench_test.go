@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// Benchmarks for the hot paths of Step (results in the README's Performance
-// section). States are built by stepping real events through a
+// Benchmarks for the hot paths of Step (results in docs/performance.md).
+// States are built by stepping real events through a
 // minimal in-benchmark host (bnCluster); the measured step then starts from
 // a fixed State every iteration, which purity allows, unless the benchmark
 // says it carries the state forward.

@@ -278,3 +278,79 @@ func TestEventTablesNameEveryLoggedEvent(t *testing.T) {
 	require.Equal(t, logged, tableEvents(t, filepath.Join("docs", "kraftd.md"), "The log"), "docs/kraftd.md's events")
 	require.Equal(t, logged, tableEvents(t, filepath.Join("docs", "operations.md"), "Reading the log"), "docs/operations.md's events")
 }
+
+// decisionHeading matches a decision of docs/design.md: "D12. **Title".
+var decisionHeading = regexp.MustCompile(`(?m)^D(\d+)\. \*\*`)
+
+// designIndex returns the decision numbers the index of docs/design.md
+// lists, with how often each is listed.
+func designIndex(t *testing.T, doc string) map[string]int {
+	t.Helper()
+	i := strings.Index(doc, "\n## Index of decisions by topic\n")
+	require.GreaterOrEqual(t, i, 0, "docs/design.md has no index")
+	section := doc[i+1:]
+	j := strings.Index(section[1:], "\n## ")
+	require.GreaterOrEqual(t, j, 0)
+	listed := map[string]int{}
+	for _, m := range regexp.MustCompile(`(?m)^- D(\d+) `).FindAllStringSubmatch(section[:j+1], -1) {
+		listed[m[1]]++
+	}
+	return listed
+}
+
+// TestDesignIndexNamesEveryDecision checks the index at the top of
+// docs/design.md (D191): every decision is listed exactly once, and every
+// entry names a decision of the file.
+func TestDesignIndexNamesEveryDecision(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("docs", "design.md"))
+	require.NoError(t, err)
+	doc := string(b)
+	listed := designIndex(t, doc)
+	decided := map[string]bool{}
+	for _, m := range decisionHeading.FindAllStringSubmatch(doc, -1) {
+		decided[m[1]] = true
+	}
+	require.NotEmpty(t, decided)
+	var missing, extra, twice []string
+	for d := range decided {
+		if listed[d] == 0 {
+			missing = append(missing, "D"+d)
+		}
+	}
+	for d, n := range listed {
+		if !decided[d] {
+			extra = append(extra, "D"+d)
+		}
+		if n > 1 {
+			twice = append(twice, "D"+d)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(extra)
+	sort.Strings(twice)
+	require.Empty(t, missing, "decisions the index of docs/design.md does not list")
+	require.Empty(t, extra, "index entries of docs/design.md that name no decision")
+	require.Empty(t, twice, "decisions the index lists more than once")
+}
+
+// TestReadmeIsAFrontDoor checks README.md's shape (D190): at most 300
+// lines, the two commands as written, the entry points, the cluster and the
+// host contract with its eleven rules.
+func TestReadmeIsAFrontDoor(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	doc := string(b)
+	require.LessOrEqual(t, strings.Count(doc, "\n"), 300, "README.md's lines")
+	require.Contains(t, doc, "\ngo run ./cmd/kraftsim ")
+	require.Contains(t, doc, "\ngo test ./... ")
+	for _, h := range []string{"## Which entry point", "## Commands", "## A three-node cluster in a few commands",
+		"## The host contract", "## Install", "## Stability and versioning", "## License", "## Where to read next"} {
+		require.Contains(t, doc, "\n"+h+"\n")
+	}
+	i := strings.Index(doc, "\n## The host contract\n")
+	contract := doc[i+1:]
+	contract = contract[:strings.Index(contract[1:], "\n## ")+1]
+	for n := 1; n <= 11; n++ {
+		require.Contains(t, contract, fmt.Sprintf("\n%d. **", n), "the host contract's rule %d", n)
+	}
+}

@@ -24,27 +24,15 @@ import (
 // a wiped voter does not come back by itself, and a static voter does not
 // run under another voter set.
 
-// readmeCommands returns the kraftd commands of README.md's section
-// heading, block by block (a command continued with "\" on the next line
-// is one), with the README's ports, data directories and binary replaced
-// by the test's.
-func readmeCommands(t *testing.T, heading string, subst map[string]string) [][][]string {
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	require.NoError(t, err)
-	text := string(b)
-	i := strings.Index(text, "\n"+heading+"\n")
-	require.GreaterOrEqual(t, i, 0, "README.md has no %q", heading)
-	text = text[i+len(heading)+2:]
-	if j := strings.Index(text, "\n#"); j >= 0 {
-		text = text[:j]
-	}
-	for from, to := range subst {
-		text = strings.ReplaceAll(text, from, to)
-	}
+// docCommands returns the kraftd commands of the section heading of the
+// markdown file doc (a path from the repository's root), block by block (a
+// command continued with "\" on the next line is one), with the document's
+// ports, data directories and binary replaced by the test's.
+func docCommands(t *testing.T, doc, heading string, subst map[string]string) [][][]string {
 	var blocks [][][]string
-	for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(text, -1) {
+	for _, block := range docBlocks(t, doc, heading, subst) {
 		var cmds [][]string
-		for _, line := range strings.Split(strings.ReplaceAll(block[1], "\\\n", " "), "\n") {
+		for _, line := range strings.Split(block, "\n") {
 			f := strings.Fields(line)
 			if len(f) > 0 && f[0] == subst["/tmp/kraftd"] {
 				cmds = append(cmds, f[1:])
@@ -53,6 +41,30 @@ func readmeCommands(t *testing.T, heading string, subst map[string]string) [][][
 		if cmds != nil {
 			blocks = append(blocks, cmds)
 		}
+	}
+	return blocks
+}
+
+// docBlocks returns the sh blocks of the section heading of the markdown
+// file doc (a path from the repository's root), after subst, with each
+// command continued with "\" on the next line joined into one line.
+func docBlocks(t *testing.T, doc, heading string, subst map[string]string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", doc))
+	require.NoError(t, err)
+	text := string(b)
+	i := strings.Index(text, "\n"+heading+"\n")
+	require.GreaterOrEqual(t, i, 0, "%s has no %q", doc, heading)
+	text = text[i+len(heading)+2:]
+	if j := strings.Index(text, "\n#"); j >= 0 {
+		text = text[:j]
+	}
+	for from, to := range subst {
+		text = strings.ReplaceAll(text, from, to)
+	}
+	var blocks []string
+	for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(text, -1) {
+		blocks = append(blocks, strings.ReplaceAll(block[1], "\\\n", " "))
 	}
 	return blocks
 }
@@ -79,16 +91,16 @@ func refusedStart(t *testing.T, bin string, args []string) string {
 	return logText(string(out))
 }
 
-// TestProcessReadmeDynamicQuorumWipe runs README.md's "Growing a dynamic
+// TestProcessDynamicQuorumWipeAsDocumented runs docs/kraftd.md's "Growing a dynamic
 // quorum from one voter to three" as written (with the test's ports and
 // directories), appending all along; then replica 1's disk is wiped and it
 // is started again with the same flags: it is refused, and replicas 2 and
-// 3 elect a leader and go on acknowledging; then the README's recovery
+// 3 elect a leader and go on acknowledging; then the section's recovery
 // (format as a new disk, start with -auto-join) makes it a voter again
 // under a new key. Nothing acknowledged is lost: every acknowledged append
 // is at its offset in every replica's log, and neither healthy replica
 // stopped.
-func TestProcessReadmeDynamicQuorumWipe(t *testing.T) {
+func TestProcessDynamicQuorumWipeAsDocumented(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-process test: skipped with -short")
 	}
@@ -100,7 +112,7 @@ func TestProcessReadmeDynamicQuorumWipe(t *testing.T) {
 		subst[fmt.Sprintf("127.0.0.1:909%d", i+1)] = ports[i]
 		subst[fmt.Sprintf("127.0.0.1:808%d", i+1)] = ports[3+i]
 	}
-	blocks := readmeCommands(t, "### Growing a dynamic quorum from one voter to three", subst)
+	blocks := docCommands(t, "docs/kraftd.md", "## Growing a dynamic quorum from one voter to three", subst)
 	require.Len(t, blocks, 2, "the section's commands: the formats and starts, then the recovery")
 	require.Len(t, blocks[0], 6)
 	require.Len(t, blocks[1], 2)
@@ -169,7 +181,7 @@ func TestProcessReadmeDynamicQuorumWipe(t *testing.T) {
 	t.Logf("replica 1 wiped and refused; %d leads in epoch %d, first append acknowledged %v after the wipe",
 		newLeader, st.Epoch, a.at.Sub(wiped).Round(time.Millisecond))
 
-	// The README's recovery: formatted as a new disk, it joins again.
+	// The section's recovery: formatted as a new disk, it joins again.
 	out2, err := exec.Command(bin, blocks[1][0]...).CombinedOutput()
 	require.NoError(t, err, "%s", out2)
 	c.procs[1].args = blocks[1][1]
