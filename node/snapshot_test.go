@@ -361,8 +361,8 @@ func TestNodeSnapshotConfig(t *testing.T) {
 // takes a newer one (the README's host contract: keep a snapshot while it
 // is downloaded); the log start stays at it, and the downloader's next
 // chunk is served. The hold ends when the fetch timeout passes without a
-// chunk, or when the last chunk is served: the log is then cleaned up to
-// the latest snapshot without waiting for the next one. A replica that is
+// chunk, the last chunk included (D210): the log is then cleaned up to the
+// latest snapshot without waiting for the next one. A replica that is
 // not in the quorum asks through the in-memory network, which refuses what
 // the codec refuses as TCP does (D145); the node's clock is a test clock.
 func TestNodeKeepsASnapshotWhileItIsDownloaded(t *testing.T) {
@@ -444,5 +444,12 @@ func TestNodeKeepsASnapshotWhileItIsDownloaded(t *testing.T) {
 		require.Equal(t, kraft.ErrNone, next.Error)
 		pos += next.Bytes
 	}
-	c.waitStatus(1, "the log cleaned once the download ended", func(st Status) bool { return st.LogStart == third.Offset })
+	// The last chunk renews the hold too (D210): the follower installs
+	// the snapshot and fetches from its end, which stays in the log until
+	// the hold lapses.
+	time.Sleep(50 * time.Millisecond)
+	require.Equal(t, second.Offset, c.waitStatus(1, "", func(Status) bool { return true }).LogStart,
+		"the log start stays at the downloaded snapshot after its last chunk")
+	require.NoError(t, nd.call(func() { clock = clock.Add(200 * time.Millisecond) }))
+	c.waitStatus(1, "the log cleaned once the hold after the download lapsed", func(st Status) bool { return st.LogStart == third.Offset })
 }

@@ -63,8 +63,9 @@ type snapshots struct {
 	installed int            // snapshots installed from the leader
 	taken     int            // snapshots the host took and reported
 	// served is when a FetchSnapshot chunk of each snapshot was last
-	// served, but the last one: such a snapshot is kept while newer ones
-	// are taken (cleanTo). Entries go with their snapshot.
+	// served, the last chunk included: such a snapshot is kept while newer
+	// ones are taken, for the hold after it (cleanTo). Entries go with
+	// their snapshot or when their hold lapses.
 	served map[kraft.LogEnd]time.Duration
 	// cleanAt is when a download's hold on the log start lapses and the
 	// log is cleaned again; 0: none.
@@ -139,14 +140,12 @@ func (r *Replica) fetchSnapshotResponse(a kraft.SendFetchSnapshotResponse) {
 			return
 		}
 		chunk = b
-		if a.Position+int64(len(b)) < a.Size {
-			put(&r.snap.served, a.Snapshot, r.now)
-		} else if _, held := r.snap.served[a.Snapshot]; held {
-			// The last chunk: the download is over, the log can be
-			// cleaned (after this step).
-			delete(r.snap.served, a.Snapshot)
-			r.snap.cleanAt = r.now
-		}
+		// Every chunk, the last one too, renews the hold (D62, D210):
+		// after the last chunk the follower installs the snapshot and
+		// fetches from its end, which must still be in the log; cleaning
+		// at once would send it for the newer snapshot, again and again
+		// while snapshots come faster than a download.
+		put(&r.snap.served, a.Snapshot, r.now)
 	}
 	r.respond(a, nil, chunk)
 }
@@ -305,9 +304,10 @@ func (r *Replica) clean() {
 
 // cleanTo is the snapshot the log can be cleaned to, given the latest
 // snapshot: the latest, or the oldest snapshot a follower may still be
-// downloading (a chunk of it but not the last served within the fetch
-// timeout, after which the follower would look for another leader
-// anyway); until is when that hold lapses (0: none). Deleting such a
+// downloading or installing (a chunk of it, the last one included, served
+// within the hold: the fetch timeout by default, after which the follower
+// would look for another leader anyway); until is when that hold lapses
+// (0: none). Deleting such a
 // snapshot would answer the follower's next chunk SNAPSHOT_NOT_FOUND and
 // make it start over with the newest snapshot; with snapshots taken
 // faster than a download takes, it would never catch up (the README's

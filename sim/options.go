@@ -69,9 +69,10 @@ type Options struct {
 	// at the oldest (Kafka's deleteBeforeSnapshot). 1 cleans the log up to
 	// the latest snapshot.
 	SnapshotsKept int `json:"snapshots_kept,omitempty"`
-	// SnapshotChunkBytes is the size of one FetchSnapshot response's
-	// chunk, or an eighth of the snapshot when that is more (so that a
-	// download takes at most 8 round trips however long the run).
+	// SnapshotChunkBytes is the most bytes one FetchSnapshot response
+	// carries (the replica layer's SnapshotChunkBytes): a download takes
+	// size/SnapshotChunkBytes round trips, so long runs download for
+	// seconds (D210).
 	SnapshotChunkBytes int `json:"snapshot_chunk_bytes,omitempty"`
 	// SnapshotDownloadHold: a host does not delete a snapshot it served a
 	// FetchSnapshot chunk of within this time, even past SnapshotsKept

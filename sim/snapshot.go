@@ -32,10 +32,9 @@ import (
 //     follower's download is not cut short by the leader's next snapshot.
 //   - A leader's host looks up the size of the snapshot a FetchSnapshot
 //     asks for (ReceiveFetchSnapshot.Size, -1 if it has none) and answers
-//     with the bytes read at the position: Options.SnapshotChunkBytes, or
-//     an eighth of the snapshot if that is more, so that a download takes
-//     at most 8 round trips however long the run (a leader that replaced
-//     its snapshot before a follower finished downloading it answers
+//     with the bytes read at the position, at most
+//     Options.SnapshotChunkBytes (a leader that replaced its snapshot
+//     before a follower finished downloading it answers
 //     SNAPSHOT_NOT_FOUND, and the follower starts over).
 //   - A follower's host writes each chunk the state takes
 //     (WriteSnapshotChunk) into a partial snapshot, and on InstallSnapshot

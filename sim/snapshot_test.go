@@ -304,3 +304,31 @@ func TestLeaderKeepsSnapshotWhileFollowerDownloadsIt(t *testing.T) {
 		require.ErrorContains(t, err, "did not catch up", "seed %d", seed)
 	}
 }
+
+// TestLeaderHoldsTheSnapshotAfterItsLastChunk: the hold of D62 lasts past
+// the last chunk (D210). After the last chunk the follower installs the
+// snapshot and fetches from its end; a leader that cleaned its log up to
+// a newer snapshot as soon as it served the last chunk answered that
+// Fetch with the newer snapshot, and with a snapshot every 2 records and
+// chunks of 32 bytes the follower downloaded one snapshot after another
+// and never caught up (seed 1 fails so without D210).
+func TestLeaderHoldsTheSnapshotAfterItsLastChunk(t *testing.T) {
+	for seed := int64(1); seed <= 3; seed++ {
+		opts := DefaultOptions()
+		opts.Seed = seed
+		opts.Network = Network{MinDelay: 20 * time.Millisecond, MaxDelay: 100 * time.Millisecond}
+		opts.SnapshotEvery, opts.SnapshotsKept, opts.SnapshotChunkBytes = 2, 1, 32
+		c, err := New(opts, nil)
+		require.NoError(t, err)
+		l, err := c.WaitForLeader(20 * time.Second)
+		require.NoError(t, err)
+		f := (l + 1) % 3
+		c.Crash(f)
+		require.NoError(t, c.RunFor(5*time.Second))
+		c.Restart(f)
+		_, err = c.CheckLiveness()
+		require.NoError(t, err, "seed %d", seed)
+		_, _, installed := c.LogStart(f)
+		require.Positive(t, installed, "seed %d: r%d caught up through a snapshot", seed, f)
+	}
+}

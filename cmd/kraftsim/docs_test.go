@@ -11,14 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// knownFailing are documented command lines that fail on the current code:
-// with faults over ten virtual minutes, after the faults stop, followers
-// install one snapshot after another and the run ends "no leader that every
-// running replica follows within 20s" for seeds 1 to 4 (1m and 3m pass).
-var knownFailing = map[string]bool{
-	"-duration 10m -crash-rate 0.1 -partition-rate 0.05 -loss 0.05 -dup 0.05": true,
-}
-
 // TestDocExamplesRun runs the kraftsim command lines of docs/simulator.md's
 // first block as written (docs/design.md D192), with the files they write
 // in a temporary directory: each exits 0, and the replay reproduces the
@@ -37,10 +29,6 @@ func TestDocExamplesRun(t *testing.T) {
 			continue
 		}
 		args := f[3:]
-		if knownFailing[strings.Join(args, " ")] {
-			t.Logf("skipped, a known liveness failure: kraftsim %v", args)
-			continue
-		}
 		for i, a := range args {
 			if strings.HasSuffix(a, ".jsonl") || strings.HasSuffix(a, ".svg") {
 				args[i] = filepath.Join(dir, a)
