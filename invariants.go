@@ -53,6 +53,27 @@ func (s State) checkInvariants() error {
 		return broken("epoch", "negative epoch %d", s.epoch)
 	}
 
+	// Called directly, by pointer: no copy of the State and no escape
+	// (the replica runs them after every step, D200).
+	if err := s.checkRoleFields(role, voter, n); err != nil {
+		return err
+	}
+	if err := s.checkFollowerFields(role, voter, n); err != nil {
+		return err
+	}
+	if err := s.checkElectionFields(role, voter, n); err != nil {
+		return err
+	}
+	if err := s.checkLeaderFields(role, voter, n); err != nil {
+		return err
+	}
+	return s.checkLogFields(role, voter, n)
+}
+
+// checkRoleFields: who leads and who is voted for in each role, and the
+// leader endpoints bit.
+func (s *State) checkRoleFields(role Role, voter bool, n int) error {
+	c := s.c
 	// Who leads, who is voted for.
 	switch role {
 	case Leader:
@@ -98,6 +119,12 @@ func (s State) checkInvariants() error {
 	case Prospective:
 	}
 
+	return nil
+}
+
+// checkFollowerFields: the fields only a Follower keeps, the pending
+// Fetch, the download and the refusal of a leader.
+func (s *State) checkFollowerFields(role Role, voter bool, n int) error {
 	// The Follower's fields.
 	if role != Follower {
 		switch {
@@ -131,6 +158,11 @@ func (s State) checkInvariants() error {
 		}
 	}
 
+	return nil
+}
+
+// checkElectionFields: the election's tally and the rival noted.
+func (s *State) checkElectionFields(role Role, voter bool, n int) error {
 	// The election's fields: a tally only while there is an election, of
 	// voters, none both granting and rejecting.
 	if role != Prospective && role != Candidate && (s.granted != 0 || s.rejected != 0) {
@@ -149,6 +181,11 @@ func (s State) checkInvariants() error {
 		return broken("rival", "rival %d noted with %d of %d rounds held back", s.rival, s.rivalHeld, rivalSpent)
 	}
 
+	return nil
+}
+
+// checkLeaderFields: the fields only a Leader keeps.
+func (s *State) checkLeaderFields(role Role, voter bool, n int) error {
 	// The Leader's fields.
 	if role != Leader {
 		switch {
@@ -173,6 +210,11 @@ func (s State) checkInvariants() error {
 		}
 	}
 
+	return nil
+}
+
+// checkLogFields: the log's offsets and the high watermark.
+func (s *State) checkLogFields(role Role, voter bool, n int) error {
 	// The log and the high watermark: start <= flushed <= end, and the
 	// high watermark known (-1 if none) at most the highest one known,
 	// which is at most the log end.
