@@ -375,6 +375,9 @@ func classify(resp *http.Response, err error) (output, int) {
 		}
 	case http.StatusMisdirectedRequest:
 		return output{Outcome: outRefused, Code: resp.StatusCode}, a.Leader
+	case http.StatusTooManyRequests:
+		// The leader refused the write before appending it (kraftd's D211).
+		return output{Outcome: outRefused, Code: resp.StatusCode}, 0
 	case http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		o.Outcome = outUnknown
 	default:

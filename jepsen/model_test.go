@@ -42,7 +42,7 @@ const (
 	// outConflict: a cas's 409: the value was not "from"; Present and
 	// Value are the current value (null: absent).
 	outConflict outcome = "conflict"
-	// outRefused: 421, the replica did not and will not apply it.
+	// outRefused: 421 or 429, the replica did not and will not apply it.
 	outRefused outcome = "refused"
 	// outUnknown: 503, 504, a closed connection or no answer: a write
 	// may or may not take effect, at any time after it was sent. Its

@@ -330,7 +330,9 @@ type errorBody struct {
 }
 
 // writeError answers err: 421 with the leader's id (-1 if unknown) when
-// this replica does not lead, 503 when the outcome is unknown or the
+// this replica does not lead, 429 when the leader refused the write
+// because too many wait for their commit (nothing was appended: retry
+// later, docs/design.md D211), 503 when the outcome is unknown or the
 // replica has stopped, 500 otherwise.
 func writeError(w http.ResponseWriter, err error) {
 	var nl *node.NotLeaderError
@@ -356,6 +358,10 @@ func writeError(w http.ResponseWriter, err error) {
 			Leader int32  `json:"leader"`
 			Epoch  int32  `json:"epoch"`
 		}{err.Error(), int32(nl.Leader), int32(nl.Epoch)})
+	case errors.Is(err, node.ErrTooManyAppends):
+		// Definite, as 421: refused before anything was written (D211).
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusTooManyRequests, errorBody{Error: err.Error() + " (nothing was appended: retry later)"})
 	case errors.Is(err, node.ErrLeadershipLost),
 		errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, context.Canceled):

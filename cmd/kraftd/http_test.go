@@ -161,6 +161,7 @@ func TestHTTPAppend(t *testing.T) {
 		{&node.NotLeaderError{Leader: 3, Epoch: 7}, http.StatusMisdirectedRequest, json.Number("3")},
 		{&node.NotLeaderError{Leader: -1, Epoch: 7}, http.StatusMisdirectedRequest, json.Number("-1")},
 		{fmt.Errorf("wrapped: %w", &node.NotLeaderError{Leader: 2}), http.StatusMisdirectedRequest, json.Number("2")},
+		{node.ErrTooManyAppends, http.StatusTooManyRequests, nil},
 		{node.ErrLeadershipLost, http.StatusServiceUnavailable, nil},
 		{context.DeadlineExceeded, http.StatusServiceUnavailable, nil},
 		{fmt.Errorf("%w: disk", node.ErrStopped), http.StatusServiceUnavailable, nil},
@@ -172,6 +173,15 @@ func TestHTTPAppend(t *testing.T) {
 		require.Equal(t, tc.leader, out["leader"], "%v", tc.err)
 		require.Contains(t, out["error"], tc.err.Error())
 	}
+
+	// A refused write is definite and says when to retry (D211).
+	f.appendErr = node.ErrTooManyAppends
+	rec := httptest.NewRecorder()
+	newHandler(f, nil, node.VoterInfo{ID: 2}, 100).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/append", strings.NewReader("x")))
+	require.Equal(t, http.StatusTooManyRequests, rec.Code)
+	require.Equal(t, "1", rec.Header().Get("Retry-After"))
+	require.Contains(t, rec.Body.String(), "nothing was appended")
+	f.appendErr = nil
 
 	code, _ = serveOnce(t, f, http.MethodGet, "/append", "")
 	require.Equal(t, http.StatusMethodNotAllowed, code)
