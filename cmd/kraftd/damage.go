@@ -226,7 +226,7 @@ func damageAdvice(cfg config) string {
 				"and add the new one (POST /voters/add), or use -auto-join."
 		}
 	}
-	return s + "Restore the directory from a copy taken while the replica was stopped. Do not start it with an empty directory " +
+	return s + "Restore the directory from a copy taken while the replica was stopped. Do not format a new, empty directory for it (kraftd format) " +
 		"in a static quorum while the others cannot form a majority without it: it may have held acknowledged records they lack " +
 		"(a static voter cannot rejoin with a new directory id; a dynamic quorum, -initial-voters, can replace a damaged disk by itself)."
 }

@@ -169,3 +169,14 @@ func TestRunReplacesADamagedMetaProperties(t *testing.T) {
 // logText is kraftd's text log with the quotes of its records' values
 // unescaped, so that the tests can look for the words an operator reads.
 func logText(s string) string { return strings.ReplaceAll(s, `\"`, `"`) }
+
+// TestStaticDamageAdviceWarnsAgainstReformatting: a static voter cannot
+// come back with a new directory id, and an empty directory is refused
+// at start, so the one wrong step left to warn against is formatting a
+// new directory for it.
+func TestStaticDamageAdviceWarnsAgainstReformatting(t *testing.T) {
+	out := damageAdvice(config{dir: "/data/1"})
+	require.Contains(t, out, "Restore the directory from a copy")
+	require.Contains(t, out, "Do not format a new, empty directory for it (kraftd format)")
+	require.NotContains(t, out, "-on-damage replace")
+}
