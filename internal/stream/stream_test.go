@@ -147,9 +147,21 @@ func start(t *testing.T, cfg Config, gated bool) (*Layer[[]byte], *testWire) {
 				close(w.gate)
 			}
 		}
-		_ = l.Close()
+		closeWithin(t, l)
 	})
 	return l, w
+}
+
+// closeWithin closes l, failing the test (without waiting further) if
+// Close does not return within wait.
+func closeWithin(t *testing.T, l *Layer[[]byte]) {
+	done := make(chan struct{})
+	go func() { _ = l.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(wait):
+		t.Errorf("Close hangs")
+	}
 }
 
 func next(t *testing.T, ch chan string) string {
@@ -325,15 +337,8 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 		require.True(t, a.Go(func() { <-a.Done() }))
 		require.Eventually(t, func() bool { return a.Dropped() >= 1 }, wait, time.Millisecond)
 
-		for _, l := range []*Layer[[]byte]{a, b} {
-			done := make(chan struct{})
-			go func() { _ = l.Close(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(wait):
-				require.FailNow(t, "Close hangs")
-			}
-		}
+		closeWithin(t, a)
+		closeWithin(t, b)
 		require.False(t, a.Go(func() {}), "Go after Close runs nothing")
 		close(wc.gate)
 		require.NoError(t, c.Close())
