@@ -100,6 +100,10 @@
 // per peer for its requests and sends ApiVersions first on each, answers
 // ApiVersions and DescribeQuorum itself (ServeDescribeQuorum), maps Kafka's
 // int32 correlation ids to the runtime's uint64 ones, and advertises the
-// replica's endpoint under the listener name CONTROLLER. Describe is a
+// replica's endpoint under the listener name CONTROLLER. Its connections,
+// queues, reconnection backoff and peer-down reports are the connection
+// layer it shares with node.TCPTransport (package
+// github.com/kraftquorum/kraft/internal/stream, docs/design.md D220);
+// this package adds Kafka's frames and handshake. Describe is a
 // DescribeQuorum client, as kafka-metadata-quorum describe.
 package kafkawire

@@ -2,7 +2,6 @@ package kafkawire
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/internal/stream"
 	"github.com/kraftquorum/kraft/node"
 	"github.com/kraftquorum/kraft/replica"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -175,18 +175,18 @@ func (c TransportConfig) withDefaults() (TransportConfig, error) {
 //
 // Send never blocks: a message that cannot be sent now is dropped and the
 // runtime's retries make up for it, as with node.TCPTransport.
+//
+// The connections, queues, backoff and peer-down reports are those of the
+// connection layer node.TCPTransport shares (internal/stream,
+// docs/design.md D220); Transport adds Kafka's frames, the ApiVersions
+// handshake and the correlation ids.
 type Transport struct {
-	cfg    TransportConfig
-	ln     net.Listener
-	self   Endpoint
-	inbox  chan node.Message
-	done   chan struct{}
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	once   sync.Once
+	l     *stream.Layer[node.Message]
+	cfg   TransportConfig
+	self  Endpoint
+	inbox chan node.Message
+	once  sync.Once
 
-	dropped atomic.Uint64
 	seq     atomic.Uint64 // Corr of incoming requests
 	fetches fetchTracker  // for DescribeQuorum
 	// voterChanges, if set, answers the KIP-853 voter changes
@@ -198,15 +198,12 @@ type Transport struct {
 	callSeq atomic.Uint64
 
 	mu      sync.Mutex
-	closed  bool
-	addrs   map[kraft.NodeID]string
 	learned map[kraft.NodeID]bool // addresses learned from endpoints, not configured
-	peers   map[kraft.NodeID]*peer
-	conns   map[*conn]struct{}
-	serving map[uint64]*served // incoming requests waiting for their response
-
-	downs chan kraft.NodeID // PeerDowns
+	serving map[uint64]*served    // incoming requests waiting for their response
 }
+
+// kafkaWire is Transport as the connection layer's stream.Wire.
+type kafkaWire Transport
 
 var (
 	_ node.Transport        = (*Transport)(nil)
@@ -217,32 +214,34 @@ var (
 // host is up: a connection to the peer's address was refused, when one to
 // it ended or when one was to be made (node.TCPTransport.PeerDowns,
 // docs/design.md D101).
-func (t *Transport) PeerDowns() <-chan kraft.NodeID { return t.downs }
+func (t *Transport) PeerDowns() <-chan kraft.NodeID { return t.l.PeerDowns() }
 
-// refused reports peer id down if err is a refusal (node.IsRefusal),
-// with a log line when say: once after a connection ended, not at every
-// failed reconnection, which the drops already log (at their 1st, 2nd,
-// 4th... occurrence).
-func (t *Transport) refused(id kraft.NodeID, addr string, err error, say bool) {
-	if t.cfg.NoPeerDown || err == nil || !node.IsRefusal(err) {
-		return
-	}
-	if say {
-		t.logf("node %d refuses connections at %s: its process is gone", id, addr)
-	}
-	select {
-	case t.downs <- id:
-	default:
+// LogPeerDown logs a peer that refuses connections once after a
+// connection to it ended, not at every failed reconnection, which the
+// drops already log (at their 1st, 2nd, 4th... occurrence).
+func (w *kafkaWire) LogPeerDown(id kraft.NodeID, addr string, afterConn bool) {
+	if afterConn {
+		(*Transport)(w).logf("node %d refuses connections at %s: its process is gone", id, addr)
 	}
 }
 
-// conn is one TCP connection: outgoing (to a peer: pending requests) or
-// incoming (out: response frames for its writer).
+// LogUnreachable and LogConnected log nothing: the drops of an
+// unreachable peer's requests are logged.
+func (w *kafkaWire) LogUnreachable(kraft.NodeID, string, error, int, time.Time) {}
+func (w *kafkaWire) LogConnected(kraft.NodeID, string, int, time.Time)          {}
+
+// LogDrop logs a dropped message to Logf.
+func (w *kafkaWire) LogDrop(n uint64, _ bool, msg string) {
+	if w.cfg.Logf != nil {
+		w.cfg.Logf("kafka transport %d: dropped a message (%d so far): %s", w.cfg.ID, n, msg)
+	}
+}
+
+// conn is Kafka's side of one connection: outgoing (to a peer: pending
+// requests) or incoming (the high watermark sent on it). It is the
+// stream.Conn's Data.
 type conn struct {
-	c     net.Conn
-	out   chan []byte
-	done  chan struct{}
-	close sync.Once
+	*stream.Conn
 
 	// Outgoing connections: the negotiated versions and the requests
 	// waiting for a response, by correlation id.
@@ -275,35 +274,11 @@ type served struct {
 	at      time.Time // when it arrived
 }
 
-// peer is the outgoing side to one peer: its queue, drained by one
-// goroutine that owns the connection.
-type peer struct {
-	id    kraft.NodeID
-	queue chan node.Message
-	conn  *conn // guarded by Transport.mu
-}
-
-func newConn(c net.Conn, queue int) *conn {
-	cn := &conn{c: c, done: make(chan struct{}), pending: map[int32]pendingRequest{}}
-	cn.out = make(chan []byte, queue)
-	cn.hwm.Store(-1)
-	return cn
-}
-
-func (c *conn) shut() {
-	c.close.Do(func() {
-		close(c.done)
-		_ = c.c.Close()
-	})
-}
-
-func (c *conn) isShut() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
+func newConn(sc *stream.Conn) *conn {
+	c := &conn{Conn: sc, pending: map[int32]pendingRequest{}}
+	c.hwm.Store(-1)
+	sc.Data = c
+	return c
 }
 
 // NewTransport listens on cfg.Listen and returns the transport.
@@ -312,36 +287,32 @@ func NewTransport(cfg TransportConfig) (*Transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	l, err := stream.Listen[node.Message](stream.Config{
+		Listen: cfg.Listen, Peers: cfg.Peers,
+		DialTimeout: cfg.DialTimeout, ReconnectBackoff: cfg.ReconnectBackoff, MaxReconnectBackoff: cfg.MaxReconnectBackoff,
+		WriteTimeout: cfg.WriteTimeout, QueueSize: cfg.QueueSize, NoPeerDown: cfg.NoPeerDown,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("kafkawire: listen: %w", err)
 	}
 	adv := cfg.Advertised
 	if adv == "" {
-		adv = ln.Addr().String()
+		adv = l.Addr().String()
 	}
 	self, err := ParseEndpoint(cfg.ID, adv)
 	if err != nil {
-		_ = ln.Close()
+		_ = l.Close()
 		return nil, err
 	}
 	self.Name = cfg.ListenerName
-	ctx, cancel := context.WithCancel(context.Background())
 	t := &Transport{
-		cfg: cfg, ln: ln, self: self,
-		inbox: make(chan node.Message, cfg.InboxSize),
-		done:  make(chan struct{}), ctx: ctx, cancel: cancel,
-		addrs: map[kraft.NodeID]string{}, learned: map[kraft.NodeID]bool{},
-		peers: map[kraft.NodeID]*peer{}, conns: map[*conn]struct{}{},
+		l: l, cfg: cfg, self: self,
+		inbox:   make(chan node.Message, cfg.InboxSize),
+		learned: map[kraft.NodeID]bool{},
 		serving: map[uint64]*served{},
 		calls:   map[uint64]chan VoterAnswer{},
-		downs:   make(chan kraft.NodeID, 16),
 	}
-	for id, a := range cfg.Peers {
-		t.addrs[id] = a
-	}
-	t.wg.Add(1)
-	go t.accept()
+	l.Start((*kafkaWire)(t))
 	return t, nil
 }
 
@@ -360,7 +331,7 @@ func ParseEndpoint(id kraft.NodeID, hostport string) (Endpoint, error) {
 }
 
 // Addr is the address the transport listens on.
-func (t *Transport) Addr() net.Addr { return t.ln.Addr() }
+func (t *Transport) Addr() net.Addr { return t.l.Addr() }
 
 // Endpoint is the local replica's advertised endpoint.
 func (t *Transport) Endpoint() Endpoint { return t.self }
@@ -369,13 +340,12 @@ func (t *Transport) Endpoint() Endpoint { return t.self }
 func (t *Transport) Inbox() <-chan node.Message { return t.inbox }
 
 // Dropped counts the messages the transport dropped (node.DropCounter).
-func (t *Transport) Dropped() uint64 { return t.dropped.Load() }
+func (t *Transport) Dropped() uint64 { return t.l.Dropped() }
 
+// drop counts a dropped message and logs it if always, or at the 1st,
+// 2nd, 4th... drop.
 func (t *Transport) drop(always bool, format string, args ...interface{}) {
-	n := t.dropped.Add(1)
-	if t.cfg.Logf != nil && (always || n&(n-1) == 0) {
-		t.cfg.Logf("kafka transport %d: dropped a message (%d so far): %s", t.cfg.ID, n, fmt.Sprintf(format, args...))
-	}
+	t.l.Drop(always, format, args...)
 }
 
 func (t *Transport) logf(format string, args ...interface{}) {
@@ -389,22 +359,8 @@ func (t *Transport) logf(format string, args ...interface{}) {
 func (t *Transport) SetPeer(id kraft.NodeID, addr string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.setPeerLocked(id, addr)
+	t.l.SetPeer(id, addr)
 	delete(t.learned, id)
-}
-
-func (t *Transport) setPeerLocked(id kraft.NodeID, addr string) {
-	if old, ok := t.addrs[id]; ok && old == addr {
-		return
-	}
-	if addr == "" {
-		delete(t.addrs, id)
-	} else {
-		t.addrs[id] = addr
-	}
-	if p := t.peers[id]; p != nil && p.conn != nil {
-		p.conn.shut()
-	}
 }
 
 // learn keeps endpoints a message carried for replicas without a
@@ -420,10 +376,10 @@ func (t *Transport) learn(eps []Endpoint) {
 		if ep.NodeID == t.cfg.ID || ep.Host == "" || (ep.Name != "" && ep.Name != t.cfg.ListenerName) {
 			continue
 		}
-		if _, ok := t.addrs[ep.NodeID]; ok && !t.learned[ep.NodeID] {
+		if _, ok := t.l.PeerAddr(ep.NodeID); ok && !t.learned[ep.NodeID] {
 			continue
 		}
-		t.setPeerLocked(ep.NodeID, net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))))
+		t.l.SetPeer(ep.NodeID, net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))))
 		t.learned[ep.NodeID] = true
 	}
 }
@@ -436,9 +392,7 @@ func (t *Transport) endpointOf(id kraft.NodeID) []Endpoint {
 	if id < 0 {
 		return nil
 	}
-	t.mu.Lock()
-	addr, ok := t.addrs[id]
-	t.mu.Unlock()
+	addr, ok := t.l.PeerAddr(id)
 	if !ok {
 		return nil
 	}
@@ -461,31 +415,12 @@ func (t *Transport) Send(m node.Message) {
 		t.sendResponse(m)
 		return
 	}
-	t.mu.Lock()
-	var queue chan node.Message
-	if !t.closed {
-		p := t.peers[m.To]
-		if p == nil {
-			if _, ok := t.addrs[m.To]; ok {
-				p = &peer{id: m.To, queue: make(chan node.Message, t.cfg.QueueSize)}
-				t.peers[m.To] = p
-				t.wg.Add(1)
-				go t.runPeer(p)
-			}
-		}
-		if p != nil {
-			queue = p.queue
-		}
-	}
-	t.mu.Unlock()
-	if queue == nil {
-		t.drop(false, "no address for %d", m.To)
-		return
-	}
-	select {
-	case queue <- m:
-	default:
+	switch err := t.l.Send(m.To, m); err {
+	case nil:
+	case stream.ErrQueueFull:
 		t.drop(false, "the queue for %d is full", m.To)
+	default:
+		t.drop(false, "no address for %d: %v", m.To, err)
 	}
 }
 
@@ -514,10 +449,9 @@ func (t *Transport) sendResponse(m node.Message) {
 			t.fetches.caughtUp(m.To, s.at)
 		}
 	}
-	frame := AppendResponse(nil, s.corr, resp)
-	select {
-	case s.c.out <- frame:
-	case <-s.c.done:
+	switch err := s.c.Queue(AppendResponse(nil, s.corr, resp)); err {
+	case nil:
+	case stream.ErrConnGone:
 		t.drop(false, "response to %d: connection closed", m.To)
 	default:
 		t.drop(false, "the response queue of the connection from %d is full", m.To)
@@ -546,59 +480,19 @@ func (t *Transport) responseEndpoints(ev kraft.Event) []Endpoint {
 func (t *Transport) Close() error {
 	var err error
 	t.once.Do(func() {
-		t.mu.Lock()
-		t.closed = true
-		conns := make([]*conn, 0, len(t.conns))
-		for c := range t.conns {
-			conns = append(conns, c)
-		}
-		t.mu.Unlock()
-		close(t.done)
-		t.cancel()
-		err = t.ln.Close()
-		for _, c := range conns {
-			c.shut()
-		}
-		t.wg.Wait()
+		err = t.l.Close()
 		close(t.inbox)
 	})
 	return err
 }
 
-func (t *Transport) sleep(d time.Duration) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-t.done:
-		return false
-	}
-}
-
-// track registers c so Close closes it, adding n to the wait group for
-// its goroutines; false if closed.
-func (t *Transport) track(c *conn, n int) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		c.shut()
-		return false
-	}
-	t.conns[c] = struct{}{}
-	t.wg.Add(n)
-	return true
-}
-
-// forget closes c and drops the requests waiting on it.
-func (t *Transport) forget(c *conn) {
-	c.shut()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.conns, c)
-	for k, s := range t.serving {
-		if s.c == c {
-			delete(t.serving, k)
+// Closed drops the requests waiting for a response on c.
+func (w *kafkaWire) Closed(sc *stream.Conn) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, s := range w.serving {
+		if s.c.Conn == sc {
+			delete(w.serving, k)
 		}
 	}
 }
@@ -607,95 +501,25 @@ func (t *Transport) deliver(m node.Message) bool {
 	select {
 	case t.inbox <- m:
 		return true
-	case <-t.done:
+	case <-t.l.Done():
 		return false
 	}
 }
 
 // ---- the server side ----
 
-func (t *Transport) accept() {
-	defer t.wg.Done()
-	var delay time.Duration
-	for {
-		nc, err := t.ln.Accept()
-		if err != nil {
-			select {
-			case <-t.done:
-				return
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			if delay == 0 {
-				delay = 5 * time.Millisecond
-			} else if delay < time.Second {
-				delay *= 2
-			}
-			if !t.sleep(delay) {
-				return
-			}
-			continue
-		}
-		delay = 0
-		c := newConn(nc, t.cfg.QueueSize)
-		if !t.track(c, 2) {
-			continue
-		}
-		go t.serve(c)
-		go t.writeLoop(c)
-	}
-}
-
-// writeLoop writes the frames queued for c.
-func (t *Transport) writeLoop(c *conn) {
-	defer t.wg.Done()
-	defer t.forget(c)
-	w := bufio.NewWriterSize(c.c, 64<<10)
-	for {
-		select {
-		case <-t.done:
-			return
-		case <-c.done:
-			return
-		case frame := <-c.out:
-			_ = c.c.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout))
-			for frame != nil {
-				if _, err := w.Write(frame); err != nil {
-					t.drop(false, "writing to %v: %v", c.c.RemoteAddr(), err)
-					return
-				}
-				select {
-				case frame = <-c.out:
-				default:
-					frame = nil
-				}
-			}
-			if err := w.Flush(); err != nil {
-				t.drop(false, "writing to %v: %v", c.c.RemoteAddr(), err)
-				return
-			}
-		}
-	}
-}
-
 // answer queues a response the transport makes itself.
 func (t *Transport) answer(c *conn, corr int32, r kmsg.Response) {
-	select {
-	case c.out <- AppendResponse(nil, corr, r):
-	case <-c.done:
-	}
+	c.Put(AppendResponse(nil, corr, r))
 }
 
-// serve reads the requests of an accepted connection: ApiVersions and
+// Serve reads the requests of an accepted connection: ApiVersions and
 // DescribeQuorum are answered here, raft requests go to Inbox. Any other
 // API, or a version the transport does not support, closes the
 // connection, as Kafka's SocketServer does.
-func (t *Transport) serve(c *conn) {
-	defer t.wg.Done()
-	defer t.forget(c)
-	r := bufio.NewReaderSize(c.c, 64<<10)
+func (w *kafkaWire) Serve(sc *stream.Conn, r *bufio.Reader) {
+	t := (*Transport)(w)
+	c := newConn(sc)
 	local := kraft.ReplicaKey{ID: t.cfg.ID, DirectoryID: t.cfg.DirectoryID}
 	for {
 		frame, err := ReadFrame(r, 0)
@@ -709,7 +533,7 @@ func (t *Transport) serve(c *conn) {
 			continue
 		}
 		if err != nil {
-			t.drop(true, "request from %v: %v", c.c.RemoteAddr(), err)
+			t.drop(true, "request from %v: %v", c.RemoteAddr(), err)
 			return
 		}
 		if vr, ok := t.served()[h.APIKey]; !ok || h.APIVersion < vr.Min || h.APIVersion > vr.Max {
@@ -717,7 +541,7 @@ func (t *Transport) serve(c *conn) {
 				t.answer(c, h.CorrelationID, apiVersionsAnswer(t.served(), h.APIVersion, t.cfg.KRaftVersions))
 				continue
 			}
-			t.drop(true, "request from %v: %s v%d is not supported", c.c.RemoteAddr(), kmsg.NameForKey(h.APIKey), h.APIVersion)
+			t.drop(true, "request from %v: %s v%d is not supported", c.RemoteAddr(), kmsg.NameForKey(h.APIKey), h.APIVersion)
 			return
 		}
 		switch q := req.(type) {
@@ -733,14 +557,11 @@ func (t *Transport) serve(c *conn) {
 			t.mu.Unlock()
 			if serving {
 				// Answered once the change commits: off this reader.
-				t.wg.Add(1)
-				go func(corr int32) {
-					defer t.wg.Done()
-					t.voterChange(c, corr, req)
-				}(h.CorrelationID)
+				corr := h.CorrelationID
+				t.l.Go(func() { t.voterChange(c, corr, req) })
 				continue
 			}
-			t.drop(true, "request from %v: %s without ServeVoterChanges", c.c.RemoteAddr(), kmsg.NameForKey(h.APIKey))
+			t.drop(true, "request from %v: %s without ServeVoterChanges", c.RemoteAddr(), kmsg.NameForKey(h.APIKey))
 			return
 		}
 		m, err := DecodeRequest(req, local)
@@ -749,13 +570,13 @@ func (t *Transport) serve(c *conn) {
 				t.answer(c, h.CorrelationID, resp)
 				continue
 			}
-			t.drop(true, "request from %v: %v", c.c.RemoteAddr(), err)
+			t.drop(true, "request from %v: %v", c.RemoteAddr(), err)
 			return
 		}
 		t.learn(m.Endpoints)
 		corr := t.seq.Add(1)
 		t.mu.Lock()
-		if c.isShut() {
+		if c.IsShut() {
 			t.mu.Unlock()
 			return
 		}
@@ -848,71 +669,9 @@ func (t *Transport) describe(q *kmsg.DescribeQuorumRequest) kmsg.Response {
 
 // ---- the client side ----
 
-// runPeer sends the requests queued for p, dialing and negotiating its
-// connection when there is none.
-func (t *Transport) runPeer(p *peer) {
-	defer t.wg.Done()
-	var c *conn
-	var w *bufio.Writer
-	backoff := t.cfg.ReconnectBackoff
-	for {
-		var m node.Message
-		select {
-		case <-t.done:
-			return
-		case m = <-p.queue:
-		}
-		if c != nil && c.isShut() {
-			c, w = nil, nil
-		}
-		if c == nil {
-			var err error
-			c, err = t.connect(p)
-			if err != nil {
-				t.mu.Lock()
-				addr := t.addrs[p.id]
-				t.mu.Unlock()
-				t.refused(p.id, addr, err, false)
-				t.drop(false, "%d unreachable: %v", p.id, err)
-				for n := len(p.queue); n > 0; n-- {
-					<-p.queue
-					t.drop(false, "%d unreachable: %v", p.id, err)
-				}
-				if !t.sleep(backoff) {
-					return
-				}
-				backoff = min(backoff*2, t.cfg.MaxReconnectBackoff)
-				continue
-			}
-			if c == nil { // closed
-				return
-			}
-			backoff = t.cfg.ReconnectBackoff
-			w = bufio.NewWriterSize(c.c, 64<<10)
-		}
-		_ = c.c.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout))
-		for ok := true; ok; {
-			frame := t.request(p.id, c, m)
-			if frame != nil {
-				if _, err := w.Write(frame); err != nil {
-					t.drop(false, "writing to %d: %v", p.id, err)
-					c.shut()
-					break
-				}
-			}
-			select {
-			case m = <-p.queue:
-			default:
-				ok = false
-			}
-		}
-		if !c.isShut() {
-			if err := w.Flush(); err != nil {
-				t.drop(false, "writing to %d: %v", p.id, err)
-				c.shut()
-			}
-		}
-	}
+// Encode encodes request m for connection c (request).
+func (w *kafkaWire) Encode(to kraft.NodeID, sc *stream.Conn, m node.Message) []byte {
+	return (*Transport)(w).request(to, sc.Data.(*conn), m)
 }
 
 // request encodes request m for connection c at the negotiated version and
@@ -1006,67 +765,30 @@ func apiOf(m node.Message) (int16, bool) {
 	return 0, false
 }
 
-// connect dials p, exchanges ApiVersions and starts the connection's
-// reader. nil, nil: the transport is closed.
-func (t *Transport) connect(p *peer) (*conn, error) {
-	t.mu.Lock()
-	addr, ok := t.addrs[p.id]
-	t.mu.Unlock()
-	if !ok {
-		return nil, fmt.Errorf("no address for %d", p.id)
-	}
-	d := net.Dialer{Timeout: t.cfg.DialTimeout}
-	nc, err := d.DialContext(t.ctx, "tcp", addr)
+// Handshake exchanges ApiVersions on a connection just dialed to peer.
+func (w *kafkaWire) Handshake(peer kraft.NodeID, sc *stream.Conn, _ *bufio.Writer) error {
+	c := newConn(sc)
+	neg, err := (*Transport)(w).handshake(c)
 	if err != nil {
-		return nil, err
-	}
-	c := newConn(nc, 0)
-	if !t.track(c, 0) {
-		return nil, nil
-	}
-	neg, err := t.handshake(c)
-	if err != nil {
-		t.forget(c)
-		return nil, fmt.Errorf("ApiVersions with %d at %s: %w", p.id, addr, err)
+		return fmt.Errorf("ApiVersions with %d at %v: %w", peer, sc.RemoteAddr(), err)
 	}
 	c.negotiated = neg
-	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
-		t.forget(c)
-		return nil, nil
-	}
-	p.conn = c
-	t.wg.Add(1)
-	t.mu.Unlock()
-	go func() {
-		defer t.wg.Done()
-		t.readResponses(p.id, c)
-		// However it ended, ask whether the peer is still there, unless
-		// the transport is closing or the peer has moved (D101).
-		t.mu.Lock()
-		moved := t.closed || t.addrs[p.id] != addr
-		t.mu.Unlock()
-		if !moved && !t.cfg.NoPeerDown {
-			t.refused(p.id, addr, node.PeerGone(t.ctx, t.cfg.DialTimeout, addr), true)
-		}
-	}()
-	return c, nil
+	return nil
 }
 
 // handshake sends ApiVersions (at the newest version, then at the one an
 // UNSUPPORTED_VERSION answer names) and returns the negotiated versions.
 func (t *Transport) handshake(c *conn) (map[int16]int16, error) {
-	_ = c.c.SetDeadline(time.Now().Add(t.cfg.DialTimeout))
-	defer c.c.SetDeadline(time.Time{})
+	_ = c.SetDeadline(time.Now().Add(t.cfg.DialTimeout))
+	defer c.SetDeadline(time.Time{})
 	version := t.cfg.Versions[APIVersions].Max
 	for try := 0; try < 2; try++ {
 		corr := c.nextCorr
 		c.nextCorr++
-		if _, err := c.c.Write(AppendRequest(nil, corr, &t.cfg.ClientID, APIVersionsRequest(version, t.cfg.SoftwareVersion))); err != nil {
+		if _, err := c.Write(AppendRequest(nil, corr, &t.cfg.ClientID, APIVersionsRequest(version, t.cfg.SoftwareVersion))); err != nil {
 			return nil, err
 		}
-		frame, err := ReadFrame(c.c, 0)
+		frame, err := ReadFrame(c.Conn, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -1094,11 +816,11 @@ func (t *Transport) handshake(c *conn) (map[int16]int16, error) {
 	return nil, errors.New("ApiVersions retried without success")
 }
 
-// readResponses reads the responses of an outgoing connection and delivers
-// them as kraft events.
-func (t *Transport) readResponses(from kraft.NodeID, c *conn) {
-	defer t.forget(c)
-	r := bufio.NewReaderSize(c.c, 64<<10)
+// ReadResponses reads the responses of an outgoing connection and
+// delivers them as kraft events.
+func (w *kafkaWire) ReadResponses(from kraft.NodeID, sc *stream.Conn, r *bufio.Reader) {
+	t := (*Transport)(w)
+	c := sc.Data.(*conn)
 	for {
 		frame, err := ReadFrame(r, 0)
 		if err != nil {

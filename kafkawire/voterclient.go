@@ -56,7 +56,7 @@ func (t *Transport) SendVoterRequest(ctx context.Context, to kraft.NodeID, ev kr
 		return a, nil
 	case <-ctx.Done():
 		return VoterAnswer{}, ctx.Err()
-	case <-t.done:
+	case <-t.l.Done():
 		return VoterAnswer{}, net.ErrClosed
 	}
 }
@@ -108,22 +108,14 @@ type leaderEpoch struct {
 // none is logged and the next period asks again, the leader nd then
 // follows (docs/design.md D171). It stops with the transport.
 func (t *Transport) UpdateEndpoints(nd *node.Node, clusterID uuid.NullUUID, period time.Duration) {
-	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
-		return
-	}
-	t.wg.Add(1)
-	t.mu.Unlock()
-	go func() {
-		defer t.wg.Done()
+	t.l.Go(func() {
 		var done leaderEpoch
-		for t.sleep(period) {
-			ctx, cancel := context.WithTimeout(t.ctx, period)
+		for t.l.Sleep(period) {
+			ctx, cancel := context.WithTimeout(t.l.Context(), period)
 			t.updateEndpoint(ctx, nd, clusterID, &done)
 			cancel()
 		}
-	}()
+	})
 }
 
 // updateEndpoint is one period of UpdateEndpoints: it reports whether it

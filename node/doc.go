@@ -69,6 +69,7 @@
 // FileRecords, a segment log through storage.Open) or from memory
 // (MemRecords, storage.NewMemLog). Transports: MemNetwork for tests and
 // TCPTransport (length-prefixed frames, responses on the request's
-// connection). cmd/kraftd runs a Node as a process. The decisions behind
+// connection; its connections are the layer it shares with package
+// kafkawire's transport, internal/stream, docs/design.md D220). cmd/kraftd runs a Node as a process. The decisions behind
 // the runtime are D32-D37 and D60 in docs/design.md.
 package node

@@ -419,9 +419,7 @@ type peerAddresses interface {
 
 // HasPeer says whether the transport has an address for peer id.
 func (t *TCPTransport) HasPeer(id kraft.NodeID) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	_, ok := t.addrs[id]
+	_, ok := t.l.PeerAddr(id)
 	return ok
 }
 

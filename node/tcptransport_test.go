@@ -103,8 +103,8 @@ func TestTCPRequestResponse(t *testing.T) {
 		require.Equal(t, resp, recv(t, a))
 	}
 	// b never dialed a: a accepted nothing, and holds one connection, to b.
+	require.Equal(t, 1, a.l.Conns())
 	a.mu.Lock()
-	require.Len(t, a.conns, 1)
 	require.Empty(t, a.routes)
 	a.mu.Unlock()
 	require.Zero(t, a.Dropped())
@@ -174,8 +174,8 @@ func TestTCPThreeTransports(t *testing.T) {
 		}
 		// One connection dialed to each peer and one accepted from each:
 		// responses opened none of their own.
+		require.Equal(t, 4, trs[at].l.Conns())
 		trs[at].mu.Lock()
-		require.Len(t, trs[at].conns, 4)
 		require.Len(t, trs[at].routes, 2)
 		trs[at].mu.Unlock()
 	}
@@ -522,12 +522,10 @@ func TestTCPSetPeerSameAddress(t *testing.T) {
 	a := newTCP(t, 1, map[kraft.NodeID]string{2: b.Addr().String()})
 	a.Send(tcpRequest(1, 2, 1))
 	require.Equal(t, uint64(1), recv(t, b).Corr)
-	a.mu.Lock()
-	conn := a.peers[2].conn
-	a.mu.Unlock()
+	conn := a.l.PeerConn(2)
 	require.NotNil(t, conn)
 	a.SetPeer(2, b.Addr().String())
-	require.False(t, conn.isShut(), "the connection was closed")
+	require.False(t, conn.IsShut(), "the connection was closed")
 	a.Send(tcpRequest(1, 2, 2))
 	require.Equal(t, uint64(2), recv(t, b).Corr)
 }

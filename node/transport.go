@@ -70,12 +70,18 @@ func (d *dropCounter) drop(always bool, who, format string, args ...interface{})
 	if d.log == nil || !(always || n&(n-1) == 0) {
 		return
 	}
+	logDrop(d.log, n, always, who, fmt.Sprintf(format, args...))
+}
+
+// logDrop logs the n-th dropped message of a transport (who), at Warn if
+// it could not be encoded (always), at Info otherwise.
+func logDrop(log *slog.Logger, n uint64, always bool, who, msg string) {
 	level, advice := slog.LevelInfo, adviceDropped
 	if always {
 		level, advice = slog.LevelWarn, adviceEncode
 	}
-	logEvent(d.log, level, EventMessageDropped, advice,
-		fmt.Sprintf("%s: dropped a message (%d so far): %s", who, n, fmt.Sprintf(format, args...)), "dropped", n)
+	logEvent(log, level, EventMessageDropped, advice,
+		fmt.Sprintf("%s: dropped a message (%d so far): %s", who, n, msg), "dropped", n)
 }
 
 func (d *dropCounter) count() uint64 { return atomic.LoadUint64(&d.n) }
