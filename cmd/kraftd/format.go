@@ -137,16 +137,22 @@ func runFormat(args []string, stdout, stderr io.Writer) int {
 			bootstrap = []node.Voter{{Key: id.Key(), Endpoint: r.listen, KRaftVersions: kreplica.SupportedKRaftVersions}}
 		}
 	}
+	return writeFormat(r.dir, id, bootstrap, stdout, stderr)
+}
+
+// writeFormat formats dir as the replica id, with the bootstrap voters
+// of a dynamic quorum (nil if none), and says what it did.
+func writeFormat(dir string, id datadir.Identity, bootstrap []node.Voter, stdout, stderr io.Writer) int {
 	var payload []byte
 	if bootstrap != nil {
 		payload = kreplica.EncodeVoters(bootstrap)
 	}
-	lock, code := lockForFormat(r.dir, stderr)
+	lock, code := lockForFormat(dir, stderr)
 	if lock == nil {
 		return code
 	}
 	defer func() { _ = lock.Unlock() }()
-	if err := datadir.Format(storage.OS(), r.dir, id, payload); err != nil {
+	if err := datadir.Format(storage.OS(), dir, id, payload); err != nil {
 		_, _ = fmt.Fprintf(stderr, "kraftd format: %v\n", err)
 		if errors.Is(err, datadir.ErrFormatted) || errors.Is(err, datadir.ErrNotEmpty) {
 			_, _ = fmt.Fprintln(stderr, "kraftd format: a formatted replica is started, not formatted again; "+
@@ -154,7 +160,7 @@ func runFormat(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitFail
 	}
-	_, _ = fmt.Fprintf(stdout, "Formatted %s: cluster %s, node %d, %s\n", r.dir, kafkaUUID(id.ClusterID), id.NodeID, describeIdentity(id, bootstrap))
+	_, _ = fmt.Fprintf(stdout, "Formatted %s: cluster %s, node %d, %s\n", dir, kafkaUUID(id.ClusterID), id.NodeID, describeIdentity(id, bootstrap))
 	return exitOK
 }
 
