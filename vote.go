@@ -313,7 +313,7 @@ func (t *stepper) onVoteResponse(e ReceiveVoteResponse) {
 	// The tally is keyed by node id, as Kafka's EpochElection is: a Vote
 	// response carries no directory id, so voterIndex (which needs the
 	// stored directory id when there is one) would never match.
-	i := voterByID(t.s.c.voters, e.From)
+	i := VoterByID(t.s.c.voters, e.From)
 	if i < 0 || i == t.s.c.localIndex {
 		return
 	}
