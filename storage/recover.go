@@ -274,11 +274,12 @@ func (l *FileLog) dropTornTail(seg *segment, badPos int64, badErr error) (int64,
 }
 
 // restartAtStart replaces the only segment, in which no valid frame
-// follows damage below the start: the log ends at its start (a record past
-// it that the recovery point claimed is reported lost by damage, above), and what
-// the segment holds is below it. The log goes on in an empty segment at
-// the start, made before the old one is removed; a crash that leaves both
-// leaves the old one wholly below the start, which the next Open removes.
+// follows damage below the start: the log ends at its start (recover
+// reports a record past it that the recovery point claimed as lost), and
+// what the segment holds is below it. The log goes on in an empty segment
+// at the start, made before the old one is removed; a crash that leaves
+// both leaves the old one wholly below the start, which the next Open
+// removes.
 func (l *FileLog) restartAtStart(start int64) error {
 	old := l.segs[0]
 	seg, err := l.createSegment(start)
