@@ -42,32 +42,7 @@ func (s State) AppendCanonicalUntimed(dst []byte) []byte {
 }
 
 func (s State) appendCanonical(dst []byte) []byte {
-	var flags byte
-	if s.endpoints {
-		flags |= 1
-	}
-	if s.fetched {
-		flags |= 2
-	}
-	if s.leaderResigned {
-		flags |= 4
-	}
-	if s.fetchPending {
-		flags |= 8
-	}
-	if s.lowerAsked {
-		flags |= 16
-	}
-	if s.download != nil {
-		flags |= 32
-	}
-	if s.log.hasSnapshots() {
-		flags |= 64
-	}
-	if s.joinWait {
-		flags |= 128
-	}
-	dst = append(dst, byte(s.role), flags)
+	dst = append(dst, byte(s.role), s.canonicalFlags())
 	dst = canonVarint(dst, int64(s.epoch))
 	dst = canonVarint(dst, int64(s.leader))
 	dst = canonVarint(dst, int64(s.voted.ID))
@@ -116,6 +91,44 @@ func (s State) appendCanonical(dst []byte) []byte {
 		dst = canonVarint(dst, at.Offset)
 		dst = appendCanonicalKeys(dst, at.Voters)
 	}
+	dst = s.appendCanonicalChange(dst)
+	return append(dst, 0)
+}
+
+// canonicalFlags packs s's booleans, and whether it has a snapshot
+// download and snapshots, into AppendCanonical's flags byte.
+func (s *State) canonicalFlags() byte {
+	var flags byte
+	if s.endpoints {
+		flags |= 1
+	}
+	if s.fetched {
+		flags |= 2
+	}
+	if s.leaderResigned {
+		flags |= 4
+	}
+	if s.fetchPending {
+		flags |= 8
+	}
+	if s.lowerAsked {
+		flags |= 16
+	}
+	if s.download != nil {
+		flags |= 32
+	}
+	if s.log.hasSnapshots() {
+		flags |= 64
+	}
+	if s.joinWait {
+		flags |= 128
+	}
+	return flags
+}
+
+// appendCanonicalChange appends the pending voter change, if any, to
+// AppendCanonical's encoding.
+func (s *State) appendCanonicalChange(dst []byte) []byte {
 	if c := s.change; c != nil {
 		dst = append(dst, byte(c.kind), byte(c.stage))
 		dst = canonUvarint(dst, c.ref)
@@ -129,7 +142,7 @@ func (s State) appendCanonical(dst []byte) []byte {
 		}
 		dst = canonVarint(dst, c.lastEnd)
 	}
-	return append(dst, 0)
+	return dst
 }
 
 func appendCanonicalKeys(dst []byte, keys []ReplicaKey) []byte {

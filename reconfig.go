@@ -95,7 +95,7 @@ func (t *stepper) onAddVoter(e ReceiveAddVoter) {
 	if code == ErrNone {
 		code = t.changeRefused()
 	}
-	if code == ErrNone && voterByID(t.s.c.voters, e.Voter.ID) >= 0 {
+	if code == ErrNone && VoterByID(t.s.c.voters, e.Voter.ID) >= 0 {
 		code = ErrDuplicateVoter
 	}
 	if code == ErrNone && len(t.s.c.voters) >= MaxVoters {
@@ -166,7 +166,7 @@ func (t *stepper) onRemoveVoter(e ReceiveRemoveVoter) {
 		code = t.changeRefused()
 	}
 	if code == ErrNone {
-		if i := voterByID(t.s.c.voters, e.Voter.ID); i < 0 || t.s.c.voters[i] != e.Voter || len(t.s.c.voters) < 2 {
+		if i := VoterByID(t.s.c.voters, e.Voter.ID); i < 0 || t.s.c.voters[i] != e.Voter || len(t.s.c.voters) < 2 {
 			code = ErrVoterNotFound
 		}
 	}
@@ -195,7 +195,7 @@ func (t *stepper) onUpdateVoter(e ReceiveUpdateVoter) {
 	if code == ErrNone && !r.Has(KRaftVersionReconfig) {
 		code = ErrInvalidRequest
 	}
-	i := voterByID(t.s.c.voters, e.Voter.ID)
+	i := VoterByID(t.s.c.voters, e.Voter.ID)
 	if code == ErrNone && (i < 0 || !t.s.c.voters[i].Matches(e.Voter)) {
 		code = ErrVoterNotFound
 	}
@@ -405,7 +405,7 @@ func (t *stepper) maybeAutoJoin() {
 		return
 	}
 	req := SendVoterChange{To: t.s.leader, ClusterID: c.clusterID, Kind: AddVoter, Voter: c.local}
-	if i := voterByID(c.voters, c.local.ID); i >= 0 {
+	if i := VoterByID(c.voters, c.local.ID); i >= 0 {
 		req.Kind, req.Voter = RemoveVoter, c.voters[i]
 	}
 	t.emit(req)

@@ -303,10 +303,12 @@ func voterIndex(voters []ReplicaKey, key ReplicaKey) int {
 	return -1
 }
 
-// voterByID returns the index of the voter with node id id, or -1. Messages
-// that carry no directory id (Vote responses, a stored leader id) are
-// matched by id alone, as Kafka's EpochElection and voter-set lookups do.
-func voterByID(voters []ReplicaKey, id NodeID) int {
+// VoterByID returns the index in voters of the voter with node id id, or
+// -1 (also for a negative id). Messages that carry no directory id (Vote
+// responses, a stored leader id) are matched by id alone, as Kafka's
+// EpochElection and voter-set lookups do; the replica and node packages
+// look up voters by id with it too (docs/design.md D250).
+func VoterByID(voters []ReplicaKey, id NodeID) int {
 	if id < 0 {
 		return -1
 	}

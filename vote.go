@@ -95,30 +95,7 @@ func (t *stepper) onVoteRequest(e ReceiveVoteRequest) {
 	}
 	above, recampaigned := false, false
 	if ci >= 0 && ci != t.s.c.localIndex {
-		above = ranksAbove(last, candidate, t.s.log.end, t.s.c.local)
-		// In a handover the resigning leader's ranking stands between
-		// equal logs (a transfer may rank a higher key first, D136): only
-		// a strictly better log campaigns over the campaigner.
-		better := t.s.log.end.Compare(last) > 0
-		if !above && better && !t.s.outranked() && t.s.role == Follower && t.s.fetched && !t.s.leaderResigned {
-			// Its leader is still heard from: refused (KIP-996), but noted,
-			// in case the leader turns out to be resigning (D79).
-			t.s.lowerAsked = true
-		}
-		if !above && !t.s.outranked() && t.s.role == Follower && (!t.s.fetched || t.s.leaderResigned && better) {
-			// A voter that ranks below this one campaigns, and this
-			// Follower has not heard from its leader since it lost a
-			// pre-vote (or began following), or its leader resigned (a
-			// graceful handover whose preferred successor lags this
-			// replica's log): the election is on, and this replica is the
-			// better candidate. It campaigns again at once rather than
-			// after another fetch timeout or its successor-rank backoff.
-			t.toProspective("a voter that ranks below campaigns")
-			recampaigned = true
-		}
-		if above {
-			t.noteRival(ci, last)
-		}
+		above, recampaigned = t.rankCampaigner(ci, candidate, last)
 	}
 	granted := t.canGrantVote(candidate, upToDate, e.PreVote)
 	if granted && ci >= 0 && !t.rankedGrant(ci, last, above) {
@@ -135,6 +112,38 @@ func (t *stepper) onVoteRequest(e ReceiveVoteRequest) {
 		// rejection may still be on the way).
 		t.askAgain(ci)
 	}
+}
+
+// rankCampaigner ranks the campaigner candidate, voter ci with the log
+// end last, against this voter for its pre-vote (D59): above reports
+// whether it ranks above this one; recampaigned, whether this Follower
+// campaigned again at once because it ranks below.
+func (t *stepper) rankCampaigner(ci int, candidate ReplicaKey, last LogEnd) (above, recampaigned bool) {
+	above = ranksAbove(last, candidate, t.s.log.end, t.s.c.local)
+	// In a handover the resigning leader's ranking stands between
+	// equal logs (a transfer may rank a higher key first, D136): only
+	// a strictly better log campaigns over the campaigner.
+	better := t.s.log.end.Compare(last) > 0
+	if !above && better && !t.s.outranked() && t.s.role == Follower && t.s.fetched && !t.s.leaderResigned {
+		// Its leader is still heard from: refused (KIP-996), but noted,
+		// in case the leader turns out to be resigning (D79).
+		t.s.lowerAsked = true
+	}
+	if !above && !t.s.outranked() && t.s.role == Follower && (!t.s.fetched || t.s.leaderResigned && better) {
+		// A voter that ranks below this one campaigns, and this
+		// Follower has not heard from its leader since it lost a
+		// pre-vote (or began following), or its leader resigned (a
+		// graceful handover whose preferred successor lags this
+		// replica's log): the election is on, and this replica is the
+		// better candidate. It campaigns again at once rather than
+		// after another fetch timeout or its successor-rank backoff.
+		t.toProspective("a voter that ranks below campaigns")
+		recampaigned = true
+	}
+	if above {
+		t.noteRival(ci, last)
+	}
+	return above, recampaigned
 }
 
 // ranksAbove reports whether a campaigner with log end a and key ka ranks
@@ -304,7 +313,7 @@ func (t *stepper) onVoteResponse(e ReceiveVoteResponse) {
 	// The tally is keyed by node id, as Kafka's EpochElection is: a Vote
 	// response carries no directory id, so voterIndex (which needs the
 	// stored directory id when there is one) would never match.
-	i := voterByID(t.s.c.voters, e.From)
+	i := VoterByID(t.s.c.voters, e.From)
 	if i < 0 || i == t.s.c.localIndex {
 		return
 	}

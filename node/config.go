@@ -201,7 +201,7 @@ func (c Config) withDefaults() (Config, error) {
 			if k.DirectoryID == ([16]byte{}) {
 				return c, fmt.Errorf("node: initial voter %d has no directory id", k.ID)
 			}
-			if k.ID < 0 || voterIndex(keys[:i], k.ID) >= 0 {
+			if k.ID < 0 || kraft.VoterByID(keys[:i], k.ID) >= 0 {
 				return c, fmt.Errorf("node: initial voter id %d is negative or appears twice", k.ID)
 			}
 		}

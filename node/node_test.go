@@ -81,7 +81,7 @@ func newTunedCluster(t *testing.T, n int, snap *snapOpts, tune func(cfg *Config)
 func (c *testCluster) kraftConfig(id kraft.NodeID) kraft.Config {
 	if c.dynamic {
 		return kraft.Config{
-			Local: c.key(id), Observer: voterIndex(keysOf(c.boot), id) < 0, Seed: uint64(id) * 7919, AutoJoin: c.autoJoin,
+			Local: c.key(id), Observer: kraft.VoterByID(keysOf(c.boot), id) < 0, Seed: uint64(id) * 7919, AutoJoin: c.autoJoin,
 			ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond, ElectionBackoffMax: 100 * time.Millisecond,
 		}
 	}
@@ -113,7 +113,7 @@ func (c *testCluster) start(id kraft.NodeID) {
 		c.configureSnapshots(id, &cfg)
 	}
 	if c.dynamic {
-		if voterIndex(keysOf(c.boot), id) >= 0 {
+		if kraft.VoterByID(keysOf(c.boot), id) >= 0 {
 			cfg.InitialVoters = c.boot
 		}
 		for _, v := range c.boot {

@@ -197,15 +197,6 @@ type peerBook interface {
 	SetPeer(id kraft.NodeID, addr string)
 }
 
-func voterIndex(vs []kraft.ReplicaKey, id kraft.NodeID) int {
-	for i, v := range vs {
-		if v.ID == id {
-			return i
-		}
-	}
-	return -1
-}
-
 // VoterInfo is one voter of the set in force, in a Status.
 type VoterInfo struct {
 	ID          kraft.NodeID `json:"id"`

@@ -78,7 +78,7 @@ func (r *Replica) TransferLeadership(now time.Duration, target kraft.NodeID, tim
 	if target == r.local.ID {
 		return fmt.Errorf("%w: %d is this replica", ErrTransferTarget, target)
 	}
-	i := voterIndex(r.st.Voters(), target)
+	i := kraft.VoterByID(r.st.Voters(), target)
 	if i < 0 {
 		return fmt.Errorf("%w: %d is not a voter", ErrTransferTarget, target)
 	}
@@ -125,7 +125,7 @@ func (r *Replica) checkTransfer() {
 			r.endTransfer(ErrTransferOvertaken)
 			return
 		}
-		i := voterIndex(r.st.Voters(), x.target.ID)
+		i := kraft.VoterByID(r.st.Voters(), x.target.ID)
 		if i < 0 || r.st.Voters()[i] != x.target {
 			r.endTransfer(fmt.Errorf("%w: %d left the voter set", ErrTransferTarget, x.target.ID))
 			return

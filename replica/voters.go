@@ -428,7 +428,7 @@ func (r *Replica) installedVoters(id kraft.LogEnd) error {
 func (r *Replica) AddVoter(now time.Duration, key kraft.ReplicaKey, endpoint string) (uint64, error) {
 	return r.voterCall(now, func(ref uint64) kraft.Event {
 		put(&r.voters.changeEndpoints, key, endpoint)
-		if voterIndex(r.st.Voters(), key.ID) < 0 {
+		if kraft.VoterByID(r.st.Voters(), key.ID) < 0 {
 			// ApiVersions goes to the new voter before it is in the set.
 			r.setPeer(key.ID, endpoint)
 		}
@@ -511,7 +511,7 @@ func (r *Replica) onVoterRequest(m Message) {
 		e.Ref = r.voters.nextRef
 		if m.Endpoint != "" {
 			put(&r.voters.changeEndpoints, e.Voter, m.Endpoint)
-			if voterIndex(r.st.Voters(), e.Voter.ID) < 0 {
+			if kraft.VoterByID(r.st.Voters(), e.Voter.ID) < 0 {
 				r.setPeer(e.Voter.ID, m.Endpoint)
 			}
 		}
@@ -520,15 +520,6 @@ func (r *Replica) onVoterRequest(m Message) {
 		e.Ref = r.voters.nextRef
 		r.step(e)
 	}
-}
-
-func voterIndex(vs []kraft.ReplicaKey, id kraft.NodeID) int {
-	for i, v := range vs {
-		if v.ID == id {
-			return i
-		}
-	}
-	return -1
 }
 
 func appendU16(b []byte, v uint16) []byte { return append(b, byte(v>>8), byte(v)) }

@@ -114,26 +114,10 @@ const recoverScanBuffer = 1 << 20
 // recover loads the segments of l.dir; see Open.
 func (l *FileLog) recover(opts Options) (Recovery, error) {
 	var rec Recovery
-	names, err := l.fs.ReadDir(l.dir)
-	if errors.Is(err, os.ErrNotExist) {
-		if err := mkdirAllDurable(l.fs, l.dir); err != nil {
-			return rec, fmt.Errorf("storage: creating %s: %w", l.dir, err)
-		}
-	} else if err != nil {
-		return rec, fmt.Errorf("storage: opening log %s: %w", l.dir, err)
+	bases, err := l.openDir()
+	if err != nil {
+		return rec, err
 	}
-	if _, ok := l.fs.(osFS); ok {
-		if l.lock, err = LockDir(l.dir); err != nil {
-			return rec, err
-		}
-	}
-	var bases []int64
-	for _, name := range names {
-		if base, ok := parseSegmentName(name); ok {
-			bases = append(bases, base)
-		}
-	}
-	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 	start, err := readLogStart(l.fs, l.dir)
 	if err != nil {
 		return rec, err
@@ -154,88 +138,40 @@ func (l *FileLog) recover(opts Options) (Recovery, error) {
 	if len(bases) > 0 && bases[0] > start.Offset {
 		return rec, fmt.Errorf("%w: %s starts at offset %d but the log starts at %d", ErrCorrupt, filepath.Join(l.dir, segmentName(bases[0])), bases[0], start.Offset)
 	}
-	next := start.Offset
-	if len(bases) > 0 {
-		next = bases[0]
-	}
-	bad := -1 // the segment with a bad frame
-	var badPos int64
-	var badErr error
-	var skip skipped
-	for i, base := range bases {
-		path := filepath.Join(l.dir, segmentName(base))
-		if base != next {
-			return rec, fmt.Errorf("%w: %s starts at offset %d but the log before it ends at %d", ErrCorrupt, path, base, next)
-		}
-		f, err := l.fs.OpenFile(path, os.O_RDWR, 0)
-		if err != nil {
-			return rec, fmt.Errorf("storage: opening %s: %w", path, err)
-		}
-		seg := &segment{base: base, end: base, path: path, f: f}
-		l.segs = append(l.segs, seg)
-		if badPos, badErr, err = l.scanSegment(seg, start, i == len(bases)-1, &skip); err != nil {
-			return rec, err
-		}
-		next = seg.end
-		if badErr != nil {
-			bad = i
-			break
-		}
+	sc, err := l.scanSegments(bases, start)
+	if err != nil {
+		return rec, err
 	}
 
 	// Records [start, claim) were synced, as far as the log knows.
-	end := next
+	end := sc.end
 	claim := start.Offset
 	if rpFound && rp.offset > claim {
 		claim = rp.offset
 	}
 	rec.RecoveryPoint = claim
-	dmg := l.damage(bases, bad, badPos, badErr, end, claim, rp, rpFound, rpDamage)
+	dmg := l.damage(bases, sc.bad, sc.badPos, sc.badErr, end, claim, rp, rpFound, rpDamage)
 	if dmg != nil && !opts.TruncateDamage {
 		return rec, dmg
 	}
 	switch {
 	case dmg != nil:
-		if err := l.cutAtDamage(bases, bad, badPos, start, &end); err != nil {
+		if err := l.cutAtDamage(bases, sc.bad, sc.badPos, start, &end); err != nil {
 			return rec, err
 		}
 		dmg.From = end
-	case bad >= 0:
+	case sc.bad >= 0:
 		// A torn tail: past the recovery point, in the last segment.
-		seg := l.segs[bad]
-		size, err := seg.f.Size()
-		if err != nil {
-			return rec, fmt.Errorf("storage: opening %s: %w", seg.path, err)
-		}
-		if err := seg.f.Truncate(badPos); err != nil {
-			return rec, fmt.Errorf("storage: cutting the tail of %s: %w", seg.path, err)
-		}
-		rec.DroppedBytes = size - badPos
-		rec.Cause = fmt.Sprintf("%s at byte %d: %v", seg.path, badPos, badErr)
-	}
-	if skip.tail && len(l.segs) == 1 {
-		// No valid frame follows damage below the start in the only
-		// segment: the log ends at its start (a record past it that the
-		// recovery point claimed is reported lost above), and what the
-		// segment holds is below it. The log goes on in an empty segment
-		// at the start, made before the old one is removed; a crash that
-		// leaves both leaves the old one wholly below the start, which the
-		// next Open removes.
-		old := l.segs[0]
-		seg, err := l.createSegment(start.Offset)
-		if err != nil {
-			return rec, fmt.Errorf("storage: creating a segment at the log start: %w", err)
-		}
-		l.segs[0] = seg
-		_ = old.f.Close()
-		if err := l.fs.SyncDir(l.dir); err != nil {
-			return rec, fmt.Errorf("storage: syncing %s: %w", l.dir, err)
-		}
-		if err := l.fs.Remove(old.path); err != nil {
-			return rec, fmt.Errorf("storage: removing a segment below the log start: %w", err)
+		if rec.DroppedBytes, rec.Cause, err = l.dropTornTail(l.segs[sc.bad], sc.badPos, sc.badErr); err != nil {
+			return rec, err
 		}
 	}
-	rec.SkippedBytes, rec.SkipCause = skip.bytes, skip.cause
+	if sc.skip.tail && len(l.segs) == 1 {
+		if err := l.restartAtStart(start.Offset); err != nil {
+			return rec, err
+		}
+	}
+	rec.SkippedBytes, rec.SkipCause = sc.skip.bytes, sc.skip.cause
 	if len(l.segs) == 0 {
 		// A new log, or one that ResetTo emptied before it created the
 		// segment of its new start.
@@ -245,7 +181,7 @@ func (l *FileLog) recover(opts Options) (Recovery, error) {
 		}
 		l.segs = append(l.segs, seg)
 	}
-	if err := l.checkStart(start, end, skip.covers(start.Offset-1)); err != nil {
+	if err := l.checkStart(start, end, sc.skip.covers(start.Offset-1)); err != nil {
 		return rec, err
 	}
 	for _, base := range below {
@@ -253,6 +189,118 @@ func (l *FileLog) recover(opts Options) (Recovery, error) {
 			return rec, fmt.Errorf("storage: removing a segment below the log start: %w", err)
 		}
 	}
+	err = l.finishRecovery(&rec, start, end, dmg)
+	return rec, err
+}
+
+// openDir opens l.dir, creating it if it does not exist and locking it on
+// the operating system's file system, and returns the base offsets of its
+// segments in ascending order.
+func (l *FileLog) openDir() ([]int64, error) {
+	names, err := l.fs.ReadDir(l.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := mkdirAllDurable(l.fs, l.dir); err != nil {
+			return nil, fmt.Errorf("storage: creating %s: %w", l.dir, err)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("storage: opening log %s: %w", l.dir, err)
+	}
+	if _, ok := l.fs.(osFS); ok {
+		if l.lock, err = LockDir(l.dir); err != nil {
+			return nil, err
+		}
+	}
+	var bases []int64
+	for _, name := range names {
+		if base, ok := parseSegmentName(name); ok {
+			bases = append(bases, base)
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	return bases, nil
+}
+
+// segmentScan is what scanSegments found.
+type segmentScan struct {
+	end    int64 // the offset past the last record read
+	bad    int   // the index of the segment with a bad frame, -1 if none
+	badPos int64 // the position of the bad frame in it
+	badErr error // what is wrong with the bad frame
+	skip   skipped
+}
+
+// scanSegments opens the segments at bases, which start at or below the
+// log start, appends them to l.segs and reads their frames in order; it
+// stops at the first segment with a bad frame.
+func (l *FileLog) scanSegments(bases []int64, start kraft.LogEnd) (segmentScan, error) {
+	sc := segmentScan{end: start.Offset, bad: -1}
+	if len(bases) > 0 {
+		sc.end = bases[0]
+	}
+	for i, base := range bases {
+		path := filepath.Join(l.dir, segmentName(base))
+		if base != sc.end {
+			return sc, fmt.Errorf("%w: %s starts at offset %d but the log before it ends at %d", ErrCorrupt, path, base, sc.end)
+		}
+		f, err := l.fs.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			return sc, fmt.Errorf("storage: opening %s: %w", path, err)
+		}
+		seg := &segment{base: base, end: base, path: path, f: f}
+		l.segs = append(l.segs, seg)
+		if sc.badPos, sc.badErr, err = l.scanSegment(seg, start, i == len(bases)-1, &sc.skip); err != nil {
+			return sc, err
+		}
+		sc.end = seg.end
+		if sc.badErr != nil {
+			sc.bad = i
+			break
+		}
+	}
+	return sc, nil
+}
+
+// dropTornTail cuts seg at badPos, where a frame past the recovery point
+// does not read, and returns how many bytes it dropped and why.
+func (l *FileLog) dropTornTail(seg *segment, badPos int64, badErr error) (int64, string, error) {
+	size, err := seg.f.Size()
+	if err != nil {
+		return 0, "", fmt.Errorf("storage: opening %s: %w", seg.path, err)
+	}
+	if err := seg.f.Truncate(badPos); err != nil {
+		return 0, "", fmt.Errorf("storage: cutting the tail of %s: %w", seg.path, err)
+	}
+	return size - badPos, fmt.Sprintf("%s at byte %d: %v", seg.path, badPos, badErr), nil
+}
+
+// restartAtStart replaces the only segment, in which no valid frame
+// follows damage below the start: the log ends at its start (recover
+// reports a record past it that the recovery point claimed as lost), and
+// what the segment holds is below it. The log goes on in an empty segment
+// at the start, made before the old one is removed; a crash that leaves
+// both leaves the old one wholly below the start, which the next Open
+// removes.
+func (l *FileLog) restartAtStart(start int64) error {
+	old := l.segs[0]
+	seg, err := l.createSegment(start)
+	if err != nil {
+		return fmt.Errorf("storage: creating a segment at the log start: %w", err)
+	}
+	l.segs[0] = seg
+	_ = old.f.Close()
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("storage: syncing %s: %w", l.dir, err)
+	}
+	if err := l.fs.Remove(old.path); err != nil {
+		return fmt.Errorf("storage: removing a segment below the log start: %w", err)
+	}
+	return nil
+}
+
+// finishRecovery sets the log's state to the recovered records [start, end), makes
+// them durable, and writes them as the new recovery point with the damage
+// dmg (nil if none) still to repair; it completes rec.
+func (l *FileLog) finishRecovery(rec *Recovery, start kraft.LogEnd, end int64, dmg *DamageError) error {
 	l.epochs.startAt(start, end)
 	l.end = kraft.LogEnd{Offset: end, Epoch: l.epochs.last()}
 	l.flushed = end
@@ -262,10 +310,10 @@ func (l *FileLog) recover(opts Options) (Recovery, error) {
 	// operating system still holds; make them durable before the host
 	// builds on them. The other segments were synced when the next began.
 	if err := l.active().f.Sync(); err != nil {
-		return rec, fmt.Errorf("storage: syncing %s: %w", l.active().path, err)
+		return fmt.Errorf("storage: syncing %s: %w", l.active().path, err)
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
-		return rec, fmt.Errorf("storage: syncing %s: %w", l.dir, err)
+		return fmt.Errorf("storage: syncing %s: %w", l.dir, err)
 	}
 	// The whole log is durable now: it is the new recovery point, with the
 	// damage still to repair.
@@ -280,11 +328,12 @@ func (l *FileLog) recover(opts Options) (Recovery, error) {
 			p.lost = lostRange{from: dmg.From, to: dmg.To, epoch: dmg.Epoch}
 		}
 	}
+	var err error
 	if l.rp, err = createRecoveryPoint(l.fs, l.dir, p); err != nil {
-		return rec, fmt.Errorf("storage: writing %s: %w", filepath.Join(l.dir, RecoveryPointFileName), err)
+		return fmt.Errorf("storage: writing %s: %w", filepath.Join(l.dir, RecoveryPointFileName), err)
 	}
 	rec.Segments = len(l.segs)
-	return rec, nil
+	return nil
 }
 
 // damage decides whether what recover found is damage: records the log

@@ -59,14 +59,7 @@ func main() {
 	if err != nil {
 		fatalf("-clients: %v", err)
 	}
-	var cells []cell
-	for _, name := range splitList(*cellsFlag) {
-		c, ok := cellNamed(name)
-		if !ok {
-			fatalf("-cells: unknown cell %q", name)
-		}
-		cells = append(cells, c)
-	}
+	cells := parseCells(*cellsFlag)
 	if *child {
 		if len(cells) != 1 || len(clients) != 1 {
 			fatalf("-child needs one cell and one client count")
@@ -77,13 +70,7 @@ func main() {
 		}, *round, *stall)
 		return
 	}
-	var run []string
-	for _, l := range splitList(*libsFlag) {
-		if l != "kraft" && l != "hashicorp" {
-			fatalf("-libs: unknown library %q", l)
-		}
-		run = append(run, l)
-	}
+	run := parseLibs(*libsFlag)
 	p := parent{
 		cells: cells, clients: clients, libs: run, rounds: *rounds,
 		args: []string{
@@ -110,6 +97,31 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// parseCells is the cells -cells names; it exits on an unknown one.
+func parseCells(list string) []cell {
+	var cells []cell
+	for _, name := range splitList(list) {
+		c, ok := cellNamed(name)
+		if !ok {
+			fatalf("-cells: unknown cell %q", name)
+		}
+		cells = append(cells, c)
+	}
+	return cells
+}
+
+// parseLibs is the libraries -libs names; it exits on an unknown one.
+func parseLibs(list string) []string {
+	var run []string
+	for _, l := range splitList(list) {
+		if l != "kraft" && l != "hashicorp" {
+			fatalf("-libs: unknown library %q", l)
+		}
+		run = append(run, l)
+	}
+	return run
 }
 
 func parseInts(s string) ([]int, error) {
@@ -231,13 +243,18 @@ func (p parent) run() error {
 	p.limitTable(os.Stdout, lims, results)
 	fmt.Printf("\n%d measurements in %v (%d rounds, %s per timed phase, %s).\n",
 		total, wall.Round(time.Second), p.rounds, p.args[1], strings.Join(p.args[2:4], " "))
+	printNoted(odd)
+	return nil
+}
+
+// printNoted prints what was odd about the measurements, if anything.
+func printNoted(odd []string) {
 	if len(odd) > 0 {
 		fmt.Printf("\nNoted:\n\n")
 		for _, o := range odd {
 			fmt.Printf("- %s\n", o)
 		}
 	}
-	return nil
 }
 
 // child runs one measurement in a fresh process, with its own temporary

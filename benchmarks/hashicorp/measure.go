@@ -124,6 +124,72 @@ func measure(s spec) (res result) {
 	}
 
 	// Phase 1: s.Records records, then the live heap.
+	appendRecords(c, s, newRecord, fail)
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	res.Heap = (float64(ms.HeapAlloc) - float64(baseHeap)) / voters
+
+	// Phase 2: the timed appends.
+	if !res.measureTimed(c, s, newRecord, fail) {
+		return res
+	}
+	res.Errors = errs.Load()
+	if v, ok := firstErr.Load().(string); ok {
+		res.FirstError = v
+	}
+	if s.MemProfile != "" {
+		runtime.GC()
+		if err := writeHeapProfile(s.MemProfile); err != nil {
+			res.Err = err.Error()
+		}
+	}
+
+	closed = true
+	res.closeAndCountLeaks(c, baseGoroutines)
+	return res
+}
+
+// measureTimed runs the timed appends of s (phase 2), with a CPU profile
+// if s asks for one, and sets r's figures; false if it could not start.
+func (r *result) measureTimed(c cluster, s spec, newRecord func(uint64) []byte, fail func(error)) bool {
+	lats := make([][]time.Duration, s.Clients)
+	for i := range lats {
+		lats[i] = make([]time.Duration, 0, 1<<14)
+	}
+	if s.CPUProfile != "" {
+		f, err := os.Create(s.CPUProfile)
+		if err != nil {
+			r.Err = err.Error()
+			return false
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			r.Err = err.Error()
+			return false
+		}
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	mallocs0, bytes0 := ms.Mallocs, ms.TotalAlloc
+	elapsed := timedAppends(c, s, lats, newRecord, fail)
+	runtime.ReadMemStats(&ms)
+	if s.CPUProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	r.Goroutines = runtime.NumGoroutine()
+	if r.Goroutines > manyGoroutines {
+		// The count from the same dump as the summary: more may have
+		// started since NumGoroutine.
+		r.GoroutinesAt, r.Goroutines = goroutineSummary()
+	}
+
+	r.summarize(lats, elapsed, ms.Mallocs-mallocs0, ms.TotalAlloc-bytes0)
+	return true
+}
+
+// appendRecords appends s.Records records from s.Clients clients.
+func appendRecords(c cluster, s spec, newRecord func(uint64) []byte, fail func(error)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for i := 0; i < s.Clients; i++ {
@@ -142,31 +208,13 @@ func measure(s spec) (res result) {
 		}()
 	}
 	wg.Wait()
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	res.Heap = (float64(ms.HeapAlloc) - float64(baseHeap)) / voters
+}
 
-	// Phase 2: the timed appends.
-	lats := make([][]time.Duration, s.Clients)
-	for i := range lats {
-		lats[i] = make([]time.Duration, 0, 1<<14)
-	}
-	if s.CPUProfile != "" {
-		f, err := os.Create(s.CPUProfile)
-		if err != nil {
-			res.Err = err.Error()
-			return res
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			res.Err = err.Error()
-			return res
-		}
-	}
+// timedAppends appends from s.Clients clients for s.Duration, recording
+// client i's latencies in lats[i], and returns the time it took.
+func timedAppends(c cluster, s spec, lats [][]time.Duration, newRecord func(uint64) []byte, fail func(error)) time.Duration {
+	var wg sync.WaitGroup
 	var stop atomic.Bool
-	runtime.ReadMemStats(&ms)
-	mallocs0, bytes0 := ms.Mallocs, ms.TotalAlloc
 	start := time.Now()
 	timer := time.AfterFunc(s.Duration, func() { stop.Store(true) })
 	for i := 0; i < s.Clients; i++ {
@@ -190,60 +238,45 @@ func measure(s spec) (res result) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	timer.Stop()
-	runtime.ReadMemStats(&ms)
-	if s.CPUProfile != "" {
-		pprof.StopCPUProfile()
-	}
-	res.Goroutines = runtime.NumGoroutine()
-	if res.Goroutines > manyGoroutines {
-		// The count from the same dump as the summary: more may have
-		// started since NumGoroutine.
-		res.GoroutinesAt, res.Goroutines = goroutineSummary()
-	}
+	return elapsed
+}
 
+// summarize sets r's throughput, latency quantiles and allocations per
+// append from the latencies lats of appends over elapsed that made
+// mallocs allocations of bytes bytes in all.
+func (r *result) summarize(lats [][]time.Duration, elapsed time.Duration, mallocs, bytes uint64) {
 	var all []time.Duration
 	for _, l := range lats {
 		all = append(all, l...)
 	}
-	lats = nil
-	res.Appends = int64(len(all))
-	res.Seconds = elapsed.Seconds()
-	res.PerSec = float64(res.Appends) / elapsed.Seconds()
-	if res.Appends > 0 {
-		res.Allocs = float64(ms.Mallocs-mallocs0) / float64(res.Appends)
-		res.Bytes = float64(ms.TotalAlloc-bytes0) / float64(res.Appends)
+	r.Appends = int64(len(all))
+	r.Seconds = elapsed.Seconds()
+	r.PerSec = float64(r.Appends) / elapsed.Seconds()
+	if r.Appends > 0 {
+		r.Allocs = float64(mallocs) / float64(r.Appends)
+		r.Bytes = float64(bytes) / float64(r.Appends)
 		sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
-		res.P50 = quantile(all, 0.50)
-		res.P99 = quantile(all, 0.99)
-		res.Max = all[len(all)-1]
+		r.P50 = quantile(all, 0.50)
+		r.P99 = quantile(all, 0.99)
+		r.Max = all[len(all)-1]
 	}
-	all = nil
-	res.Errors = errs.Load()
-	if v, ok := firstErr.Load().(string); ok {
-		res.FirstError = v
-	}
-	if s.MemProfile != "" {
-		runtime.GC()
-		if err := writeHeapProfile(s.MemProfile); err != nil {
-			res.Err = err.Error()
-		}
-	}
+}
 
-	closed = true
-	if err := c.close(); err != nil && res.Err == "" {
-		res.Err = "close: " + err.Error()
+// closeAndCountLeaks closes c and counts the goroutines left above base.
+func (r *result) closeAndCountLeaks(c cluster, base int) {
+	if err := c.close(); err != nil && r.Err == "" {
+		r.Err = "close: " + err.Error()
 	}
 	// Goroutines stop shortly after close returns (hashicorp's in-memory
 	// pipelines, kraft's timers): give them a moment before counting.
 	deadline := time.Now().Add(3 * time.Second)
-	for runtime.NumGoroutine() > baseGoroutines && time.Now().Before(deadline) {
+	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	res.Leaked = runtime.NumGoroutine() - baseGoroutines
-	if res.Leaked > 0 {
-		res.LeakedAt, _ = goroutineSummary()
+	r.Leaked = runtime.NumGoroutine() - base
+	if r.Leaked > 0 {
+		r.LeakedAt, _ = goroutineSummary()
 	}
-	return res
 }
 
 func quantile(sorted []time.Duration, q float64) time.Duration {

@@ -283,39 +283,16 @@ func readsMain(args []string) {
 		verbose    = fs.Bool("v", false, "print every measurement as it ends")
 	)
 	_ = fs.Parse(args)
-	var cells []cell
-	for _, name := range splitList(*cellsFlag) {
-		c, ok := cellNamed(name)
-		if !ok {
-			fatalf("-cells: unknown cell %q", name)
-		}
-		cells = append(cells, c)
-	}
+	cells := parseCells(*cellsFlag)
 	if *child {
 		if len(cells) != 1 {
 			fatalf("-child needs one cell")
 		}
-		watchdog := time.AfterFunc(*stall, func() {
-			fmt.Fprintf(os.Stderr, "runtimebench reads: %s %s stalled after %v:\n", *lib, cells[0].Name, *stall)
-			_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
-			os.Exit(3)
-		})
-		res := measureReads(readSpec{Lib: *lib, Cell: cells[0], Clients: *clients, Duration: *dur,
-			Warmup: *warmup, TmpDir: *tmpdir, CPUProfile: *cpuprofile})
-		watchdog.Stop()
-		res.Round = *round
-		if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
-			fatalf("%v", err)
-		}
+		runReadChild(readSpec{Lib: *lib, Cell: cells[0], Clients: *clients, Duration: *dur,
+			Warmup: *warmup, TmpDir: *tmpdir, CPUProfile: *cpuprofile}, *round, *stall)
 		return
 	}
-	var run []string
-	for _, l := range splitList(*libsFlag) {
-		if l != "kraft" && l != "hashicorp" {
-			fatalf("-libs: unknown library %q", l)
-		}
-		run = append(run, l)
-	}
+	run := parseLibs(*libsFlag)
 	self, err := os.Executable()
 	if err != nil {
 		fatalf("%v", err)
@@ -338,39 +315,19 @@ func readsMain(args []string) {
 			for _, l := range run {
 				done++
 				fmt.Fprintf(os.Stderr, "[%d/%d %s] round %d %s %s\n", done, total, time.Since(start).Round(time.Second), r, c.Name, l)
-				tmp, err := os.MkdirTemp(*tmpdir, "runtimebench-")
-				if err != nil {
-					fatalf("%v", err)
-				}
 				cargs := []string{"reads", "-child", "-lib", l, "-cells", c.Name, "-round", strconv.Itoa(r),
 					"-clients", strconv.Itoa(*clients), "-d", dur.String(), "-warmup", strconv.Itoa(*warmup),
-					"-stall", stall.String(), "-tmpdir", tmp}
+					"-stall", stall.String()}
 				if *cpuprofile != "" {
 					cargs = append(cargs, "-cpuprofile", fmt.Sprintf("%s.%s.%s.r%d", *cpuprofile, l, c.Name, r))
 				}
-				res, err := readChild(self, cargs)
-				if left, _ := os.ReadDir(tmp); err == nil && len(left) > 0 {
-					err = fmt.Errorf("child left %d entries in its temporary directory", len(left))
-				}
-				_ = os.RemoveAll(tmp)
+				res, err := readChildInTemp(self, *tmpdir, cargs)
 				if err != nil {
 					odd = append(odd, fmt.Sprintf("round %d %s %s: %v", r, c.Name, l, err))
 					fmt.Fprintf(os.Stderr, "  failed: %v\n", err)
 					continue
 				}
-				line, _ := json.Marshal(res)
-				fmt.Fprintf(js, "%s\n", line)
-				for _, p := range res.Phases {
-					if *verbose {
-						fmt.Fprintf(os.Stderr, "  %-7s %8.0f/s p50 %v p99 %v max %v errors %d\n", p.Op, p.PerSec, p.P50, p.P99, p.Max, p.Errors)
-					}
-					if p.Errors > 0 {
-						odd = append(odd, fmt.Sprintf("round %d %s %s %s: %d failed (first: %s)", r, c.Name, l, p.Op, p.Errors, p.FirstError))
-					}
-				}
-				if res.Leaked > 0 {
-					odd = append(odd, fmt.Sprintf("round %d %s %s: %d goroutines left after close", r, c.Name, l, res.Leaked))
-				}
+				odd = append(odd, noteRead(js, res, fmt.Sprintf("round %d %s %s", r, c.Name, l), *verbose)...)
 				results[l+"/"+c.Name] = append(results[l+"/"+c.Name], res)
 			}
 		}
@@ -378,12 +335,60 @@ func readsMain(args []string) {
 	printReads(os.Stdout, cells, *clients, results)
 	fmt.Printf("\n%d measurements in %v (%d rounds, %v per phase, %d clients).\n",
 		total, time.Since(start).Round(time.Second), *rounds, *dur, *clients)
-	if len(odd) > 0 {
-		fmt.Printf("\nNoted:\n\n")
-		for _, o := range odd {
-			fmt.Printf("- %s\n", o)
+	printNoted(odd)
+}
+
+// readChildInTemp runs readChild with args and -tmpdir, a fresh temporary
+// directory under tmpdir, which is removed afterwards; a child that left
+// files there failed.
+func readChildInTemp(self, tmpdir string, args []string) (readResult, error) {
+	tmp, err := os.MkdirTemp(tmpdir, "runtimebench-")
+	if err != nil {
+		fatalf("%v", err)
+	}
+	res, err := readChild(self, append(args, "-tmpdir", tmp))
+	if left, _ := os.ReadDir(tmp); err == nil && len(left) > 0 {
+		err = fmt.Errorf("child left %d entries in its temporary directory", len(left))
+	}
+	_ = os.RemoveAll(tmp)
+	return res, err
+}
+
+// runReadChild runs one measurement and prints its result as one JSON
+// line on stdout; one that takes longer than stall exits with 3.
+func runReadChild(s readSpec, round int, stall time.Duration) {
+	watchdog := time.AfterFunc(stall, func() {
+		fmt.Fprintf(os.Stderr, "runtimebench reads: %s %s stalled after %v:\n", s.Lib, s.Cell.Name, stall)
+		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+		os.Exit(3)
+	})
+	res := measureReads(s)
+	watchdog.Stop()
+	res.Round = round
+	if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
+		fatalf("%v", err)
+	}
+}
+
+// noteRead writes res as a JSON line to js, prints its phases if
+// verbose, and returns what was odd about it, each line starting with
+// what, the measurement.
+func noteRead(js io.Writer, res readResult, what string, verbose bool) []string {
+	var odd []string
+	line, _ := json.Marshal(res)
+	fmt.Fprintf(js, "%s\n", line)
+	for _, p := range res.Phases {
+		if verbose {
+			fmt.Fprintf(os.Stderr, "  %-7s %8.0f/s p50 %v p99 %v max %v errors %d\n", p.Op, p.PerSec, p.P50, p.P99, p.Max, p.Errors)
+		}
+		if p.Errors > 0 {
+			odd = append(odd, fmt.Sprintf("%s %s: %d failed (first: %s)", what, p.Op, p.Errors, p.FirstError))
 		}
 	}
+	if res.Leaked > 0 {
+		odd = append(odd, fmt.Sprintf("%s: %d goroutines left after close", what, res.Leaked))
+	}
+	return odd
 }
 
 func readChild(self string, args []string) (readResult, error) {

@@ -150,50 +150,11 @@ func measure(bin, wire string, d time.Duration, clients, size int) (result, erro
 	body := bytes.Repeat([]byte("x"), size)
 	hc := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
 	// A short warm-up, then the timed phase.
-	run := func(dur time.Duration) ([]time.Duration, error) {
-		var mu sync.Mutex
-		var lat []time.Duration
-		var firstErr error
-		end := time.Now().Add(dur)
-		var wg sync.WaitGroup
-		for c := 0; c < clients; c++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var mine []time.Duration
-				for time.Now().Before(end) {
-					t0 := time.Now()
-					resp, err := hc.Post(url, "application/octet-stream", bytes.NewReader(body))
-					if err == nil {
-						_, _ = io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
-						if resp.StatusCode != http.StatusOK {
-							err = fmt.Errorf("append: HTTP %d", resp.StatusCode)
-						}
-					}
-					if err != nil {
-						mu.Lock()
-						if firstErr == nil {
-							firstErr = err
-						}
-						mu.Unlock()
-						return
-					}
-					mine = append(mine, time.Since(t0))
-				}
-				mu.Lock()
-				lat = append(lat, mine...)
-				mu.Unlock()
-			}()
-		}
-		wg.Wait()
-		return lat, firstErr
-	}
-	if _, err := run(d / 4); err != nil {
+	if _, err := appendFor(hc, url, body, clients, d/4); err != nil {
 		return result{}, err
 	}
 	start := time.Now()
-	lat, err := run(d)
+	lat, err := appendFor(hc, url, body, clients, d)
 	if err != nil {
 		return result{}, err
 	}
@@ -203,6 +164,49 @@ func measure(bin, wire string, d time.Duration, clients, size int) (result, erro
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	return result{rate: float64(len(lat)) / el.Seconds(), p50: lat[len(lat)/2], p99: lat[len(lat)*99/100]}, nil
+}
+
+// appendFor posts body to url from clients clients for dur and returns
+// the latencies of the appends; a client stops at its first error, which
+// is returned.
+func appendFor(hc *http.Client, url string, body []byte, clients int, dur time.Duration) ([]time.Duration, error) {
+	var mu sync.Mutex
+	var lat []time.Duration
+	var firstErr error
+	end := time.Now().Add(dur)
+	var wg sync.WaitGroup
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			for time.Now().Before(end) {
+				t0 := time.Now()
+				resp, err := hc.Post(url, "application/octet-stream", bytes.NewReader(body))
+				if err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						err = fmt.Errorf("append: HTTP %d", resp.StatusCode)
+					}
+				}
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return lat, firstErr
 }
 
 // waitLeader waits until a replica reports itself the leader and returns

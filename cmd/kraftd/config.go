@@ -301,50 +301,85 @@ func parseConfig(args []string) (c config, err error) {
 			}
 		}()
 	}
+	if err := checkRequired(&r); err != nil {
+		return c, err
+	}
+	if err := c.parseQuorum(&r); err != nil {
+		return c, err
+	}
+	if err := c.parseAddresses(&r, set); err != nil {
+		return c, err
+	}
+	if err := c.parseTimings(&r, set); err != nil {
+		return c, err
+	}
+	if err := c.parseLimits(&r); err != nil {
+		return c, err
+	}
+	if err := c.kraftConfig().Validate(); err != nil {
+		return c, fmt.Errorf("-id/-voters: %w", err)
+	}
+	if !c.hasClusterID {
+		return c, fmt.Errorf("-cluster-id is required: make one for the cluster with kraftd -random-uuid (kafka-storage random-uuid) and give it to every replica, for example -cluster-id %s", randomUUID())
+	}
+	return c, nil
+}
+
+// checkRequired checks the flags every replica needs and the quorum
+// flags that exclude one another.
+func checkRequired(r *rawFlags) error {
 	switch {
 	case r.id == "":
-		return c, errors.New("-id is required")
+		return errors.New("-id is required")
 	case r.voters == "" && r.initialVoters == "" && r.bootstrapServers == "":
-		return c, errors.New("-voters is required (or, for a dynamic quorum, -initial-voters or -bootstrap-servers)")
+		return errors.New("-voters is required (or, for a dynamic quorum, -initial-voters or -bootstrap-servers)")
 	case r.voters != "" && (r.initialVoters != "" || r.bootstrapServers != ""):
-		return c, errors.New("-voters (a static voter set) with -initial-voters or -bootstrap-servers (a dynamic one)")
+		return errors.New("-voters (a static voter set) with -initial-voters or -bootstrap-servers (a dynamic one)")
 	case r.autoJoin && r.voters != "":
-		return c, errors.New("-auto-join needs a dynamic quorum (-initial-voters or -bootstrap-servers)")
+		return errors.New("-auto-join needs a dynamic quorum (-initial-voters or -bootstrap-servers)")
 	case r.dir == "":
-		return c, errors.New("-dir is required")
+		return errors.New("-dir is required")
 	case r.wire != wireKraft && r.wire != wireKafka:
-		return c, fmt.Errorf("-wire %q: want kraft or kafka", r.wire)
+		return fmt.Errorf("-wire %q: want kraft or kafka", r.wire)
 	}
+	return nil
+}
+
+// parseQuorum parses the replica's identity and the quorum it belongs to:
+// -id, -voters or -initial-voters and -bootstrap-servers, -auto-join,
+// -peer-http, -directory-id and -on-damage; it decides whether the replica
+// is an observer and defaults -listen to its voter address.
+func (c *config) parseQuorum(r *rawFlags) error {
 	id, err := parseNodeID(r.id)
 	if err != nil {
-		return c, fmt.Errorf("-id %q: %w", r.id, err)
+		return fmt.Errorf("-id %q: %w", r.id, err)
 	}
 	c.id = id
 	if r.voters != "" {
 		if c.voters, err = parseVoters(r.voters); err != nil {
-			return c, fmt.Errorf("-voters: %w", err)
+			return fmt.Errorf("-voters: %w", err)
 		}
 	}
 	c.dynamic, c.autoJoin = r.voters == "", r.autoJoin
 	if r.initialVoters != "" {
 		if c.initialVoters, err = parseVoters(r.initialVoters); err != nil {
-			return c, fmt.Errorf("-initial-voters: %w", err)
+			return fmt.Errorf("-initial-voters: %w", err)
 		}
 		for _, v := range c.initialVoters {
 			if v.key.DirectoryID == ([16]byte{}) {
-				return c, fmt.Errorf("-initial-voters: voter %d has no directory id (want id:DIRECTORY-ID@host:port)", v.key.ID)
+				return fmt.Errorf("-initial-voters: voter %d has no directory id (want id:DIRECTORY-ID@host:port)", v.key.ID)
 			}
 		}
 	}
 	if r.bootstrapServers != "" {
 		if c.bootstrapServers, err = parseServers(r.bootstrapServers); err != nil {
-			return c, fmt.Errorf("-bootstrap-servers: %w", err)
+			return fmt.Errorf("-bootstrap-servers: %w", err)
 		}
 	}
 	if r.peerHTTP != "" {
 		ps, err := parseVoters(r.peerHTTP)
 		if err != nil {
-			return c, fmt.Errorf("-peer-http: %w", err)
+			return fmt.Errorf("-peer-http: %w", err)
 		}
 		c.peerHTTP = map[kraft.NodeID]string{}
 		for _, p := range ps {
@@ -353,7 +388,7 @@ func parseConfig(args []string) (c config, err error) {
 	}
 	if r.dirID != "" {
 		if c.dirID, err = parseUUID(r.dirID); err != nil {
-			return c, fmt.Errorf("-directory-id %q: %w", r.dirID, err)
+			return fmt.Errorf("-directory-id %q: %w", r.dirID, err)
 		}
 		c.dirIDGiven = true
 	}
@@ -363,9 +398,9 @@ func parseConfig(args []string) (c config, err error) {
 	case r.onDamage == "", r.onDamage == onDamageRefuse:
 		c.onDamage = onDamageRefuse
 	case r.onDamage == onDamageReplace:
-		return c, errors.New("-on-damage replace needs a dynamic quorum (-initial-voters or -bootstrap-servers): a static voter cannot rejoin with a new directory id")
+		return errors.New("-on-damage replace needs a dynamic quorum (-initial-voters or -bootstrap-servers): a static voter cannot rejoin with a new directory id")
 	default:
-		return c, fmt.Errorf("-on-damage %q: want replace or refuse", r.onDamage)
+		return fmt.Errorf("-on-damage %q: want replace or refuse", r.onDamage)
 	}
 	c.observer = true
 	for _, v := range append(append([]voter(nil), c.voters...), c.initialVoters...) {
@@ -382,23 +417,29 @@ func parseConfig(args []string) (c config, err error) {
 			}
 		}
 	}
+	return nil
+}
+
+// parseAddresses parses -listen, -http, -dir, -cluster-id and -seed.
+func (c *config) parseAddresses(r *rawFlags, set map[string]bool) error {
+	var err error
 	if r.listen == "" {
 		r.listen = "127.0.0.1:0"
 	}
 	if err := checkAddr(r.listen, true); err != nil {
-		return c, fmt.Errorf("-listen %q: %w", r.listen, err)
+		return fmt.Errorf("-listen %q: %w", r.listen, err)
 	}
 	c.listen = r.listen
 	if set["http"] {
 		if err := checkAddr(r.httpAddr, true); err != nil {
-			return c, fmt.Errorf("-http %q: %w", r.httpAddr, err)
+			return fmt.Errorf("-http %q: %w", r.httpAddr, err)
 		}
 		c.httpAddr = r.httpAddr
 	}
 	c.dir = r.dir
 	if r.clusterID != "" {
 		if c.clusterID, err = parseUUID(r.clusterID); err != nil {
-			return c, fmt.Errorf("-cluster-id %q: %w", r.clusterID, err)
+			return fmt.Errorf("-cluster-id %q: %w", r.clusterID, err)
 		}
 		c.hasClusterID = true
 	}
@@ -406,7 +447,13 @@ func parseConfig(args []string) (c config, err error) {
 	if !set["seed"] {
 		c.seed = seedFor(c.id)
 	}
+	return nil
+}
 
+// parseTimings parses the timeouts and backoffs, with Kafka's ratios for
+// the ones not given; -snapshot-every is checked among them, before
+// -fetch-max-wait.
+func (c *config) parseTimings(r *rawFlags, set map[string]bool) error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
@@ -419,7 +466,7 @@ func parseConfig(args []string) (c config, err error) {
 		{"fetch-max-wait", r.fetchMaxWait},
 	} {
 		if set[d.name] && d.v <= 0 {
-			return c, fmt.Errorf("-%s %v: want a positive duration", d.name, d.v)
+			return fmt.Errorf("-%s %v: want a positive duration", d.name, d.v)
 		}
 	}
 	c.electionTimeout, c.fetchTimeout, c.electionBackoffMax = r.electionTimeout, r.fetchTimeout, r.electionBackoffMax
@@ -434,7 +481,7 @@ func parseConfig(args []string) (c config, err error) {
 		}
 	}
 	if r.snapshotEvery < 0 {
-		return c, fmt.Errorf("-snapshot-every %d: want 0 (no snapshots) or a positive count", r.snapshotEvery)
+		return fmt.Errorf("-snapshot-every %d: want 0 (no snapshots) or a positive count", r.snapshotEvery)
 	}
 	c.snapshotEvery = r.snapshotEvery
 	c.fetchMaxWait = r.fetchMaxWait
@@ -447,33 +494,34 @@ func parseConfig(args []string) (c config, err error) {
 	if c.fetchMaxWait >= c.fetchTimeout {
 		// A caught-up follower would wait out its fetch timeout on every
 		// long poll and start an election.
-		return c, fmt.Errorf("-fetch-max-wait %v: want less than -fetch-timeout (%v)", c.fetchMaxWait, c.fetchTimeout)
+		return fmt.Errorf("-fetch-max-wait %v: want less than -fetch-timeout (%v)", c.fetchMaxWait, c.fetchTimeout)
 	}
+	return nil
+}
+
+// parseLimits parses -ready-max-lag, the logging flags and thresholds,
+// -slow-sync-resign, -wire and -listener-name.
+func (c *config) parseLimits(r *rawFlags) error {
+	var err error
 	if r.readyMaxLag < 0 {
-		return c, fmt.Errorf("-ready-max-lag %d: want 0 or more records", r.readyMaxLag)
+		return fmt.Errorf("-ready-max-lag %d: want 0 or more records", r.readyMaxLag)
 	}
 	c.readyMaxLag = r.readyMaxLag
 	if c.logLevel, err = parseLogFlags(r.logFormat, r.logLevel); err != nil {
-		return c, err
+		return err
 	}
 	c.logFormat = r.logFormat
 	if r.lagThreshold == 0 || r.slowSyncThreshold == 0 {
-		return c, errors.New("-lag-threshold and -slow-sync-threshold: want a positive value (negative: never log)")
+		return errors.New("-lag-threshold and -slow-sync-threshold: want a positive value (negative: never log)")
 	}
 	c.lagThreshold, c.slowSyncThreshold = r.lagThreshold, r.slowSyncThreshold
 	if r.slowSyncResign < 0 {
-		return c, fmt.Errorf("-slow-sync-resign %d: want 0 (never) or a number of syncs", r.slowSyncResign)
+		return fmt.Errorf("-slow-sync-resign %d: want 0 (never) or a number of syncs", r.slowSyncResign)
 	}
 	c.slowSyncResign = r.slowSyncResign
 	c.wire = r.wire
 	c.listenerName = r.listenerName
-	if err := c.kraftConfig().Validate(); err != nil {
-		return c, fmt.Errorf("-id/-voters: %w", err)
-	}
-	if !c.hasClusterID {
-		return c, fmt.Errorf("-cluster-id is required: make one for the cluster with kraftd -random-uuid (kafka-storage random-uuid) and give it to every replica, for example -cluster-id %s", randomUUID())
-	}
-	return c, nil
+	return nil
 }
 
 // kafkaUUID writes a UUID as Kafka does (Uuid.toString): 22 characters

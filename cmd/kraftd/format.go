@@ -91,25 +91,8 @@ func runFormat(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return bad("unexpected argument %q", fs.Arg(0))
 	}
-	modes := 0
-	for _, set := range []bool{r.voters != "" && !r.updateVoters, r.initialVoters != "", r.standalone, r.noInitial, r.updateVoters} {
-		if set {
-			modes++
-		}
-	}
-	switch {
-	case r.clusterID == "":
-		return bad("-cluster-id is required (kraftd -random-uuid makes one; the same for every replica of the cluster)")
-	case r.id == "":
-		return bad("-id is required")
-	case r.dir == "":
-		return bad("-dir is required")
-	case modes != 1:
-		return bad("want one of -voters (a static quorum), -initial-voters, -standalone or -no-initial-controllers (a dynamic one), or -update-voters with -voters")
-	case r.updateVoters && r.voters == "":
-		return bad("-update-voters needs the new -voters")
-	case r.standalone != (r.listen != ""):
-		return bad("-standalone needs -listen, the address the other replicas reach this one at (and -listen is only for -standalone)")
+	if err := checkFormatFlags(&r); err != nil {
+		return bad("%v", err)
 	}
 	var id datadir.Identity
 	var err error
@@ -128,44 +111,16 @@ func runFormat(args []string, stdout, stderr io.Writer) int {
 	var bootstrap []node.Voter
 	switch {
 	case r.voters != "":
-		vs, err := parseVoters(r.voters)
-		if err != nil {
-			return bad("-voters: %v", err)
-		}
-		for _, v := range vs {
-			id.Voters = append(id.Voters, v.key)
-			if v.key.ID == id.NodeID && v.key.DirectoryID != ([16]byte{}) {
-				if given != ([16]byte{}) && given != v.key.DirectoryID {
-					return bad("-directory-id %s is not the one of its -voters entry, %s", uuid.UUID(given), uuid.UUID(v.key.DirectoryID))
-				}
-				given = v.key.DirectoryID
-			}
+		if given, err = staticVoters(&id, given, r.voters); err != nil {
+			return bad("%v", err)
 		}
 		id.DirectoryID = given
 		if r.updateVoters {
 			return updateVoters(r.dir, id, stdout, stderr)
 		}
 	case r.initialVoters != "":
-		vs, err := parseVoters(r.initialVoters)
-		if err != nil {
-			return bad("-initial-voters: %v", err)
-		}
-		found := false
-		for _, v := range vs {
-			if v.key.DirectoryID == ([16]byte{}) {
-				return bad("-initial-voters: voter %d has no directory id (want id:DIRECTORY-ID@host:port)", v.key.ID)
-			}
-			if v.key.ID == id.NodeID {
-				found = true
-				if given != ([16]byte{}) && given != v.key.DirectoryID {
-					return bad("-directory-id %s is not the one of its -initial-voters entry, %s", uuid.UUID(given), uuid.UUID(v.key.DirectoryID))
-				}
-				id.DirectoryID = v.key.DirectoryID
-			}
-			bootstrap = append(bootstrap, node.Voter{Key: v.key, Endpoint: v.addr, KRaftVersions: kreplica.SupportedKRaftVersions})
-		}
-		if !found {
-			return bad("-initial-voters has no entry for -id %d: a replica that is not a first voter is formatted with -no-initial-controllers", id.NodeID)
+		if bootstrap, err = initialVoters(&id, given, r.initialVoters); err != nil {
+			return bad("%v", err)
 		}
 		id.Dynamic = true
 	default:
@@ -182,16 +137,22 @@ func runFormat(args []string, stdout, stderr io.Writer) int {
 			bootstrap = []node.Voter{{Key: id.Key(), Endpoint: r.listen, KRaftVersions: kreplica.SupportedKRaftVersions}}
 		}
 	}
+	return writeFormat(r.dir, id, bootstrap, stdout, stderr)
+}
+
+// writeFormat formats dir as the replica id, with the bootstrap voters
+// of a dynamic quorum (nil if none), and says what it did.
+func writeFormat(dir string, id datadir.Identity, bootstrap []node.Voter, stdout, stderr io.Writer) int {
 	var payload []byte
 	if bootstrap != nil {
 		payload = kreplica.EncodeVoters(bootstrap)
 	}
-	lock, code := lockForFormat(r.dir, stderr)
+	lock, code := lockForFormat(dir, stderr)
 	if lock == nil {
 		return code
 	}
 	defer func() { _ = lock.Unlock() }()
-	if err := datadir.Format(storage.OS(), r.dir, id, payload); err != nil {
+	if err := datadir.Format(storage.OS(), dir, id, payload); err != nil {
 		_, _ = fmt.Fprintf(stderr, "kraftd format: %v\n", err)
 		if errors.Is(err, datadir.ErrFormatted) || errors.Is(err, datadir.ErrNotEmpty) {
 			_, _ = fmt.Fprintln(stderr, "kraftd format: a formatted replica is started, not formatted again; "+
@@ -199,8 +160,85 @@ func runFormat(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitFail
 	}
-	_, _ = fmt.Fprintf(stdout, "Formatted %s: cluster %s, node %d, %s\n", r.dir, kafkaUUID(id.ClusterID), id.NodeID, describeIdentity(id, bootstrap))
+	_, _ = fmt.Fprintf(stdout, "Formatted %s: cluster %s, node %d, %s\n", dir, kafkaUUID(id.ClusterID), id.NodeID, describeIdentity(id, bootstrap))
 	return exitOK
+}
+
+// checkFormatFlags checks the flags every format needs, and that exactly
+// one way of formatting (-voters, -initial-voters, -standalone,
+// -no-initial-controllers or -update-voters) is given.
+func checkFormatFlags(r *formatFlags) error {
+	modes := 0
+	for _, set := range []bool{r.voters != "" && !r.updateVoters, r.initialVoters != "", r.standalone, r.noInitial, r.updateVoters} {
+		if set {
+			modes++
+		}
+	}
+	switch {
+	case r.clusterID == "":
+		return errors.New("-cluster-id is required (kraftd -random-uuid makes one; the same for every replica of the cluster)")
+	case r.id == "":
+		return errors.New("-id is required")
+	case r.dir == "":
+		return errors.New("-dir is required")
+	case modes != 1:
+		return errors.New("want one of -voters (a static quorum), -initial-voters, -standalone or -no-initial-controllers (a dynamic one), or -update-voters with -voters")
+	case r.updateVoters && r.voters == "":
+		return errors.New("-update-voters needs the new -voters")
+	case r.standalone != (r.listen != ""):
+		return errors.New("-standalone needs -listen, the address the other replicas reach this one at (and -listen is only for -standalone)")
+	}
+	return nil
+}
+
+// staticVoters sets id's voters to the static set voters (-voters) and
+// returns the local replica's directory id: given (-directory-id) or the
+// one of its entry, which must agree.
+func staticVoters(id *datadir.Identity, given [16]byte, voters string) ([16]byte, error) {
+	vs, err := parseVoters(voters)
+	if err != nil {
+		return given, fmt.Errorf("-voters: %v", err)
+	}
+	for _, v := range vs {
+		id.Voters = append(id.Voters, v.key)
+		if v.key.ID == id.NodeID && v.key.DirectoryID != ([16]byte{}) {
+			if given != ([16]byte{}) && given != v.key.DirectoryID {
+				return given, fmt.Errorf("-directory-id %s is not the one of its -voters entry, %s", uuid.UUID(given), uuid.UUID(v.key.DirectoryID))
+			}
+			given = v.key.DirectoryID
+		}
+	}
+	return given, nil
+}
+
+// initialVoters returns the first voters of a dynamic quorum
+// (-initial-voters), every one with its directory id, and sets id's
+// directory id to the local replica's entry, which must be there and
+// agree with given (-directory-id).
+func initialVoters(id *datadir.Identity, given [16]byte, initial string) ([]node.Voter, error) {
+	vs, err := parseVoters(initial)
+	if err != nil {
+		return nil, fmt.Errorf("-initial-voters: %v", err)
+	}
+	var bootstrap []node.Voter
+	found := false
+	for _, v := range vs {
+		if v.key.DirectoryID == ([16]byte{}) {
+			return nil, fmt.Errorf("-initial-voters: voter %d has no directory id (want id:DIRECTORY-ID@host:port)", v.key.ID)
+		}
+		if v.key.ID == id.NodeID {
+			found = true
+			if given != ([16]byte{}) && given != v.key.DirectoryID {
+				return nil, fmt.Errorf("-directory-id %s is not the one of its -initial-voters entry, %s", uuid.UUID(given), uuid.UUID(v.key.DirectoryID))
+			}
+			id.DirectoryID = v.key.DirectoryID
+		}
+		bootstrap = append(bootstrap, node.Voter{Key: v.key, Endpoint: v.addr, KRaftVersions: kreplica.SupportedKRaftVersions})
+	}
+	if !found {
+		return nil, fmt.Errorf("-initial-voters has no entry for -id %d: a replica that is not a first voter is formatted with -no-initial-controllers", id.NodeID)
+	}
+	return bootstrap, nil
 }
 
 // describeIdentity says what a replica was formatted as.

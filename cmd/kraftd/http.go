@@ -111,7 +111,31 @@ func newHandler(r replica, m *machine, local node.VoterInfo, readyMaxLag int64, 
 	mux := http.NewServeMux()
 	mux.HandleFunc("/readindex", readIndexHandler(r)) // followread.go
 	addOpsHandlers(mux, r, readyMaxLag)
-	mux.HandleFunc("/voters", func(w http.ResponseWriter, req *http.Request) {
+	mux.HandleFunc("/voters", votersHandler(r, local))
+	for _, kind := range []kraft.VoterChangeKind{kraft.AddVoter, kraft.RemoveVoter, kraft.UpdateVoter} {
+		path := map[kraft.VoterChangeKind]string{kraft.AddVoter: "/voters/add", kraft.RemoveVoter: "/voters/remove", kraft.UpdateVoter: "/voters/update"}[kind]
+		mux.HandleFunc(path, voterChangeHandler(r, kind))
+	}
+	mux.HandleFunc("/status", statusHandler(r, m))
+	mux.HandleFunc("/append", appendHandler(r))
+	mux.HandleFunc("/resign", resignHandler(r))
+	if m == nil {
+		return mux
+	}
+	kv := kvHandler(r, m, &o)
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		// Before the mux, which would redirect /kv/. and /kv/.. (keys).
+		if strings.HasPrefix(req.URL.Path, kvPrefix) {
+			kv(w, req)
+			return
+		}
+		mux.ServeHTTP(w, req)
+	})
+}
+
+// votersHandler serves GET /voters: the voter set and this replica.
+func votersHandler(r replica, local node.VoterInfo) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
 		if !allow(w, req, http.MethodGet) {
 			return
 		}
@@ -124,37 +148,43 @@ func newHandler(r replica, m *machine, local node.VoterInfo, readyMaxLag int64, 
 			vs = []node.VoterInfo{}
 		}
 		writeJSON(w, http.StatusOK, votersBody{KRaftVersion: version, Voters: vs, Local: local})
-	})
-	for _, kind := range []kraft.VoterChangeKind{kraft.AddVoter, kraft.RemoveVoter, kraft.UpdateVoter} {
-		kind := kind
-		path := map[kraft.VoterChangeKind]string{kraft.AddVoter: "/voters/add", kraft.RemoveVoter: "/voters/remove", kraft.UpdateVoter: "/voters/update"}[kind]
-		mux.HandleFunc(path, func(w http.ResponseWriter, req *http.Request) {
-			if !allow(w, req, http.MethodPost) {
-				return
-			}
-			key, endpoint, err := readVoterBody(req, w, kind != kraft.RemoveVoter)
-			if err != nil {
-				writeJSON(w, http.StatusBadRequest, errorBody{Error: err.Error()})
-				return
-			}
-			ctx, cancel := context.WithTimeout(req.Context(), voterChangeTimeout)
-			defer cancel()
-			switch kind {
-			case kraft.AddVoter:
-				err = r.AddVoter(ctx, key, endpoint)
-			case kraft.RemoveVoter:
-				err = r.RemoveVoter(ctx, key)
-			case kraft.UpdateVoter:
-				err = r.UpdateVoter(ctx, key, endpoint)
-			}
-			if err != nil {
-				writeError(w, err)
-				return
-			}
-			writeJSON(w, http.StatusOK, struct{}{})
-		})
 	}
-	mux.HandleFunc("/status", func(w http.ResponseWriter, req *http.Request) {
+}
+
+// voterChangeHandler serves POST /voters/add, /voters/remove or
+// /voters/update, as kind says.
+func voterChangeHandler(r replica, kind kraft.VoterChangeKind) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		if !allow(w, req, http.MethodPost) {
+			return
+		}
+		key, endpoint, err := readVoterBody(req, w, kind != kraft.RemoveVoter)
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, errorBody{Error: err.Error()})
+			return
+		}
+		ctx, cancel := context.WithTimeout(req.Context(), voterChangeTimeout)
+		defer cancel()
+		switch kind {
+		case kraft.AddVoter:
+			err = r.AddVoter(ctx, key, endpoint)
+		case kraft.RemoveVoter:
+			err = r.RemoveVoter(ctx, key)
+		case kraft.UpdateVoter:
+			err = r.UpdateVoter(ctx, key, endpoint)
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, struct{}{})
+	}
+}
+
+// statusHandler serves GET /status: the replica's status and, with a
+// machine, its state.
+func statusHandler(r replica, m *machine) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
 		if !allow(w, req, http.MethodGet) {
 			return
 		}
@@ -169,8 +199,12 @@ func newHandler(r replica, m *machine, local node.VoterInfo, readyMaxLag int64, 
 			body.State = &ms
 		}
 		writeJSON(w, http.StatusOK, body)
-	})
-	mux.HandleFunc("/append", func(w http.ResponseWriter, req *http.Request) {
+	}
+}
+
+// appendHandler serves POST /append: the body is a record to append.
+func appendHandler(r replica) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
 		if !allow(w, req, http.MethodPost) {
 			return
 		}
@@ -194,8 +228,13 @@ func newHandler(r replica, m *machine, local node.VoterInfo, readyMaxLag int64, 
 		writeJSON(w, http.StatusOK, struct {
 			Offset int64 `json:"offset"`
 		}{offset})
-	})
-	mux.HandleFunc("/resign", func(w http.ResponseWriter, req *http.Request) {
+	}
+}
+
+// resignHandler serves POST /resign: the leader resigns, or hands
+// leadership over to the replica the request names.
+func resignHandler(r replica) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
 		if !allow(w, req, http.MethodPost) {
 			return
 		}
@@ -213,19 +252,7 @@ func newHandler(r replica, m *machine, local node.VoterInfo, readyMaxLag int64, 
 			return
 		}
 		writeJSON(w, http.StatusOK, struct{}{})
-	})
-	if m == nil {
-		return mux
 	}
-	kv := kvHandler(r, m, &o)
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		// Before the mux, which would redirect /kv/. and /kv/.. (keys).
-		if strings.HasPrefix(req.URL.Path, kvPrefix) {
-			kv(w, req)
-			return
-		}
-		mux.ServeHTTP(w, req)
-	})
 }
 
 // transferTimeout bounds POST /resign?to=ID: the target's catch-up has

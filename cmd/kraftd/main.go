@@ -136,6 +136,52 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		logger.Printf("kraftd: %v", err)
 		return exitFail
 	}
+	announce(cfg, logger, tr, data)
+	m := &machine{}
+	flog, err := withFaults(lg, logger)
+	if err != nil {
+		logger.Printf("kraftd: %v", err)
+		_ = lg.Close()
+		_ = snaps.Close()
+		_ = tr.Close()
+		return exitFail
+	}
+	ncfg := nodeConfig(cfg, m, flog, snaps, qsPath, tr)
+	n, err := node.Start(ncfg)
+	if err != nil {
+		_ = lg.Close()
+		_ = snaps.Close()
+		_ = tr.Close()
+		logger.Printf("kraftd: starting the replica: %v", err)
+		return exitFail
+	}
+	serveDescribe(tr, n, cfg)
+
+	var srv *httpServer
+	httpErr := make(chan error, 1)
+	if cfg.httpAddr != "" {
+		if srv, ok = startHTTP(cfg, n, m, tr, logger, httpErr); !ok {
+			return exitFail
+		}
+	}
+
+	select {
+	case sig := <-sigs:
+		return stopGracefully(sig, sigs, n, srv, logger)
+	case <-n.Done():
+		logger.Printf("kraftd: the replica stopped: %v", n.Close())
+	case err := <-httpErr:
+		logger.Printf("kraftd: HTTP server: %v", err)
+		_ = n.Close()
+	}
+	if srv != nil {
+		srv.stop(0)
+	}
+	return exitFail
+}
+
+// announce logs the replica's identity, quorum, address and cluster.
+func announce(cfg config, logger *log.Logger, tr quorumTransport, data *datadir.Data) {
 	role := "voter"
 	if cfg.observer {
 		role = "observer"
@@ -147,15 +193,11 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 		logger.Printf("kraftd: replica %d (%s) listening on %s (%s wire protocol), voters %s, data in %s", cfg.id, role, tr.Addr(), cfg.wire, votersString(cfg.voters), cfg.dir)
 	}
 	logger.Printf("kraftd: cluster id %s (%s)", kafkaUUID(cfg.clusterID), uuid.UUID(cfg.clusterID))
-	m := &machine{}
-	flog, err := withFaults(lg, logger)
-	if err != nil {
-		logger.Printf("kraftd: %v", err)
-		_ = lg.Close()
-		_ = snaps.Close()
-		_ = tr.Close()
-		return exitFail
-	}
+}
+
+// nodeConfig is the node.Config of the replica cfg describes, applying
+// committed records to m.
+func nodeConfig(cfg config, m *machine, flog storage.Log, snaps *storage.Snapshots, qsPath string, tr quorumTransport) node.Config {
 	ncfg := node.Config{
 		Kraft:          cfg.kraftConfig(),
 		Log:            flog,
@@ -194,67 +236,52 @@ func serve(cfg config, logger *log.Logger, sigs <-chan os.Signal) int {
 			ncfg.Snapshot = kafkaSnapshot(m)
 		}
 	}
-	n, err := node.Start(ncfg)
+	return ncfg
+}
+
+// startHTTP serves the HTTP API on -http; the server's end is sent to
+// httpErr. It closes n and returns false if it cannot listen.
+func startHTTP(cfg config, n *node.Node, m *machine, tr quorumTransport, logger *log.Logger, httpErr chan<- error) (*httpServer, bool) {
+	ln, err := net.Listen("tcp", cfg.httpAddr)
 	if err != nil {
-		_ = lg.Close()
-		_ = snaps.Close()
-		_ = tr.Close()
-		logger.Printf("kraftd: starting the replica: %v", err)
-		return exitFail
-	}
-	serveDescribe(tr, n, cfg)
-
-	var srv *httpServer
-	httpErr := make(chan error, 1)
-	if cfg.httpAddr != "" {
-		ln, err := net.Listen("tcp", cfg.httpAddr)
-		if err != nil {
-			logger.Printf("kraftd: -http: %v", err)
-			_ = n.Close()
-			return exitFail
-		}
-		local := node.VoterInfo{ID: cfg.id, DirectoryID: cfg.dirID, Endpoint: tr.Addr().String()}
-		srv = newHTTPServer(newHandler(n, m, local, cfg.readyMaxLag, withPeerHTTP(staticPeers(cfg.peerHTTP))))
-		logger.Printf("kraftd: HTTP API on http://%s", ln.Addr())
-		go func() { httpErr <- srv.Serve(ln) }()
-	}
-
-	select {
-	case sig := <-sigs:
-		logger.Printf("kraftd: %v: stopping", sig)
-		go func() {
-			sig := <-sigs
-			logger.Printf("kraftd: %v again: exiting at once", sig)
-			os.Exit(exitFail)
-		}()
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-		defer cancel()
-		h, err := n.Shutdown(ctx)
-		switch {
-		case h.HandedOver():
-			logger.Printf("kraftd: handed leadership over to %d in epoch %d", h.Successor, h.Epoch)
-		case h.WasLeader:
-			logger.Printf("kraftd: stopped leading without a successor")
-		}
-		if srv != nil {
-			srv.stop(time.Second)
-		}
-		if err != nil {
-			logger.Printf("kraftd: stopped with an error: %v", err)
-			return exitFail
-		}
-		logger.Printf("kraftd: stopped")
-		return exitOK
-	case <-n.Done():
-		logger.Printf("kraftd: the replica stopped: %v", n.Close())
-	case err := <-httpErr:
-		logger.Printf("kraftd: HTTP server: %v", err)
+		logger.Printf("kraftd: -http: %v", err)
 		_ = n.Close()
+		return nil, false
+	}
+	local := node.VoterInfo{ID: cfg.id, DirectoryID: cfg.dirID, Endpoint: tr.Addr().String()}
+	srv := newHTTPServer(newHandler(n, m, local, cfg.readyMaxLag, withPeerHTTP(staticPeers(cfg.peerHTTP))))
+	logger.Printf("kraftd: HTTP API on http://%s", ln.Addr())
+	go func() { httpErr <- srv.Serve(ln) }()
+	return srv, true
+}
+
+// stopGracefully stops the replica on the signal sig (a leader hands
+// leadership over first); a second signal exits at once.
+func stopGracefully(sig os.Signal, sigs <-chan os.Signal, n *node.Node, srv *httpServer, logger *log.Logger) int {
+	logger.Printf("kraftd: %v: stopping", sig)
+	go func() {
+		sig := <-sigs
+		logger.Printf("kraftd: %v again: exiting at once", sig)
+		os.Exit(exitFail)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	h, err := n.Shutdown(ctx)
+	switch {
+	case h.HandedOver():
+		logger.Printf("kraftd: handed leadership over to %d in epoch %d", h.Successor, h.Epoch)
+	case h.WasLeader:
+		logger.Printf("kraftd: stopped leading without a successor")
 	}
 	if srv != nil {
-		srv.stop(0)
+		srv.stop(time.Second)
 	}
-	return exitFail
+	if err != nil {
+		logger.Printf("kraftd: stopped with an error: %v", err)
+		return exitFail
+	}
+	logger.Printf("kraftd: stopped")
+	return exitOK
 }
 
 func votersString(vs []voter) string {

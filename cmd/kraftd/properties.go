@@ -207,25 +207,8 @@ func applyConfigFile(fs *flag.FlagSet, path string, set map[string]bool) (warnin
 		}
 	}
 	sort.Strings(warnings)
-	if p, ok := last[keyMetadataLogDir]; ok {
-		values["dir"] = p
-	} else if p, ok := last[keyLogDirs]; ok {
-		p.value = strings.TrimSpace(strings.Split(p.value, ",")[0])
-		values["dir"] = p
-	}
-	if p, ok := last[keyListeners]; ok {
-		addr, err := controllerListener(p.value, last[keyListenerNames].value)
-		if err != nil {
-			return nil, nil, fmt.Errorf("line %d: %s=%s: %w", p.line, p.key, p.value, err)
-		}
-		p.value = addr
-		values["listen"] = p
-	} else if p, ok := last[keyListenerNames]; ok && strings.TrimSpace(p.value) == "" {
-		return nil, nil, fmt.Errorf("line %d: %s is empty", p.line, p.key)
-	}
-	if p, ok := last[keyListenerNames]; ok && strings.TrimSpace(p.value) != "" {
-		p.value = strings.TrimSpace(strings.Split(p.value, ",")[0])
-		values["listener-name"] = p
+	if err := kafkaAddressValues(last, values); err != nil {
+		return nil, nil, err
 	}
 	origins = map[string]string{}
 	names := make([]string, 0, len(values))
@@ -245,6 +228,33 @@ func applyConfigFile(fs *flag.FlagSet, path string, set map[string]bool) (warnin
 		origins[name] = fmt.Sprintf("line %d: %s", p.line, p.key)
 	}
 	return warnings, origins, nil
+}
+
+// kafkaAddressValues sets values' -dir, -listen and -listener-name from
+// Kafka's metadata.log.dir (or the first of log.dirs), listeners and
+// controller.listener.names in last, the properties by key.
+func kafkaAddressValues(last, values map[string]property) error {
+	if p, ok := last[keyMetadataLogDir]; ok {
+		values["dir"] = p
+	} else if p, ok := last[keyLogDirs]; ok {
+		p.value = strings.TrimSpace(strings.Split(p.value, ",")[0])
+		values["dir"] = p
+	}
+	if p, ok := last[keyListeners]; ok {
+		addr, err := controllerListener(p.value, last[keyListenerNames].value)
+		if err != nil {
+			return fmt.Errorf("line %d: %s=%s: %w", p.line, p.key, p.value, err)
+		}
+		p.value = addr
+		values["listen"] = p
+	} else if p, ok := last[keyListenerNames]; ok && strings.TrimSpace(p.value) == "" {
+		return fmt.Errorf("line %d: %s is empty", p.line, p.key)
+	}
+	if p, ok := last[keyListenerNames]; ok && strings.TrimSpace(p.value) != "" {
+		p.value = strings.TrimSpace(strings.Split(p.value, ",")[0])
+		values["listener-name"] = p
+	}
+	return nil
 }
 
 // controllerListener picks the address of the controller listener from

@@ -336,20 +336,6 @@ func (g *engine) canonicalize() {
 		names, live = append(names, nm), append(live, lv)
 	}
 	g.names, g.live = names, live
-	rename := func(owner kraft.NodeID, corr uint64) uint64 {
-		if owner < 0 || int(owner) >= len(names) {
-			return 0
-		}
-		if nm := names[owner]; nm != nil {
-			return nm[corr]
-		}
-		for _, c := range live[owner] {
-			if c == corr {
-				return c
-			}
-		}
-		return 0
-	}
 	out := w.net[:0:0]
 	for j := range w.net {
 		m := w.net[j]
@@ -357,7 +343,7 @@ func (g *engine) canonicalize() {
 		if m.m.Response {
 			owner = m.m.To
 		}
-		c := rename(owner, m.m.Corr)
+		c := g.rename(owner, m.m.Corr)
 		if m.m.Response && c == 0 {
 			// A response its requester no longer matches: the layer
 			// would drop it; it is lost at once.
@@ -373,6 +359,31 @@ func (g *engine) canonicalize() {
 	if !changed {
 		return
 	}
+	g.renameStaleParked()
+}
+
+// rename is the name canonicalize gives the correlation id corr issued
+// by replica owner: from g.names for a replica this transition changed
+// or a down one, itself if g.live says owner still matches it, else 0.
+func (g *engine) rename(owner kraft.NodeID, corr uint64) uint64 {
+	if owner < 0 || int(owner) >= len(g.names) {
+		return 0
+	}
+	if nm := g.names[owner]; nm != nil {
+		return nm[corr]
+	}
+	for _, c := range g.live[owner] {
+		if c == corr {
+			return c
+		}
+	}
+	return 0
+}
+
+// renameStaleParked renames the ids of the Fetches parked at each leader
+// that came from a replica this transition changed or that is down.
+func (g *engine) renameStaleParked() {
+	w := g.w
 	for y := range w.reps {
 		ry := &w.reps[y]
 		if !ry.up || ry.rep == nil || ry.rep.Parked() == 0 {
@@ -384,12 +395,12 @@ func (g *engine) canonicalize() {
 			}
 			stale := false
 			for _, c := range ry.rep.ParkedFrom(kraft.NodeID(x)) {
-				if rename(kraft.NodeID(x), c) != c {
+				if g.rename(kraft.NodeID(x), c) != c {
 					stale = true
 				}
 			}
 			if stale {
-				g.own(kraft.NodeID(y)).rep.RenameParked(kraft.NodeID(x), names[x])
+				g.own(kraft.NodeID(y)).rep.RenameParked(kraft.NodeID(x), g.names[x])
 			}
 		}
 	}
