@@ -245,6 +245,21 @@ type AppendLeaderChange struct {
 	VotersRecord bool
 }
 
+// AppendFetched asks the host to append the records a Fetch response
+// carried at Offset, the local log end (Kafka's KafkaRaftClient
+// appendAsFollower, which handleFetchResponse calls once the response
+// passed its checks), report them with LogAppended (and each VotersRecord
+// among them with VotersAppended), and then step Then: the same response
+// with Records false. Records that do not start at Offset (the log moved
+// since the Fetch went out) are dropped, and the host re-sends the latest
+// SendFetch instead of stepping Then. Step emits it alone, with the state
+// unchanged, for a response with Records that it takes (docs/design.md
+// D240).
+type AppendFetched struct {
+	Offset int64
+	Then   ReceiveFetchResponse
+}
+
 // HighWatermarkChanged reports that the high watermark moved up to
 // HighWatermark: records below it are committed. Successive values only
 // rise, across role changes too.
@@ -369,6 +384,7 @@ func (SendFetchResponse) isAction()            {}
 func (SendFetchSnapshotResponse) isAction()    {}
 func (TruncateLog) isAction()                  {}
 func (AppendLeaderChange) isAction()           {}
+func (AppendFetched) isAction()                {}
 func (HighWatermarkChanged) isAction()         {}
 func (ResetTimer) isAction()                   {}
 func (StopTimer) isAction()                    {}

@@ -365,22 +365,28 @@ func TestFaultLeavesWholeStateUnchanged(t *testing.T) {
 	}
 }
 
-// 6. AcceptsRecords is a probe: it never changes the state (PRNG included).
-func TestAcceptsRecordsIsPure(t *testing.T) {
+// 6. A response whose records the state takes leaves the state as it was
+// (PRNG included): the one action is AppendFetched (D240).
+func TestAppendFetchedLeavesTheStateAsItWas(t *testing.T) {
 	cfg := kraft.Config{Local: rk(4), Observer: true, Voters: []kraft.ReplicaKey{rk(1), rk(2), rk(3)}, Seed: 9}
 	s, _ := mustNew(t, cfg, nil, kraft.LogState{})
 	before := kraft.CloneState(s)
-	r := kraft.ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 3, HighWatermark: 0}
-	_ = s.AcceptsRecords(r)
+	r := kraft.ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 0, HighWatermark: 0, Records: true}
+	next, acts := kraft.Step(s, r)
 	if !reflect.DeepEqual(before, s) {
-		t.Fatalf("AcceptsRecords mutated the state")
+		t.Fatalf("Step mutated the state")
 	}
-	// Stepping after the probe gives the same as without it.
+	if !reflect.DeepEqual(next, s) || len(acts) != 1 {
+		t.Fatalf("AppendFetched step changed the state or came with more actions: %v", acts)
+	}
+	if _, ok := acts[0].(kraft.AppendFetched); !ok {
+		t.Fatalf("not AppendFetched: %v", acts)
+	}
+	// Stepping after it gives the same as without it.
 	a1, x1 := kraft.Step(s, kraft.ElectionTimeout{})
-	_ = s.AcceptsRecords(r)
-	a2, x2 := kraft.Step(s, kraft.ElectionTimeout{})
+	a2, x2 := kraft.Step(next, kraft.ElectionTimeout{})
 	if !reflect.DeepEqual(a1, a2) || !reflect.DeepEqual(x1, x2) {
-		t.Fatalf("probe changed later steps")
+		t.Fatalf("AppendFetched step changed later steps")
 	}
 }
 

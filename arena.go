@@ -50,6 +50,7 @@ var (
 	tabHighWatermark = typeWord(HighWatermarkChanged{})
 	tabResetTimer    = typeWord(ResetTimer{})
 	tabRoleChanged   = typeWord(RoleChanged{})
+	tabAppendFetched = typeWord(AppendFetched{})
 )
 
 // referOK: refer builds Actions that read back as the values they refer to.
@@ -103,6 +104,7 @@ type arena struct {
 	highWatermark pool[HighWatermarkChanged]
 	resetTimer    pool[ResetTimer]
 	roleChanged   pool[RoleChanged]
+	appendFetched pool[AppendFetched]
 }
 
 func (a *arena) reset() {
@@ -116,6 +118,7 @@ func (a *arena) reset() {
 	a.highWatermark.reset()
 	a.resetTimer.reset()
 	a.roleChanged.reset()
+	a.appendFetched.reset()
 }
 
 // Buffer is reusable storage for StepInto: the list of actions and the
@@ -144,7 +147,7 @@ type Buffer struct {
 const (
 	oneShotGeneral       uint8 = iota + 1
 	oneShotFetch               // a ReceiveFetch: a SendFetchResponse, maybe a HighWatermarkChanged
-	oneShotFetchResponse       // a ReceiveFetchResponse: a SendFetch, maybe a HighWatermarkChanged
+	oneShotFetchResponse       // a ReceiveFetchResponse: a SendFetch, maybe a HighWatermarkChanged; or an AppendFetched
 )
 
 func oneShotFor(e Event) uint8 {
@@ -171,9 +174,10 @@ type fetchBlock struct {
 }
 
 type fetchResponseBlock struct {
-	acts  [3]Action
-	fetch [1]SendFetch
-	hwm   [1]HighWatermarkChanged
+	acts     [3]Action
+	fetch    [1]SendFetch
+	hwm      [1]HighWatermarkChanged
+	appended [1]AppendFetched
 }
 
 // buffer is the step's Buffer, with storage for a one-shot Buffer.
@@ -193,6 +197,7 @@ func (t *stepper) buffer() *Buffer {
 		b.acts = k.acts[:0]
 		b.arena.fetch.items = k.fetch[:0]
 		b.arena.highWatermark.items = k.hwm[:0]
+		b.arena.appendFetched.items = k.appended[:0]
 	default:
 		k := new(generalBlock)
 		b.acts = k.acts[:0]
@@ -223,9 +228,7 @@ func referTo[T Action](tab unsafe.Pointer, p *T) Action {
 // The emitters of the pooled action types.
 
 func (t *stepper) emitPersist(v Persist) {
-	if !t.probe {
-		t.emit(t.pooledPersist(v))
-	}
+	t.emit(t.pooledPersist(v))
 }
 
 func (t *stepper) pooledPersist(v Persist) Action {
@@ -233,43 +236,29 @@ func (t *stepper) pooledPersist(v Persist) Action {
 }
 
 func (t *stepper) emitVoteRequest(v SendVoteRequest) {
-	if !t.probe {
-		t.emit(pooled(tabVoteRequest, &t.buffer().arena.voteRequest, v))
-	}
+	t.emit(pooled(tabVoteRequest, &t.buffer().arena.voteRequest, v))
 }
 
 func (t *stepper) emitVoteResponse(v SendVoteResponse) {
-	if !t.probe {
-		t.emit(pooled(tabVoteResponse, &t.buffer().arena.voteResponse, v))
-	}
+	t.emit(pooled(tabVoteResponse, &t.buffer().arena.voteResponse, v))
 }
 
 func (t *stepper) emitBeginEpoch(v SendBeginQuorumEpoch) {
-	if !t.probe {
-		t.emit(pooled(tabBeginEpoch, &t.buffer().arena.beginEpoch, v))
-	}
+	t.emit(pooled(tabBeginEpoch, &t.buffer().arena.beginEpoch, v))
 }
 
 func (t *stepper) emitBeginResponse(v SendBeginQuorumEpochResponse) {
-	if !t.probe {
-		t.emit(pooled(tabBeginResponse, &t.buffer().arena.beginResponse, v))
-	}
+	t.emit(pooled(tabBeginResponse, &t.buffer().arena.beginResponse, v))
 }
 
 func (t *stepper) emitHighWatermark(v HighWatermarkChanged) {
-	if !t.probe {
-		t.emit(pooled(tabHighWatermark, &t.buffer().arena.highWatermark, v))
-	}
+	t.emit(pooled(tabHighWatermark, &t.buffer().arena.highWatermark, v))
 }
 
 func (t *stepper) emitResetTimer(v ResetTimer) {
-	if !t.probe {
-		t.emit(pooled(tabResetTimer, &t.buffer().arena.resetTimer, v))
-	}
+	t.emit(pooled(tabResetTimer, &t.buffer().arena.resetTimer, v))
 }
 
 func (t *stepper) emitRoleChanged(v RoleChanged) {
-	if !t.probe {
-		t.emit(pooled(tabRoleChanged, &t.buffer().arena.roleChanged, v))
-	}
+	t.emit(pooled(tabRoleChanged, &t.buffer().arena.roleChanged, v))
 }

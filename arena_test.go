@@ -21,7 +21,7 @@ func TestArenaFallback(t *testing.T) {
 		{"ClusterSmokeElection", TestClusterSmokeElection},
 		{"StepIsPureAndDeterministic", TestStepIsPureAndDeterministic},
 		{"PersistIsRewrittenOnlyBeforeAnySend", TestPersistIsRewrittenOnlyBeforeAnySend},
-		{"AcceptsRecords", TestAcceptsRecords},
+		{"FetchResponseRecordsAreAppendedOnlyWhenTaken", TestFetchResponseRecordsAreAppendedOnlyWhenTaken},
 		{"LeaderHighWatermarkNeedsMajorityOfFiveVoters", TestLeaderHighWatermarkNeedsMajorityOfFiveVoters},
 		{"CheckQuorumWindowRestartsOnFetchFromTwoOfFive", TestCheckQuorumWindowRestartsOnFetchFromTwoOfFive},
 		{"BeginQuorumEpochTimeoutResendsOnlyToVotersThatHaveNotFetched", TestBeginQuorumEpochTimeoutResendsOnlyToVotersThatHaveNotFetched},

@@ -11,16 +11,16 @@ package kraft
 // to is the addressee's id; NoNode for a SendFetch of an observer searching
 // for the leader (To: NoNode), which the host sends to any bootstrap voter.
 // ok is false for actions that are not messages (Persist, timers, log
-// actions, snapshot actions, RoleChanged, HighWatermarkChanged, Fault,
-// LeaderRefused).
+// actions such as AppendFetched, snapshot actions, RoleChanged,
+// HighWatermarkChanged, Fault, LeaderRefused).
 // BeginQuorumEpoch and EndQuorumEpoch responses become
 // ReceiveQuorumResponse, through which the requester learns a newer epoch
 // and its leader, as Kafka's maybeHandleCommonResponse does (docs/design.md
 // D28).
 //
 // A Fetch response's records are not part of the event: the host attaches
-// them to the response and the addressee's host appends them (when
-// State.AcceptsRecords says so) before it steps the event. Snapshot bytes
+// them to the response, and the addressee's host sets Records and appends
+// them when the state asks with AppendFetched (D240). Snapshot bytes
 // are not either (D44): a FetchSnapshot request's Size is the addressee
 // host's to look up (Deliver sets -1, "no such snapshot"), and a
 // FetchSnapshot response's Bytes is set to the whole rest of the snapshot

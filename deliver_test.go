@@ -106,6 +106,7 @@ func deliverCases() []deliverCase {
 		{InstallSnapshot{Snapshot: LogEnd{Offset: 20, Epoch: 5}}, NoNode, nil},
 		{TruncateLog{To: 3}, NoNode, nil},
 		{AppendLeaderChange{Epoch: 6, LeaderID: 4}, NoNode, nil},
+		{AppendFetched{Offset: 3, Then: ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 6, HighWatermark: 2}}, NoNode, nil},
 		{HighWatermarkChanged{HighWatermark: 3}, NoNode, nil},
 		{ResetTimer{Timer: FetchTimer}, NoNode, nil},
 		{StopTimer{Timer: FetchTimer}, NoNode, nil},

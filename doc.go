@@ -124,10 +124,11 @@
 // leader to step down gracefully. A TruncateLog action is already
 // reflected in the State when Step returns.
 //
-// Fetched records are the host's: when State.AcceptsRecords says the state
-// will take a Fetch response's records, the host appends them at its log
-// end, reports them with LogAppended, and only then steps the
-// ReceiveFetchResponse. The leader's host attaches records from its written
+// Fetched records are the host's: it steps a Fetch response that carries
+// records with Records set; when the state takes them it answers with
+// AppendFetched alone, and the host appends them at AppendFetched.Offset
+// (its log end), reports them with LogAppended (and VotersAppended), and
+// then steps AppendFetched.Then (docs/design.md D240). The leader's host attaches records from its written
 // log, flushed or not, to a SendFetchResponse whose Error is ErrNone and
 // that has no Diverging point and no Snapshot, from the request's fetch
 // offset up to State.LogEnd().

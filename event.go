@@ -139,10 +139,10 @@ type ReceiveFetchSnapshot struct {
 	Size int64
 }
 
-// ReceiveFetchResponse is a response to a Fetch this replica sent. When
-// State.AcceptsRecords says the state will take its records, the host
-// appends them (and reports them with LogAppended) before delivering this
-// event.
+// ReceiveFetchResponse is a response to a Fetch this replica sent. The
+// host sets Records when the response carries records; the state answers a
+// response whose records it takes with AppendFetched alone, and the host
+// appends them and then steps AppendFetched.Then (docs/design.md D240).
 type ReceiveFetchResponse struct {
 	From NodeID
 	// Error is the partition error_code. A response with a top-level error
@@ -159,6 +159,13 @@ type ReceiveFetchResponse struct {
 	// Snapshot is snapshot_id (end offset, epoch) when the leader wants the
 	// follower to fetch a snapshot instead; nil when absent.
 	Snapshot *LogEnd
+	// Records: the response carries records (the wire's records field is
+	// not empty) that are not in the local log yet. The host sets it;
+	// kraft.Deliver leaves it false. A response with Records that the
+	// state takes as a successful fetch is answered with AppendFetched
+	// alone, the state unchanged; one without is processed as one whose
+	// records (if any) the host has appended already (D240).
+	Records bool
 }
 
 // ReceiveQuorumResponse is a response to a BeginQuorumEpoch or

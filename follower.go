@@ -154,9 +154,10 @@ func (t *stepper) onFetchTimeout() {
 	}
 }
 
-// onFetchResponse is Kafka's KafkaRaftClient.handleFetchResponse. The host has
-// already appended the records the response carried (when AcceptsRecords
-// said so) and reported them with LogAppended.
+// onFetchResponse is Kafka's KafkaRaftClient.handleFetchResponse. A response
+// without Records has no records or carries ones the host has already
+// appended (after AppendFetched) and reported with LogAppended; one with
+// Records that passes the checks stops at appendFirst (D240).
 //
 // The next Fetch is sent once, at the end of the step, from the final
 // position: a transition to Follower on the way (an Unattached replica
@@ -246,6 +247,13 @@ func (t *stepper) processFetchResponse(e *ReceiveFetchResponse) {
 			return
 		}
 		t.accepted = true
+		if e.Records {
+			// D240: the records go into the log first, as Kafka's
+			// appendAsFollower does before the rest of
+			// handleFetchResponse; the step ends with AppendFetched.
+			t.appendFirst = true
+			return
+		}
 		// A leader whose log holds this one's is followed again (D113).
 		t.s.refused = false
 		if e.HighWatermark >= 0 {
@@ -363,19 +371,23 @@ func (t *stepper) refuse(to int64, reason string) {
 	t.emit(LeaderRefused{LeaderID: t.s.leader, Epoch: t.s.epoch, TruncateTo: to, HighWatermark: t.s.committed, Reason: reason})
 }
 
-// AcceptsRecords reports whether stepping r would take the records it
-// carries: r answers this Follower's fetch from its leader in its epoch
-// (or makes an Unattached replica attach to that leader), with no error,
-// no diverging point and no snapshot. A host appends a Fetch response's
-// records, and reports them with LogAppended, only when this is true, and
-// then steps r (Kafka appends only after these checks).
-func (s State) AcceptsRecords(r ReceiveFetchResponse) bool {
-	if s.c == nil {
-		return false
-	}
-	t := stepper{s: &s, probe: true}
-	t.onFetchResponse(&r)
-	return t.accepted && t.fault == ""
+// appendFetched ends a step on a Fetch response with Records that the
+// state takes (appendFirst): the state stays as it was (s) and the one
+// action is AppendFetched, whose Then is the same response without
+// Records. The host appends the records at the log end and reports them,
+// then steps Then, which processes the response with its records in the
+// log, the order of Kafka's handleFetchResponse (appendAsFollower before
+// the high watermark update and the next Fetch): every decision is the
+// one Kafka takes (docs/design.md D240).
+func (t *stepper) appendFetched(s, next *State, r ReceiveFetchResponse) []Action {
+	*next = *s
+	b := t.buffer()
+	b.acts = b.acts[:0]
+	p := b.arena.appendFetched.slot()
+	r.Records = false
+	p.Offset, p.Then = s.log.end.Offset, r
+	b.acts = append(b.acts, referTo(tabAppendFetched, p))
+	return b.acts
 }
 
 // toFollower moves to Follower of leader in epoch (Kafka's
@@ -459,9 +471,6 @@ func (t *stepper) sendFetch() {
 // fetch emits a Fetch to the leader (or to NoNode: any bootstrap voter)
 // from the local log end, written in place: a follower's Fetch path.
 func (t *stepper) fetch(to NodeID) {
-	if t.probe {
-		return
-	}
 	b := t.buffer()
 	p := b.arena.fetch.slot()
 	// The cluster id field by field: a 17-byte struct copy stalls.

@@ -338,9 +338,12 @@ func TestFollowerFaultsWhenTheLeaderLowersTheHighWatermark(t *testing.T) {
 	require.Equal(t, int64(4), s.HighWatermark())
 	next, acts := step(t, s, fetchOK(1, 1, 3))
 	requireFault(t, s, next, acts)
-	require.False(t, s.AcceptsRecords(fetchOK(1, 1, 3)), "a host must not append the records of such an answer")
-	require.True(t, s.AcceptsRecords(fetchOK(1, 1, 4)))
-	require.True(t, s.AcceptsRecords(fetchOK(1, 1, -1)))
+	withRecords := fetchOK(1, 1, 3)
+	withRecords.Records = true
+	next, acts = step(t, s, withRecords)
+	requireFault(t, s, next, acts) // a host must not append the records of such an answer
+	require.True(t, takesRecords(t, s, fetchOK(1, 1, 4)))
+	require.True(t, takesRecords(t, s, fetchOK(1, 1, -1)))
 }
 
 // TestSuccessfulFetchResponseEndsPreVoteGranting: a Follower grants pre-votes until

@@ -193,6 +193,30 @@ func fetchOK(leader NodeID, epoch Epoch, hwm int64) ReceiveFetchResponse {
 	return ReceiveFetchResponse{From: leader, Error: ErrNone, LeaderID: leader, LeaderEpoch: epoch, HighWatermark: hwm}
 }
 
+// takesRecords steps r carrying records (Records set) and reports whether
+// the state takes them: its one action is AppendFetched at the log end
+// whose Then is r without Records, and the state is unchanged (D240).
+// Anything else is the step on r itself.
+func takesRecords(t *testing.T, s State, r ReceiveFetchResponse) bool {
+	t.Helper()
+	r.Records = true
+	next, acts := step(t, s, r)
+	if len(acts) == 1 {
+		if a, ok := acts[0].(AppendFetched); ok {
+			require.Equal(t, s, next, "AppendFetched with a changed state")
+			then := r
+			then.Records = false
+			require.Equal(t, AppendFetched{Offset: s.LogEnd().Offset, Then: then}, a)
+			return true
+		}
+	}
+	r.Records = false
+	want, wantActs := Step(s, r)
+	require.Equal(t, want, next, "a response whose records the state does not take is stepped as one without")
+	require.Equal(t, wantActs, acts)
+	return false
+}
+
 // quorumRecord is a quorum-state record.
 func quorumRecord(epoch Epoch, leader NodeID, voted NodeID) QuorumRecord {
 	r := QuorumRecord{Epoch: epoch, LeaderID: leader, VotedKey: NoReplica}

@@ -318,9 +318,6 @@ func (t *stepper) sendEndQuorumEpoch(successors []ReplicaKey) {
 // fetchResponse emits a SendFetchResponse written in place: the leader's
 // Fetch path, the hottest in a running quorum.
 func (t *stepper) fetchResponse(to NodeID, code ErrorCode, hwm int64, diverging *LogOffsetMetadata) {
-	if t.probe {
-		return
-	}
 	b := t.buffer()
 	p := b.arena.fetchResponse.slot()
 	p.To, p.Error, p.Epoch, p.LeaderID, p.HighWatermark, p.Diverging = to, code, t.s.epoch, t.s.leader, hwm, diverging

@@ -37,14 +37,16 @@ import (
 )
 
 type mHost struct {
-	cfg    kraft.Config
-	s      kraft.State
-	rec    *kraft.QuorumRecord
-	log    []kraft.Epoch // written; log[:flushed] is durable
-	flush  int
-	votes  map[kraft.Epoch]kraft.ReplicaKey
-	maxRec kraft.Epoch
-	maxMem kraft.Epoch
+	cfg kraft.Config
+	s   kraft.State
+	rec *kraft.QuorumRecord
+	log []kraft.Epoch // written; log[:flushed] is durable
+	// appendFetched: the AppendFetched of the latest step, if any (D240)
+	appendFetched *kraft.AppendFetched
+	flush         int
+	votes         map[kraft.Epoch]kraft.ReplicaKey
+	maxRec        kraft.Epoch
+	maxMem        kraft.Epoch
 	// per life
 	lastHWM int64
 	// leader tracking, per leadership
@@ -242,6 +244,11 @@ func (h *mHost) apply(t *rapid.T, e kraft.Event, acts []kraft.Action) {
 					h.flush = len(h.log)
 				}
 			}
+		case kraft.AppendFetched:
+			if len(acts) != 1 || x.Offset != int64(len(h.log)) || x.Then.Records {
+				h.fail(t, "AppendFetched %+v at host log %d among %v", x, len(h.log), acts)
+			}
+			h.appendFetched = &x
 		case kraft.AppendLeaderChange:
 			// written at the host log end before the next event
 			if int64(len(h.log)) != h.s.LogEnd().Offset {
@@ -478,9 +485,25 @@ func modelBody(t *rapid.T) {
 				h.step(t, kraft.LogAppended{End: mLogState(h.log).End})
 				continue
 			}
-			if r, ok := e.(kraft.ReceiveFetchResponse); ok && h.s.AcceptsRecords(r) {
+			if r, ok := e.(kraft.ReceiveFetchResponse); ok && rapid.IntRange(0, 1).Draw(t, "carries records?") == 1 {
+				// The response carries records: appended only if the
+				// state asks with AppendFetched (D240), then Then is
+				// stepped.
+				r.Records = true
+				before := h.s
+				h.step(t, r)
+				st.steps++
+				a := h.appendFetched
+				h.appendFetched = nil
+				if a == nil {
+					continue
+				}
+				if !reflect.DeepEqual(before, h.s) {
+					h.fail(t, "AppendFetched %+v with a changed state", *a)
+				}
+				e = a.Then
 				// append fetched records of epochs in [last, response epoch]
-				k := rapid.IntRange(0, 3).Draw(t, "frecords")
+				k := rapid.IntRange(1, 3).Draw(t, "frecords")
 				last := kraft.Epoch(0)
 				if len(h.log) > 0 {
 					last = h.log[len(h.log)-1]

@@ -189,6 +189,12 @@ func (n *f8Net) carry(nd *f8Node, acts []kraft.Action, m *f8Msg) {
 				From:               nd.id,
 				CurrentLeaderEpoch: x.CurrentLeaderEpoch, FetchEpoch: x.FetchEpoch, FetchOffset: x.FetchOffset,
 			}})
+		case kraft.AppendFetched:
+			if int64(len(nd.log)) == x.Offset && x.Offset == m.fetchOff {
+				n.write(nd, m.records...)
+				n.flush(nd) // followers flush at once here
+			}
+			n.step(nd, x.Then, m)
 		case kraft.SendFetchResponse:
 			f := m.ev.(kraft.ReceiveFetch)
 			r := f8Msg{from: nd.id, to: x.To, fetchOff: f.FetchOffset, ev: kraft.ReceiveFetchResponse{
@@ -249,10 +255,9 @@ func (n *f8Net) rounds(rounds int, keep func(m f8Msg) bool) {
 				continue
 			}
 			if r, ok := m.ev.(kraft.ReceiveFetchResponse); ok && len(m.records) > 0 {
-				if to.s.AcceptsRecords(r) && int64(len(to.log)) == m.fetchOff {
-					n.write(to, m.records...)
-					n.flush(to) // followers flush at once here
-				}
+				// appended when the state asks (AppendFetched)
+				r.Records = true
+				m.ev = r
 			}
 			n.step(to, m.ev, &m)
 		}

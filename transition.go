@@ -118,6 +118,10 @@ func stepTo(b *Buffer, s *State, e Event, next *State) []Action {
 	case VoterChangeTimeout:
 		t.onVoterChangeTimeout()
 	}
+	if t.appendFirst && t.fault == "" {
+		r, _ := e.(ReceiveFetchResponse)
+		return t.appendFetched(s, next, r)
+	}
 	if t.resignDue && t.fault == "" && t.s.role == Leader {
 		t.toResigned("removed from the voter set")
 	}
@@ -137,19 +141,20 @@ func stepTo(b *Buffer, s *State, e Event, next *State) []Action {
 type stepper struct {
 	s *State // the state being built
 	// buf holds the step's actions: the caller's Buffer (StepInto) or
-	// Step's one-shot Buffer; nil only for AcceptsRecords, which emits
-	// nothing.
+	// Step's one-shot Buffer.
 	buf   *Buffer
 	fault string
-	probe bool // AcceptsRecords: decide, emit nothing
 
 	// Fetch responses: a Follower entered during the step defers its first
 	// Fetch to the end of the step (deferFetch); the timer reset and the
-	// Fetch still due; whether the response's records were taken.
+	// Fetch still due; whether the response's records were taken;
+	// appendFirst: they are to be appended before the response is stepped
+	// (AppendFetched, D240).
 	deferFetch    bool
 	fetchTimerDue bool
 	fetchDue      bool
 	accepted      bool
+	appendFirst   bool
 	// resignDue: a leader whose removal from the voter set committed
 	// resigns at the end of the step (Kafka's requestResign, acted on by
 	// pollLeader).
@@ -160,9 +165,6 @@ type stepper struct {
 // or rare; the frequent ones go through the typed emitters of arena.go
 // (and fetch and fetchResponse, in follower.go and leader.go).
 func (t *stepper) emit(a Action) {
-	if t.probe {
-		return
-	}
 	b := t.buffer()
 	b.acts = append(b.acts, a)
 }
@@ -189,7 +191,7 @@ func (t *stepper) persist() {
 			return
 		case SendVoteRequest, SendVoteResponse, SendBeginQuorumEpoch, SendBeginQuorumEpochResponse,
 			SendEndQuorumEpoch, SendEndQuorumEpochResponse, SendFetch, SendFetchResponse,
-			SendFetchSnapshot, SendFetchSnapshotResponse, AppendLeaderChange, TruncateLog,
+			SendFetchSnapshot, SendFetchSnapshotResponse, AppendLeaderChange, AppendFetched, TruncateLog,
 			WriteSnapshotChunk, InstallSnapshot, AppendVoters, SendVoterChangeResponse, SendVoterChange,
 			SendAPIVersions:
 			t.emitPersist(p)

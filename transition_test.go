@@ -7,8 +7,8 @@ import (
 )
 
 // Tests of the step as a whole: purity and determinism, fetch responses
-// that arrive during a transition, the AcceptsRecords predicate hosts use
-// before appending fetched records, and the log's high watermark across
+// that arrive during a transition, the AppendFetched a response carrying
+// records gets before its records are appended, and the log's high watermark across
 // roles.
 
 // A Candidate that learns the leader of its epoch from a successful Fetch
@@ -106,34 +106,61 @@ func TestLeaderDropsStaleResponseNamingItself(t *testing.T) {
 	require.IsType(t, Fault{}, acts[0])
 }
 
-// AcceptsRecords says yes exactly when stepping the response takes its
-// records: a Follower's successful answer from its leader in its epoch, or
-// the answer that makes an Unattached replica attach; never an error, a
-// diverging point, a snapshot, a stale epoch or another leader.
+// TestFetchResponseRecordsAreAppendedOnlyWhenTaken: a response carrying
+// records (Records) is answered with AppendFetched alone, the state
+// unchanged, exactly when stepping it takes its records: a Follower's
+// successful answer from its leader in its epoch, or the answer that makes
+// an Unattached replica attach; never an error, a diverging point, a
+// snapshot, a stale epoch or another leader, which are stepped as if they
+// carried none.
 // Reference: KafkaRaftClient.handleFetchResponse (Kafka appends only after
-// these checks); docs/design.md D23.
-func TestAcceptsRecords(t *testing.T) {
+// these checks); docs/design.md D240.
+func TestFetchResponseRecordsAreAppendedOnlyWhenTaken(t *testing.T) {
 	f := newFollower(t)
-	require.True(t, f.AcceptsRecords(fetchOK(1, 1, 0)))
-	require.False(t, f.AcceptsRecords(fetchOK(1, 0, 0)), "stale epoch")
-	require.False(t, f.AcceptsRecords(fetchOK(1, 2, 0)), "newer epoch")
+	require.True(t, takesRecords(t, f, fetchOK(1, 1, 0)))
+	require.False(t, takesRecords(t, f, fetchOK(1, 0, 0)), "stale epoch")
+	require.False(t, takesRecords(t, f, fetchOK(1, 2, 0)), "newer epoch")
 	bad := fetchOK(1, 1, 0)
 	bad.Error = ErrBrokerNotAvailable
-	require.False(t, f.AcceptsRecords(bad), "error")
+	require.False(t, takesRecords(t, f, bad), "error")
 	div := fetchOK(1, 1, 0)
 	div.Diverging = &LogOffsetMetadata{Offset: 0, Epoch: 0}
-	require.False(t, f.AcceptsRecords(div), "diverging")
+	require.False(t, takesRecords(t, f, div), "diverging")
 	snap := fetchOK(1, 1, 0)
 	snap.Snapshot = &LogEnd{Offset: 5, Epoch: 1}
-	require.False(t, f.AcceptsRecords(snap), "snapshot")
-	require.False(t, f.AcceptsRecords(fetchOK(3, 1, 0)), "another leader")
+	require.False(t, takesRecords(t, f, snap), "snapshot")
+	require.False(t, takesRecords(t, f, fetchOK(3, 1, 0)), "another leader")
 
 	u := start(t, observerConfig(4, 1, 2, 3))
-	require.True(t, u.AcceptsRecords(fetchOK(1, 0, 0)), "attaching")
-	require.False(t, State{}.AcceptsRecords(fetchOK(1, 0, 0)))
+	require.True(t, takesRecords(t, u, fetchOK(1, 0, 0)), "attaching")
+	require.False(t, takesRecords(t, State{}, fetchOK(1, 0, 0)))
 
 	l := leaderOf(t, 3)
-	require.False(t, l.AcceptsRecords(fetchOK(1, 1, 0)))
+	require.False(t, takesRecords(t, l, fetchOK(1, 1, 0)))
+}
+
+// TestAppendFetchedThenIsTheResponseAfterTheAppend: the host appends the
+// records AppendFetched asks for, reports them, then steps Then: the high
+// watermark rises to the leader's, capped at the new log end, and the next
+// Fetch goes from the new end, exactly as for a response whose records
+// were appended before it was stepped.
+// Reference: KafkaRaftClient.handleFetchResponse (appendAsFollower, then
+// updateFollowerHighWatermark); docs/design.md D240.
+func TestAppendFetchedThenIsTheResponseAfterTheAppend(t *testing.T) {
+	f := newFollower(t)
+	f, _ = durable(t, f, LogEnd{Offset: 2, Epoch: 1})
+	r := fetchOK(1, 1, 9)
+	r.Records = true
+	same, acts := step(t, f, r)
+	require.Equal(t, f, same)
+	require.Equal(t, []Action{AppendFetched{Offset: 2, Then: fetchOK(1, 1, 9)}}, acts)
+	a := acts[0].(AppendFetched)
+
+	s, _ := step(t, same, LogAppended{End: LogEnd{Offset: 5, Epoch: 1}})
+	s, _ = step(t, s, LogFlushed{Offset: 5})
+	s, acts = step(t, s, a.Then)
+	require.Equal(t, int64(5), s.HighWatermark(), "capped at the log end after the append")
+	require.Equal(t, []SendFetch{{To: 1, CurrentLeaderEpoch: 1, FetchOffset: 5, FetchEpoch: 1, HighWatermark: 5}}, ofType[SendFetch](acts))
 }
 
 // A replica that knew high watermark 5 as a follower and then led an epoch

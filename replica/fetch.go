@@ -55,28 +55,12 @@ func (r *Replica) onResponse(m Message) {
 		r.step(m.Event)
 		return
 	}
-	if len(m.Records) > 0 && r.st.AcceptsRecords(resp) {
-		if r.planted(bugWrongOffset) && len(m.Records) > 1 {
-			// An off-by-one: the second record appended where the first
-			// belongs, and so on.
-			end := r.cfg.Log.End().Offset
-			m.Records = append([]storage.Entry(nil), m.Records[1:]...)
-			for i := range m.Records {
-				m.Records[i].Offset = end + int64(i)
-			}
-		}
-		if m.Records[0].Offset != r.cfg.Log.End().Offset {
-			// The log moved since the fetch was sent: fetch again.
-			r.retryFetch()
-			return
-		}
-		if _, err := r.cfg.Log.AppendEntries(m.Records...); err != nil {
-			r.fail(fmt.Errorf("replica: appending fetched records: %w", err))
-			return
-		}
-		r.stepFetched(m.Records)
-	}
+	// The response's records wait for the state's AppendFetched, which
+	// comes alone and only if the state takes them (D240).
+	resp.Records = len(m.Records) > 0
+	r.fetched = m.Records
 	r.step(resp)
+	r.fetched = nil
 	if resp.Error != kraft.ErrNone {
 		// D25: the state sends no new Fetch after an error answer; the
 		// latest one goes again after the backoff.
@@ -84,12 +68,40 @@ func (r *Replica) onResponse(m Message) {
 	}
 }
 
-// stepFetched reports records a follower appended: each LogAppended, then
-// a VotersAppended for every VotersRecord it covers.
-func (r *Replica) stepFetched(records []storage.Entry) {
+// appendFetched carries out AppendFetched: the records of the Fetch
+// response being stepped go into the log at a.Offset, and their reports
+// (each LogAppended, then a VotersAppended for every VotersRecord it
+// covers) and then the response itself, a.Then, are owed to the state.
+// Records that no longer start at the log end are dropped, and the Fetch
+// goes again (docs/design.md D240).
+func (r *Replica) appendFetched(a kraft.AppendFetched) {
+	records := r.fetched
+	r.fetched = nil
+	if len(records) == 0 {
+		r.fail(fmt.Errorf("replica: AppendFetched at %d for a response without records", a.Offset))
+		return
+	}
+	if r.planted(bugWrongOffset) && len(records) > 1 {
+		// An off-by-one: the second record appended where the first
+		// belongs, and so on.
+		end := r.cfg.Log.End().Offset
+		records = append([]storage.Entry(nil), records[1:]...)
+		for i := range records {
+			records[i].Offset = end + int64(i)
+		}
+	}
+	if records[0].Offset != a.Offset || a.Offset != r.cfg.Log.End().Offset {
+		// The log moved since the fetch was sent: fetch again.
+		r.retryFetch()
+		return
+	}
+	if _, err := r.cfg.Log.AppendEntries(records...); err != nil {
+		r.fail(fmt.Errorf("replica: appending fetched records: %w", err))
+		return
+	}
 	i := 0
 	for _, e := range storage.AppendedEvents(records) {
-		r.step(e)
+		r.queue = append(r.queue, inbound{ev: e})
 		for ; i < len(records) && records[i].Offset < e.End.Offset; i++ {
 			rec := records[i]
 			if !IsVotersRecord(rec.Data) {
@@ -101,9 +113,10 @@ func (r *Replica) stepFetched(records []storage.Entry) {
 				return
 			}
 			r.addVoterSet(rec.Offset, vs)
-			r.step(kraft.VotersAppended{Offset: rec.Offset, Voters: KeysOf(vs)})
+			r.queue = append(r.queue, inbound{ev: kraft.VotersAppended{Offset: rec.Offset, Voters: KeysOf(vs)}})
 		}
 	}
+	r.queue = append(r.queue, inbound{ev: a.Then})
 }
 
 // fetchResponse answers a Fetch: records from the written log at the fetch

@@ -152,6 +152,8 @@ type Replica struct {
 	spare []Output  // the slice Take returned last, reused
 	queue []inbound // events owed to the state, stepped before any input
 
+	fetched []storage.Entry // the records of the Fetch response being stepped (AppendFetched)
+
 	cur    *Message // the request being stepped, for its response
 	noPark bool     // the request being stepped was parked: answer now
 	corr   uint64
@@ -427,6 +429,8 @@ func (r *Replica) carry(acts []kraft.Action, e kraft.Event) {
 			r.truncateVoterSets(a.To)
 		case kraft.AppendLeaderChange:
 			r.appendLeaderChange(a)
+		case kraft.AppendFetched:
+			r.appendFetched(a)
 		case kraft.AppendVoters:
 			r.appendVoters(a)
 		case kraft.SendAPIVersions:

@@ -456,7 +456,7 @@ func (k *Checker) beforeAction(n *node, a kraft.Action, e kraft.Event) {
 		}
 	case kraft.Fault:
 		k.fail(n, "fault", "Step returned Fault %q on %v after %T %+v", a.Reason, n.st, e, e)
-	case kraft.TruncateLog, kraft.AppendLeaderChange, kraft.ResetTimer, kraft.StopTimer, kraft.RoleChanged:
+	case kraft.TruncateLog, kraft.AppendLeaderChange, kraft.AppendFetched, kraft.ResetTimer, kraft.StopTimer, kraft.RoleChanged:
 	case kraft.LeaderRefused:
 		// A refusal is no violation (docs/design.md D113): the refusing
 		// replica keeps its log, and the rules above check what it does.

@@ -25,7 +25,7 @@ import (
 // (docs/design.md D115).
 func Outbound(a kraft.Action) bool {
 	switch a.(type) {
-	case kraft.Persist, kraft.TruncateLog, kraft.AppendLeaderChange, kraft.AppendVoters,
+	case kraft.Persist, kraft.TruncateLog, kraft.AppendLeaderChange, kraft.AppendFetched, kraft.AppendVoters,
 		kraft.WriteSnapshotChunk, kraft.InstallSnapshot, kraft.HighWatermarkChanged,
 		kraft.ResetTimer, kraft.StopTimer, kraft.RoleChanged, kraft.Fault, kraft.LeaderRefused:
 		return false

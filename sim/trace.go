@@ -51,7 +51,7 @@ var actionTypes = typeMap(
 	kraft.SendBeginQuorumEpochResponse{}, kraft.SendEndQuorumEpoch{}, kraft.SendEndQuorumEpochResponse{},
 	kraft.SendFetch{}, kraft.SendFetchResponse{}, kraft.SendFetchSnapshot{}, kraft.SendFetchSnapshotResponse{},
 	kraft.WriteSnapshotChunk{}, kraft.InstallSnapshot{}, kraft.TruncateLog{},
-	kraft.AppendLeaderChange{}, kraft.HighWatermarkChanged{}, kraft.ResetTimer{}, kraft.StopTimer{},
+	kraft.AppendLeaderChange{}, kraft.AppendFetched{}, kraft.HighWatermarkChanged{}, kraft.ResetTimer{}, kraft.StopTimer{},
 	kraft.RoleChanged{}, kraft.Fault{}, kraft.LeaderRefused{},
 	kraft.SendAPIVersions{}, kraft.AppendVoters{}, kraft.SendVoterChangeResponse{}, kraft.SendVoterChange{},
 )
