@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/kraftquorum/kraft"
 	"github.com/kraftquorum/kraft/node"
+	"github.com/kraftquorum/kraft/replica"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -125,6 +126,10 @@ func (t *Transport) addVoter(vc *voterChanges, q *kmsg.AddRaftVoterRequest) (kra
 		names, hosts, ports = append(names, l.Name), append(hosts, l.Host), append(ports, l.Port)
 	}
 	ep, ok := t.listenerEndpoint(names, hosts, ports)
+	var ls []replica.Listener
+	for _, l := range q.Listeners {
+		ls = append(ls, replica.Listener{Name: l.Name, Host: l.Host, Port: l.Port})
+	}
 	key := kraft.ReplicaKey{ID: kraft.NodeID(q.VoterID), DirectoryID: q.VoterDirectoryID}
 	if q.VoterID < 0 || key.DirectoryID == uuid.Nil || !ok {
 		return kraft.ErrInvalidRequest, fmt.Sprintf("AddRaftVoter of %v needs a voter id, a directory id and a %s listener", key, t.self.Name)
@@ -135,7 +140,9 @@ func (t *Transport) addVoter(vc *voterChanges, q *kmsg.AddRaftVoterRequest) (kra
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	return answerOf(vc.nd.AddVoter(ctx, key, ep))
+	// Every listener goes into the VotersRecord, as Kafka's AddVoterHandler
+	// writes the request's (D260).
+	return answerOf(vc.nd.AddVoterListeners(ctx, key, ep, kraftListeners(ls)))
 }
 
 func (t *Transport) removeVoter(vc *voterChanges, q *kmsg.RemoveRaftVoterRequest) (kraft.ErrorCode, string) {
@@ -167,8 +174,10 @@ func (t *Transport) updateVoter(vc *voterChanges, q *kmsg.UpdateRaftVoterRequest
 	}
 	var names, hosts []string
 	var ports []uint16
+	var ls []replica.Listener
 	for _, l := range q.Listeners {
 		names, hosts, ports = append(names, l.Name), append(hosts, l.Host), append(ports, l.Port)
+		ls = append(ls, replica.Listener{Name: l.Name, Host: l.Host, Port: l.Port})
 	}
 	ep, ok := t.listenerEndpoint(names, hosts, ports)
 	r := q.KRaftVersionFeature
@@ -177,7 +186,7 @@ func (t *Transport) updateVoter(vc *voterChanges, q *kmsg.UpdateRaftVoterRequest
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), VoterChangeWait)
 	defer cancel()
-	code, _ := answerOf(vc.nd.UpdateVoter(ctx, kraft.ReplicaKey{ID: kraft.NodeID(q.VoterID), DirectoryID: q.VoterDirectoryID}, ep))
+	code, _ := answerOf(vc.nd.UpdateVoterListeners(ctx, kraft.ReplicaKey{ID: kraft.NodeID(q.VoterID), DirectoryID: q.VoterDirectoryID}, ep, kraftListeners(ls)))
 	return code
 }
 

@@ -24,10 +24,11 @@ import (
 //	                         | tags
 //	                       | tags
 //
-// kraft keeps one endpoint per voter (replica.Voter.Endpoint, host:port):
-// the VotersRecord it writes names it under ListenerName, and of a
-// VotersRecord Kafka wrote it keeps the endpoint under ListenerName, or
-// else the first one (docs/design.md D156).
+// kraft dials one endpoint per voter (replica.Voter.Endpoint, host:port),
+// the one under ListenerName, or else the first, of a VotersRecord Kafka
+// wrote; it keeps the voter's whole list in replica.Voter.Listeners, and
+// the VotersRecord it writes names every listener again, in the order
+// Kafka gave, ListenerName's at Endpoint (docs/design.md D156, D260).
 
 // KRaftVersionValue is the value of a KRaftVersionRecord v0 of level v.
 func KRaftVersionValue(v int16) []byte {
@@ -50,25 +51,25 @@ func ReadKRaftVersionValue(b []byte) (int16, error) {
 	return level, nil
 }
 
-// VotersValue is the value of a VotersRecord v0 holding vs, each voter's
-// endpoint under ListenerName (none for an empty endpoint).
+// VotersValue is the value of a VotersRecord v0 holding vs: each voter's
+// Listeners, the one under ListenerName at its Endpoint, or, for a voter
+// without Listeners, its endpoint under ListenerName (none for an empty
+// endpoint).
 func VotersValue(vs []replica.Voter) ([]byte, error) {
 	b := binary.BigEndian.AppendUint16(nil, 0)
 	b = binary.AppendUvarint(b, uint64(len(vs)+1))
 	for _, v := range vs {
 		b = binary.BigEndian.AppendUint32(b, uint32(v.Key.ID))
 		b = append(b, v.Key.DirectoryID[:]...)
-		if v.Endpoint == "" {
-			b = binary.AppendUvarint(b, 1)
-		} else {
-			host, port, err := splitEndpoint(v.Endpoint)
-			if err != nil {
-				return nil, fmt.Errorf("voter %d: %w", v.Key.ID, err)
-			}
-			b = binary.AppendUvarint(b, 2)
-			b = appendCompactString(b, ListenerName)
-			b = appendCompactString(b, host)
-			b = binary.BigEndian.AppendUint16(b, port)
+		ls, err := votersListeners(v)
+		if err != nil {
+			return nil, fmt.Errorf("voter %d: %w", v.Key.ID, err)
+		}
+		b = binary.AppendUvarint(b, uint64(len(ls)+1))
+		for _, l := range ls {
+			b = appendCompactString(b, l.Name)
+			b = appendCompactString(b, l.Host)
+			b = binary.BigEndian.AppendUint16(b, l.Port)
 			b = append(b, 0)
 		}
 		b = binary.BigEndian.AppendUint16(b, uint16(v.KRaftVersions.Min))
@@ -76,6 +77,41 @@ func VotersValue(vs []replica.Voter) ([]byte, error) {
 		b = append(b, 0, 0) // the feature's tags, the voter's tags
 	}
 	return append(b, 0), nil
+}
+
+// votersListeners are the listeners VotersValue writes for v (D260).
+func votersListeners(v replica.Voter) ([]replica.Listener, error) {
+	var host string
+	var port uint16
+	if v.Endpoint != "" {
+		var err error
+		if host, port, err = splitEndpoint(v.Endpoint); err != nil {
+			return nil, err
+		}
+	}
+	if len(v.Listeners) == 0 {
+		if v.Endpoint == "" {
+			return nil, nil
+		}
+		return []replica.Listener{{Name: ListenerName, Host: host, Port: port}}, nil
+	}
+	ls := append([]replica.Listener(nil), v.Listeners...)
+	for i := range ls {
+		if ls[i].Name == ListenerName && v.Endpoint != "" {
+			ls[i].Host, ls[i].Port = host, port
+		}
+	}
+	return ls, nil
+}
+
+// kraftListeners are the Listeners a replica.Voter keeps of a Kafka list
+// whose ListenerName (or first) listener is its Endpoint: nil when the list
+// is that one listener under ListenerName, as a kraft voter's (D260).
+func kraftListeners(ls []replica.Listener) []replica.Listener {
+	if len(ls) == 0 || len(ls) == 1 && ls[0].Name == ListenerName {
+		return nil
+	}
+	return ls
 }
 
 // ReadVotersValue reads a VotersRecord's value: the voter set, checked as
@@ -92,6 +128,7 @@ func ReadVotersValue(b []byte) ([]replica.Voter, error) {
 		v.Key.ID = kraft.NodeID(d.i32())
 		copy(v.Key.DirectoryID[:], d.take(16))
 		eps := d.array()
+		var ls []replica.Listener
 		for j := 0; j < eps && d.err == nil; j++ {
 			name, host := d.str(), d.str()
 			port := d.u16()
@@ -99,7 +136,9 @@ func ReadVotersValue(b []byte) ([]replica.Voter, error) {
 			if d.err == nil && (v.Endpoint == "" || name == ListenerName) {
 				v.Endpoint = net.JoinHostPort(host, strconv.Itoa(int(port)))
 			}
+			ls = append(ls, replica.Listener{Name: name, Host: host, Port: port})
 		}
+		v.Listeners = kraftListeners(ls)
 		v.KRaftVersions.Min, v.KRaftVersions.Max = d.i16(), d.i16()
 		d.tags()
 		d.tags()

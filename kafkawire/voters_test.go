@@ -151,3 +151,56 @@ func TestSnapshotVotersAreKafkasBootstrapCheckpoint(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, vs)
 }
+
+// TestVotersRecordKeepsEveryListenerThroughKraft: a Kafka VotersRecord
+// whose voter 1 has two listeners (CONTROLLER second) and voter 2 one
+// listener under another name reads as kraft's voters (Endpoint the
+// CONTROLLER one, or else the first), goes through kraft's own encoding
+// (EncodeVoters, DecodeVoters) and through a kraft snapshot in Kafka's
+// format, and writes back as the same Kafka bytes (docs/design.md D260).
+func TestVotersRecordKeepsEveryListenerThroughKraft(t *testing.T) {
+	hexs := func(s string) string { return hex.EncodeToString([]byte(s)) }
+	kafka, err := hex.DecodeString("0000" + "03" +
+		"00000001" + "6b726166740000000000000000001001" + "03" +
+		"09" + hexs("EXTERNAL") + "03" + hexs("e1") + "4a75" + "00" +
+		"0b" + hexs("CONTROLLER") + "03" + hexs("c1") + "2385" + "00" +
+		"0000" + "0001" + "00" + "00" +
+		"00000002" + "6b726166740000000000000000001002" + "02" +
+		"05" + hexs("CTRL") + "03" + hexs("c2") + "2385" + "00" +
+		"0000" + "0001" + "00" + "00" +
+		"00")
+	require.NoError(t, err)
+	vs, err := ReadVotersValue(kafka)
+	require.NoError(t, err)
+	require.Len(t, vs, 2)
+	require.Equal(t, "c1:9093", vs[0].Endpoint)
+	require.Equal(t, []replica.Listener{{Name: "EXTERNAL", Host: "e1", Port: 19061}, {Name: "CONTROLLER", Host: "c1", Port: 9093}}, vs[0].Listeners)
+	require.Equal(t, "c2:9093", vs[1].Endpoint)
+	require.Equal(t, []replica.Listener{{Name: "CTRL", Host: "c2", Port: 9093}}, vs[1].Listeners)
+
+	back, err := replica.DecodeVoters(replica.EncodeVoters(vs))
+	require.NoError(t, err)
+	require.Equal(t, vs, back)
+	got, err := VotersValue(back)
+	require.NoError(t, err)
+	require.Equal(t, kafka, got)
+
+	var snap bytes.Buffer
+	w, err := NewVotersSnapshotWriter(&snap, kraft.LogEnd{Offset: 5, Epoch: 2}, 0, 4, back)
+	require.NoError(t, err)
+	require.NoError(t, w.Close(0))
+	fromSnap, err := SnapshotVoters(&snap)
+	require.NoError(t, err)
+	require.Equal(t, vs, fromSnap)
+
+	// A kraft leader's UpdateRaftVoter of voter 1 moves its CONTROLLER
+	// listener and keeps the other.
+	moved := append([]replica.Voter(nil), back...)
+	moved[0].Endpoint = "c1b:9094"
+	got, err = VotersValue(moved)
+	require.NoError(t, err)
+	again, err := ReadVotersValue(got)
+	require.NoError(t, err)
+	require.Equal(t, []replica.Listener{{Name: "EXTERNAL", Host: "e1", Port: 19061}, {Name: "CONTROLLER", Host: "c1b", Port: 9094}}, again[0].Listeners)
+	require.Equal(t, "c1b:9094", again[0].Endpoint)
+}

@@ -110,6 +110,13 @@ func (n *Node) AddVoter(ctx context.Context, key kraft.ReplicaKey, endpoint stri
 	return n.voterCall(ctx, func() (uint64, error) { return n.r.AddVoter(n.clock(), key, endpoint) })
 }
 
+// AddVoterListeners is AddVoter of a voter whose request named listeners
+// (Kafka's AddRaftVoterRequest's, endpoint's among them): the VotersRecord
+// names them all (docs/design.md D260).
+func (n *Node) AddVoterListeners(ctx context.Context, key kraft.ReplicaKey, endpoint string, listeners []replica.Listener) error {
+	return n.voterCall(ctx, func() (uint64, error) { return n.r.AddVoterListeners(n.clock(), key, endpoint, listeners) })
+}
+
 // RemoveVoter asks the leader (this replica) to remove the voter key
 // (Kafka's RemoveRaftVoter), directory id included, and returns once the
 // change is committed; errors as AddVoter's. A leader that removes itself
@@ -123,6 +130,12 @@ func (n *Node) RemoveVoter(ctx context.Context, key kraft.ReplicaKey) error {
 // VotersRecord is written, without waiting for its commit (as Kafka does).
 func (n *Node) UpdateVoter(ctx context.Context, key kraft.ReplicaKey, endpoint string) error {
 	return n.voterCall(ctx, func() (uint64, error) { return n.r.UpdateVoter(n.clock(), key, endpoint) })
+}
+
+// UpdateVoterListeners is UpdateVoter with the listeners a Kafka
+// UpdateRaftVoterRequest named, as AddVoterListeners.
+func (n *Node) UpdateVoterListeners(ctx context.Context, key kraft.ReplicaKey, endpoint string, listeners []replica.Listener) error {
+	return n.voterCall(ctx, func() (uint64, error) { return n.r.UpdateVoterListeners(n.clock(), key, endpoint, listeners) })
 }
 
 // voterCall makes the replica step a client's voter change on the loop

@@ -176,6 +176,7 @@ func (r *Replica) Clone(log storage.Log, records RecordStore, snaps Snapshots, o
 	c.voters.vsets = append([]voterSetAt(nil), r.voters.vsets...)
 	c.voters.peerAddrs = copyMap(r.voters.peerAddrs)
 	c.voters.changeEndpoints = copyMap(r.voters.changeEndpoints)
+	c.voters.changeListeners = copyMap(r.voters.changeListeners)
 	c.reads = r.reads.clone()
 	return &c
 }

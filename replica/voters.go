@@ -17,12 +17,26 @@ import (
 // host's clients and of auto-joining replicas, and ApiVersions.
 
 // Voter is one voter of a dynamic voter set: its key, the endpoint the
-// other replicas reach it at (Kafka's default listener), and the
-// kraft.version levels it supports.
+// other replicas reach it at (Kafka's default listener), the kraft.version
+// levels it supports, and the voter's listeners as a Kafka VotersRecord or
+// AddRaftVoter/UpdateRaftVoter request named them (nil when it named at
+// most the one Endpoint is: a kraft voter's). Endpoint stays the address
+// the transports dial; Listeners are kept only so that a VotersRecord a
+// kraft leader rewrites names every listener Kafka gave, in its order
+// (docs/design.md D260).
 type Voter struct {
 	Key           kraft.ReplicaKey
 	Endpoint      string
 	KRaftVersions kraft.VersionRange
+	Listeners     []Listener
+}
+
+// Listener is one of a voter's listeners, as Kafka's VotersRecord's
+// Endpoints and AddRaftVoterRequest's Listeners carry them.
+type Listener struct {
+	Name string
+	Host string
+	Port uint16
 }
 
 // SupportedKRaftVersions is the kraft.version range this layer supports,
@@ -73,28 +87,60 @@ func DataRecords(records [][]byte) [][]byte {
 // The encoding of a voter set (a VotersRecord's payload after its type
 // byte, the bootstrap checkpoint's payload, and a snapshot's voter set):
 //
-//	voters   = version:u8 (0) count:u16 voter*
+//	voters   = version:u8 (0 or 1) count:u16 voter*
 //	voter    = id:i32 directoryID:uuid minVersion:i16 maxVersion:i16
 //	           endpointLen:u16 endpoint
-const votersVersion = 0
+//	           [version 1: listenerCount:u16 listener*]
+//	listener = nameLen:u16 name hostLen:u16 host port:u16
+//
+// Version 1 is written only when a voter has Listeners, so a set without
+// any encodes to the same bytes as before they existed, and version 0
+// bytes (every record, checkpoint and snapshot written before) still
+// decode (docs/design.md D260).
+const (
+	votersVersion          = 0
+	votersVersionListeners = 1
+)
 
 // EncodeVoters encodes a voter set.
 func EncodeVoters(vs []Voter) []byte {
-	b := []byte{votersVersion}
+	version := byte(votersVersion)
+	for _, v := range vs {
+		if len(v.Listeners) > 0 {
+			version = votersVersionListeners
+		}
+	}
+	b := []byte{version}
 	b = appendU16(b, uint16(len(vs)))
 	for _, v := range vs {
 		b = appendU32(b, uint32(v.Key.ID))
 		b = append(b, v.Key.DirectoryID[:]...)
 		b = appendU16(b, uint16(v.KRaftVersions.Min))
 		b = appendU16(b, uint16(v.KRaftVersions.Max))
-		ep := v.Endpoint
-		if len(ep) > 0xFFFF {
-			ep = ep[:0xFFFF]
+		b = appendString16(b, v.Endpoint)
+		if version == votersVersionListeners {
+			ls := v.Listeners
+			if len(ls) > 0xFFFF {
+				ls = ls[:0xFFFF]
+			}
+			b = appendU16(b, uint16(len(ls)))
+			for _, l := range ls {
+				b = appendString16(b, l.Name)
+				b = appendString16(b, l.Host)
+				b = appendU16(b, l.Port)
+			}
 		}
-		b = appendU16(b, uint16(len(ep)))
-		b = append(b, ep...)
 	}
 	return b
+}
+
+// appendString16 appends s, cut to 65,535 bytes, after its length (u16).
+func appendString16(b []byte, s string) []byte {
+	if len(s) > 0xFFFF {
+		s = s[:0xFFFF]
+	}
+	b = appendU16(b, uint16(len(s)))
+	return append(b, s...)
 }
 
 var errShort = errors.New("replica: voter set: truncated")
@@ -115,8 +161,18 @@ func DecodeVoters(b []byte) ([]Voter, error) {
 	if head == nil {
 		return nil, errShort
 	}
-	if head[0] != votersVersion {
-		return nil, fmt.Errorf("replica: voter set: unknown version %d", head[0])
+	version := head[0]
+	if version != votersVersion && version != votersVersionListeners {
+		return nil, fmt.Errorf("replica: voter set: unknown version %d", version)
+	}
+	str := func() (string, bool) {
+		l := take(2)
+		if l == nil {
+			return "", false
+		}
+		n := int(binary.BigEndian.Uint16(l))
+		s := take(n)
+		return string(s), s != nil || n == 0
 	}
 	n := int(binary.BigEndian.Uint16(head[1:]))
 	if n == 0 || n > kraft.MaxVoters {
@@ -138,6 +194,24 @@ func DecodeVoters(b []byte) ([]Voter, error) {
 			return nil, errShort
 		}
 		v.Endpoint = string(ep)
+		if version == votersVersionListeners {
+			c := take(2)
+			if c == nil {
+				return nil, errShort
+			}
+			for j := int(binary.BigEndian.Uint16(c)); j > 0; j-- {
+				var l Listener
+				var ok1, ok2 bool
+				l.Name, ok1 = str()
+				l.Host, ok2 = str()
+				p := take(2)
+				if !ok1 || !ok2 || p == nil {
+					return nil, errShort
+				}
+				l.Port = binary.BigEndian.Uint16(p)
+				v.Listeners = append(v.Listeners, l)
+			}
+		}
 		if v.Key.ID < 0 {
 			return nil, fmt.Errorf("replica: voter set: negative id %d", v.Key.ID)
 		}
@@ -247,9 +321,10 @@ type voterSetAt struct {
 
 // voterState is the layer's part of the voter sets.
 type voterState struct {
-	vsets           []voterSetAt                // the voter sets in the log, as the state's VoterSets
-	peerAddrs       map[kraft.NodeID]string     // the endpoints given to the host
-	changeEndpoints map[kraft.ReplicaKey]string // the endpoints of voters being added or updated
+	vsets           []voterSetAt                    // the voter sets in the log, as the state's VoterSets
+	peerAddrs       map[kraft.NodeID]string         // the endpoints given to the host
+	changeEndpoints map[kraft.ReplicaKey]string     // the endpoints of voters being added or updated
+	changeListeners map[kraft.ReplicaKey][]Listener // their listeners, if their request named any (D260)
 	nextRef         uint64
 }
 
@@ -372,12 +447,15 @@ func (r *Replica) votersWithEndpoints(keys []kraft.ReplicaKey, change *kraft.Vot
 		v := Voter{Key: k, KRaftVersions: SupportedKRaftVersions}
 		for _, p := range prev {
 			if p.Key.ID == k.ID {
-				v.Endpoint, v.KRaftVersions = p.Endpoint, p.KRaftVersions
+				v.Endpoint, v.KRaftVersions, v.Listeners = p.Endpoint, p.KRaftVersions, p.Listeners
 			}
 		}
 		if change != nil && change.Kind != kraft.RemoveVoter && change.Voter == k {
 			if ep, ok := r.voters.changeEndpoints[k]; ok {
-				v.Endpoint = ep
+				// The request's listeners replace the old ones (nil when it
+				// named only its endpoint), as Kafka's AddVoterHandler and
+				// UpdateVoterHandler write the request's (D260).
+				v.Endpoint, v.Listeners = ep, r.voters.changeListeners[k]
 			}
 			v.KRaftVersions = change.KRaftVersions
 		}
@@ -396,6 +474,9 @@ func (r *Replica) appendVoters(a kraft.AppendVoters) {
 	}
 	// The record holds the changed voter's endpoint from now on.
 	delete(r.voters.changeEndpoints, a.Change.Voter)
+	if _, ok := r.voters.changeListeners[a.Change.Voter]; ok {
+		delete(r.voters.changeListeners, a.Change.Voter)
+	}
 	r.queue = append(r.queue, inbound{ev: kraft.VotersAppended{Offset: end.Offset - 1, Voters: a.Voters}})
 	r.addVoterSet(end.Offset-1, vs)
 }
@@ -426,8 +507,16 @@ func (r *Replica) installedVoters(id kraft.LogEnd) error {
 // as a VoterChangeAnswer with the returned Ref; ErrNotLeader if it does
 // not lead.
 func (r *Replica) AddVoter(now time.Duration, key kraft.ReplicaKey, endpoint string) (uint64, error) {
+	return r.AddVoterListeners(now, key, endpoint, nil)
+}
+
+// AddVoterListeners is AddVoter of a voter whose request named listeners
+// (a Kafka AddRaftVoterRequest's Listeners, endpoint's among them): the
+// VotersRecord that adds it names them all (docs/design.md D260).
+func (r *Replica) AddVoterListeners(now time.Duration, key kraft.ReplicaKey, endpoint string, listeners []Listener) (uint64, error) {
 	return r.voterCall(now, func(ref uint64) kraft.Event {
 		put(&r.voters.changeEndpoints, key, endpoint)
+		r.putChangeListeners(key, listeners)
 		if kraft.VoterByID(r.st.Voters(), key.ID) < 0 {
 			// ApiVersions goes to the new voter before it is in the set.
 			r.setPeer(key.ID, endpoint)
@@ -447,13 +536,30 @@ func (r *Replica) RemoveVoter(now time.Duration, key kraft.ReplicaKey) (uint64, 
 // UpdateVoter asks this replica, the leader, to record a new endpoint for
 // the voter key (Kafka's UpdateRaftVoter); answered as AddVoter.
 func (r *Replica) UpdateVoter(now time.Duration, key kraft.ReplicaKey, endpoint string) (uint64, error) {
+	return r.UpdateVoterListeners(now, key, endpoint, nil)
+}
+
+// UpdateVoterListeners is UpdateVoter with the listeners a Kafka
+// UpdateRaftVoterRequest named, as AddVoterListeners.
+func (r *Replica) UpdateVoterListeners(now time.Duration, key kraft.ReplicaKey, endpoint string, listeners []Listener) (uint64, error) {
 	return r.voterCall(now, func(ref uint64) kraft.Event {
 		put(&r.voters.changeEndpoints, key, endpoint)
+		r.putChangeListeners(key, listeners)
 		return kraft.ReceiveUpdateVoter{
 			Ref: ref, From: kraft.NoNode, ClusterID: r.cfg.Kraft.ClusterID, CurrentLeaderEpoch: r.st.Epoch(),
 			Voter: key, Listener: true, KRaftVersions: SupportedKRaftVersions,
 		}
 	})
+}
+
+// putChangeListeners records the listeners of a voter being added or
+// updated, or forgets older ones when there are none.
+func (r *Replica) putChangeListeners(key kraft.ReplicaKey, ls []Listener) {
+	if len(ls) > 0 {
+		put(&r.voters.changeListeners, key, append([]Listener(nil), ls...))
+	} else if _, ok := r.voters.changeListeners[key]; ok {
+		delete(r.voters.changeListeners, key)
+	}
 }
 
 func (r *Replica) voterCall(now time.Duration, ev func(ref uint64) kraft.Event) (uint64, error) {
@@ -511,6 +617,7 @@ func (r *Replica) onVoterRequest(m Message) {
 		e.Ref = r.voters.nextRef
 		if m.Endpoint != "" {
 			put(&r.voters.changeEndpoints, e.Voter, m.Endpoint)
+			r.putChangeListeners(e.Voter, nil)
 			if kraft.VoterByID(r.st.Voters(), e.Voter.ID) < 0 {
 				r.setPeer(e.Voter.ID, m.Endpoint)
 			}
