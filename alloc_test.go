@@ -68,6 +68,14 @@ func steadyAllocCases(t *testing.T) []allocCase {
 				},
 			},
 			allocCase{
+				// A response carrying records: AppendFetched alone (D240).
+				name: fmt.Sprintf("voters=%d/follower Fetch response with records", n), s: follower,
+				e: ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: 1, HighWatermark: 1001, Records: true},
+				want: func(s State, acts []Action) bool {
+					return len(acts) == 1 && bnCount[AppendFetched](acts) == 1 && s.LogEnd() == follower.LogEnd()
+				},
+			},
+			allocCase{
 				name: fmt.Sprintf("voters=%d/follower appends", n), s: follower, e: LogAppended{End: LogEnd{Offset: 1001, Epoch: 1}},
 				want: func(s State, _ []Action) bool { return s.LogEnd().Offset == 1001 },
 			},
