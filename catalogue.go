@@ -99,15 +99,16 @@ func RPCs() []RPC {
 	return out
 }
 
-// outbound is the set of action types that leave the replica, read from
-// rpcs.
-var outbound = func() map[reflect.Type]bool {
-	m := map[reflect.Type]bool{}
+// outbound maps each action type that leaves the replica, read from rpcs,
+// to the kind of request it is (NotTracked for a response).
+var outbound = func() map[reflect.Type]InFlight {
+	m := map[reflect.Type]InFlight{}
 	for _, r := range rpcs {
-		for _, a := range []Action{r.Request, r.Response} {
-			if a != nil {
-				m[reflect.TypeOf(a)] = true
-			}
+		if r.Response != nil {
+			m[reflect.TypeOf(r.Response)] = NotTracked
+		}
+		if r.Request != nil {
+			m[reflect.TypeOf(r.Request)] = r.InFlight
 		}
 	}
 	return m
@@ -117,4 +118,12 @@ var outbound = func() map[reflect.Type]bool {
 // response of one of the catalogue's RPCs. Every other action is local to
 // the replica's host (its record, its log and snapshots, its timers, its
 // reports).
-func IsMessage(a Action) bool { return outbound[reflect.TypeOf(a)] }
+func IsMessage(a Action) bool {
+	_, ok := outbound[reflect.TypeOf(a)]
+	return ok
+}
+
+// InFlightOf is the kind of request action a is in a host's bookkeeping,
+// from the catalogue: NotTracked for a response, a local action, or a
+// request the host does not track by kind.
+func InFlightOf(a Action) InFlight { return outbound[reflect.TypeOf(a)] }

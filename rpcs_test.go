@@ -45,8 +45,8 @@ func TestRPCsNameEveryMessage(t *testing.T) {
 	}
 }
 
-// TestRPCsAreKafkas: one row per API key, and every row has a request
-// event or action, as Kafka's ApiKeys lists each API once.
+// TestRPCsAreKafkas: one row per API key, as Kafka's ApiKeys lists each
+// API once, with its request kind, and RPCs returns a copy.
 func TestRPCsAreKafkas(t *testing.T) {
 	keys := map[int16]string{}
 	for _, r := range RPCs() {
@@ -56,6 +56,24 @@ func TestRPCsAreKafkas(t *testing.T) {
 	}
 	require.Equal(t, "Fetch", keys[1])
 	require.Equal(t, "Vote", keys[52])
+	// A host keeps one request of each kind in flight per destination:
+	// a follower's Fetch and FetchSnapshot share one (Kafka's
+	// FollowerState), the other requests each have their own, and a
+	// response is no request (D230, D77).
+	require.Equal(t, InFlightFetch, InFlightOf(SendFetchSnapshot{}))
+	require.Equal(t, InFlightFetch, InFlightOf(SendFetch{}))
+	require.Equal(t, InFlightVote, InFlightOf(SendVoteRequest{}))
+	require.Equal(t, InFlightAPIVersions, InFlightOf(SendAPIVersions{}))
+	require.Equal(t, NotTracked, InFlightOf(SendFetchResponse{}))
+	require.Equal(t, NotTracked, InFlightOf(Persist{}))
+	seen := map[InFlight]string{}
+	for _, r := range RPCs() {
+		if r.InFlight == NotTracked || r.InFlight == InFlightFetch {
+			continue
+		}
+		require.NotContains(t, seen, r.InFlight, "%s and %s share a kind", r.Name, seen[r.InFlight])
+		seen[r.InFlight] = r.Name
+	}
 	rs := RPCs()
 	rs[0].ResponseEvents[0] = nil
 	require.NotNil(t, RPCs()[0].ResponseEvents[0], "RPCs returns a copy")
