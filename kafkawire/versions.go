@@ -45,18 +45,17 @@ type Versions map[int16]VersionRange
 //   - DescribeQuorum 0-2,
 //   - AddRaftVoter 0, RemoveRaftVoter 0, UpdateRaftVoter 0 (KIP-853),
 //   - ApiVersions 0-4.
-var Supported = Versions{
-	Fetch:            {12, 17},
-	APIVersions:      {0, 4},
-	Vote:             {0, 2},
-	BeginQuorumEpoch: {0, 1},
-	EndQuorumEpoch:   {0, 1},
-	DescribeQuorum:   {0, 2},
-	FetchSnapshot:    {0, 1},
-	AddRaftVoter:     {0, 0},
-	RemoveRaftVoter:  {0, 0},
-	UpdateRaftVoter:  {0, 0},
-}
+//
+// The ranges are kraft's catalogue of messages (kraft.RPCs,
+// docs/design.md D230); TestSupportedIsTheCatalogue checks the API keys
+// above against it.
+var Supported = func() Versions {
+	vs := Versions{}
+	for _, r := range kraft.RPCs() {
+		vs[r.APIKey] = VersionRange{r.MinVersion, r.MaxVersion}
+	}
+	return vs
+}()
 
 // KRaftVersionFeature is the name of the kraft.version feature (KIP-853)
 // in ApiVersions' supported features.

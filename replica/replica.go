@@ -395,16 +395,11 @@ func (r *Replica) carry(acts []kraft.Action, e kraft.Event) {
 				r.fail(fmt.Errorf("replica: persisting %+v: %w", a.Record, err))
 				return
 			}
-		case kraft.SendVoteRequest:
-			r.send(a, kindVote)
-		case kraft.SendBeginQuorumEpoch:
-			r.send(a, kindBegin)
-		case kraft.SendEndQuorumEpoch:
-			r.send(a, kindEnd)
-		case kraft.SendFetch, kraft.SendFetchSnapshot:
-			// One request of the two kinds in flight: a FetchSnapshot
-			// takes a Fetch's place, with its retries.
-			r.send(a, kindFetch)
+		case kraft.SendVoteRequest, kraft.SendBeginQuorumEpoch, kraft.SendEndQuorumEpoch, kraft.SendFetch, kraft.SendFetchSnapshot:
+			// The request's kind is the catalogue's (D230): one Fetch
+			// or FetchSnapshot in flight, a FetchSnapshot taking a
+			// Fetch's place with its retries.
+			r.send(a, kind(kraft.InFlightOf(a)))
 		case kraft.SendVoteResponse, kraft.SendBeginQuorumEpochResponse, kraft.SendEndQuorumEpochResponse:
 			r.respond(a, nil, nil)
 		case kraft.SendFetchResponse:
@@ -434,7 +429,7 @@ func (r *Replica) carry(acts []kraft.Action, e kraft.Event) {
 		case kraft.AppendVoters:
 			r.appendVoters(a)
 		case kraft.SendAPIVersions:
-			r.sendRequest(Message{From: r.local.ID, To: a.To.ID, APIVersions: true}, kindAPIVersions)
+			r.sendRequest(Message{From: r.local.ID, To: a.To.ID, APIVersions: true}, kind(kraft.InFlightOf(a)))
 		case kraft.SendVoterChangeResponse:
 			r.emit(VoterChangeAnswer{Response: a})
 		case kraft.SendVoterChange:

@@ -17,12 +17,15 @@ import (
 // kind is a request kind: one of each in flight per destination.
 type kind uint8
 
+// The request kinds of the raft RPCs are kraft's catalogue's
+// (kraft.RPC.InFlight, docs/design.md D230); carry takes a request's kind
+// from it (kraft.InFlightOf).
 const (
-	kindVote kind = iota
-	kindBegin
-	kindEnd
-	kindFetch // Fetch and FetchSnapshot: a follower's one fetch request
-	kindAPIVersions
+	kindVote        = kind(kraft.InFlightVote)
+	kindBegin       = kind(kraft.InFlightBeginQuorumEpoch)
+	kindEnd         = kind(kraft.InFlightEndQuorumEpoch)
+	kindFetch       = kind(kraft.InFlightFetch) // Fetch and FetchSnapshot: a follower's one fetch request
+	kindAPIVersions = kind(kraft.InFlightAPIVersions)
 )
 
 type request struct {

@@ -14,24 +14,15 @@ import (
 // recorded, the committed voter sets, snapshots).
 
 // Outbound reports whether action a leaves the replica: a request or a
-// response to another replica, or an answer to the host's client
-// (SendVoterChangeResponse). Every other action is local to the replica's
-// host: its quorum-state record, its log and snapshots, its timers, its
-// reports. PersistBeforeSend checks every outbound action against the
-// durable record; the switch below lists the local ones and a new action is
-// outbound until it is listed here. TestPersistBeforeSendKnowsEveryAction
-// reads both switches and the kraft package's catalogue of actions
-// (internal/catalogue): every action is in exactly one of them
-// (docs/design.md D115).
-func Outbound(a kraft.Action) bool {
-	switch a.(type) {
-	case kraft.Persist, kraft.TruncateLog, kraft.AppendLeaderChange, kraft.AppendFetched, kraft.AppendVoters,
-		kraft.WriteSnapshotChunk, kraft.InstallSnapshot, kraft.HighWatermarkChanged,
-		kraft.ResetTimer, kraft.StopTimer, kraft.RoleChanged, kraft.Fault, kraft.LeaderRefused:
-		return false
-	}
-	return true
-}
+// response of one of the RPCs of kraft's catalogue of messages
+// (kraft.RPCs, docs/design.md D230), the answer to the host's client
+// (SendVoterChangeResponse) among them. Every other action is local to the
+// replica's host: its quorum-state record, its log and snapshots, its
+// timers, its reports. PersistBeforeSend checks every outbound action
+// against the durable record; TestPersistBeforeSendKnowsEveryAction checks
+// that its switch names exactly the catalogue's actions (docs/design.md
+// D115), so a new message cannot leave the replica unchecked.
+func Outbound(a kraft.Action) bool { return kraft.IsMessage(a) }
 
 // PersistRule checks the quorum-state record next that replica self
 // persists over its durable record d (hasRecord false: none was ever

@@ -36,29 +36,44 @@ func summarize(s kraft.State) *StateSummary {
 	}
 }
 
-var eventTypes = typeMap(
+// eventTypes and actionTypes are the types a trace decodes: the messages
+// of kraft's catalogue (kraft.RPCs, docs/design.md D230) and the local
+// events and actions listed here (TestTraceKnowsEveryType).
+var eventTypes = typeMap(append(messageTypes(true),
 	kraft.ElectionTimeout{}, kraft.FetchTimeout{}, kraft.CheckQuorumTimeout{}, kraft.BeginQuorumEpochTimeout{},
-	kraft.ReceiveVoteRequest{}, kraft.ReceiveVoteResponse{}, kraft.ReceiveBeginQuorumEpoch{},
-	kraft.ReceiveEndQuorumEpoch{}, kraft.ReceiveFetch{}, kraft.ReceiveFetchSnapshot{},
-	kraft.ReceiveFetchResponse{}, kraft.ReceiveFetchSnapshotResponse{}, kraft.ReceiveLeaderlessEpoch{}, kraft.ReceiveQuorumResponse{},
 	kraft.LogAppended{}, kraft.LogFlushed{}, kraft.SnapshotCreated{}, kraft.LogStartMoved{}, kraft.Resign{},
-	kraft.VotersAppended{}, kraft.ReceiveAddVoter{}, kraft.ReceiveRemoveVoter{}, kraft.ReceiveUpdateVoter{},
-	kraft.ReceiveAPIVersionsResponse{}, kraft.VoterChangeTimeout{},
-)
+	kraft.VotersAppended{}, kraft.VoterChangeTimeout{},
+)...)
 
-var actionTypes = typeMap(
-	kraft.Persist{}, kraft.SendVoteRequest{}, kraft.SendVoteResponse{}, kraft.SendBeginQuorumEpoch{},
-	kraft.SendBeginQuorumEpochResponse{}, kraft.SendEndQuorumEpoch{}, kraft.SendEndQuorumEpochResponse{},
-	kraft.SendFetch{}, kraft.SendFetchResponse{}, kraft.SendFetchSnapshot{}, kraft.SendFetchSnapshotResponse{},
-	kraft.WriteSnapshotChunk{}, kraft.InstallSnapshot{}, kraft.TruncateLog{},
+var actionTypes = typeMap(append(messageTypes(false),
+	kraft.Persist{}, kraft.WriteSnapshotChunk{}, kraft.InstallSnapshot{}, kraft.TruncateLog{},
 	kraft.AppendLeaderChange{}, kraft.AppendFetched{}, kraft.HighWatermarkChanged{}, kraft.ResetTimer{}, kraft.StopTimer{},
-	kraft.RoleChanged{}, kraft.Fault{}, kraft.LeaderRefused{},
-	kraft.SendAPIVersions{}, kraft.AppendVoters{}, kraft.SendVoterChangeResponse{}, kraft.SendVoterChange{},
-)
+	kraft.RoleChanged{}, kraft.Fault{}, kraft.LeaderRefused{}, kraft.AppendVoters{},
+)...)
+
+// messageTypes is a zero value of each event (events true) or each action
+// of kraft's catalogue of messages.
+func messageTypes(events bool) []interface{} {
+	var vs []interface{}
+	for _, r := range kraft.RPCs() {
+		if events {
+			vs = append(vs, r.RequestEvent)
+			for _, e := range r.ResponseEvents {
+				vs = append(vs, e)
+			}
+		} else {
+			vs = append(vs, r.Request, r.Response)
+		}
+	}
+	return vs
+}
 
 func typeMap(vs ...interface{}) map[string]reflect.Type {
 	m := map[string]reflect.Type{}
 	for _, v := range vs {
+		if v == nil {
+			continue // a side of an RPC the core does not carry
+		}
 		t := reflect.TypeOf(v)
 		m[t.Name()] = t
 	}
