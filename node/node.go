@@ -170,13 +170,8 @@ func Start(cfg Config) (*Node, error) {
 			rlog = keepingMemLog{ml} // D147
 		}
 	}
-	rcfg := replica.Config{
-		Kraft: cfg.Kraft, Log: rlog, Records: cfg.Records,
-		RequestTimeout: cfg.RequestTimeout, RetryBackoff: cfg.RetryBackoff, FetchMaxWait: cfg.FetchMaxWait,
-		FetchMaxBytes: cfg.FetchMaxBytes, SnapshotChunkBytes: cfg.SnapshotChunkBytes,
-		Bootstrap: boot, Static: static, BootstrapServers: cfg.BootstrapServers, Endpoint: cfg.Endpoint, SnapshotVoters: cfg.SnapshotVoters,
-		Logf: n.replicaLogf,
-	}
+	rcfg := cfg.Config // D241
+	rcfg.Log, rcfg.Bootstrap, rcfg.Static, rcfg.Logf, rcfg.Snapshots = rlog, boot, static, n.replicaLogf, nil
 	if cfg.Snapshots != nil {
 		rcfg.Snapshots = replica.StorageSnapshots(cfg.Snapshots)
 	}
