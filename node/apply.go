@@ -75,28 +75,10 @@ func (n *Node) applier(latest *kraft.LogEnd, restored chan<- error) {
 			return
 		}
 		var out []Record
-		for _, e := range entries {
-			if e.Offset >= hwm {
-				break
-			}
-			next, lastEpoch = e.Offset+1, e.Epoch
-			if len(e.Data) > 0 && e.Data[0] == recordData {
-				data := e.Data[1:]
-				if shared && !n.cfg.ShareCommitted && n.cfg.OnCommit != nil {
-					// D148: a copy only for an OnCommit that may modify it.
-					data = make([]byte, len(e.Data)-1)
-					copy(data, e.Data[1:])
-				}
-				out = append(out, Record{Offset: e.Offset, Epoch: e.Epoch, Data: data})
-			}
-			if replica.IsVotersRecord(e.Data) {
-				vs, err := replica.DecodeVoters(e.Data[1:])
-				if err != nil {
-					n.fail(fmt.Errorf("node: the committed VotersRecord at %d: %w", e.Offset, err))
-					return
-				}
-				voters = vs
-			}
+		out, next, lastEpoch, voters, err = n.committedRecords(entries, shared, hwm, next, lastEpoch, voters)
+		if err != nil {
+			n.fail(err)
+			return
 		}
 		if len(out) > 0 && n.cfg.OnCommit != nil {
 			n.cfg.OnCommit(out)
@@ -107,6 +89,37 @@ func (n *Node) applier(latest *kraft.LogEnd, restored chan<- error) {
 			n.takeSnapshot(kraft.LogEnd{Offset: next, Epoch: lastEpoch}, voters)
 		}
 	}
+}
+
+// committedRecords takes the applier's entries below hwm: the data
+// records to hand to OnCommit, the offset and epoch after the last entry
+// taken (from next and lastEpoch on), and the voter set in force after
+// it (from voters on, following the VotersRecords).
+func (n *Node) committedRecords(entries []storage.Entry, shared bool, hwm, next int64, lastEpoch kraft.Epoch, voters []Voter) ([]Record, int64, kraft.Epoch, []Voter, error) {
+	var out []Record
+	for _, e := range entries {
+		if e.Offset >= hwm {
+			break
+		}
+		next, lastEpoch = e.Offset+1, e.Epoch
+		if len(e.Data) > 0 && e.Data[0] == recordData {
+			data := e.Data[1:]
+			if shared && !n.cfg.ShareCommitted && n.cfg.OnCommit != nil {
+				// D148: a copy only for an OnCommit that may modify it.
+				data = make([]byte, len(e.Data)-1)
+				copy(data, e.Data[1:])
+			}
+			out = append(out, Record{Offset: e.Offset, Epoch: e.Epoch, Data: data})
+		}
+		if replica.IsVotersRecord(e.Data) {
+			vs, err := replica.DecodeVoters(e.Data[1:])
+			if err != nil {
+				return nil, 0, 0, nil, fmt.Errorf("node: the committed VotersRecord at %d: %w", e.Offset, err)
+			}
+			voters = vs
+		}
+	}
+	return out, next, lastEpoch, voters, nil
 }
 
 // readCommitted reads the log from next on for the applier; shared says

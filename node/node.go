@@ -111,23 +111,8 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f, ok := cfg.Records.(FileRecords); ok {
-		// A vote lost or rolled back on disk (storage.ErrDamaged): the
-		// record must hold at least the highest epoch the log (or its
-		// latest snapshot) shows.
-		rec, err := cfg.Records.Read()
-		if err != nil {
-			return nil, fmt.Errorf("node: reading the quorum state: %w", err)
-		}
-		epoch := cfg.Log.End().Epoch
-		if cfg.Snapshots != nil {
-			if id, ok := cfg.Snapshots.Latest(); ok && id.Epoch > epoch {
-				epoch = id.Epoch
-			}
-		}
-		if err := storage.CheckQuorumState(f.Path, rec, epoch); err != nil {
-			return nil, fmt.Errorf("node: %w", err)
-		}
+	if err := checkQuorumState(cfg); err != nil {
+		return nil, err
 	}
 	boot, err := bootstrapVoters(cfg)
 	if err != nil {
@@ -189,6 +174,34 @@ func Start(cfg Config) (*Node, error) {
 	n.carry()
 	go n.run()
 	return n, nil
+}
+
+// checkQuorumState refuses a quorum-state file that lost or rolled back
+// a vote on disk (storage.ErrDamaged): the record must hold at least the
+// highest epoch the log (or its latest snapshot) shows. Only Kafka's
+// quorum-state file (FileRecords) is checked.
+func checkQuorumState(cfg Config) error {
+	f, ok := cfg.Records.(FileRecords)
+	if !ok {
+		return nil
+	}
+	// A vote lost or rolled back on disk (storage.ErrDamaged): the
+	// record must hold at least the highest epoch the log (or its
+	// latest snapshot) shows.
+	rec, err := cfg.Records.Read()
+	if err != nil {
+		return fmt.Errorf("node: reading the quorum state: %w", err)
+	}
+	epoch := cfg.Log.End().Epoch
+	if cfg.Snapshots != nil {
+		if id, ok := cfg.Snapshots.Latest(); ok && id.Epoch > epoch {
+			epoch = id.Epoch
+		}
+	}
+	if err := storage.CheckQuorumState(f.Path, rec, epoch); err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	return nil
 }
 
 // clock is the replica's time: the monotonic time since Start.
