@@ -247,39 +247,46 @@ type State struct {
 	// The fields are grouped so that the struct has little padding: a
 	// State is copied on every step. "Invariant:" notes say what holds of
 	// a field in every State NewState and Step return; checkInvariants
-	// (invariants.go) checks them all, after every step of the tests.
+	// (invariants.go) checks them all, after every step of the tests,
+	// and the replica layer after every step (D200). Each note names the
+	// InvariantError Rule that reports it broken. c's local index must
+	// name the local key among the voters (rule "local-index").
 
+	// Invariant (rule "role"): one of the roles, Unattached to Resigned.
 	role Role
 	// endpoints: this replica can reach the known leader (Kafka's non-empty
 	// leader endpoints). True in Follower, Leader and Resigned, carried into
 	// Prospective, false in Unattached and Candidate.
-	// Invariant: as said, by role.
+	// Invariant (rule "endpoints"): as said, by role.
 	endpoints bool
 	// Follower: a fetch from the leader succeeded since this Follower role
 	// began (Kafka's hasFetchedFromLeader) and since the fetch timer last
 	// fired (D78: a voter whose leader was silent for T_f waits its rank's
 	// offset with fetched false, granting pre-votes), and the leader has resigned
 	// (an EndQuorumEpoch arrived; then pre-votes are granted again, the fix
-	// proposed in KAFKA-20895). Invariant: both false unless Follower.
+	// proposed in KAFKA-20895). Invariant (rule "follower-fields"): both
+	// false unless Follower.
 	fetched        bool
 	leaderResigned bool
 	// Follower (voter): a voter that ranks below this one asked for its
 	// pre-vote while its leader was still heard from, and was refused: an
 	// election may be on. If the leader then resigns, this replica
-	// campaigns at once (D79). Invariant: false unless Follower.
+	// campaigns at once (D79). Invariant (rule "follower-fields"): false
+	// unless Follower.
 	lowerAsked bool
 	// Follower (voter): the next Fetch waits for the written log to be
-	// flushed (D30); LogFlushed sends it. Invariant: false unless
-	// Follower or Unattached (an observer's search waits the same way).
+	// flushed (D30); LogFlushed sends it. Invariant (rule
+	// "fetch-pending"): false unless Follower or Unattached (an observer's search waits the same way).
 	fetchPending bool
 	// Follower (auto-joining observer): a join request went out and the
-	// voter-change timer runs before the next (D53). Invariant: false
-	// unless Follower.
+	// voter-change timer runs before the next (D53). Invariant (rule
+	// "follower-fields"): false unless Follower.
 	joinWait bool
 	// refused: this replica refuses to follow the leader of its epoch,
 	// which asked it to remove records below its high watermark (D113).
 	// Cleared when the epoch or the leader changes, and by a Fetch
-	// response of that leader that the replica takes. Invariant: only
+	// response of that leader that the replica takes. Invariant (rule
+	// "refusal"): only
 	// with a leader other than this replica, and only in Follower,
 	// Prospective or Unattached.
 	refused bool
@@ -290,22 +297,24 @@ type State struct {
 	// does not become Candidate, and no pre-vote goes to a voter that
 	// ranks below it. It is forgotten with the epoch, when a pre-vote round
 	// times out, and when the voter set changes. (Two fields rather than a
-	// LogEnd keep the State 8 bytes smaller.) Invariant: rival <= the
-	// number of voters.
+	// LogEnd keep the State 8 bytes smaller.) Invariant (rule "rival"):
+	// rival <= the number of voters.
 	rival uint8
 	// rivalHeld counts, in this epoch, the pre-vote rounds of this replica
 	// that ended while a rival held it back: a round that timed out counts
 	// 2, a lost one 1. At rivalSpent it notes no rival again until the
 	// epoch changes, so a rival that cannot win holds a voter back for one
-	// timed-out round, or two lost ones, at most (D105). Invariant:
-	// rivalHeld <= rivalSpent, and rival is 0 when they are equal.
+	// timed-out round, or two lost ones, at most (D105). Invariant (rule
+	// "rival"): rivalHeld <= rivalSpent, and rival is 0 when they are equal.
 	rivalHeld uint8
-	// Invariants: epoch >= 0; a Leader's leader is itself, a Follower's
-	// another replica, a Candidate's none; voted is NoReplica (a
-	// Leader's always) or a vote in epoch, a Candidate's for itself (the
-	// record holds only the current epoch's vote, so a vote never
-	// outlives its epoch: voteIn); only voters are Prospective or
-	// Candidate.
+	// Invariants: epoch >= 0 (rule "epoch"); a Leader's leader is itself
+	// ("leader-named"), a Follower's another replica ("follower-leader"),
+	// a Candidate's none ("candidate-leader"); voted is NoReplica (a
+	// Leader's always: "leader-vote") or a vote in epoch, a Candidate's
+	// for itself ("candidate-vote"), with no directory id without a vote
+	// id ("vote-directory") (the record holds only the current epoch's
+	// vote, so a vote never outlives its epoch: voteIn); only voters are
+	// Prospective or Candidate ("observer-role").
 	epoch       Epoch
 	leader      NodeID
 	rivalEpoch  Epoch
@@ -315,8 +324,10 @@ type State struct {
 	// hwm is the quorum's high watermark as Kafka's QuorumState keeps it
 	// (a new leader's starts unknown), committed the log's: the highest
 	// high watermark this replica has known, never reset. -1 if unknown.
-	// Invariants: -1 <= hwm <= committed <= log end offset; log start <=
-	// flushed <= log end offset (logView).
+	// Invariants: -1 <= hwm <= committed <= log end offset (rule
+	// "high-watermark"); the log end is not negative ("log-end"); log
+	// start <= flushed ("log-start") <= log end offset ("log-flushed")
+	// (logView).
 	hwm       int64
 	committed int64
 	log       logView
@@ -325,12 +336,13 @@ type State struct {
 	// Follower: the snapshot being downloaded from the leader (Kafka's
 	// FollowerState.fetchingSnapshot), nil when none (D43). Shared
 	// between states and never written: each chunk makes a new one.
-	// Invariant: nil unless Follower.
+	// Invariant: nil unless Follower (rule "follower-fields"); its
+	// offsets and bytes written not negative ("download").
 	download *snapshotDownload
 
 	// Prospective, Candidate: the election tally, as sets of voter
-	// indexes (bit i is voter i) that granted and rejected. Invariant:
-	// empty unless Prospective or Candidate; disjoint; only voter indexes.
+	// indexes (bit i is voter i) that granted and rejected. Invariant
+	// (rule "tally"): empty unless Prospective or Candidate; disjoint; only voter indexes.
 	granted, rejected voterSet
 
 	// Leader: where its epoch starts; each voter's end offset by voter
@@ -338,8 +350,10 @@ type State struct {
 	// voterEnds keeps old states' values); the voters that
 	// fetched in the current check-quorum window and since the last
 	// BeginQuorumEpoch round (D4 in docs/design.md). Invariant: all zero
-	// unless Leader; a Leader's epoch start is within its log, its ends
-	// one per voter, its rounds only of voter indexes.
+	// unless Leader (rule "leader-fields"); a Leader's epoch start is
+	// within its log ("leader-epoch-start"), its ends one per voter
+	// ("leader-ends"), its rounds only of voter indexes
+	// ("leader-rounds").
 	epochStart   int64
 	ends         voterEnds
 	fetchedCheck voterSet
@@ -347,8 +361,8 @@ type State struct {
 
 	// Leader: the pending AddRaftVoter or RemoveRaftVoter (Kafka's
 	// LeaderState add/remove voter handler state), nil when none. Shared
-	// between states and never written (D51). Invariant: nil unless
-	// Leader.
+	// between states and never written (D51). Invariant (rule
+	// "leader-fields"): nil unless Leader.
 	change *voterChange
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kraftquorum/kraft/replica"
 	"io"
 	"path/filepath"
 	"strings"
@@ -138,8 +139,13 @@ func (q *mixedQuorum) startKraft() {
 	}
 	// KafkaFailover: Kafka's election rules in a quorum with Kafka's
 	// replicas (docs/design.md D84).
-	nd, err := node.Start(node.Config{
-		Snapshots: snaps, SnapshotEvery: 8, SnapshotChunkBytes: 200,
+	nd, err := node.Start(node.Config{Config: replica.Config{SnapshotChunkBytes: 200,
+
+		Kraft: kraft.Config{
+			Local: kraft.ReplicaKey{ID: kraftID}, Observer: q.observer, KafkaFailover: true, Voters: voters, ClusterID: cid, Seed: uint64(time.Now().UnixNano()),
+			ElectionTimeout: mixedElectionTimeout, FetchTimeout: mixedFetchTimeout, ElectionBackoffMax: 500 * time.Millisecond,
+		},
+		Log: lg, Records: node.FileRecords{Path: filepath.Join(dir, "quorum-state")}}, Snapshots: snaps, SnapshotEvery: 8,
 		Snapshot: func(upTo kraft.LogEnd, w io.Writer) error {
 			q.mu.Lock()
 			recs := append([]mixedRecord(nil), q.applied...)
@@ -178,12 +184,9 @@ func (q *mixedQuorum) startKraft() {
 			q.t.Logf("kraft node restored snapshot %+v: %d records", id, len(recs))
 			return nil
 		},
-		Kraft: kraft.Config{
-			Local: kraft.ReplicaKey{ID: kraftID}, Observer: q.observer, KafkaFailover: true, Voters: voters, ClusterID: cid, Seed: uint64(time.Now().UnixNano()),
-			ElectionTimeout: mixedElectionTimeout, FetchTimeout: mixedFetchTimeout, ElectionBackoffMax: 500 * time.Millisecond,
-		},
-		Log: lg, Records: node.FileRecords{Path: filepath.Join(dir, "quorum-state")}, Transport: tr,
-		Logf: q.t.Logf,
+
+		Transport: tr,
+		Logf:      q.t.Logf,
 		OnCommit: func(rs []node.Record) {
 			q.mu.Lock()
 			defer q.mu.Unlock()

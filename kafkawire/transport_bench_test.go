@@ -3,6 +3,7 @@ package kafkawire
 import (
 	"context"
 	"fmt"
+	"github.com/kraftquorum/kraft/replica"
 	"io"
 	"net"
 	"sync"
@@ -179,9 +180,8 @@ func benchQuorum(b *testing.B, kind string, clients int, proxy bool) {
 	}
 	var nodes []*node.Node
 	for _, v := range voters {
-		n, err := node.Start(node.Config{
-			Kraft: kraft.Config{Local: v, Voters: voters, Seed: uint64(v.ID)},
-			Log:   storage.NewMemLog(), Records: &node.MemRecords{}, Transport: trs[v.ID],
+		n, err := node.Start(node.Config{Config: replica.Config{Kraft: kraft.Config{Local: v, Voters: voters, Seed: uint64(v.ID)},
+			Log: storage.NewMemLog(), Records: &node.MemRecords{}}, Transport: trs[v.ID],
 		})
 		if err != nil {
 			b.Fatal(err)

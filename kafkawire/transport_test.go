@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kraftquorum/kraft/replica"
 	"io"
 	"path/filepath"
 	"sync"
@@ -96,13 +97,13 @@ func (c *wireCluster) start(id kraft.NodeID) {
 	c.mu.Lock()
 	c.applied[id] = nil
 	c.mu.Unlock()
-	cfg := node.Config{
-		Kraft: kraft.Config{
-			Local: kraft.ReplicaKey{ID: id}, Voters: c.voters(), Seed: uint64(id) * 7919,
-			ElectionTimeout: 150 * time.Millisecond, FetchTimeout: 300 * time.Millisecond, ElectionBackoffMax: 100 * time.Millisecond,
-		},
-		Records: node.FileRecords{Path: filepath.Join(c.dirs[id], "quorum-state")}, Transport: tr,
-		RequestTimeout: 300 * time.Millisecond, FetchMaxWait: 50 * time.Millisecond, Logf: c.t.Logf,
+	cfg := node.Config{Config: replica.Config{Kraft: kraft.Config{
+		Local: kraft.ReplicaKey{ID: id}, Voters: c.voters(), Seed: uint64(id) * 7919,
+		ElectionTimeout: 150 * time.Millisecond, FetchTimeout: 300 * time.Millisecond, ElectionBackoffMax: 100 * time.Millisecond,
+	},
+		Records:        node.FileRecords{Path: filepath.Join(c.dirs[id], "quorum-state")},
+		RequestTimeout: 300 * time.Millisecond, FetchMaxWait: 50 * time.Millisecond}, Transport: tr,
+		Logf: c.t.Logf,
 		OnCommit: func(rs []node.Record) {
 			c.mu.Lock()
 			defer c.mu.Unlock()

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"github.com/kraftquorum/kraft/replica"
 	"os"
 	"path/filepath"
 	"sync"
@@ -59,11 +60,9 @@ func benchAppends(b *testing.B, tr, lg string, clients int) {
 		if tr == "tcp" {
 			t = tcps[v.ID]
 		}
-		n, err := Start(Config{
-			Kraft:     kraft.Config{Local: v, Voters: voters, Seed: uint64(v.ID)},
-			Log:       log,
-			Records:   &MemRecords{},
-			Transport: t,
+		n, err := Start(Config{Config: replica.Config{Kraft: kraft.Config{Local: v, Voters: voters, Seed: uint64(v.ID)},
+			Log:     log,
+			Records: &MemRecords{}}, Transport: t,
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -149,11 +148,9 @@ func BenchmarkReadsVersusWrites(b *testing.B) {
 	mem := NewMemNetwork()
 	var nodes []*Node
 	for _, v := range voters {
-		n, err := Start(Config{
-			Kraft:     kraft.Config{Local: v, Voters: voters, Seed: uint64(v.ID)},
-			Log:       storage.NewMemLog(),
-			Records:   &MemRecords{},
-			Transport: mem.EndpointBuffer(v.ID, 8192),
+		n, err := Start(Config{Config: replica.Config{Kraft: kraft.Config{Local: v, Voters: voters, Seed: uint64(v.ID)},
+			Log:     storage.NewMemLog(),
+			Records: &MemRecords{}}, Transport: mem.EndpointBuffer(v.ID, 8192),
 		})
 		if err != nil {
 			b.Fatal(err)

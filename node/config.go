@@ -25,33 +25,40 @@ const (
 
 // Config says how to run one replica.
 type Config struct {
-	// Kraft is the replica's configuration (its key, the voters, the
-	// timeouts, the seed).
-	Kraft kraft.Config
-	// Log is the replica's log, opened (storage.Open or storage.NewMemLog).
-	// The node owns it from Start on and closes it in Close.
-	Log storage.Log
-	// Records keeps the quorum-state record (FileRecords for Kafka's
-	// quorum-state file, &MemRecords{} in memory).
-	Records RecordStore
+	// Config is the replica layer's configuration (docs/design.md D241):
+	// Kraft (the replica's key, voters, timeouts and seed), Log (opened
+	// with storage.Open or storage.NewMemLog; the node owns it from Start
+	// on and closes it in Close), Records (FileRecords for Kafka's
+	// quorum-state file, &MemRecords{} in memory), the knobs below, and
+	// SnapshotVoters, BootstrapServers and Endpoint as described there.
+	// Start sets its Bootstrap, Static, Snapshots and Logf from the
+	// node's own fields (InitialVoters, BootstrapPath, Snapshots, Logger)
+	// and passes the rest as given.
+	//
+	// RequestTimeout, RetryBackoff, FetchMaxBytes and SnapshotChunkBytes
+	// default to Kafka's values when zero. FetchMaxWait zero is
+	// DefaultFetchMaxWait (Kafka's 500 ms), or a quarter of the fetch
+	// timeout (Kraft.FetchTimeout, kraft's default when zero) if that is
+	// shorter, the ratio of Kafka's defaults (2 s and 500 ms). Set, it
+	// must be below the fetch timeout: Start refuses a longer wait, with
+	// which a caught-up follower's fetch timer fires while its Fetch is
+	// parked at the leader and an idle cluster churns through elections
+	// (docs/design.md D60). SnapshotChunkBytes is the most snapshot bytes
+	// one FetchSnapshot response carries. SnapshotVoters, if set, says
+	// that the application's snapshots hold the voter set themselves, in
+	// a format of their own (Kafka's: KRaftVersion and Voters control
+	// records after the SnapshotHeader), and reads it from a whole
+	// snapshot: the runtime then writes no voter set header of its own
+	// (replica.WriteSnapshotVoters), Snapshot finds the voter set in force
+	// with SnapshotVotersOf(w) and writes it, and Restore gets the
+	// snapshot's bytes as they are stored (docs/design.md D157).
+	// BootstrapServers (Kafka's controller.quorum.bootstrap.servers) must
+	// be addresses the transport knows. Endpoint is the transport's listen
+	// address as the others reach it.
+	replica.Config
 	// Transport carries messages to and from the other replicas. The node
 	// owns it from Start on and closes it in Close.
 	Transport Transport
-
-	// RequestTimeout, RetryBackoff and FetchMaxBytes default to Kafka's
-	// values when zero.
-	RequestTimeout time.Duration
-	RetryBackoff   time.Duration
-	// FetchMaxWait is how long a leader holds a Fetch that has nothing new
-	// (long poll). Zero: DefaultFetchMaxWait (Kafka's 500 ms), or a
-	// quarter of the fetch timeout (Kraft.FetchTimeout, kraft's default
-	// when zero) if that is shorter, the ratio of Kafka's defaults (2 s
-	// and 500 ms). Set, it must be below the fetch timeout: Start refuses
-	// a longer wait, with which a caught-up follower's fetch timer fires
-	// while its Fetch is parked at the leader and an idle cluster churns
-	// through elections (docs/design.md D60).
-	FetchMaxWait  time.Duration
-	FetchMaxBytes int
 
 	// OnCommit, if set, receives the committed records in order, each
 	// exactly once per node life, from one goroutine of its own (Kafka's
@@ -71,11 +78,9 @@ type Config struct {
 	// requests from it, downloads and installs the leader's snapshot when
 	// its log is too far behind, takes snapshots with Snapshot, and passes
 	// the snapshot ids and the log start to kraft.NewState at Start. The
-	// node owns it from Start on and closes it in Close.
+	// node owns it from Start on and closes it in Close. It hides the
+	// embedded replica.Config.Snapshots, which Start sets from it.
 	Snapshots *storage.Snapshots
-	// SnapshotChunkBytes is the most snapshot bytes one FetchSnapshot
-	// response carries; DefaultSnapshotChunkBytes when zero.
-	SnapshotChunkBytes int
 	// Snapshot, if set, writes the application's state to w: the state
 	// after every committed record below upTo.Offset (upTo.Epoch is the
 	// epoch of the record before it) and none after. It is called from
@@ -101,16 +106,6 @@ type Config struct {
 	// node). The snapshot of Start always comes before an installed one.
 	// It needs Snapshots, and is required with Snapshots and OnCommit.
 	Restore func(id kraft.LogEnd, r io.Reader) error
-	// SnapshotVoters, if set, says that the application's snapshots hold
-	// the voter set themselves, in a format of their own (Kafka's:
-	// KRaftVersion and Voters control records after the SnapshotHeader),
-	// and reads it from a whole snapshot (nil: none). The runtime then
-	// writes no voter set header of its own (replica.WriteSnapshotVoters):
-	// Snapshot finds the voter set in force with SnapshotVotersOf(w) and
-	// writes it; Restore gets the snapshot's bytes as they are stored
-	// (docs/design.md D157).
-	SnapshotVoters func(r io.Reader) ([]Voter, error)
-
 	// InitialVoters, if set, bootstraps a dynamic quorum (KIP-853,
 	// kraft.version 1; Kafka's kafka-storage format --initial-controllers):
 	// the voter set the log starts with, each voter with a directory id and
@@ -130,17 +125,6 @@ type Config struct {
 	// InitialVoters is nil. Empty: InitialVoters are used as given at every
 	// Start (tests, in memory).
 	BootstrapPath string
-	// BootstrapServers are replicas an observer that knows no voter yet
-	// sends its first Fetch to, in turn (Kafka's
-	// controller.quorum.bootstrap.servers); the transport must know their
-	// addresses. Once it has fetched the voter set, its voters are used.
-	BootstrapServers []kraft.NodeID
-	// Endpoint is this replica's endpoint as the others reach it (its
-	// transport's listen address): an auto-joining observer
-	// (Kraft.AutoJoin) sends it to the leader, which keeps it in the
-	// VotersRecord.
-	Endpoint string
-
 	// Logger receives the runtime's log records (log/slog): role changes
 	// with kraft's reasons, voter-set changes, snapshots, cluster id
 	// refusals, lagging voters, slow syncs, faults and I/O errors, each
@@ -151,7 +135,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Logf, if set and Logger is nil, receives each record of Info level
 	// and above as one line: the level, the message, then the attributes
-	// as key=value.
+	// as key=value. It hides the embedded replica.Config.Logf, which
+	// Start points at the node's logger.
 	Logf func(format string, args ...interface{})
 	// LagThreshold is how many records a voter may lag behind the leader's
 	// log end before the leader logs it (EventFollowerLagging);

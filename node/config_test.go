@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/kraftquorum/kraft/replica"
 	"strings"
 	"testing"
 	"time"
@@ -15,11 +16,9 @@ import (
 // the fetch timeout is refused by Start with an error that says why.
 func TestConfigFetchMaxWait(t *testing.T) {
 	base := func(fetchTimeout, maxWait time.Duration) Config {
-		return Config{
-			Kraft:     kraft.Config{Local: kraft.ReplicaKey{ID: 1}, Voters: []kraft.ReplicaKey{{ID: 1}}, FetchTimeout: fetchTimeout},
-			Log:       storage.NewMemLog(),
-			Records:   &MemRecords{},
-			Transport: NewMemNetwork().Endpoint(1),
+		return Config{Config: replica.Config{Kraft: kraft.Config{Local: kraft.ReplicaKey{ID: 1}, Voters: []kraft.ReplicaKey{{ID: 1}}, FetchTimeout: fetchTimeout},
+			Log:     storage.NewMemLog(),
+			Records: &MemRecords{}}, Transport: NewMemNetwork().Endpoint(1),
 		}.withMaxWait(maxWait)
 	}
 	for _, tc := range []struct {
@@ -67,12 +66,11 @@ func TestNodeIdleClusterKeepsItsLeader(t *testing.T) {
 	voters := []kraft.ReplicaKey{{ID: 1}, {ID: 2}, {ID: 3}}
 	nodes := map[kraft.NodeID]*Node{}
 	for _, v := range voters {
-		nd, err := Start(Config{
-			Kraft: kraft.Config{
-				Local: v, Voters: voters, Seed: uint64(v.ID) * 31,
-				ElectionTimeout: 200 * time.Millisecond, FetchTimeout: 400 * time.Millisecond,
-			},
-			Log: storage.NewMemLog(), Records: &MemRecords{}, Transport: net.Endpoint(v.ID),
+		nd, err := Start(Config{Config: replica.Config{Kraft: kraft.Config{
+			Local: v, Voters: voters, Seed: uint64(v.ID) * 31,
+			ElectionTimeout: 200 * time.Millisecond, FetchTimeout: 400 * time.Millisecond,
+		},
+			Log: storage.NewMemLog(), Records: &MemRecords{}}, Transport: net.Endpoint(v.ID),
 		})
 		require.NoError(t, err)
 		nodes[v.ID] = nd

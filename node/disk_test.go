@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/kraftquorum/kraft/replica"
 	"path/filepath"
 	"testing"
 
@@ -24,11 +25,9 @@ func TestStartRefusesALostVote(t *testing.T) {
 		_, err := lg.Append(3, []byte{recordData, 'x'})
 		require.NoError(t, err)
 		net := NewMemNetwork()
-		_, err = Start(Config{
-			Kraft:     kraft.Config{Local: kraft.ReplicaKey{ID: 1}, Voters: []kraft.ReplicaKey{{ID: 1}, {ID: 2}, {ID: 3}}},
-			Log:       lg,
-			Records:   FileRecords{Path: filepath.Join(dir, storage.QuorumStateFileName)},
-			Transport: net.Endpoint(1),
+		_, err = Start(Config{Config: replica.Config{Kraft: kraft.Config{Local: kraft.ReplicaKey{ID: 1}, Voters: []kraft.ReplicaKey{{ID: 1}, {ID: 2}, {ID: 3}}},
+			Log:     lg,
+			Records: FileRecords{Path: filepath.Join(dir, storage.QuorumStateFileName)}}, Transport: net.Endpoint(1),
 		})
 		require.ErrorIs(t, err, storage.ErrDamaged, "record %+v", rec)
 		require.ErrorContains(t, err, "the log holds records of epoch 3")

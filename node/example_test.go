@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"fmt"
+	"github.com/kraftquorum/kraft/replica"
 	"os"
 	"path/filepath"
 	"sort"
@@ -50,11 +51,9 @@ func Example() {
 			panic(err)
 		}
 		id := v.ID
-		n, err := node.Start(node.Config{
-			Kraft:     kraft.Config{Local: v, Voters: voters, Seed: uint64(id)},
-			Log:       log,
-			Records:   node.FileRecords{Path: storage.QuorumStatePath(dir)},
-			Transport: transports[id],
+		n, err := node.Start(node.Config{Config: replica.Config{Kraft: kraft.Config{Local: v, Voters: voters, Seed: uint64(id)},
+			Log:     log,
+			Records: node.FileRecords{Path: storage.QuorumStatePath(dir)}}, Transport: transports[id],
 			OnCommit: func(rs []node.Record) {
 				for _, r := range rs {
 					committed <- fmt.Sprintf("replica %d committed %q", id, r.Data)

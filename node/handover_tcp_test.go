@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"github.com/kraftquorum/kraft/replica"
 	"net"
 	"os"
 	"sort"
@@ -59,11 +60,9 @@ func TestMeasureShutdownHandovers(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		require.NoError(t, err)
-		nd, err := Start(Config{
-			Kraft:     kraft.Config{Local: kraft.ReplicaKey{ID: id}, Voters: voters, Seed: uint64(time.Now().UnixNano())},
-			Log:       openMemLog{logs[id]},
-			Records:   recs[id],
-			Transport: tr,
+		nd, err := Start(Config{Config: replica.Config{Kraft: kraft.Config{Local: kraft.ReplicaKey{ID: id}, Voters: voters, Seed: uint64(time.Now().UnixNano())},
+			Log:     openMemLog{logs[id]},
+			Records: recs[id]}, Transport: tr,
 		})
 		require.NoError(t, err)
 		nodes[id] = nd

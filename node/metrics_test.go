@@ -259,14 +259,14 @@ func TestNodeStrayReplicaIsRefused(t *testing.T) {
 	before, err := l.Status()
 	require.NoError(t, err)
 	var lines logLines
-	stray, err := Start(Config{
-		Kraft: kraft.Config{
-			Local: kraft.ReplicaKey{ID: 4}, Voters: c.voters, Observer: true, Seed: 4,
-			ClusterID:       uuid.NullUUID{UUID: b, Valid: true},
-			ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond, ElectionBackoffMax: 100 * time.Millisecond,
-		},
-		Log: storage.NewMemLog(), Records: &MemRecords{}, Transport: c.net.Endpoint(4),
-		RequestTimeout: 200 * time.Millisecond, FetchMaxWait: 50 * time.Millisecond, Logf: lines.logf,
+	stray, err := Start(Config{Config: replica.Config{Kraft: kraft.Config{
+		Local: kraft.ReplicaKey{ID: 4}, Voters: c.voters, Observer: true, Seed: 4,
+		ClusterID:       uuid.NullUUID{UUID: b, Valid: true},
+		ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond, ElectionBackoffMax: 100 * time.Millisecond,
+	},
+		Log: storage.NewMemLog(), Records: &MemRecords{},
+		RequestTimeout: 200 * time.Millisecond, FetchMaxWait: 50 * time.Millisecond}, Transport: c.net.Endpoint(4),
+		Logf: lines.logf,
 	})
 	require.NoError(t, err)
 	defer func() { _ = stray.Close() }()
@@ -312,14 +312,14 @@ func TestNodeStrayVoterDoesNotDeposeTheLeader(t *testing.T) {
 	c.crash(stray)
 	rec := &MemRecords{}
 	require.NoError(t, rec.Write(kraft.QuorumRecord{Epoch: before.Epoch + 50, LeaderID: kraft.NoNode, VotedKey: kraft.NoReplica}))
-	nd, err := Start(Config{
-		Kraft: kraft.Config{
-			Local: kraft.ReplicaKey{ID: stray}, Voters: c.voters, Seed: 99,
-			ClusterID:       uuid.NullUUID{UUID: b, Valid: true},
-			ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond, ElectionBackoffMax: 100 * time.Millisecond,
-		},
-		Log: storage.NewMemLog(), Records: rec, Transport: c.net.Endpoint(stray),
-		RequestTimeout: 200 * time.Millisecond, FetchMaxWait: 50 * time.Millisecond, Logf: logs[stray].logf,
+	nd, err := Start(Config{Config: replica.Config{Kraft: kraft.Config{
+		Local: kraft.ReplicaKey{ID: stray}, Voters: c.voters, Seed: 99,
+		ClusterID:       uuid.NullUUID{UUID: b, Valid: true},
+		ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond, ElectionBackoffMax: 100 * time.Millisecond,
+	},
+		Log: storage.NewMemLog(), Records: rec,
+		RequestTimeout: 200 * time.Millisecond, FetchMaxWait: 50 * time.Millisecond}, Transport: c.net.Endpoint(stray),
+		Logf: logs[stray].logf,
 	})
 	require.NoError(t, err)
 	defer func() { _ = nd.Close() }()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kraftquorum/kraft/replica"
 	"sync"
 	"testing"
 	"time"
@@ -96,13 +97,13 @@ func (c *testCluster) start(id kraft.NodeID) {
 	c.mu.Lock()
 	c.committed[id] = nil
 	c.mu.Unlock()
-	cfg := Config{
-		Kraft:          c.kraftConfig(id),
-		Log:            c.logs[id],
-		Records:        c.records[id],
-		Transport:      c.net.Endpoint(id),
+	cfg := Config{Config: replica.Config{Kraft: c.kraftConfig(id),
+		Log:     c.logs[id],
+		Records: c.records[id],
+
 		RequestTimeout: 200 * time.Millisecond,
-		FetchMaxWait:   50 * time.Millisecond,
+		FetchMaxWait:   50 * time.Millisecond}, Transport: c.net.Endpoint(id),
+
 		OnCommit: func(rs []Record) {
 			c.mu.Lock()
 			c.committed[id] = append(c.committed[id], rs...)

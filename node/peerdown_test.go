@@ -2,6 +2,7 @@ package node
 
 import (
 	"bufio"
+	"github.com/kraftquorum/kraft/replica"
 	"net"
 	"path/filepath"
 	"testing"
@@ -72,11 +73,9 @@ func TestNodeCampaignsWhenTheLeaderProcessIsGone(t *testing.T) {
 		for _, v := range voters {
 			lg, _, err := storage.Open(filepath.Join(t.TempDir(), "log"), storage.Options{})
 			require.NoError(t, err)
-			n, err := Start(Config{
-				Kraft: kraft.Config{Local: v, Voters: voters, Seed: uint64(v.ID),
-					ElectionTimeout: 100 * time.Millisecond, FetchTimeout: time.Minute},
-				Log: lg, Records: FileRecords{Path: filepath.Join(t.TempDir(), "quorum-state")},
-				Transport: trs[v.ID],
+			n, err := Start(Config{Config: replica.Config{Kraft: kraft.Config{Local: v, Voters: voters, Seed: uint64(v.ID),
+				ElectionTimeout: 100 * time.Millisecond, FetchTimeout: time.Minute},
+				Log: lg, Records: FileRecords{Path: filepath.Join(t.TempDir(), "quorum-state")}}, Transport: trs[v.ID],
 			})
 			require.NoError(t, err)
 			nodes[v.ID] = n

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kraftquorum/kraft/replica"
 	"io"
 	"os"
 	"strings"
@@ -311,7 +312,7 @@ func TestNodeRestartsFromSnapshotAndLog(t *testing.T) {
 
 	// A Restore that fails at Start fails Start.
 	c.crash(1)
-	cfg := Config{Kraft: c.kraftConfig(1), Log: c.logs[1], Records: c.records[1], Transport: c.net.Endpoint(1)}
+	cfg := Config{Config: replica.Config{Kraft: c.kraftConfig(1), Log: c.logs[1], Records: c.records[1]}, Transport: c.net.Endpoint(1)}
 	c.configureSnapshots(1, &cfg)
 	cfg.OnCommit = func([]Record) {}
 	cfg.Restore = func(kraft.LogEnd, io.Reader) error { return errors.New("bad state") }
@@ -331,7 +332,7 @@ func TestNodeSnapshotConfig(t *testing.T) {
 	snaps, err := storage.OpenSnapshots(t.TempDir())
 	require.NoError(t, err)
 	defer func() { require.NoError(t, snaps.Close()) }()
-	base := Config{Log: storage.NewMemLog(), Records: &MemRecords{}, Transport: NewMemNetwork().Endpoint(1)}
+	base := Config{Config: replica.Config{Log: storage.NewMemLog(), Records: &MemRecords{}}, Transport: NewMemNetwork().Endpoint(1)}
 	snap := func(kraft.LogEnd, io.Writer) error { return nil }
 	restore := func(kraft.LogEnd, io.Reader) error { return nil }
 	commit := func([]Record) {}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/kraftquorum/kraft/replica"
 	"io"
 	"os"
 	"path/filepath"
@@ -92,12 +93,10 @@ func TestNodeSoak(t *testing.T) {
 	for _, v := range voters {
 		lg, _, err := storage.Open(filepath.Join(dirs[v.ID], "log"), storage.Options{})
 		require.NoError(t, err)
-		n, err := Start(Config{
-			Kraft:     kraft.Config{Local: v, Voters: voters, Seed: uint64(v.ID) * 104729},
-			Log:       lg,
-			Records:   FileRecords{Path: storage.QuorumStatePath(dirs[v.ID])},
-			Transport: trs[v.ID],
-			Logf:      t.Logf,
+		n, err := Start(Config{Config: replica.Config{Kraft: kraft.Config{Local: v, Voters: voters, Seed: uint64(v.ID) * 104729},
+			Log:     lg,
+			Records: FileRecords{Path: storage.QuorumStatePath(dirs[v.ID])}}, Transport: trs[v.ID],
+			Logf: t.Logf,
 		})
 		require.NoError(t, err)
 		nodes = append(nodes, n)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kraftquorum/kraft/replica"
 	"io"
 	"os"
 	"path/filepath"
@@ -432,7 +433,7 @@ func TestNodeVotersBootstrapCheckpoint(t *testing.T) {
 	path := storage.BootstrapPath(dir)
 	boot := []Voter{{Key: dynKey(1), Endpoint: "127.0.0.1:1", KRaftVersions: supportedKRaftVersions}}
 	lg := storage.NewMemLog()
-	cfg := Config{Log: lg, InitialVoters: boot, BootstrapPath: path}
+	cfg := Config{Config: replica.Config{Log: lg}, InitialVoters: boot, BootstrapPath: path}
 	got, err := bootstrapVoters(cfg)
 	require.NoError(t, err)
 	require.Equal(t, boot, got)
@@ -510,11 +511,12 @@ func TestNodeVotersOverTCP(t *testing.T) {
 		}
 	}
 	start := func(id kraft.NodeID, tr Transport, boot []Voter) *Node {
-		n, err := Start(Config{
-			Kraft: kc(id), Log: storage.NewMemLog(), Records: &MemRecords{}, Transport: tr,
+		n, err := Start(Config{Config: replica.Config{Kraft: kc(id), Log: storage.NewMemLog(), Records: &MemRecords{},
 			RequestTimeout: 200 * time.Millisecond, FetchMaxWait: 50 * time.Millisecond,
-			InitialVoters: boot, BootstrapServers: []kraft.NodeID{1}, Endpoint: tr.(*TCPTransport).Addr().String(),
-			Logf: t.Logf,
+			BootstrapServers: []kraft.NodeID{1}, Endpoint: tr.(*TCPTransport).Addr().String()}, Transport: tr,
+
+			InitialVoters: boot,
+			Logf:          t.Logf,
 		})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = n.Close() })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kraftquorum/kraft/replica"
 	"io"
 	"os"
 	"path/filepath"
@@ -122,12 +123,10 @@ func startKraft(durable bool, tmp string) (c *kraftCluster, err error) {
 		} else {
 			log, records = storage.NewMemLog(), &node.MemRecords{}
 		}
-		n, err := node.Start(node.Config{
-			Kraft:     kraft.Config{Local: k, Voters: keys, Seed: uint64(k.ID)},
-			Log:       log,
-			Records:   records,
-			Transport: transports[i],
-			OnCommit:  func([]node.Record) {}, // no-op state machine
+		n, err := node.Start(node.Config{Config: replica.Config{Kraft: kraft.Config{Local: k, Voters: keys, Seed: uint64(k.ID)},
+			Log:     log,
+			Records: records}, Transport: transports[i],
+			OnCommit: func([]node.Record) {}, // no-op state machine
 			// hashicorp's FSM.Apply gets its log's records as they are;
 			// kraft's OnCommit too (a MemLog's; a FileLog reads copies).
 			ShareCommitted: true,

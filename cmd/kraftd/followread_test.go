@@ -1,6 +1,7 @@
 package main
 
 import (
+	kreplica "github.com/kraftquorum/kraft/replica"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -42,14 +43,14 @@ func startFollowerReadCluster(t *testing.T, size int) (map[kraft.NodeID]*kvRepli
 	rs := map[kraft.NodeID]*kvReplica{}
 	for _, v := range voters {
 		r := &kvReplica{m: &machine{}}
-		n, err := node.Start(node.Config{
-			Kraft: kraft.Config{Local: v, Voters: voters, Seed: uint64(v.ID) * 7919,
-				ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond, ElectionBackoffMax: 100 * time.Millisecond},
-			Log:            storage.NewMemLog(),
-			Records:        &node.MemRecords{},
-			Transport:      net.Endpoint(v.ID),
+		n, err := node.Start(node.Config{Config: kreplica.Config{Kraft: kraft.Config{Local: v, Voters: voters, Seed: uint64(v.ID) * 7919,
+			ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond, ElectionBackoffMax: 100 * time.Millisecond},
+			Log:     storage.NewMemLog(),
+			Records: &node.MemRecords{},
+
 			RequestTimeout: 200 * time.Millisecond,
-			FetchMaxWait:   50 * time.Millisecond,
+			FetchMaxWait:   50 * time.Millisecond}, Transport: net.Endpoint(v.ID),
+
 			OnCommit: func(recs []node.Record) {
 				r.gate.Lock()
 				defer r.gate.Unlock()

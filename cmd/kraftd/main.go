@@ -46,6 +46,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	kreplica "github.com/kraftquorum/kraft/replica"
 	"io"
 	"log"
 	"net"
@@ -199,18 +200,23 @@ func announce(cfg config, logger *log.Logger, tr quorumTransport, data *datadir.
 // committed records to m.
 func nodeConfig(cfg config, m *machine, flog storage.Log, snaps *storage.Snapshots, qsPath string, tr quorumTransport) node.Config {
 	ncfg := node.Config{
-		Kraft:          cfg.kraftConfig(),
-		Log:            flog,
-		Records:        node.FileRecords{Path: qsPath},
-		Transport:      tr,
-		RequestTimeout: cfg.requestTimeout,
-		RetryBackoff:   cfg.retryBackoff,
-		FetchMaxWait:   cfg.fetchMaxWait,
-		OnCommit:       m.apply,
-		Snapshots:      snaps,
-		Restore:        m.restore,
-		Logger:         cfg.logger,
-		Endpoint:       tr.Addr().String(),
+		Config: kreplica.Config{
+			Kraft:   cfg.kraftConfig(),
+			Log:     flog,
+			Records: node.FileRecords{Path: qsPath},
+
+			RequestTimeout: cfg.requestTimeout,
+			RetryBackoff:   cfg.retryBackoff,
+			FetchMaxWait:   cfg.fetchMaxWait,
+
+			Endpoint: tr.Addr().String(),
+		},
+		Transport: tr,
+
+		OnCommit:  m.apply,
+		Snapshots: snaps,
+		Restore:   m.restore,
+		Logger:    cfg.logger,
 
 		LagThreshold:      cfg.lagThreshold,
 		SlowSyncThreshold: cfg.slowSyncThreshold,

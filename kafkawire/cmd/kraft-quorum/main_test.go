@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/kraftquorum/kraft/replica"
 	"strings"
 	"testing"
 	"time"
@@ -36,10 +37,9 @@ func TestDescribe(t *testing.T) {
 	}
 	var nodes []*node.Node
 	for _, v := range voters {
-		n, err := node.Start(node.Config{
-			Kraft: kraft.Config{Local: v, Voters: voters, Seed: uint64(v.ID),
-				ElectionTimeout: 150 * time.Millisecond, FetchTimeout: 300 * time.Millisecond},
-			Log: storage.NewMemLog(), Records: &node.MemRecords{}, Transport: trs[v.ID], FetchMaxWait: 50 * time.Millisecond,
+		n, err := node.Start(node.Config{Config: replica.Config{Kraft: kraft.Config{Local: v, Voters: voters, Seed: uint64(v.ID),
+			ElectionTimeout: 150 * time.Millisecond, FetchTimeout: 300 * time.Millisecond},
+			Log: storage.NewMemLog(), Records: &node.MemRecords{}, FetchMaxWait: 50 * time.Millisecond}, Transport: trs[v.ID],
 		})
 		if err != nil {
 			t.Fatal(err)
