@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/kraftquorum/kraft"
-	"github.com/kraftquorum/kraft/storage"
 	"github.com/stretchr/testify/require"
 )
 
@@ -69,23 +68,13 @@ func TestLeaderAddingAVoterKeepsTheOthersListeners(t *testing.T) {
 	}
 	n := &readNet{t: t, cut: map[[2]kraft.NodeID]bool{}, committed: -1, reads: map[readKey]*readCall{}}
 	for i := 0; i < 4; i++ {
-		id := kraft.NodeID(i)
-		h := &readHost{id: id, log: storage.NewMemLog(), hwm: -1}
-		cfg := Config{
-			Kraft: kraft.Config{
-				Local: listenerKey(id), Observer: i == 3, Seed: uint64(i)*7919 + 1,
-				ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond, ElectionBackoffMax: 100 * time.Millisecond,
-			},
-			Log: h.log, Records: &memRecords{}, BootstrapServers: []kraft.NodeID{0, 1, 2},
-			RequestTimeout: time.Second, RetryBackoff: 20 * time.Millisecond, FetchMaxWait: 40 * time.Millisecond,
-		}
-		if i < 3 {
-			cfg.Bootstrap = boot
-		}
-		r, err := New(cfg, 0)
-		require.NoError(t, err)
-		h.r = r
-		n.hosts = append(n.hosts, h)
+		n.addHost(listenerKey(kraft.NodeID(i)), func(cfg *Config) {
+			cfg.Kraft.Observer = i == 3
+			cfg.BootstrapServers = []kraft.NodeID{0, 1, 2}
+			if i < 3 {
+				cfg.Bootstrap = boot
+			}
+		})
 	}
 	for _, h := range n.hosts {
 		n.carry(h)

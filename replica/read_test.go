@@ -62,25 +62,35 @@ func newReadNet(t *testing.T, voters int, bug plant.Bug) *readNet {
 		keys = append(keys, kraft.ReplicaKey{ID: kraft.NodeID(i)})
 	}
 	for i := 0; i < voters; i++ {
-		h := &readHost{id: kraft.NodeID(i), log: storage.NewMemLog(), hwm: -1}
-		cfg := Config{
-			Kraft: kraft.Config{
-				Local: keys[i], Voters: keys, Seed: uint64(i)*7919 + 1,
-				ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond, ElectionBackoffMax: 100 * time.Millisecond,
-			},
-			Log: h.log, Records: &memRecords{}, Static: true,
-			RequestTimeout: time.Second, RetryBackoff: 20 * time.Millisecond, FetchMaxWait: 40 * time.Millisecond,
-		}
-		plant.Into(&cfg, bug)
-		r, err := New(cfg, 0)
-		require.NoError(t, err)
-		h.r = r
-		n.hosts = append(n.hosts, h)
+		n.addHost(keys[i], func(cfg *Config) {
+			cfg.Kraft.Voters, cfg.Static = keys, true
+			plant.Into(cfg, bug)
+		})
 	}
 	for _, h := range n.hosts {
 		n.carry(h)
 	}
 	return n
+}
+
+// addHost adds a replica with key local, an in-memory log and the
+// network's timeouts; configure sets the rest of its Config (its quorum).
+func (n *readNet) addHost(local kraft.ReplicaKey, configure func(*Config)) *readHost {
+	h := &readHost{id: local.ID, log: storage.NewMemLog(), hwm: -1}
+	cfg := Config{
+		Kraft: kraft.Config{
+			Local: local, Seed: uint64(local.ID)*7919 + 1,
+			ElectionTimeout: 100 * time.Millisecond, FetchTimeout: 200 * time.Millisecond, ElectionBackoffMax: 100 * time.Millisecond,
+		},
+		Log: h.log, Records: &memRecords{},
+		RequestTimeout: time.Second, RetryBackoff: 20 * time.Millisecond, FetchMaxWait: 40 * time.Millisecond,
+	}
+	configure(&cfg)
+	r, err := New(cfg, 0)
+	require.NoError(n.t, err)
+	h.r = r
+	n.hosts = append(n.hosts, h)
+	return h
 }
 
 func (n *readNet) carry(h *readHost) {
