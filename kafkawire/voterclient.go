@@ -106,7 +106,9 @@ type leaderEpoch struct {
 // hasUpdatedLeader); any other (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH
 // or UNKNOWN_LEADER_EPOCH while the leader moves, VOTER_NOT_FOUND) or
 // none is logged and the next period asks again, the leader nd then
-// follows (docs/design.md D171). It stops with the transport.
+// follows (docs/design.md D171); an answer that names another leader
+// first sends the request there once (namedLeader, D311). It stops with
+// the transport.
 func (t *Transport) UpdateEndpoints(nd *node.Node, clusterID uuid.NullUUID, period time.Duration) {
 	t.l.Go(func() {
 		var done leaderEpoch
