@@ -86,7 +86,9 @@
 // entries: a data entry is a data record (null key, the payload as value);
 // a LeaderChange entry is a LeaderChange control batch (LeaderChangeMessage
 // v0); a read barrier is a LeaderChange control batch with leader -1.
-// VotersRecord and KRaftVersion control records are not mapped yet. Snapshots in Kafka's format (a
+// VotersRecord and KRaftVersion control records cross in Kafka's encoding
+// (docs/design.md D156), a voter's listeners under the listener name of a
+// Format (the transport's: Transport.Format; D310). Snapshots in Kafka's format (a
 // SnapshotHeader control batch, data batches, a SnapshotFooter control
 // batch) are written by SnapshotWriter and read by ReadSnapshot; a runtime
 // in a quorum with Kafka's replicas keeps its snapshots in that format, and
@@ -100,7 +102,8 @@
 // per peer for its requests and sends ApiVersions first on each, answers
 // ApiVersions and DescribeQuorum itself (ServeDescribeQuorum), maps Kafka's
 // int32 correlation ids to the runtime's uint64 ones, and advertises the
-// replica's endpoint under the listener name CONTROLLER. Its connections,
+// replica's endpoint under its listener name (TransportConfig.ListenerName,
+// default CONTROLLER). Its connections,
 // queues, reconnection backoff and peer-down reports are the connection
 // layer it shares with node.TCPTransport (package
 // github.com/kraftquorum/kraft/internal/stream, docs/design.md D220);

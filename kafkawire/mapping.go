@@ -390,8 +390,16 @@ func rankOf(local kraft.ReplicaKey, preferred []kraft.ReplicaKey) kraft.Successo
 
 // EncodeResponse makes the kmsg response of a response Msg at version.
 // INCONSISTENT_CLUSTER_ID goes in the top-level error_code with no
-// partition data; every other code in the partition's.
+// partition data; every other code in the partition's. A Fetch
+// response's VotersRecords name the listeners under CONTROLLER
+// (Format.EncodeResponse).
 func EncodeResponse(m Msg, version int16) (kmsg.Response, error) {
+	return Format{}.EncodeResponse(m, version)
+}
+
+// EncodeResponse is the package's EncodeResponse with a Fetch response's
+// VotersRecords under f's listener name (docs/design.md D310).
+func (f Format) EncodeResponse(m Msg, version int16) (kmsg.Response, error) {
 	switch e := m.Event.(type) {
 	case kraft.ReceiveVoteResponse:
 		r := kmsg.NewPtrVoteResponse()
@@ -494,7 +502,7 @@ func EncodeResponse(m Msg, version int16) (kmsg.Response, error) {
 		p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 		p.PreferredReadReplica = -1
 		if len(m.Records) > 0 {
-			recs, err := AppendEntries(nil, m.Records, m.RecordTimestamp)
+			recs, err := f.AppendEntries(nil, m.Records, m.RecordTimestamp)
 			if err != nil {
 				return nil, err
 			}
@@ -549,8 +557,15 @@ func EncodeResponse(m Msg, version int16) (kmsg.Response, error) {
 // DecodeResponse makes a response Msg of a kmsg response that replica from
 // sent. A top-level error gives a *TopLevelError and no event; a response
 // about another partition ErrNotMetadataPartition; a Fetch response's
-// records are decoded (CRC-checked) into Records.
+// records are decoded (CRC-checked) into Records, VotersRecords under the
+// listener name CONTROLLER (Format.DecodeResponse).
 func DecodeResponse(r kmsg.Response, from kraft.NodeID) (Msg, error) {
+	return Format{}.DecodeResponse(r, from)
+}
+
+// DecodeResponse is the package's DecodeResponse with a Fetch response's
+// VotersRecords read under f's listener name (docs/design.md D310).
+func (f Format) DecodeResponse(r kmsg.Response, from kraft.NodeID) (Msg, error) {
 	m := Msg{API: r.Key()}
 	top := func(code int16) error {
 		if code != 0 {
@@ -627,7 +642,7 @@ func DecodeResponse(r kmsg.Response, from kraft.NodeID) (Msg, error) {
 		m.Event = e
 		m.LogStartOffset = p.LogStartOffset
 		var err error
-		if m.Records, m.RecordTimestamp, err = ReadEntries(p.RecordBatches); err != nil {
+		if m.Records, m.RecordTimestamp, err = f.ReadEntries(p.RecordBatches); err != nil {
 			return m, err
 		}
 		for _, b := range r.Brokers {

@@ -72,7 +72,14 @@ const (
 // (docs/design.md D83). Each batch's partition leader epoch is its entry's
 // epoch; every record gets timestamp ts (Kafka's leader stamps a batch
 // with its append time). Entries must have consecutive offsets.
+// VotersRecords name the listeners under CONTROLLER (Format.AppendEntries).
 func AppendEntries(dst []byte, entries []storage.Entry, ts int64) ([]byte, error) {
+	return Format{}.AppendEntries(dst, entries, ts)
+}
+
+// AppendEntries is the package's AppendEntries with VotersRecords under
+// f's listener name (docs/design.md D310).
+func (f Format) AppendEntries(dst []byte, entries []storage.Entry, ts int64) ([]byte, error) {
 	// One record slice for every batch: each is encoded before the next.
 	b := Batch{Records: make([]Record, 0, 1)}
 	flush := func() {
@@ -108,7 +115,7 @@ func AppendEntries(dst []byte, entries []storage.Entry, ts int64) ([]byte, error
 			b.Records = append(b.Records, Record{Key: controlKey(ControlLeaderChange), Value: value})
 			flush()
 		case replica.RecordVoters, replica.RecordKRaftVersion:
-			typ, value, err := kip853Value(e.Data)
+			typ, value, err := f.kip853Value(e.Data)
 			if err != nil {
 				return dst, fmt.Errorf("kafkawire: entry at offset %d: %w", e.Offset, err)
 			}
@@ -126,7 +133,7 @@ func AppendEntries(dst []byte, entries []storage.Entry, ts int64) ([]byte, error
 
 // kip853Value is the Kafka control record of a VotersRecord or a
 // KRaftVersionRecord entry: its type and value.
-func kip853Value(data []byte) (int16, []byte, error) {
+func (f Format) kip853Value(data []byte) (int16, []byte, error) {
 	if data[0] == replica.RecordKRaftVersion {
 		if len(data) != 3 {
 			return 0, nil, fmt.Errorf("KRaftVersionRecord of %d bytes", len(data))
@@ -137,7 +144,7 @@ func kip853Value(data []byte) (int16, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	value, err := VotersValue(vs)
+	value, err := f.VotersValue(vs)
 	return ControlVoters, value, err
 }
 
@@ -180,8 +187,13 @@ func leaderChangeValue(data []byte) ([]byte, error) {
 // entries, the inverse of AppendEntries: an entry per record at the batch's
 // base offset plus the record's offset delta, in the batch's partition
 // leader epoch. It also returns the first batch's base timestamp (0 without
-// batches), which AppendEntries takes back.
-func ReadEntries(src []byte) ([]storage.Entry, int64, error) {
+// batches), which AppendEntries takes back. VotersRecords are read under
+// the listener name CONTROLLER (Format.ReadEntries).
+func ReadEntries(src []byte) ([]storage.Entry, int64, error) { return Format{}.ReadEntries(src) }
+
+// ReadEntries is the package's ReadEntries with VotersRecords read under
+// f's listener name (docs/design.md D310).
+func (f Format) ReadEntries(src []byte) ([]storage.Entry, int64, error) {
 	// The records alias src; each data record is copied once, into one
 	// block for them all (at most src's size), behind its kind byte.
 	var entries []storage.Entry
@@ -197,7 +209,7 @@ func ReadEntries(src []byte) ([]storage.Entry, int64, error) {
 			e := storage.Entry{Offset: b.BaseOffset + int64(r.OffsetDelta), Epoch: kraft.Epoch(b.PartitionLeaderEpoch)}
 			if b.Control() {
 				var err error
-				if e.Data, err = controlEntry(e.Epoch, r); err != nil {
+				if e.Data, err = f.controlEntry(e.Epoch, r); err != nil {
 					return fmt.Errorf("kafkawire: offset %d: %w", e.Offset, err)
 				}
 			} else {
@@ -218,7 +230,7 @@ func ReadEntries(src []byte) ([]storage.Entry, int64, error) {
 	return entries, ts, nil
 }
 
-func controlEntry(epoch kraft.Epoch, r Record) ([]byte, error) {
+func (f Format) controlEntry(epoch kraft.Epoch, r Record) ([]byte, error) {
 	var k kmsg.ControlRecordKey
 	if err := k.ReadFrom(r.Key); err != nil || len(r.Key) != 4 {
 		return nil, fmt.Errorf("control record key %x", r.Key)
@@ -232,7 +244,7 @@ func controlEntry(epoch kraft.Epoch, r Record) ([]byte, error) {
 		}
 		return replica.KRaftVersionRecord(v), nil
 	case ControlVoters:
-		vs, err := ReadVotersValue(r.Value)
+		vs, err := f.ReadVotersValue(r.Value)
 		if err != nil {
 			return nil, err
 		}

@@ -47,15 +47,22 @@ func NewSnapshotWriter(w io.Writer, id kraft.LogEnd, ts, lastContained int64) (*
 // quorum: with voters (nil: a static quorum's snapshot, as
 // NewSnapshotWriter) the first batch is [SnapshotHeader, KRaftVersion(1),
 // Voters], as Kafka's RecordsSnapshotWriter writes it at kraft.version 1
-// (docs/design.md D157).
+// (docs/design.md D157). The VotersRecord names the listeners under
+// CONTROLLER (Format.NewVotersSnapshotWriter).
 func NewVotersSnapshotWriter(w io.Writer, id kraft.LogEnd, ts, lastContained int64, voters []replica.Voter) (*SnapshotWriter, error) {
+	return Format{}.NewVotersSnapshotWriter(w, id, ts, lastContained, voters)
+}
+
+// NewVotersSnapshotWriter is the package's NewVotersSnapshotWriter with
+// the VotersRecord under f's listener name (docs/design.md D310).
+func (f Format) NewVotersSnapshotWriter(w io.Writer, id kraft.LogEnd, ts, lastContained int64, voters []replica.Voter) (*SnapshotWriter, error) {
 	s := &SnapshotWriter{w: w, epoch: int32(id.Epoch)}
 	value := binary.BigEndian.AppendUint16(nil, 0) // version
 	value = binary.BigEndian.AppendUint64(value, uint64(lastContained))
 	value = append(value, 0) // no tagged fields
 	recs := []Record{{Key: controlKey(ControlSnapshotHeader), Value: value}}
 	if voters != nil {
-		vv, err := VotersValue(voters)
+		vv, err := f.VotersValue(voters)
 		if err != nil {
 			return nil, err
 		}
@@ -125,8 +132,13 @@ type SnapshotContents struct {
 // ReadSnapshot reads a whole snapshot in Kafka's format: CRC-checked
 // batches, a SnapshotHeader first and a SnapshotFooter last (Kafka's
 // RecordsIterator checks the same). KRaftVersion and VotersRecord control
-// records give the kraft.version and the voter set.
-func ReadSnapshot(r io.Reader) (SnapshotContents, error) {
+// records give the kraft.version and the voter set, read under the
+// listener name CONTROLLER (Format.ReadSnapshot).
+func ReadSnapshot(r io.Reader) (SnapshotContents, error) { return Format{}.ReadSnapshot(r) }
+
+// ReadSnapshot is the package's ReadSnapshot with the VotersRecord read
+// under f's listener name (docs/design.md D310).
+func (f Format) ReadSnapshot(r io.Reader) (SnapshotContents, error) {
 	var out SnapshotContents
 	raw, err := io.ReadAll(r)
 	if err != nil {
@@ -172,7 +184,7 @@ func ReadSnapshot(r io.Reader) (SnapshotContents, error) {
 				if typ == ControlKRaftVersion {
 					out.KRaftVersion, err = ReadKRaftVersionValue(rec.Value)
 				} else {
-					out.Voters, err = ReadVotersValue(rec.Value)
+					out.Voters, err = f.ReadVotersValue(rec.Value)
 				}
 				if err != nil {
 					return out, fmt.Errorf("%w: %w", ErrNotKafkaSnapshot, err)
@@ -198,9 +210,14 @@ func batchBytes(batches []Batch) int {
 }
 
 // SnapshotVoters reads the voter set of a whole snapshot in Kafka's format
-// (nil: none), for node.Config.SnapshotVoters.
-func SnapshotVoters(r io.Reader) ([]replica.Voter, error) {
-	c, err := ReadSnapshot(r)
+// (nil: none), for node.Config.SnapshotVoters, under the listener name
+// CONTROLLER (Format.SnapshotVoters).
+func SnapshotVoters(r io.Reader) ([]replica.Voter, error) { return Format{}.SnapshotVoters(r) }
+
+// SnapshotVoters is the package's SnapshotVoters under f's listener name
+// (docs/design.md D310).
+func (f Format) SnapshotVoters(r io.Reader) ([]replica.Voter, error) {
+	c, err := f.ReadSnapshot(r)
 	if err != nil {
 		return nil, err
 	}

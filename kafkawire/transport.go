@@ -330,6 +330,12 @@ func ParseEndpoint(id kraft.NodeID, hostport string) (Endpoint, error) {
 	return Endpoint{NodeID: id, Name: ListenerName, Host: host, Port: uint16(p)}, nil
 }
 
+// Format is Kafka's encoding of records under the transport's listener
+// name, with which it sends and reads Fetch responses' VotersRecords; a
+// runtime's snapshots in Kafka's format take the same (docs/design.md
+// D310).
+func (t *Transport) Format() Format { return Format{ListenerName: t.cfg.ListenerName} }
+
 // Addr is the address the transport listens on.
 func (t *Transport) Addr() net.Addr { return t.l.Addr() }
 
@@ -438,7 +444,7 @@ func (t *Transport) sendResponse(m node.Message) {
 	}
 	msg := Msg{Event: m.Event, API: s.api, Records: m.Records, RecordTimestamp: time.Now().UnixMilli(), LogStartOffset: -1, Chunk: m.Chunk}
 	msg.Endpoints = t.responseEndpoints(m.Event)
-	resp, err := EncodeResponse(msg, s.version)
+	resp, err := t.Format().EncodeResponse(msg, s.version)
 	if err != nil {
 		t.drop(true, "%s response to %d not encoded: %v", kmsg.NameForKey(s.api), m.To, err)
 		return
@@ -857,7 +863,7 @@ func (w *kafkaWire) ReadResponses(from kraft.NodeID, sc *stream.Conn, r *bufio.R
 			m.APIVersions = true
 			m.Event = kraft.ReceiveAPIVersionsResponse{From: from, Error: kraft.ErrorCode(av.ErrorCode), KRaftVersions: KRaftVersionsOf(av)}
 		} else {
-			msg, err := DecodeResponse(resp, from)
+			msg, err := t.Format().DecodeResponse(resp, from)
 			var tle *TopLevelError
 			if errors.As(err, &tle) {
 				// Not stepped: the runtime's request timeout retries it

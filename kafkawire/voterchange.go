@@ -142,7 +142,7 @@ func (t *Transport) addVoter(vc *voterChanges, q *kmsg.AddRaftVoterRequest) (kra
 	defer cancel()
 	// Every listener goes into the VotersRecord, as Kafka's AddVoterHandler
 	// writes the request's (D260).
-	return answerOf(vc.nd.AddVoterListeners(ctx, key, ep, kraftListeners(ls)))
+	return answerOf(vc.nd.AddVoterListeners(ctx, key, ep, t.Format().kraftListeners(ls)))
 }
 
 func (t *Transport) removeVoter(vc *voterChanges, q *kmsg.RemoveRaftVoterRequest) (kraft.ErrorCode, string) {
@@ -186,7 +186,7 @@ func (t *Transport) updateVoter(vc *voterChanges, q *kmsg.UpdateRaftVoterRequest
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), VoterChangeWait)
 	defer cancel()
-	code, _ := answerOf(vc.nd.UpdateVoterListeners(ctx, kraft.ReplicaKey{ID: kraft.NodeID(q.VoterID), DirectoryID: q.VoterDirectoryID}, ep, kraftListeners(ls)))
+	code, _ := answerOf(vc.nd.UpdateVoterListeners(ctx, kraft.ReplicaKey{ID: kraft.NodeID(q.VoterID), DirectoryID: q.VoterDirectoryID}, ep, t.Format().kraftListeners(ls)))
 	return code
 }
 

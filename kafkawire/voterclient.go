@@ -106,7 +106,9 @@ type leaderEpoch struct {
 // hasUpdatedLeader); any other (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH
 // or UNKNOWN_LEADER_EPOCH while the leader moves, VOTER_NOT_FOUND) or
 // none is logged and the next period asks again, the leader nd then
-// follows (docs/design.md D171). It stops with the transport.
+// follows (docs/design.md D171); an answer that names another leader
+// first sends the request there once (namedLeader, D311). It stops with
+// the transport.
 func (t *Transport) UpdateEndpoints(nd *node.Node, clusterID uuid.NullUUID, period time.Duration) {
 	t.l.Go(func() {
 		var done leaderEpoch
@@ -150,11 +152,48 @@ func (t *Transport) updateEndpoint(ctx context.Context, nd *node.Node, clusterID
 		t.logf("UpdateRaftVoter of endpoint %s (the voter set has %s) to leader %d in epoch %d: no answer: %v", own, entry.Endpoint, st.Leader, st.Epoch, err)
 		return true, VoterAnswer{API: UpdateRaftVoter, Code: kraft.ErrRequestTimedOut, LeaderID: kraft.NoNode, LeaderEpoch: -1}
 	}
+	if next, ok := t.namedLeader(a, at); ok {
+		// The leader moved and the answer names the new one (D311).
+		t.logf("UpdateRaftVoter of endpoint %s to leader %d in epoch %d: %v, current leader %d in epoch %d: asking it",
+			own, st.Leader, st.Epoch, a.Code, next.leader, next.epoch)
+		ev.CurrentLeaderEpoch = next.epoch
+		if again, err := t.SendVoterRequest(ctx, next.leader, ev); err == nil {
+			a, at = again, next
+		} else {
+			t.logf("UpdateRaftVoter of endpoint %s to leader %d in epoch %d: no answer: %v", own, next.leader, next.epoch, err)
+		}
+	}
 	switch a.Code {
 	case kraft.ErrNone, kraft.ErrUnsupportedVersion:
 		*done = at
 	}
 	t.logf("UpdateRaftVoter of endpoint %s (the voter set has %s) to leader %d in epoch %d: %v (current leader %d in epoch %d)",
-		own, entry.Endpoint, st.Leader, st.Epoch, a.Code, a.LeaderID, a.LeaderEpoch)
+		own, entry.Endpoint, at.leader, at.epoch, a.Code, a.LeaderID, a.LeaderEpoch)
 	return true, a
+}
+
+// namedLeader is the leader an UpdateRaftVoter answer from the leader at
+// names instead, to send the request to once more (docs/design.md D311):
+// an answer NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH whose
+// CurrentLeader is another replica, in an epoch no older than at's, that
+// the transport can reach (its endpoint in the answer, learned as
+// node_endpoints are, or an address it has). Kafka's follower moves to
+// that leader on such an answer (KafkaRaftClient.maybeHandleCommonResponse)
+// and asks it on its next update-voter timer; the transport cannot move
+// the node's kraft state, so it asks the named leader at once, and the
+// node finds it through Fetch and BeginQuorumEpoch as before.
+func (t *Transport) namedLeader(a VoterAnswer, at leaderEpoch) (leaderEpoch, bool) {
+	if a.Code != kraft.ErrNotLeaderOrFollower && a.Code != kraft.ErrFencedLeaderEpoch {
+		return leaderEpoch{}, false
+	}
+	if a.LeaderID < 0 || a.LeaderID == at.leader || a.LeaderID == t.cfg.ID || a.LeaderEpoch < at.epoch {
+		return leaderEpoch{}, false
+	}
+	if a.Leader != nil {
+		t.learn([]Endpoint{*a.Leader})
+	}
+	if _, ok := t.l.PeerAddr(a.LeaderID); !ok {
+		return leaderEpoch{}, false
+	}
+	return leaderEpoch{a.LeaderID, a.LeaderEpoch}, true
 }

@@ -25,10 +25,33 @@ import (
 //	                       | tags
 //
 // kraft dials one endpoint per voter (replica.Voter.Endpoint, host:port),
-// the one under ListenerName, or else the first, of a VotersRecord Kafka
-// wrote; it keeps the voter's whole list in replica.Voter.Listeners, and
-// the VotersRecord it writes names every listener again, in the order
-// Kafka gave, ListenerName's at Endpoint (docs/design.md D156, D260).
+// the one under the quorum's listener name (Format.ListenerName), or else
+// the first, of a VotersRecord Kafka wrote; it keeps the voter's whole
+// list in replica.Voter.Listeners, and the VotersRecord it writes names
+// every listener again, in the order Kafka gave, the listener name's at
+// Endpoint (docs/design.md D156, D260, D310).
+
+// Format is Kafka's encoding of kraft's log entries and snapshots for a
+// quorum whose replicas reach each other on the listener ListenerName
+// (TransportConfig.ListenerName, Kafka's first controller.listener.names;
+// empty: ListenerName, CONTROLLER). A VotersRecord names each voter's
+// listeners by name, so reading one (which listener is the voter's
+// Endpoint) and writing one (which listener Endpoint moves, and the name
+// of a kraft voter's one listener) needs it (docs/design.md D310). The
+// package's AppendEntries, ReadEntries, VotersValue, ReadVotersValue,
+// NewVotersSnapshotWriter, ReadSnapshot and SnapshotVoters are the zero
+// Format's.
+type Format struct {
+	ListenerName string
+}
+
+// listener is f's listener name.
+func (f Format) listener() string {
+	if f.ListenerName == "" {
+		return ListenerName
+	}
+	return f.ListenerName
+}
 
 // KRaftVersionValue is the value of a KRaftVersionRecord v0 of level v.
 func KRaftVersionValue(v int16) []byte {
@@ -51,17 +74,20 @@ func ReadKRaftVersionValue(b []byte) (int16, error) {
 	return level, nil
 }
 
+// VotersValue is the zero Format's VotersValue (listener name CONTROLLER).
+func VotersValue(vs []replica.Voter) ([]byte, error) { return Format{}.VotersValue(vs) }
+
 // VotersValue is the value of a VotersRecord v0 holding vs: each voter's
-// Listeners, the one under ListenerName at its Endpoint, or, for a voter
-// without Listeners, its endpoint under ListenerName (none for an empty
-// endpoint).
-func VotersValue(vs []replica.Voter) ([]byte, error) {
+// Listeners, the one under f's listener name at its Endpoint, or, for a
+// voter without Listeners, its endpoint under f's listener name (none for
+// an empty endpoint).
+func (f Format) VotersValue(vs []replica.Voter) ([]byte, error) {
 	b := binary.BigEndian.AppendUint16(nil, 0)
 	b = binary.AppendUvarint(b, uint64(len(vs)+1))
 	for _, v := range vs {
 		b = binary.BigEndian.AppendUint32(b, uint32(v.Key.ID))
 		b = append(b, v.Key.DirectoryID[:]...)
-		ls, err := votersListeners(v)
+		ls, err := f.votersListeners(v)
 		if err != nil {
 			return nil, fmt.Errorf("voter %d: %w", v.Key.ID, err)
 		}
@@ -79,8 +105,9 @@ func VotersValue(vs []replica.Voter) ([]byte, error) {
 	return append(b, 0), nil
 }
 
-// votersListeners are the listeners VotersValue writes for v (D260).
-func votersListeners(v replica.Voter) ([]replica.Listener, error) {
+// votersListeners are the listeners VotersValue writes for v (D260): an
+// endpoint update moves the listener under f's name (D310).
+func (f Format) votersListeners(v replica.Voter) ([]replica.Listener, error) {
 	var host string
 	var port uint16
 	if v.Endpoint != "" {
@@ -93,11 +120,11 @@ func votersListeners(v replica.Voter) ([]replica.Listener, error) {
 		if v.Endpoint == "" {
 			return nil, nil
 		}
-		return []replica.Listener{{Name: ListenerName, Host: host, Port: port}}, nil
+		return []replica.Listener{{Name: f.listener(), Host: host, Port: port}}, nil
 	}
 	ls := append([]replica.Listener(nil), v.Listeners...)
 	for i := range ls {
-		if ls[i].Name == ListenerName && v.Endpoint != "" {
+		if ls[i].Name == f.listener() && v.Endpoint != "" {
 			ls[i].Host, ls[i].Port = host, port
 		}
 	}
@@ -105,18 +132,24 @@ func votersListeners(v replica.Voter) ([]replica.Listener, error) {
 }
 
 // kraftListeners are the Listeners a replica.Voter keeps of a Kafka list
-// whose ListenerName (or first) listener is its Endpoint: nil when the list
-// is that one listener under ListenerName, as a kraft voter's (D260).
-func kraftListeners(ls []replica.Listener) []replica.Listener {
-	if len(ls) == 0 || len(ls) == 1 && ls[0].Name == ListenerName {
+// whose listener under f's name (or first) is its Endpoint: nil when the
+// list is that one listener under f's name, as a kraft voter's (D260,
+// D310).
+func (f Format) kraftListeners(ls []replica.Listener) []replica.Listener {
+	if len(ls) == 0 || len(ls) == 1 && ls[0].Name == f.listener() {
 		return nil
 	}
 	return ls
 }
 
+// ReadVotersValue is the zero Format's ReadVotersValue (listener name
+// CONTROLLER).
+func ReadVotersValue(b []byte) ([]replica.Voter, error) { return Format{}.ReadVotersValue(b) }
+
 // ReadVotersValue reads a VotersRecord's value: the voter set, checked as
-// replica.DecodeVoters checks kraft's own encoding.
-func ReadVotersValue(b []byte) ([]replica.Voter, error) {
+// replica.DecodeVoters checks kraft's own encoding; each voter's Endpoint
+// is its listener under f's name, or else its first.
+func (f Format) ReadVotersValue(b []byte) ([]replica.Voter, error) {
 	d := decoder{b: b}
 	if v := d.i16(); v != 0 && d.err == nil {
 		return nil, fmt.Errorf("VotersRecord version %d", v)
@@ -133,12 +166,12 @@ func ReadVotersValue(b []byte) ([]replica.Voter, error) {
 			name, host := d.str(), d.str()
 			port := d.u16()
 			d.tags()
-			if d.err == nil && (v.Endpoint == "" || name == ListenerName) {
+			if d.err == nil && (v.Endpoint == "" || name == f.listener()) {
 				v.Endpoint = net.JoinHostPort(host, strconv.Itoa(int(port)))
 			}
 			ls = append(ls, replica.Listener{Name: name, Host: host, Port: port})
 		}
-		v.Listeners = kraftListeners(ls)
+		v.Listeners = f.kraftListeners(ls)
 		v.KRaftVersions.Min, v.KRaftVersions.Max = d.i16(), d.i16()
 		d.tags()
 		d.tags()

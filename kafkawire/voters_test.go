@@ -204,3 +204,37 @@ func TestVotersRecordKeepsEveryListenerThroughKraft(t *testing.T) {
 	require.Equal(t, []replica.Listener{{Name: "EXTERNAL", Host: "e1", Port: 19061}, {Name: "CONTROLLER", Host: "c1b", Port: 9094}}, again[0].Listeners)
 	require.Equal(t, "c1b:9094", again[0].Endpoint)
 }
+
+// TestVotersRecordUnderAnotherListenerNameMovesThatListener: under a
+// Format whose listener name is CTRL (a transport's -listener-name), a
+// Kafka VotersRecord whose voter lists CTRL second reads with Endpoint
+// the CTRL listener; an endpoint update moves the CTRL listener and keeps
+// the others in place; a kraft voter (no Listeners) is written as one
+// CTRL listener; and the bytes read back the same (docs/design.md D310).
+func TestVotersRecordUnderAnotherListenerNameMovesThatListener(t *testing.T) {
+	f := Format{ListenerName: "CTRL"}
+	kafka := []replica.Listener{{Name: "EXTERNAL", Host: "e1", Port: 19061}, {Name: "CTRL", Host: "c1", Port: 9093}, {Name: "CONTROLLER", Host: "k1", Port: 9099}}
+	v := goldenVoters()[0]
+	v.Listeners = kafka
+	v.Endpoint = "c1:9093"
+	value, err := f.VotersValue([]replica.Voter{v})
+	require.NoError(t, err)
+	read, err := f.ReadVotersValue(value)
+	require.NoError(t, err)
+	require.Equal(t, "c1:9093", read[0].Endpoint)
+	require.Equal(t, kafka, read[0].Listeners)
+
+	moved := append([]replica.Voter(nil), read...)
+	moved[0].Endpoint = "c1b:9094"
+	own := goldenVoters()[1] // a kraft voter: Listeners nil
+	value, err = f.VotersValue(append(moved, own))
+	require.NoError(t, err)
+	again, err := Format{ListenerName: "NONE"}.ReadVotersValue(value) // every list whole
+	require.NoError(t, err)
+	require.Equal(t, []replica.Listener{{Name: "EXTERNAL", Host: "e1", Port: 19061}, {Name: "CTRL", Host: "c1b", Port: 9094}, {Name: "CONTROLLER", Host: "k1", Port: 9099}}, again[0].Listeners)
+	require.Equal(t, []replica.Listener{{Name: "CTRL", Host: "127.0.0.1", Port: 39292}}, again[1].Listeners)
+	back, err := f.ReadVotersValue(value)
+	require.NoError(t, err)
+	require.Equal(t, "c1b:9094", back[0].Endpoint)
+	require.Equal(t, own, back[1], "a kraft voter comes back without Listeners")
+}

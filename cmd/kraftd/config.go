@@ -205,7 +205,7 @@ func newFlagSet(r *rawFlags) *flag.FlagSet {
 	fs.IntVar(&r.slowSyncResign, "slow-sync-resign", 0, "a leader whose last `N` syncs were each slower than -slow-sync-threshold resigns, if a majority of the voters is in contact (at most once per 10 minutes; 0: never, it only logs)")
 	fs.StringVar(&r.config, "config", "", "read the configuration from `FILE`, in Java properties syntax with Kafka's controller.properties names (node.id, controller.quorum.voters, log.dirs, ...; docs/kraftd.md lists them); flags override it")
 	fs.StringVar(&r.wire, "wire", wireKraft, "the quorum's wire `PROTOCOL`: kraft (kraft's own codec) or kafka (Kafka's: ApiVersions, Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot and DescribeQuorum, endpoints under the listener name CONTROLLER, snapshots in Kafka's format), to run in a quorum with Apache Kafka's controllers")
-	fs.StringVar(&r.listenerName, "listener-name", "CONTROLLER", "with -wire kafka, the listener `NAME` the replicas' endpoints go under (the first of controller.listener.names); the same on every replica")
+	fs.StringVar(&r.listenerName, "listener-name", "CONTROLLER", "with -wire kafka, the listener `NAME` the replicas' endpoints go under, in requests, VotersRecords and snapshots, and the listener of a Kafka voter kraftd dials (the first of controller.listener.names); the same on every replica")
 	fs.BoolVar(&r.version, "version", false, "print kraftd's version and the Go version, and exit")
 	fs.BoolVar(&r.randomUUID, "random-uuid", false, "print a new random UUID for -cluster-id, and exit (kafka-storage random-uuid)")
 	return fs

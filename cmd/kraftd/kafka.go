@@ -84,16 +84,23 @@ func softwareVersion() string {
 // machine's snapshot is the one data record between Kafka's
 // SnapshotHeader and SnapshotFooter.
 
+// kafkaFormat is Kafka's record encoding under -listener-name, the
+// transport's (docs/design.md D310).
+func kafkaFormat(cfg config) kafkawire.Format {
+	return kafkawire.Format{ListenerName: cfg.listenerName}
+}
+
 // kafkaSnapshot wraps the machine's snapshot in Kafka's format, with the
-// voter set of a dynamic quorum in its first batch (docs/design.md D157).
-func kafkaSnapshot(m *machine) func(upTo kraft.LogEnd, w io.Writer) error {
+// voter set of a dynamic quorum in its first batch (docs/design.md D157),
+// its listeners under -listener-name (f, D310).
+func kafkaSnapshot(m *machine, f kafkawire.Format) func(upTo kraft.LogEnd, w io.Writer) error {
 	return func(upTo kraft.LogEnd, w io.Writer) error {
 		var buf bytes.Buffer
 		if err := m.snapshot(upTo, &buf); err != nil {
 			return err
 		}
 		now := time.Now().UnixMilli()
-		sw, err := kafkawire.NewVotersSnapshotWriter(w, upTo, now, now, node.SnapshotVotersOf(w))
+		sw, err := f.NewVotersSnapshotWriter(w, upTo, now, now, node.SnapshotVotersOf(w))
 		if err != nil {
 			return err
 		}
@@ -105,8 +112,11 @@ func kafkaSnapshot(m *machine) func(upTo kraft.LogEnd, w io.Writer) error {
 }
 
 // kafkaSnapshotVoters reads the voter set of a snapshot in Kafka's
-// format: its Voters control record (node.Config.SnapshotVoters).
-func kafkaSnapshotVoters(r io.Reader) ([]node.Voter, error) { return kafkawire.SnapshotVoters(r) }
+// format: its Voters control record (node.Config.SnapshotVoters), each
+// voter's endpoint its listener under -listener-name (f, D310).
+func kafkaSnapshotVoters(f kafkawire.Format) func(r io.Reader) ([]node.Voter, error) {
+	return f.SnapshotVoters
+}
 
 // kafkaRestore reads a snapshot in Kafka's format: one that kafkaSnapshot
 // wrote (a single data record, the machine's JSON snapshot), or one that

@@ -60,13 +60,13 @@ func TestKafkaRestoreRebuildsFromAKafkaNodesSnapshot(t *testing.T) {
 	got.apply(records(7, "d"))
 	require.Equal(t, want.status(), machineStatus{Records: got.status().Records, Bytes: got.status().Bytes, Applied: got.status().Applied, Digest: got.status().Digest})
 
-	vs, err := kafkaSnapshotVoters(bytes.NewReader(snap))
+	vs, err := kafkaSnapshotVoters(kafkawire.Format{})(bytes.NewReader(snap))
 	require.NoError(t, err)
 	require.Equal(t, voters, vs)
 
 	// kraftd's own snapshot in Kafka's format still restores as it is.
 	var own bytes.Buffer
-	require.NoError(t, kafkaSnapshot(want)(kraft.LogEnd{Offset: 8, Epoch: 2}, &own))
+	require.NoError(t, kafkaSnapshot(want, kafkawire.Format{})(kraft.LogEnd{Offset: 8, Epoch: 2}, &own))
 	again := &machine{}
 	require.NoError(t, kafkaRestore(again)(kraft.LogEnd{Offset: 8, Epoch: 2}, bytes.NewReader(own.Bytes())))
 	require.Equal(t, want.status().Digest, again.status().Digest)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/kafkawire"
 	"github.com/kraftquorum/kraft/node"
 	"github.com/stretchr/testify/require"
 )
@@ -196,7 +197,7 @@ func TestMachineKVSnapshot(t *testing.T) {
 
 	// With -wire kafka the same machine snapshot inside Kafka's format.
 	var ks bytes.Buffer
-	require.NoError(t, kafkaSnapshot(m)(kraft.LogEnd{Offset: 5, Epoch: 1}, &ks))
+	require.NoError(t, kafkaSnapshot(m, kafkawire.Format{})(kraft.LogEnd{Offset: 5, Epoch: 1}, &ks))
 	k := &machine{}
 	require.NoError(t, kafkaRestore(k)(kraft.LogEnd{Offset: 5, Epoch: 1}, &ks))
 	require.Equal(t, m.kv, k.kv)

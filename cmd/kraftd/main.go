@@ -237,9 +237,10 @@ func nodeConfig(cfg config, m *machine, flog storage.Log, snaps *storage.Snapsho
 		// D84), its snapshot format (D83).
 		ncfg.Kraft.KafkaFailover = true
 		ncfg.Restore = kafkaRestore(m)
-		ncfg.SnapshotVoters = kafkaSnapshotVoters
+		f := kafkaFormat(cfg)
+		ncfg.SnapshotVoters = kafkaSnapshotVoters(f)
 		if ncfg.Snapshot != nil {
-			ncfg.Snapshot = kafkaSnapshot(m)
+			ncfg.Snapshot = kafkaSnapshot(m, f)
 		}
 	}
 	return ncfg
