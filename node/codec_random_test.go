@@ -9,62 +9,35 @@ import (
 	"pgregory.net/rapid"
 )
 
-// oldAppendEvent and oldDecodeEvent are the hand-written event codec.
-func oldAppendEvent(b []byte, ev kraft.Event) ([]byte, bool) {
-	if out, ok := oldAppendRequestEvent(b, ev); ok {
-		return out, true
-	}
-	return oldAppendResponseEvent(b, ev)
-}
-
-func oldDecodeEvent(b []byte) (kraft.Event, error) {
-	d := wireDecoder{b: b}
-	tag := d.u8()
-	e, ok := d.oldRequest(tag)
-	if !ok {
-		e, ok = d.oldResponse(tag)
-	}
-	if !ok {
-		return nil, errWireShort
-	}
-	return e, d.err
-}
-
-func newDecodeEvent(b []byte) (kraft.Event, error) {
-	d := wireDecoder{b: b}
-	tag := d.u8()
-	e, ok := d.eventBody(tag)
-	if !ok {
-		return nil, errWireShort
-	}
-	return e, d.err
-}
-
-// TestGeneratedCodecMatchesHandWritten: for random values of every message
-// event, the generated codec writes the bytes the hand-written one wrote,
-// and both decode those bytes, and every prefix of them, alike (D271).
-func TestGeneratedCodecMatchesHandWritten(t *testing.T) {
+// TestCodecRoundTripsRandomEvents: a random value of each message event,
+// every field drawn from its whole range, decodes to itself, and every
+// proper prefix of its encoding is an error. Before the codec was
+// generated (D270), this test compared the generated codec with the
+// hand-written one on the same values: same bytes, same decodes (D271);
+// codecGolden keeps those bytes.
+func TestCodecRoundTripsRandomEvents(t *testing.T) {
 	var gens []*rapid.Generator[kraft.Event]
 	for _, e := range codecFullEvents() {
 		typ := reflect.TypeOf(e)
 		gens = append(gens, rapid.Custom(func(t *rapid.T) kraft.Event {
 			v := reflect.New(typ).Elem()
 			fillRandom(t, v)
+			if r, ok := v.Addr().Interface().(*kraft.ReceiveFetchResponse); ok {
+				r.Records = false // set by the receiving host, not on the wire
+			}
 			return v.Interface().(kraft.Event)
 		}))
 	}
 	rapid.Check(t, func(t *rapid.T) {
-		e := rapid.OneOf(gens...).Draw(t, "event")
-		want, ok := oldAppendEvent(nil, e)
-		require.True(t, ok)
-		got, ok := appendEventBody(nil, e)
-		require.True(t, ok)
-		require.Equal(t, want, got, "%#v", e)
-		for n := 0; n <= len(want); n++ {
-			oe, oerr := oldDecodeEvent(want[:n])
-			ne, nerr := newDecodeEvent(want[:n])
-			require.Equal(t, oerr, nerr, "prefix %d", n)
-			require.Equal(t, oe, ne, "prefix %d", n)
+		m := Message{From: 1, To: 2, Corr: 3, Event: rapid.OneOf(gens...).Draw(t, "event")}
+		b, err := EncodeMessage(m)
+		require.NoError(t, err)
+		got, err := DecodeMessage(b)
+		require.NoError(t, err)
+		require.Equal(t, m, got)
+		for n := 0; n < len(b); n++ {
+			_, err := DecodeMessage(b[:n])
+			require.Error(t, err, "prefix %d", n)
 		}
 	})
 }
