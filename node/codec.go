@@ -1,5 +1,7 @@
 package node
 
+//go:generate go run ../internal/cmd/gencodec
+
 import (
 	"encoding/binary"
 	"errors"
@@ -34,49 +36,20 @@ import (
 //	logend    = offset:i64 epoch:i32
 //	optional  = present:bool, then the value if present
 //
-// The event tags and bodies, fields in the order of their declaration in
-// package kraft:
-//
-//	1 ReceiveVoteRequest      from:i32 clusterID:nulluuid voterID:i32
-//	                          voterDirectoryID:uuid candidateEpoch:i32
-//	                          candidate:i32 candidateDirectoryID:uuid
-//	                          candidateLogEnd:logend preVote:bool
-//	2 ReceiveVoteResponse     from:i32 error:i16 epoch:i32 voteGranted:bool
-//	                          leaderID:i32
-//	3 ReceiveBeginQuorumEpoch from:i32 clusterID:nulluuid leaderID:i32
-//	                          leaderEpoch:i32 voterID:i32 voterDirectoryID:uuid
-//	4 ReceiveEndQuorumEpoch   from:i32 clusterID:nulluuid leaderID:i32
-//	                          leaderEpoch:i32 position:i64 of:i64
-//	5 ReceiveFetch            from:i32 fromDirectoryID:uuid clusterID:nulluuid
-//	                          currentLeaderEpoch:i32 fetchEpoch:i32
-//	                          fetchOffset:i64
-//	6 ReceiveFetchSnapshot    from:i32 fromDirectoryID:uuid clusterID:nulluuid
-//	                          currentLeaderEpoch:i32 snapshot:logend
-//	                          position:i64 size:i64
-//	7 ReceiveFetchResponse    from:i32 error:i16 leaderID:i32 leaderEpoch:i32
-//	                          highWatermark:i64 diverging:optional(logend)
-//	                          snapshot:optional(logend)
-//	8 ReceiveLeaderlessEpoch  from:i32 epoch:i32
-//	9 ReceiveQuorumResponse   from:i32 error:i16 epoch:i32 leaderID:i32
-//	10 ReceiveFetchSnapshotResponse
-//	                          from:i32 error:i16 leaderID:i32 leaderEpoch:i32
-//	                          snapshot:logend size:i64 position:i64 bytes:i64
-//	                          chunk:data
-//	11 ReceiveAddVoter        ref:u64 from:i32 clusterID:nulluuid
-//	                          voter:(id:i32 directoryID:uuid) listener:bool
-//	                          endpoint:data
-//	12 ReceiveRemoveVoter     ref:u64 from:i32 clusterID:nulluuid
-//	                          voter:(id:i32 directoryID:uuid)
-//	13 ReceiveAPIVersionsResponse
-//	                          from:i32 error:i16
-//	                          kraftVersions:optional(min:i16 max:i16)
+// The event tags and bodies are listed in codec_gen.go, which
+// internal/cmd/gencodec generates from the catalogue of messages
+// (kraft.RPCs) and the events' fields: run `go generate ./node` after a
+// change to a message event (docs/design.md D270). Tags are append-only: an
+// event keeps its tag and a new event takes the next free one, so kraftd
+// peers of different versions talk (D271).
 //
 // chunk is the Message's Chunk, the snapshot bytes a FetchSnapshot response
 // carries; only tag 10 has it, so a Message with a Chunk and another event
 // (or none) is not encoded. endpoint is the Message's Endpoint; only tag 11
-// has it. Only these events travel between replicas; the
-// others (timers, LogAppended, LogFlushed, SnapshotCreated, LogStartMoved,
-// Resign) and pointers to events are not encoded.
+// has it. Only the events listed in codec_gen.go travel between replicas;
+// the others (timers, LogAppended, LogFlushed, SnapshotCreated,
+// LogStartMoved, Resign, ReceiveUpdateVoter) and pointers to events are
+// not encoded.
 // DecodeMessage rejects an unknown version or tag, a bool or flag out of
 // range, a length past the end of the input and trailing bytes.
 //
@@ -90,24 +63,6 @@ const MaxFrameSize = 64 << 20
 
 // wireVersion is the first byte of an encoded message.
 const wireVersion = 1
-
-// Event tags.
-const (
-	wireNoEvent byte = iota
-	wireVoteRequest
-	wireVoteResponse
-	wireBeginQuorumEpoch
-	wireEndQuorumEpoch
-	wireFetch
-	wireFetchSnapshot
-	wireFetchResponse
-	wireLeaderlessEpoch
-	wireQuorumResponse
-	wireFetchSnapshotResponse
-	wireAddVoter
-	wireRemoveVoter
-	wireAPIVersionsResponse
-)
 
 const (
 	wireFlagResponse    = 1 << 0
@@ -309,141 +264,10 @@ func appendEvent(b []byte, ev kraft.Event) ([]byte, error) {
 	if ev == nil {
 		return append(b, wireNoEvent), nil
 	}
-	if out, ok := appendRequestEvent(b, ev); ok {
-		return out, nil
-	}
-	if out, ok := appendResponseEvent(b, ev); ok {
+	if out, ok := appendEventBody(b, ev); ok {
 		return out, nil
 	}
 	return nil, fmt.Errorf("node: encode message: %T is not a message event", ev)
-}
-
-// appendRequestEvent appends ev if it is a request; false if not.
-func appendRequestEvent(b []byte, ev kraft.Event) ([]byte, bool) {
-	switch e := ev.(type) {
-	case kraft.ReceiveVoteRequest:
-		b = append(b, wireVoteRequest)
-		b = appendI32(b, int32(e.From))
-		b = appendNullUUID(b, e.ClusterID)
-		b = appendI32(b, int32(e.VoterID))
-		b = append(b, e.VoterDirectoryID[:]...)
-		b = appendI32(b, int32(e.CandidateEpoch))
-		b = appendI32(b, int32(e.Candidate))
-		b = append(b, e.CandidateDirectoryID[:]...)
-		b = appendLogEnd(b, e.CandidateLogEnd)
-		b = appendBool(b, e.PreVote)
-	case kraft.ReceiveBeginQuorumEpoch:
-		b = append(b, wireBeginQuorumEpoch)
-		b = appendI32(b, int32(e.From))
-		b = appendNullUUID(b, e.ClusterID)
-		b = appendI32(b, int32(e.LeaderID))
-		b = appendI32(b, int32(e.LeaderEpoch))
-		b = appendI32(b, int32(e.VoterID))
-		b = append(b, e.VoterDirectoryID[:]...)
-	case kraft.ReceiveEndQuorumEpoch:
-		b = append(b, wireEndQuorumEpoch)
-		b = appendI32(b, int32(e.From))
-		b = appendNullUUID(b, e.ClusterID)
-		b = appendI32(b, int32(e.LeaderID))
-		b = appendI32(b, int32(e.LeaderEpoch))
-		b = appendI64(b, int64(e.SuccessorRank.Position))
-		b = appendI64(b, int64(e.SuccessorRank.Of))
-	case kraft.ReceiveFetch:
-		b = append(b, wireFetch)
-		b = appendI32(b, int32(e.From))
-		b = append(b, e.FromDirectoryID[:]...)
-		b = appendNullUUID(b, e.ClusterID)
-		b = appendI32(b, int32(e.CurrentLeaderEpoch))
-		b = appendI32(b, int32(e.FetchEpoch))
-		b = appendI64(b, e.FetchOffset)
-	case kraft.ReceiveFetchSnapshot:
-		b = append(b, wireFetchSnapshot)
-		b = appendI32(b, int32(e.From))
-		b = append(b, e.FromDirectoryID[:]...)
-		b = appendNullUUID(b, e.ClusterID)
-		b = appendI32(b, int32(e.CurrentLeaderEpoch))
-		b = appendLogEnd(b, e.Snapshot)
-		b = appendI64(b, e.Position)
-		b = appendI64(b, e.Size)
-	case kraft.ReceiveAddVoter:
-		b = append(b, wireAddVoter)
-		b = appendU64(b, e.Ref)
-		b = appendI32(b, int32(e.From))
-		b = appendNullUUID(b, e.ClusterID)
-		b = appendI32(b, int32(e.Voter.ID))
-		b = append(b, e.Voter.DirectoryID[:]...)
-		b = appendBool(b, e.Listener)
-	case kraft.ReceiveRemoveVoter:
-		b = append(b, wireRemoveVoter)
-		b = appendU64(b, e.Ref)
-		b = appendI32(b, int32(e.From))
-		b = appendNullUUID(b, e.ClusterID)
-		b = appendI32(b, int32(e.Voter.ID))
-		b = append(b, e.Voter.DirectoryID[:]...)
-	default:
-		return b, false
-	}
-	return b, true
-}
-
-// appendResponseEvent appends ev if it is a response; false if not.
-func appendResponseEvent(b []byte, ev kraft.Event) ([]byte, bool) {
-	switch e := ev.(type) {
-	case kraft.ReceiveVoteResponse:
-		b = append(b, wireVoteResponse)
-		b = appendI32(b, int32(e.From))
-		b = appendU16(b, uint16(e.Error))
-		b = appendI32(b, int32(e.Epoch))
-		b = appendBool(b, e.VoteGranted)
-		b = appendI32(b, int32(e.LeaderID))
-	case kraft.ReceiveFetchResponse:
-		b = append(b, wireFetchResponse)
-		b = appendI32(b, int32(e.From))
-		b = appendU16(b, uint16(e.Error))
-		b = appendI32(b, int32(e.LeaderID))
-		b = appendI32(b, int32(e.LeaderEpoch))
-		b = appendI64(b, e.HighWatermark)
-		b = appendBool(b, e.Diverging != nil)
-		if e.Diverging != nil {
-			b = appendLogEnd(b, kraft.LogEnd{Offset: e.Diverging.Offset, Epoch: e.Diverging.Epoch})
-		}
-		b = appendBool(b, e.Snapshot != nil)
-		if e.Snapshot != nil {
-			b = appendLogEnd(b, *e.Snapshot)
-		}
-	case kraft.ReceiveLeaderlessEpoch:
-		b = append(b, wireLeaderlessEpoch)
-		b = appendI32(b, int32(e.From))
-		b = appendI32(b, int32(e.Epoch))
-	case kraft.ReceiveQuorumResponse:
-		b = append(b, wireQuorumResponse)
-		b = appendI32(b, int32(e.From))
-		b = appendU16(b, uint16(e.Error))
-		b = appendI32(b, int32(e.Epoch))
-		b = appendI32(b, int32(e.LeaderID))
-	case kraft.ReceiveFetchSnapshotResponse:
-		b = append(b, wireFetchSnapshotResponse)
-		b = appendI32(b, int32(e.From))
-		b = appendU16(b, uint16(e.Error))
-		b = appendI32(b, int32(e.LeaderID))
-		b = appendI32(b, int32(e.LeaderEpoch))
-		b = appendLogEnd(b, e.Snapshot)
-		b = appendI64(b, e.Size)
-		b = appendI64(b, e.Position)
-		b = appendI64(b, e.Bytes)
-	case kraft.ReceiveAPIVersionsResponse:
-		b = append(b, wireAPIVersionsResponse)
-		b = appendI32(b, int32(e.From))
-		b = appendU16(b, uint16(e.Error))
-		b = appendBool(b, e.KRaftVersions != nil)
-		if e.KRaftVersions != nil {
-			b = appendU16(b, uint16(e.KRaftVersions.Min))
-			b = appendU16(b, uint16(e.KRaftVersions.Max))
-		}
-	default:
-		return b, false
-	}
-	return b, true
 }
 
 func appendU16(b []byte, v uint16) []byte { return append(b, byte(v>>8), byte(v)) }
@@ -648,152 +472,11 @@ func (d *wireDecoder) event() kraft.Event {
 	if d.err != nil || tag == wireNoEvent {
 		return nil
 	}
-	if e, ok := d.request(tag); ok {
-		return e
-	}
-	if e, ok := d.response(tag); ok {
+	if e, ok := d.eventBody(tag); ok {
 		return e
 	}
 	d.fail(fmt.Errorf("node: decode message: unknown event tag %d", tag))
 	return nil
-}
-
-// request decodes a request of the tag; false if the tag is not a
-// request's.
-func (d *wireDecoder) request(tag byte) (kraft.Event, bool) {
-	switch tag {
-	case wireVoteRequest:
-		var e kraft.ReceiveVoteRequest
-		e.From = d.node()
-		e.ClusterID = d.nullUUID()
-		e.VoterID = d.node()
-		e.VoterDirectoryID = d.uuid()
-		e.CandidateEpoch = d.epoch()
-		e.Candidate = d.node()
-		e.CandidateDirectoryID = d.uuid()
-		e.CandidateLogEnd = d.logEnd()
-		e.PreVote = d.bool()
-		return e, true
-	case wireBeginQuorumEpoch:
-		var e kraft.ReceiveBeginQuorumEpoch
-		e.From = d.node()
-		e.ClusterID = d.nullUUID()
-		e.LeaderID = d.node()
-		e.LeaderEpoch = d.epoch()
-		e.VoterID = d.node()
-		e.VoterDirectoryID = d.uuid()
-		return e, true
-	case wireEndQuorumEpoch:
-		var e kraft.ReceiveEndQuorumEpoch
-		e.From = d.node()
-		e.ClusterID = d.nullUUID()
-		e.LeaderID = d.node()
-		e.LeaderEpoch = d.epoch()
-		e.SuccessorRank.Position = d.int()
-		e.SuccessorRank.Of = d.int()
-		return e, true
-	case wireFetch:
-		var e kraft.ReceiveFetch
-		e.From = d.node()
-		e.FromDirectoryID = d.uuid()
-		e.ClusterID = d.nullUUID()
-		e.CurrentLeaderEpoch = d.epoch()
-		e.FetchEpoch = d.epoch()
-		e.FetchOffset = d.i64()
-		return e, true
-	case wireFetchSnapshot:
-		var e kraft.ReceiveFetchSnapshot
-		e.From = d.node()
-		e.FromDirectoryID = d.uuid()
-		e.ClusterID = d.nullUUID()
-		e.CurrentLeaderEpoch = d.epoch()
-		e.Snapshot = d.logEnd()
-		e.Position = d.i64()
-		e.Size = d.i64()
-		return e, true
-	case wireAddVoter:
-		var e kraft.ReceiveAddVoter
-		e.Ref = d.u64()
-		e.From = d.node()
-		e.ClusterID = d.nullUUID()
-		e.Voter.ID = d.node()
-		e.Voter.DirectoryID = d.uuid()
-		e.Listener = d.bool()
-		return e, true
-	case wireRemoveVoter:
-		var e kraft.ReceiveRemoveVoter
-		e.Ref = d.u64()
-		e.From = d.node()
-		e.ClusterID = d.nullUUID()
-		e.Voter.ID = d.node()
-		e.Voter.DirectoryID = d.uuid()
-		return e, true
-	}
-	return nil, false
-}
-
-// response decodes a response of the tag; false if the tag is not a
-// response's.
-func (d *wireDecoder) response(tag byte) (kraft.Event, bool) {
-	switch tag {
-	case wireVoteResponse:
-		var e kraft.ReceiveVoteResponse
-		e.From = d.node()
-		e.Error = kraft.ErrorCode(d.u16())
-		e.Epoch = d.epoch()
-		e.VoteGranted = d.bool()
-		e.LeaderID = d.node()
-		return e, true
-	case wireFetchResponse:
-		var e kraft.ReceiveFetchResponse
-		e.From = d.node()
-		e.Error = kraft.ErrorCode(d.u16())
-		e.LeaderID = d.node()
-		e.LeaderEpoch = d.epoch()
-		e.HighWatermark = d.i64()
-		if d.bool() {
-			le := d.logEnd()
-			e.Diverging = &kraft.LogOffsetMetadata{Offset: le.Offset, Epoch: le.Epoch}
-		}
-		if d.bool() {
-			le := d.logEnd()
-			e.Snapshot = &le
-		}
-		return e, true
-	case wireLeaderlessEpoch:
-		var e kraft.ReceiveLeaderlessEpoch
-		e.From = d.node()
-		e.Epoch = d.epoch()
-		return e, true
-	case wireQuorumResponse:
-		var e kraft.ReceiveQuorumResponse
-		e.From = d.node()
-		e.Error = kraft.ErrorCode(d.u16())
-		e.Epoch = d.epoch()
-		e.LeaderID = d.node()
-		return e, true
-	case wireFetchSnapshotResponse:
-		var e kraft.ReceiveFetchSnapshotResponse
-		e.From = d.node()
-		e.Error = kraft.ErrorCode(d.u16())
-		e.LeaderID = d.node()
-		e.LeaderEpoch = d.epoch()
-		e.Snapshot = d.logEnd()
-		e.Size = d.i64()
-		e.Position = d.i64()
-		e.Bytes = d.i64()
-		return e, true
-	case wireAPIVersionsResponse:
-		var e kraft.ReceiveAPIVersionsResponse
-		e.From = d.node()
-		e.Error = kraft.ErrorCode(d.u16())
-		if d.bool() {
-			r := kraft.VersionRange{Min: int16(d.u16()), Max: int16(d.u16())}
-			e.KRaftVersions = &r
-		}
-		return e, true
-	}
-	return nil, false
 }
 
 // checkWire returns the error EncodeMessage would return for m, without
