@@ -110,20 +110,41 @@ func RPCs() []RPC {
 	return out
 }
 
+// sent is a message action: each one says, beside its type, what event
+// its addressee steps (Deliver; nil for an action no state receives).
+type sent interface {
+	Action
+	deliver(from ReplicaKey) (to NodeID, e Event)
+}
+
+// received is a message event: each one gives, beside its type, the
+// fields of its Header that it carries (MessageHeader).
+type received interface {
+	Event
+	header() Header
+}
+
 // outbound maps each action type that leaves the replica, read from rpcs,
-// to the kind of request it is (NotTracked for a response).
-var outbound = func() map[reflect.Type]InFlight {
-	m := map[reflect.Type]InFlight{}
+// to the kind of request it is (NotTracked for a response) and whether it
+// is a request.
+var outbound = func() map[reflect.Type]sending {
+	m := map[reflect.Type]sending{}
 	for _, r := range rpcs {
 		if r.Response != nil {
-			m[reflect.TypeOf(r.Response)] = NotTracked
+			m[reflect.TypeOf(r.Response)] = sending{}
 		}
 		if r.Request != nil {
-			m[reflect.TypeOf(r.Request)] = r.InFlight
+			m[reflect.TypeOf(r.Request)] = sending{inFlight: r.InFlight, request: true}
 		}
 	}
 	return m
 }()
+
+// sending is an outbound action's entry.
+type sending struct {
+	inFlight InFlight
+	request  bool
+}
 
 // IsMessage reports whether action a leaves the replica: a request or a
 // response of one of the catalogue's RPCs. Every other action is local to
@@ -134,10 +155,81 @@ func IsMessage(a Action) bool {
 	return ok
 }
 
+// IsRequest reports whether action a is the request of one of the
+// catalogue's RPCs (docs/design.md D280).
+func IsRequest(a Action) bool { return outbound[reflect.TypeOf(a)].request }
+
 // InFlightOf is the kind of request action a is in a host's bookkeeping,
 // from the catalogue: NotTracked for a response, a local action, or a
 // request the host does not track by kind.
-func InFlightOf(a Action) InFlight { return outbound[reflect.TypeOf(a)] }
+func InFlightOf(a Action) InFlight { return outbound[reflect.TypeOf(a)].inFlight }
+
+// Header is what a message event says beside its body, the same for
+// every RPC, so that a host can route, count and log messages without a
+// list of their types (docs/design.md D280).
+type Header struct {
+	// API is Kafka's name of the message's API (the catalogue row's
+	// Name); an event that answers two APIs (ReceiveQuorumResponse,
+	// ReceiveLeaderlessEpoch) names both, joined by " or ".
+	API string
+	// APIKey is the row's Kafka API key, -1 for an event of two rows.
+	APIKey int16
+	// Response says the event is a response; otherwise it is a request.
+	Response bool
+	// From is the sender (NoNode when the event does not name one).
+	From NodeID
+	// ClusterID is a request's cluster id (unset for a response).
+	ClusterID uuid.NullUUID
+	// Error is a response's error code (ErrNone for a request).
+	Error ErrorCode
+	// LeaderID is the leader a response names, NoNode if none (and for a
+	// request).
+	LeaderID NodeID
+}
+
+// inbound maps each message event type, read from rpcs, to the part of
+// its Header the catalogue gives.
+var inbound = func() map[reflect.Type]Header {
+	m := map[reflect.Type]Header{}
+	add := func(e Event, r RPC, response bool) {
+		t := reflect.TypeOf(e)
+		if h, ok := m[t]; ok {
+			h.API += " or " + r.Name
+			h.APIKey = -1
+			m[t] = h
+			return
+		}
+		m[t] = Header{API: r.Name, APIKey: r.APIKey, Response: response}
+	}
+	for _, r := range rpcs {
+		if r.RequestEvent != nil {
+			add(r.RequestEvent, r, false)
+		}
+		for _, e := range r.ResponseEvents {
+			add(e, r, true)
+		}
+	}
+	return m
+}()
+
+// MessageHeader is the Header of message event e, read from the
+// catalogue and from e; ok is false for an event that is no message.
+func MessageHeader(e Event) (h Header, ok bool) {
+	m, isMsg := e.(received)
+	if !isMsg {
+		return Header{}, false
+	}
+	c, ok := inbound[reflect.TypeOf(e)]
+	if !ok {
+		return Header{}, false
+	}
+	h = m.header()
+	h.API, h.APIKey, h.Response = c.API, c.APIKey, c.Response
+	if !h.Response {
+		h.LeaderID = NoNode
+	}
+	return h, true
+}
 
 // The Vote messages.
 
@@ -156,6 +248,14 @@ type SendVoteRequest struct {
 }
 
 func (SendVoteRequest) isAction() {}
+
+func (a SendVoteRequest) deliver(from ReplicaKey) (NodeID, Event) {
+	return a.To.ID, ReceiveVoteRequest{
+		From: from.ID, ClusterID: a.ClusterID, VoterID: a.To.ID, VoterDirectoryID: a.To.DirectoryID,
+		CandidateEpoch: a.CandidateEpoch, Candidate: a.Candidate.ID, CandidateDirectoryID: a.Candidate.DirectoryID,
+		CandidateLogEnd: a.CandidateLogEnd, PreVote: a.PreVote,
+	}
+}
 
 // ReceiveVoteRequest is a Vote request that arrived (Kafka VoteRequest v2,
 // KIP-996).
@@ -185,6 +285,8 @@ type ReceiveVoteRequest struct {
 
 func (ReceiveVoteRequest) isEvent() {}
 
+func (e ReceiveVoteRequest) header() Header { return Header{From: e.From, ClusterID: e.ClusterID} }
+
 // SendVoteResponse asks the host to answer a Vote request. INCONSISTENT_CLUSTER_ID goes in
 // the top-level error_code; every other code is the partition error.
 type SendVoteResponse struct {
@@ -196,6 +298,10 @@ type SendVoteResponse struct {
 }
 
 func (SendVoteResponse) isAction() {}
+
+func (a SendVoteResponse) deliver(from ReplicaKey) (NodeID, Event) {
+	return a.To, ReceiveVoteResponse{From: from.ID, Error: a.Error, Epoch: a.Epoch, VoteGranted: a.VoteGranted, LeaderID: a.LeaderID}
+}
 
 // ReceiveVoteResponse is a response to a Vote request this replica sent.
 type ReceiveVoteResponse struct {
@@ -217,6 +323,10 @@ type ReceiveVoteResponse struct {
 
 func (ReceiveVoteResponse) isEvent() {}
 
+func (e ReceiveVoteResponse) header() Header {
+	return Header{From: e.From, Error: e.Error, LeaderID: e.LeaderID}
+}
+
 // The BeginQuorumEpoch messages.
 
 // SendBeginQuorumEpoch asks the host to tell a voter that this replica leads
@@ -229,6 +339,13 @@ type SendBeginQuorumEpoch struct {
 }
 
 func (SendBeginQuorumEpoch) isAction() {}
+
+func (a SendBeginQuorumEpoch) deliver(from ReplicaKey) (NodeID, Event) {
+	return a.To.ID, ReceiveBeginQuorumEpoch{
+		From: from.ID, ClusterID: a.ClusterID, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
+		VoterID: a.To.ID, VoterDirectoryID: a.To.DirectoryID,
+	}
+}
 
 // ReceiveBeginQuorumEpoch is a BeginQuorumEpoch request that arrived: a new
 // leader announces its epoch (KIP-595).
@@ -246,6 +363,8 @@ type ReceiveBeginQuorumEpoch struct {
 
 func (ReceiveBeginQuorumEpoch) isEvent() {}
 
+func (e ReceiveBeginQuorumEpoch) header() Header { return Header{From: e.From, ClusterID: e.ClusterID} }
+
 // SendBeginQuorumEpochResponse asks the host to answer a BeginQuorumEpoch
 // request.
 type SendBeginQuorumEpochResponse struct {
@@ -256,6 +375,10 @@ type SendBeginQuorumEpochResponse struct {
 }
 
 func (SendBeginQuorumEpochResponse) isAction() {}
+
+func (a SendBeginQuorumEpochResponse) deliver(from ReplicaKey) (NodeID, Event) {
+	return a.To, ReceiveQuorumResponse{From: from.ID, Error: a.Error, Epoch: a.Epoch, LeaderID: a.LeaderID}
+}
 
 // ReceiveQuorumResponse is a response to a BeginQuorumEpoch or
 // EndQuorumEpoch request this replica sent: the responses that carry no
@@ -277,6 +400,10 @@ type ReceiveQuorumResponse struct {
 
 func (ReceiveQuorumResponse) isEvent() {}
 
+func (e ReceiveQuorumResponse) header() Header {
+	return Header{From: e.From, Error: e.Error, LeaderID: e.LeaderID}
+}
+
 // ReceiveLeaderlessEpoch reports a response that named a higher epoch than
 // ours and no leader for it. It is the leaderless case of
 // ReceiveQuorumResponse, kept for hosts written before that event
@@ -289,6 +416,8 @@ type ReceiveLeaderlessEpoch struct {
 }
 
 func (ReceiveLeaderlessEpoch) isEvent() {}
+
+func (e ReceiveLeaderlessEpoch) header() Header { return Header{From: e.From, LeaderID: NoNode} }
 
 // The EndQuorumEpoch messages.
 
@@ -306,6 +435,13 @@ type SendEndQuorumEpoch struct {
 
 func (SendEndQuorumEpoch) isAction() {}
 
+func (a SendEndQuorumEpoch) deliver(from ReplicaKey) (NodeID, Event) {
+	return a.To.ID, ReceiveEndQuorumEpoch{
+		From: from.ID, ClusterID: a.ClusterID, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
+		SuccessorRank: RankOf(a.To, a.PreferredSuccessors),
+	}
+}
+
 // ReceiveEndQuorumEpoch is an EndQuorumEpoch request that arrived: the leader
 // of LeaderEpoch is resigning (KIP-595, graceful shutdown).
 type ReceiveEndQuorumEpoch struct {
@@ -321,6 +457,8 @@ type ReceiveEndQuorumEpoch struct {
 
 func (ReceiveEndQuorumEpoch) isEvent() {}
 
+func (e ReceiveEndQuorumEpoch) header() Header { return Header{From: e.From, ClusterID: e.ClusterID} }
+
 // SendEndQuorumEpochResponse asks the host to answer an EndQuorumEpoch
 // request.
 type SendEndQuorumEpochResponse struct {
@@ -331,6 +469,10 @@ type SendEndQuorumEpochResponse struct {
 }
 
 func (SendEndQuorumEpochResponse) isAction() {}
+
+func (a SendEndQuorumEpochResponse) deliver(from ReplicaKey) (NodeID, Event) {
+	return a.To, ReceiveQuorumResponse{From: from.ID, Error: a.Error, Epoch: a.Epoch, LeaderID: a.LeaderID}
+}
 
 // The Fetch messages.
 
@@ -350,6 +492,13 @@ type SendFetch struct {
 
 func (SendFetch) isAction() {}
 
+func (a SendFetch) deliver(from ReplicaKey) (NodeID, Event) {
+	return a.To, ReceiveFetch{
+		From: from.ID, FromDirectoryID: from.DirectoryID, ClusterID: a.ClusterID,
+		CurrentLeaderEpoch: a.CurrentLeaderEpoch, FetchEpoch: a.FetchEpoch, FetchOffset: a.FetchOffset,
+	}
+}
+
 // ReceiveFetch is a Fetch request for the metadata partition from a follower
 // or an observer.
 type ReceiveFetch struct {
@@ -367,6 +516,8 @@ type ReceiveFetch struct {
 }
 
 func (ReceiveFetch) isEvent() {}
+
+func (e ReceiveFetch) header() Header { return Header{From: e.From, ClusterID: e.ClusterID} }
 
 // SendFetchResponse asks the host to answer a Fetch request. When Error is
 // NONE and Diverging and Snapshot are nil, the host attaches records from
@@ -389,6 +540,13 @@ type SendFetchResponse struct {
 }
 
 func (SendFetchResponse) isAction() {}
+
+func (a SendFetchResponse) deliver(from ReplicaKey) (NodeID, Event) {
+	return a.To, ReceiveFetchResponse{
+		From: from.ID, Error: a.Error, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
+		HighWatermark: a.HighWatermark, Diverging: a.Diverging, Snapshot: a.Snapshot,
+	}
+}
 
 // ReceiveFetchResponse is a response to a Fetch this replica sent. The
 // host sets Records when the response carries records; the state answers a
@@ -421,6 +579,10 @@ type ReceiveFetchResponse struct {
 
 func (ReceiveFetchResponse) isEvent() {}
 
+func (e ReceiveFetchResponse) header() Header {
+	return Header{From: e.From, Error: e.Error, LeaderID: e.LeaderID}
+}
+
 // The FetchSnapshot messages.
 
 // SendFetchSnapshot asks the host to send a FetchSnapshot request to the
@@ -435,6 +597,13 @@ type SendFetchSnapshot struct {
 }
 
 func (SendFetchSnapshot) isAction() {}
+
+func (a SendFetchSnapshot) deliver(from ReplicaKey) (NodeID, Event) {
+	return a.To, ReceiveFetchSnapshot{
+		From: from.ID, FromDirectoryID: from.DirectoryID, ClusterID: a.ClusterID,
+		CurrentLeaderEpoch: a.CurrentLeaderEpoch, Snapshot: a.Snapshot, Position: a.Position, Size: -1,
+	}
+}
 
 // ReceiveFetchSnapshot is a FetchSnapshot request that arrived: a follower
 // downloads a snapshot from the leader (KIP-630). The leader answers with
@@ -460,6 +629,8 @@ type ReceiveFetchSnapshot struct {
 
 func (ReceiveFetchSnapshot) isEvent() {}
 
+func (e ReceiveFetchSnapshot) header() Header { return Header{From: e.From, ClusterID: e.ClusterID} }
+
 // SendFetchSnapshotResponse asks the host to answer a FetchSnapshot request.
 // On NONE the host attaches the bytes of Snapshot from Position on, at most
 // its configured maximum, and sends Size and Position as the response's
@@ -476,6 +647,17 @@ type SendFetchSnapshotResponse struct {
 }
 
 func (SendFetchSnapshotResponse) isAction() {}
+
+func (a SendFetchSnapshotResponse) deliver(from ReplicaKey) (NodeID, Event) {
+	var n int64
+	if a.Error == ErrNone && a.Position >= 0 && a.Size >= a.Position {
+		n = a.Size - a.Position
+	}
+	return a.To, ReceiveFetchSnapshotResponse{
+		From: from.ID, Error: a.Error, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
+		Snapshot: a.Snapshot, Size: a.Size, Position: a.Position, Bytes: n,
+	}
+}
 
 // ReceiveFetchSnapshotResponse is a response to a FetchSnapshot request
 // this replica sent (Kafka's handleFetchSnapshotResponse, D43). The host
@@ -502,6 +684,10 @@ type ReceiveFetchSnapshotResponse struct {
 
 func (ReceiveFetchSnapshotResponse) isEvent() {}
 
+func (e ReceiveFetchSnapshotResponse) header() Header {
+	return Header{From: e.From, Error: e.Error, LeaderID: e.LeaderID}
+}
+
 // The AddRaftVoter and RemoveRaftVoter messages.
 
 // SendVoterChange asks the host to send an AddRaftVoter or RemoveRaftVoter
@@ -517,6 +703,13 @@ type SendVoterChange struct {
 }
 
 func (SendVoterChange) isAction() {}
+
+func (a SendVoterChange) deliver(from ReplicaKey) (NodeID, Event) {
+	if a.Kind == RemoveVoter {
+		return a.To, ReceiveRemoveVoter{From: from.ID, ClusterID: a.ClusterID, Voter: a.Voter}
+	}
+	return a.To, ReceiveAddVoter{From: from.ID, ClusterID: a.ClusterID, Voter: a.Voter, Listener: true}
+}
 
 // ReceiveAddVoter is an AddRaftVoter request (KIP-853). Ref is the host's
 // handle for the request: the answer, SendVoterChangeResponse, carries it
@@ -534,6 +727,8 @@ type ReceiveAddVoter struct {
 
 func (ReceiveAddVoter) isEvent() {}
 
+func (e ReceiveAddVoter) header() Header { return Header{From: e.From, ClusterID: e.ClusterID} }
+
 // SendVoterChangeResponse asks the host to answer the request with handle
 // Ref. Epoch and LeaderID are the replica's; Kafka's UpdateRaftVoter
 // response carries them.
@@ -548,6 +743,9 @@ type SendVoterChangeResponse struct {
 
 func (SendVoterChangeResponse) isAction() {}
 
+// deliver: none, the host routes the answer by Ref.
+func (SendVoterChangeResponse) deliver(ReplicaKey) (NodeID, Event) { return NoNode, nil }
+
 // ReceiveRemoveVoter is a RemoveRaftVoter request (KIP-853); see
 // ReceiveAddVoter for Ref and From.
 type ReceiveRemoveVoter struct {
@@ -558,6 +756,8 @@ type ReceiveRemoveVoter struct {
 }
 
 func (ReceiveRemoveVoter) isEvent() {}
+
+func (e ReceiveRemoveVoter) header() Header { return Header{From: e.From, ClusterID: e.ClusterID} }
 
 // The UpdateRaftVoter messages.
 
@@ -576,6 +776,8 @@ type ReceiveUpdateVoter struct {
 
 func (ReceiveUpdateVoter) isEvent() {}
 
+func (e ReceiveUpdateVoter) header() Header { return Header{From: e.From, ClusterID: e.ClusterID} }
+
 // The ApiVersions messages.
 
 // SendAPIVersions asks the host to send an ApiVersions request to To, a
@@ -589,6 +791,9 @@ type SendAPIVersions struct {
 
 func (SendAPIVersions) isAction() {}
 
+// deliver: none, the addressee's host answers it, not its state.
+func (SendAPIVersions) deliver(ReplicaKey) (NodeID, Event) { return NoNode, nil }
+
 // ReceiveAPIVersionsResponse is the answer to a SendAPIVersions: the
 // kraft.version levels the replica From supports (nil when its answer
 // names none), or the error that came instead.
@@ -599,3 +804,7 @@ type ReceiveAPIVersionsResponse struct {
 }
 
 func (ReceiveAPIVersionsResponse) isEvent() {}
+
+func (e ReceiveAPIVersionsResponse) header() Header {
+	return Header{From: e.From, Error: e.Error, LeaderID: NoNode}
+}
