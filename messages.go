@@ -111,10 +111,12 @@ func RPCs() []RPC {
 }
 
 // sent is a message action: each one says, beside its type, what event
-// its addressee steps (Deliver; nil for an action no state receives).
+// its addressee steps (Deliver; nil for an action no state receives) and
+// what it relies on in its sender's durable record (RelianceOf).
 type sent interface {
 	Action
 	deliver(from ReplicaKey) (to NodeID, e Event)
+	reliance(self ReplicaKey, e Event) Reliance
 }
 
 // received is a message event: each one gives, beside its type, the
@@ -231,6 +233,50 @@ func MessageHeader(e Event) (h Header, ok bool) {
 	return h, true
 }
 
+// Reliance is what a message relies on in its sender's durable
+// quorum-state record: the host contract's rule 1 (README) says nothing
+// leaves before the Persist before it is durable, and this says which
+// part of the record each message needs. The simulator and the explorer
+// check every message against it (sim.PersistBeforeSend, docs/design.md
+// D115, D282).
+type Reliance struct {
+	// What names the message in a report.
+	What string
+	// HasEpoch: the message carries Epoch, which the record must have
+	// reached; InEpoch: the record must be of Epoch itself.
+	HasEpoch, InEpoch bool
+	Epoch             Epoch
+	// NamesLeader: the record must name Leader the leader.
+	NamesLeader bool
+	Leader      NodeID
+	// Vote: the record must hold a vote for Voted.
+	Vote  bool
+	Voted ReplicaKey
+}
+
+// carries is the reliance of a message that carries epoch and needs
+// nothing else of the record.
+func carries(what string, epoch Epoch) Reliance {
+	return Reliance{What: what, HasEpoch: true, Epoch: epoch}
+}
+
+// leads is the reliance of a message that needs the record naming leader
+// the leader of epoch.
+func leads(what string, epoch Epoch, leader NodeID) Reliance {
+	return Reliance{What: what, HasEpoch: true, InEpoch: true, Epoch: epoch, NamesLeader: true, Leader: leader}
+}
+
+// RelianceOf is what message action a of replica self, made by a step on
+// event e (nil at start), relies on in self's durable record; ok is false
+// for an action that is no message.
+func RelianceOf(self ReplicaKey, a Action, e Event) (r Reliance, ok bool) {
+	m, ok := a.(sent)
+	if !ok {
+		return Reliance{}, false
+	}
+	return m.reliance(self, e), true
+}
+
 // The Vote messages.
 
 // SendVoteRequest asks the host to send a Vote request to one voter.
@@ -255,6 +301,17 @@ func (a SendVoteRequest) deliver(from ReplicaKey) (NodeID, Event) {
 		CandidateEpoch: a.CandidateEpoch, Candidate: a.Candidate.ID, CandidateDirectoryID: a.Candidate.DirectoryID,
 		CandidateLogEnd: a.CandidateLogEnd, PreVote: a.PreVote,
 	}
+}
+
+// reliance: a pre-vote binds nobody; a standard vote request needs the
+// candidate's vote for itself in its epoch durable.
+func (a SendVoteRequest) reliance(self ReplicaKey, _ Event) Reliance {
+	if a.PreVote {
+		return carries("pre-vote request", a.CandidateEpoch)
+	}
+	r := carries("vote request", a.CandidateEpoch)
+	r.InEpoch, r.Vote, r.Voted = true, true, self
+	return r
 }
 
 // ReceiveVoteRequest is a Vote request that arrived (Kafka VoteRequest v2,
@@ -303,6 +360,16 @@ func (a SendVoteResponse) deliver(from ReplicaKey) (NodeID, Event) {
 	return a.To, ReceiveVoteResponse{From: from.ID, Error: a.Error, Epoch: a.Epoch, VoteGranted: a.VoteGranted, LeaderID: a.LeaderID}
 }
 
+// reliance: a granted standard vote needs the vote durable in its epoch.
+func (a SendVoteResponse) reliance(_ ReplicaKey, e Event) Reliance {
+	r := carries("vote response", a.Epoch)
+	if req, ok := e.(ReceiveVoteRequest); a.VoteGranted && ok && !req.PreVote {
+		r.InEpoch, r.Vote = true, true
+		r.Voted = ReplicaKey{ID: req.Candidate, DirectoryID: req.CandidateDirectoryID}
+	}
+	return r
+}
+
 // ReceiveVoteResponse is a response to a Vote request this replica sent.
 type ReceiveVoteResponse struct {
 	// From is the responding voter.
@@ -347,6 +414,11 @@ func (a SendBeginQuorumEpoch) deliver(from ReplicaKey) (NodeID, Event) {
 	}
 }
 
+// reliance: the record names the sender leader of the epoch.
+func (a SendBeginQuorumEpoch) reliance(self ReplicaKey, _ Event) Reliance {
+	return leads("BeginQuorumEpoch", a.Epoch, self.ID)
+}
+
 // ReceiveBeginQuorumEpoch is a BeginQuorumEpoch request that arrived: a new
 // leader announces its epoch (KIP-595).
 type ReceiveBeginQuorumEpoch struct {
@@ -378,6 +450,11 @@ func (SendBeginQuorumEpochResponse) isAction() {}
 
 func (a SendBeginQuorumEpochResponse) deliver(from ReplicaKey) (NodeID, Event) {
 	return a.To, ReceiveQuorumResponse{From: from.ID, Error: a.Error, Epoch: a.Epoch, LeaderID: a.LeaderID}
+}
+
+// reliance: a response carries the epoch only.
+func (a SendBeginQuorumEpochResponse) reliance(ReplicaKey, Event) Reliance {
+	return carries("BeginQuorumEpoch response", a.Epoch)
 }
 
 // ReceiveQuorumResponse is a response to a BeginQuorumEpoch or
@@ -442,6 +519,11 @@ func (a SendEndQuorumEpoch) deliver(from ReplicaKey) (NodeID, Event) {
 	}
 }
 
+// reliance: the record names the sender leader of the epoch.
+func (a SendEndQuorumEpoch) reliance(self ReplicaKey, _ Event) Reliance {
+	return leads("EndQuorumEpoch", a.Epoch, self.ID)
+}
+
 // ReceiveEndQuorumEpoch is an EndQuorumEpoch request that arrived: the leader
 // of LeaderEpoch is resigning (KIP-595, graceful shutdown).
 type ReceiveEndQuorumEpoch struct {
@@ -474,6 +556,11 @@ func (a SendEndQuorumEpochResponse) deliver(from ReplicaKey) (NodeID, Event) {
 	return a.To, ReceiveQuorumResponse{From: from.ID, Error: a.Error, Epoch: a.Epoch, LeaderID: a.LeaderID}
 }
 
+// reliance: a response carries the epoch only.
+func (a SendEndQuorumEpochResponse) reliance(ReplicaKey, Event) Reliance {
+	return carries("EndQuorumEpoch response", a.Epoch)
+}
+
 // The Fetch messages.
 
 // SendFetch asks the host to send a Fetch request. To is the leader, or NoNode for "any
@@ -497,6 +584,15 @@ func (a SendFetch) deliver(from ReplicaKey) (NodeID, Event) {
 		From: from.ID, FromDirectoryID: from.DirectoryID, ClusterID: a.ClusterID,
 		CurrentLeaderEpoch: a.CurrentLeaderEpoch, FetchEpoch: a.FetchEpoch, FetchOffset: a.FetchOffset,
 	}
+}
+
+// reliance: a Fetch to a leader needs the record naming that leader of
+// the epoch; an observer's search for the leader (To NoNode) does not.
+func (a SendFetch) reliance(ReplicaKey, Event) Reliance {
+	if a.To == NoNode {
+		return carries("fetch", a.CurrentLeaderEpoch)
+	}
+	return leads("fetch", a.CurrentLeaderEpoch, a.To)
 }
 
 // ReceiveFetch is a Fetch request for the metadata partition from a follower
@@ -546,6 +642,11 @@ func (a SendFetchResponse) deliver(from ReplicaKey) (NodeID, Event) {
 		From: from.ID, Error: a.Error, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
 		HighWatermark: a.HighWatermark, Diverging: a.Diverging, Snapshot: a.Snapshot,
 	}
+}
+
+// reliance: a response carries the epoch only.
+func (a SendFetchResponse) reliance(ReplicaKey, Event) Reliance {
+	return carries("fetch response", a.Epoch)
 }
 
 // ReceiveFetchResponse is a response to a Fetch this replica sent. The
@@ -605,6 +706,14 @@ func (a SendFetchSnapshot) deliver(from ReplicaKey) (NodeID, Event) {
 	}
 }
 
+// reliance: the record names the addressee leader of the epoch.
+func (a SendFetchSnapshot) reliance(ReplicaKey, Event) Reliance {
+	if a.To == NoNode {
+		return carries("FetchSnapshot", a.CurrentLeaderEpoch)
+	}
+	return leads("FetchSnapshot", a.CurrentLeaderEpoch, a.To)
+}
+
 // ReceiveFetchSnapshot is a FetchSnapshot request that arrived: a follower
 // downloads a snapshot from the leader (KIP-630). The leader answers with
 // Kafka's checks in Kafka's order (handleFetchSnapshotRequest): cluster id,
@@ -659,6 +768,11 @@ func (a SendFetchSnapshotResponse) deliver(from ReplicaKey) (NodeID, Event) {
 	}
 }
 
+// reliance: a response carries the epoch only.
+func (a SendFetchSnapshotResponse) reliance(ReplicaKey, Event) Reliance {
+	return carries("FetchSnapshot response", a.Epoch)
+}
+
 // ReceiveFetchSnapshotResponse is a response to a FetchSnapshot request
 // this replica sent (Kafka's handleFetchSnapshotResponse, D43). The host
 // steps it before it writes the response's bytes anywhere: the state
@@ -709,6 +823,12 @@ func (a SendVoterChange) deliver(from ReplicaKey) (NodeID, Event) {
 		return a.To, ReceiveRemoveVoter{From: from.ID, ClusterID: a.ClusterID, Voter: a.Voter}
 	}
 	return a.To, ReceiveAddVoter{From: from.ID, ClusterID: a.ClusterID, Voter: a.Voter, Listener: true}
+}
+
+// reliance: an auto-joining observer asks the leader it follows (Kafka's
+// pollFollowerAsObserver); the request carries no epoch.
+func (a SendVoterChange) reliance(ReplicaKey, Event) Reliance {
+	return Reliance{What: a.Kind.String() + " request", NamesLeader: true, Leader: a.To}
 }
 
 // ReceiveAddVoter is an AddRaftVoter request (KIP-853). Ref is the host's
@@ -807,4 +927,15 @@ func (ReceiveAPIVersionsResponse) isEvent() {}
 
 func (e ReceiveAPIVersionsResponse) header() Header {
 	return Header{From: e.From, Error: e.Error, LeaderID: NoNode}
+}
+
+// reliance: a leader's, for a voter it is about to add (Kafka's
+// AddVoterHandler); the request carries no epoch.
+func (SendAPIVersions) reliance(self ReplicaKey, _ Event) Reliance {
+	return Reliance{What: "ApiVersions request", NamesLeader: true, Leader: self.ID}
+}
+
+// reliance: a response carries the epoch only.
+func (a SendVoterChangeResponse) reliance(ReplicaKey, Event) Reliance {
+	return carries(a.Kind.String()+" response", a.Epoch)
 }
