@@ -1,10 +1,6 @@
 package kraft
 
-import (
-	"time"
-
-	"github.com/google/uuid"
-)
+import "time"
 
 // Action is something Step asks the host to do. The host carries out the
 // actions of one step in order; nothing after a Persist may leave the
@@ -76,129 +72,6 @@ func (t Timer) String() string {
 // carrying out any later action of the same step.
 type Persist struct {
 	Record QuorumRecord
-}
-
-// SendVoteRequest asks the host to send a Vote request to one voter.
-type SendVoteRequest struct {
-	// To is the addressee's key (voter_id, voter_directory_id).
-	To        ReplicaKey
-	ClusterID uuid.NullUUID
-	// CandidateEpoch is replica_epoch; Candidate is (replica_id,
-	// replica_directory_id); CandidateLogEnd is (last_offset,
-	// last_offset_epoch).
-	CandidateEpoch  Epoch
-	Candidate       ReplicaKey
-	CandidateLogEnd LogEnd
-	PreVote         bool
-}
-
-// SendVoteResponse asks the host to answer a Vote request. INCONSISTENT_CLUSTER_ID goes in
-// the top-level error_code; every other code is the partition error.
-type SendVoteResponse struct {
-	To          NodeID
-	Error       ErrorCode
-	Epoch       Epoch
-	LeaderID    NodeID
-	VoteGranted bool
-}
-
-// SendBeginQuorumEpoch asks the host to tell a voter that this replica leads
-// Epoch.
-type SendBeginQuorumEpoch struct {
-	To        ReplicaKey
-	ClusterID uuid.NullUUID
-	Epoch     Epoch
-	LeaderID  NodeID
-}
-
-// SendBeginQuorumEpochResponse asks the host to answer a BeginQuorumEpoch
-// request.
-type SendBeginQuorumEpochResponse struct {
-	To       NodeID
-	Error    ErrorCode
-	Epoch    Epoch
-	LeaderID NodeID
-}
-
-// SendEndQuorumEpoch asks the host to tell a voter that this replica resigns
-// the leadership of Epoch. PreferredSuccessors is the same ordered list for every
-// addressee; the host puts it in preferred_successors (ids) and
-// preferred_candidates (keys).
-type SendEndQuorumEpoch struct {
-	To                  ReplicaKey
-	ClusterID           uuid.NullUUID
-	Epoch               Epoch
-	LeaderID            NodeID
-	PreferredSuccessors []ReplicaKey
-}
-
-// SendEndQuorumEpochResponse asks the host to answer an EndQuorumEpoch
-// request.
-type SendEndQuorumEpochResponse struct {
-	To       NodeID
-	Error    ErrorCode
-	Epoch    Epoch
-	LeaderID NodeID
-}
-
-// SendFetch asks the host to send a Fetch request. To is the leader, or NoNode for "any
-// bootstrap voter" (an observer looking for the leader).
-type SendFetch struct {
-	To        NodeID
-	ClusterID uuid.NullUUID
-	// CurrentLeaderEpoch is the local epoch; FetchOffset and FetchEpoch
-	// are the local log end offset and last fetched epoch; HighWatermark is
-	// the local high watermark (-1 if unknown).
-	CurrentLeaderEpoch Epoch
-	FetchOffset        int64
-	FetchEpoch         Epoch
-	HighWatermark      int64
-}
-
-// SendFetchResponse asks the host to answer a Fetch request. When Error is
-// NONE and Diverging and Snapshot are nil, the host attaches records from
-// the request's fetch offset.
-type SendFetchResponse struct {
-	To NodeID
-	// Error, Epoch and LeaderID: error_code and current_leader.
-	Error    ErrorCode
-	Epoch    Epoch
-	LeaderID NodeID
-	// HighWatermark is the leader's high watermark, -1 if unknown or on
-	// error.
-	HighWatermark int64
-	// Diverging is set when the follower's log diverges from the leader's.
-	Diverging *LogOffsetMetadata
-	// Snapshot is set when the follower must fetch this snapshot instead
-	// (snapshot_id): the leader's log no longer holds what it lacks (D44).
-	// The host attaches no records then.
-	Snapshot *LogEnd
-}
-
-// SendFetchSnapshot asks the host to send a FetchSnapshot request to the
-// leader for the bytes of Snapshot from Position on (a Follower that
-// downloads a snapshot sends it instead of a Fetch; D43).
-type SendFetchSnapshot struct {
-	To                 NodeID
-	ClusterID          uuid.NullUUID
-	CurrentLeaderEpoch Epoch
-	Snapshot           LogEnd
-	Position           int64
-}
-
-// SendFetchSnapshotResponse asks the host to answer a FetchSnapshot request.
-// On NONE the host attaches the bytes of Snapshot from Position on, at most
-// its configured maximum, and sends Size and Position as the response's
-// size and position. On an error, Snapshot is (-1, -1) and Size and
-// Position are -1 (D44).
-type SendFetchSnapshotResponse struct {
-	To       NodeID
-	Error    ErrorCode
-	Epoch    Epoch
-	LeaderID NodeID
-	Snapshot LogEnd
-	Size     int64
-	Position int64
 }
 
 // WriteSnapshotChunk asks the host to write the bytes of the FetchSnapshot
@@ -319,15 +192,6 @@ type LeaderRefused struct {
 	Reason        string
 }
 
-// SendAPIVersions asks the host to send an ApiVersions request to To, a
-// replica the leader is about to add, and to step its answer as
-// ReceiveAPIVersionsResponse (Kafka's AddVoterHandler learns the new voter's
-// kraft.version range this way). No answer within the request timeout
-// fails the AddRaftVoter.
-type SendAPIVersions struct {
-	To ReplicaKey
-}
-
 // VoterChange is one change to the voter set: the voter added, removed or
 // updated, and for an added or updated voter the kraft.version levels it
 // supports (which the VotersRecord holds).
@@ -348,57 +212,20 @@ type AppendVoters struct {
 	Change VoterChange
 }
 
-// SendVoterChangeResponse asks the host to answer the request with handle
-// Ref. Epoch and LeaderID are the replica's; Kafka's UpdateRaftVoter
-// response carries them.
-type SendVoterChangeResponse struct {
-	Ref      uint64
-	To       NodeID
-	Kind     VoterChangeKind
-	Error    ErrorCode
-	Epoch    Epoch
-	LeaderID NodeID
-}
-
-// SendVoterChange asks the host to send an AddRaftVoter or RemoveRaftVoter
-// request to the leader To: an observer with Config.AutoJoin asks to join
-// (or to remove the voter with its id and an older directory id; Kafka's
-// controller.quorum.auto.join.enable). The answer changes nothing in the
-// state; the host may drop it.
-type SendVoterChange struct {
-	To        NodeID
-	ClusterID uuid.NullUUID
-	Kind      VoterChangeKind
-	Voter     ReplicaKey
-}
-
-func (Persist) isAction()                      {}
-func (SendVoteRequest) isAction()              {}
-func (SendVoteResponse) isAction()             {}
-func (SendBeginQuorumEpoch) isAction()         {}
-func (SendBeginQuorumEpochResponse) isAction() {}
-func (SendEndQuorumEpoch) isAction()           {}
-func (SendEndQuorumEpochResponse) isAction()   {}
-func (SendFetch) isAction()                    {}
-func (SendFetchResponse) isAction()            {}
-func (SendFetchSnapshotResponse) isAction()    {}
-func (TruncateLog) isAction()                  {}
-func (AppendLeaderChange) isAction()           {}
-func (AppendFetched) isAction()                {}
-func (HighWatermarkChanged) isAction()         {}
-func (ResetTimer) isAction()                   {}
-func (StopTimer) isAction()                    {}
-func (RoleChanged) isAction()                  {}
-func (Fault) isAction()                        {}
-func (LeaderRefused) isAction()                {}
+func (Persist) isAction()              {}
+func (TruncateLog) isAction()          {}
+func (AppendLeaderChange) isAction()   {}
+func (AppendFetched) isAction()        {}
+func (HighWatermarkChanged) isAction() {}
+func (ResetTimer) isAction()           {}
+func (StopTimer) isAction()            {}
+func (RoleChanged) isAction()          {}
+func (Fault) isAction()                {}
+func (LeaderRefused) isAction()        {}
 
 // Snapshots.
-func (SendFetchSnapshot) isAction()  {}
 func (WriteSnapshotChunk) isAction() {}
 func (InstallSnapshot) isAction()    {}
 
 // Dynamic voter sets (KIP-853).
-func (SendAPIVersions) isAction()         {}
-func (AppendVoters) isAction()            {}
-func (SendVoterChangeResponse) isAction() {}
-func (SendVoterChange) isAction()         {}
+func (AppendVoters) isAction() {}

@@ -2,7 +2,6 @@ package kraft
 
 import (
 	"reflect"
-	"sort"
 	"testing"
 
 	"github.com/kraftquorum/kraft/internal/catalogue"
@@ -136,31 +135,73 @@ func TestEveryEventHasASource(t *testing.T) {
 // persistFree are the actions that may come between a Persist and the
 // Persist that rewrites it in place (stepper.persist): reports and timer
 // changes, which rely on nothing durable. Every other action (a message,
-// a write to the log or a snapshot) must be listed in persist's switch,
-// so that a Persist before it is never rewritten after it went out.
+// a write to the log or a snapshot) falls to persist's default case, so
+// that a Persist before it is never rewritten after it went out; a new
+// action, a new RPC's messages among them, needs no edit there (D281).
 var persistFree = []string{"Fault", "HighWatermarkChanged", "LeaderRefused", "ResetTimer", "RoleChanged", "StopTimer"}
 
-// TestPersistKnowsEveryAction: stepper.persist's switch lists every action
-// type but persistFree ones.
+// TestPersistKnowsEveryAction: stepper.persist's switch names Persist and
+// exactly the persistFree actions, and its default case, which every
+// other action of the package falls to, keeps the Persist (it does
+// something).
 func TestPersistKnowsEveryAction(t *testing.T) {
 	cases, err := catalogue.TypeSwitch(".", "persist")
 	require.NoError(t, err)
 	listed := map[string]bool{}
+	hasDefault := false
 	for _, c := range cases {
+		if len(c.Types) == 0 {
+			hasDefault = true
+			require.False(t, c.Empty, "persist's default case does nothing")
+		}
 		for _, name := range c.Types {
 			listed[name] = true
 		}
 	}
+	require.True(t, hasDefault, "persist's switch has no default case")
+	want := map[string]bool{"Persist": true}
+	for _, name := range persistFree {
+		want[name] = true
+	}
+	require.Equal(t, want, listed, "persist's switch names Persist and the persistFree actions only")
+	actions := map[string]bool{}
+	for _, name := range loadCatalogue(t).Actions {
+		actions[name] = true
+	}
+	for name := range listed {
+		require.True(t, actions[name], "persist names %s, not an action", name)
+	}
+}
+
+// TestPersistIsRewrittenOnlyAcrossPersistFreeActions: for each action
+// type of the package, a Persist, that action, then a second persist in
+// the same step: the first Persist is rewritten in place exactly when the
+// action between is persistFree; after a message, a write to the log or a
+// snapshot the step has two Persists (D1, D281).
+func TestPersistIsRewrittenOnlyAcrossPersistFreeActions(t *testing.T) {
 	free := map[string]bool{}
 	for _, name := range persistFree {
 		free[name] = true
 	}
-	var missing []string
+	s := start(t, config(1, 1, 2, 3))
 	for _, name := range loadCatalogue(t).Actions {
-		if listed[name] == free[name] {
-			missing = append(missing, name)
+		if name == "Persist" {
+			continue
+		}
+		between := reflect.New(actionTypeByName(t, name)).Elem().Interface().(Action)
+		next := s
+		st := stepper{s: &next, buf: &Buffer{}}
+		st.emitPersist(Persist{Record: EmptyRecord()})
+		st.emit(between)
+		st.persist()
+		acts := st.actions()
+		if free[name] {
+			require.Len(t, acts, 2, "%s: the first Persist is rewritten", name)
+			require.Equal(t, Persist{Record: next.Record()}, acts[0], name)
+		} else {
+			require.Len(t, acts, 3, "%s: the Persist before it stays", name)
+			require.Equal(t, Persist{Record: EmptyRecord()}, acts[0], name)
+			require.Equal(t, Persist{Record: next.Record()}, acts[2], name)
 		}
 	}
-	sort.Strings(missing)
-	require.Empty(t, missing, "actions neither in stepper.persist's switch nor in persistFree (or in both)")
 }

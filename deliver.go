@@ -34,62 +34,16 @@ package kraft
 // requester by Ref; a replica's state takes no answer), nor is
 // SendAPIVersions (the addressee's host answers it, not its state).
 func Deliver(from ReplicaKey, a Action) (to NodeID, e Event, ok bool) {
-	switch a := a.(type) {
-	case SendVoteRequest:
-		return a.To.ID, ReceiveVoteRequest{
-			From: from.ID, ClusterID: a.ClusterID, VoterID: a.To.ID, VoterDirectoryID: a.To.DirectoryID,
-			CandidateEpoch: a.CandidateEpoch, Candidate: a.Candidate.ID, CandidateDirectoryID: a.Candidate.DirectoryID,
-			CandidateLogEnd: a.CandidateLogEnd, PreVote: a.PreVote,
-		}, true
-	case SendVoteResponse:
-		return a.To, ReceiveVoteResponse{From: from.ID, Error: a.Error, Epoch: a.Epoch, VoteGranted: a.VoteGranted, LeaderID: a.LeaderID}, true
-	case SendBeginQuorumEpoch:
-		return a.To.ID, ReceiveBeginQuorumEpoch{
-			From: from.ID, ClusterID: a.ClusterID, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
-			VoterID: a.To.ID, VoterDirectoryID: a.To.DirectoryID,
-		}, true
-	case SendEndQuorumEpoch:
-		return a.To.ID, ReceiveEndQuorumEpoch{
-			From: from.ID, ClusterID: a.ClusterID, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
-			SuccessorRank: RankOf(a.To, a.PreferredSuccessors),
-		}, true
-	case SendFetch:
-		return a.To, ReceiveFetch{
-			From: from.ID, FromDirectoryID: from.DirectoryID, ClusterID: a.ClusterID,
-			CurrentLeaderEpoch: a.CurrentLeaderEpoch, FetchEpoch: a.FetchEpoch, FetchOffset: a.FetchOffset,
-		}, true
-	case SendFetchResponse:
-		return a.To, ReceiveFetchResponse{
-			From: from.ID, Error: a.Error, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
-			HighWatermark: a.HighWatermark, Diverging: a.Diverging, Snapshot: a.Snapshot,
-		}, true
-	case SendFetchSnapshot:
-		return a.To, ReceiveFetchSnapshot{
-			From: from.ID, FromDirectoryID: from.DirectoryID, ClusterID: a.ClusterID,
-			CurrentLeaderEpoch: a.CurrentLeaderEpoch, Snapshot: a.Snapshot, Position: a.Position, Size: -1,
-		}, true
-	case SendBeginQuorumEpochResponse:
-		return a.To, ReceiveQuorumResponse{From: from.ID, Error: a.Error, Epoch: a.Epoch, LeaderID: a.LeaderID}, true
-	case SendEndQuorumEpochResponse:
-		return a.To, ReceiveQuorumResponse{From: from.ID, Error: a.Error, Epoch: a.Epoch, LeaderID: a.LeaderID}, true
-	case SendFetchSnapshotResponse:
-		var n int64
-		if a.Error == ErrNone && a.Position >= 0 && a.Size >= a.Position {
-			n = a.Size - a.Position
-		}
-		return a.To, ReceiveFetchSnapshotResponse{
-			From: from.ID, Error: a.Error, LeaderID: a.LeaderID, LeaderEpoch: a.Epoch,
-			Snapshot: a.Snapshot, Size: a.Size, Position: a.Position, Bytes: n,
-		}, true
-	case SendVoterChange:
-		if a.Kind == RemoveVoter {
-			return a.To, ReceiveRemoveVoter{From: from.ID, ClusterID: a.ClusterID, Voter: a.Voter}, true
-		}
-		return a.To, ReceiveAddVoter{From: from.ID, ClusterID: a.ClusterID, Voter: a.Voter, Listener: true}, true
-	case Persist, TruncateLog, AppendLeaderChange, HighWatermarkChanged, ResetTimer, StopTimer, RoleChanged, Fault, LeaderRefused,
-		WriteSnapshotChunk, InstallSnapshot, AppendVoters, SendAPIVersions, SendVoterChangeResponse:
+	// Each message action maps itself, beside its type (messages.go,
+	// docs/design.md D280).
+	m, isMsg := a.(sent)
+	if !isMsg {
+		return NoNode, nil, false
 	}
-	return NoNode, nil, false
+	if to, e = m.deliver(from); e == nil {
+		return NoNode, nil, false
+	}
+	return to, e, true
 }
 
 // RankOf is key's place in an EndQuorumEpoch request's preferred

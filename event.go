@@ -1,7 +1,5 @@
 package kraft
 
-import "github.com/google/uuid"
-
 // Event is something that happened to a replica: a message arrived, a timer
 // fired, or the host did something the state must know about. Step takes one
 // Event at a time. The set is closed: only this package's types implement it.
@@ -30,185 +28,6 @@ type CheckQuorumTimeout struct{}
 // fetched, KAFKA-16926).
 type BeginQuorumEpochTimeout struct{}
 
-// ReceiveVoteRequest is a Vote request that arrived (Kafka VoteRequest v2,
-// KIP-996).
-type ReceiveVoteRequest struct {
-	// From is the network source. Kafka identifies the candidate by the
-	// request body (Candidate), not by the source; From is informational.
-	From NodeID
-	// ClusterID is the request's cluster_id; unset means "not sent".
-	ClusterID uuid.NullUUID
-	// VoterID and VoterDirectoryID are the addressee (voter_id,
-	// voter_directory_id). A negative VoterID means "no addressee" (older
-	// RPC versions).
-	VoterID          NodeID
-	VoterDirectoryID uuid.UUID
-	// CandidateEpoch is replica_epoch: the candidate's epoch (for a
-	// pre-vote, the requester's current epoch, not yet bumped).
-	CandidateEpoch Epoch
-	// Candidate and CandidateDirectoryID are replica_id and
-	// replica_directory_id.
-	Candidate            NodeID
-	CandidateDirectoryID uuid.UUID
-	// CandidateLogEnd is (last_offset, last_offset_epoch).
-	CandidateLogEnd LogEnd
-	// PreVote is pre_vote: a KIP-996 pre-vote that binds nobody.
-	PreVote bool
-}
-
-// ReceiveVoteResponse is a response to a Vote request this replica sent.
-type ReceiveVoteResponse struct {
-	// From is the responding voter.
-	From NodeID
-	// Error is the partition error_code. A response with a top-level error
-	// is not stepped (the host backs off and retries), except
-	// UNSUPPORTED_VERSION: the responder does not know Vote v2 (Pre-Vote),
-	// and a Prospective then skips the pre-vote (docs/wire-mapping.md).
-	Error ErrorCode
-	// Epoch is the responder's leader_epoch.
-	Epoch Epoch
-	// VoteGranted is vote_granted.
-	VoteGranted bool
-	// LeaderID is the responder's leader_id, NoNode if it knows none. A
-	// Prospective that missed BeginQuorumEpoch finds the leader this way.
-	LeaderID NodeID
-}
-
-// ReceiveBeginQuorumEpoch is a BeginQuorumEpoch request that arrived: a new
-// leader announces its epoch (KIP-595).
-type ReceiveBeginQuorumEpoch struct {
-	From      NodeID
-	ClusterID uuid.NullUUID
-	// LeaderID and LeaderEpoch are leader_id and leader_epoch.
-	LeaderID    NodeID
-	LeaderEpoch Epoch
-	// VoterID and VoterDirectoryID are the addressee (voter_id,
-	// voter_directory_id, KIP-853); a negative VoterID means "not sent".
-	VoterID          NodeID
-	VoterDirectoryID uuid.UUID
-}
-
-// ReceiveEndQuorumEpoch is an EndQuorumEpoch request that arrived: the leader
-// of LeaderEpoch is resigning (KIP-595, graceful shutdown).
-type ReceiveEndQuorumEpoch struct {
-	From        NodeID
-	ClusterID   uuid.NullUUID
-	LeaderID    NodeID
-	LeaderEpoch Epoch
-	// SuccessorRank is this replica's position in the request's
-	// preferred_candidates list (first entry with the local id and, if
-	// present, the local directory id) and the list's length.
-	SuccessorRank SuccessorRank
-}
-
-// ReceiveFetch is a Fetch request for the metadata partition from a follower
-// or an observer.
-type ReceiveFetch struct {
-	// From and FromDirectoryID are replica_id and replica_directory_id; a
-	// negative From is a non-replica consumer.
-	From            NodeID
-	FromDirectoryID uuid.UUID
-	ClusterID       uuid.NullUUID
-	// CurrentLeaderEpoch is current_leader_epoch, used for fencing.
-	CurrentLeaderEpoch Epoch
-	// FetchEpoch is last_fetched_epoch and FetchOffset is fetch_offset: the
-	// follower's log position.
-	FetchEpoch  Epoch
-	FetchOffset int64
-}
-
-// ReceiveFetchSnapshot is a FetchSnapshot request that arrived: a follower
-// downloads a snapshot from the leader (KIP-630). The leader answers with
-// Kafka's checks in Kafka's order (handleFetchSnapshotRequest): cluster id,
-// epoch fencing, SNAPSHOT_NOT_FOUND, POSITION_OUT_OF_RANGE; a successful one
-// counts as contact for check-quorum (D44).
-type ReceiveFetchSnapshot struct {
-	From               NodeID
-	FromDirectoryID    uuid.UUID
-	ClusterID          uuid.NullUUID
-	CurrentLeaderEpoch Epoch
-	// Snapshot is snapshot_id (end_offset, epoch) and Position is position:
-	// the byte the follower wants next.
-	Snapshot LogEnd
-	Position int64
-	// Size is the size in bytes of the snapshot Snapshot on the
-	// receiving host's disk, looked up by that host before it steps the
-	// event; -1 when it has no such snapshot (the state knows only the
-	// snapshot ids, not what is on disk between them, nor their sizes).
-	// kraft.Deliver sets -1: the addressee's host fills it in.
-	Size int64
-}
-
-// ReceiveFetchResponse is a response to a Fetch this replica sent. The
-// host sets Records when the response carries records; the state answers a
-// response whose records it takes with AppendFetched alone, and the host
-// appends them and then steps AppendFetched.Then (docs/design.md D240).
-type ReceiveFetchResponse struct {
-	From NodeID
-	// Error is the partition error_code. A response with a top-level error
-	// is not stepped (the host backs off and retries).
-	Error ErrorCode
-	// LeaderID and LeaderEpoch are current_leader.leader_id and
-	// leader_epoch; LeaderID is NoNode if the responder knows no leader.
-	LeaderID    NodeID
-	LeaderEpoch Epoch
-	// HighWatermark is the leader's high_watermark, -1 if unknown.
-	HighWatermark int64
-	// Diverging is diverging_epoch (epoch, end_offset); nil when absent.
-	Diverging *LogOffsetMetadata
-	// Snapshot is snapshot_id (end offset, epoch) when the leader wants the
-	// follower to fetch a snapshot instead; nil when absent.
-	Snapshot *LogEnd
-	// Records: the response carries records (the wire's records field is
-	// not empty) that are not in the local log yet. The host sets it;
-	// kraft.Deliver leaves it false. A response with Records that the
-	// state takes as a successful fetch is answered with AppendFetched
-	// alone, the state unchanged; one without is processed as one whose
-	// records (if any) the host has appended already (D240).
-	Records bool
-}
-
-// ReceiveQuorumResponse is a response to a BeginQuorumEpoch or
-// EndQuorumEpoch request this replica sent: the responses that carry no
-// decision of their own beyond their epoch and leader. A
-// replica moves as Kafka's maybeHandleCommonResponse says: a newer epoch
-// with a leader makes it that leader's Follower, a newer epoch without one
-// Unattached, and a leader of its own epoch that it did not know is
-// followed; an INVALID_REQUEST answer in its epoch that names no new leader
-// is a Fault (D13). kraft.Deliver maps the two responses to this event.
-type ReceiveQuorumResponse struct {
-	From NodeID
-	// Error is the partition error_code.
-	Error ErrorCode
-	// Epoch and LeaderID are the response's leader_epoch and leader_id
-	// (NoNode if the responder knows no leader).
-	Epoch    Epoch
-	LeaderID NodeID
-}
-
-// ReceiveFetchSnapshotResponse is a response to a FetchSnapshot request
-// this replica sent (Kafka's handleFetchSnapshotResponse, D43). The host
-// steps it before it writes the response's bytes anywhere: the state
-// checks the response and, when it takes the chunk, asks for the write with
-// WriteSnapshotChunk (and, once the snapshot is complete, InstallSnapshot).
-type ReceiveFetchSnapshotResponse struct {
-	From NodeID
-	// Error is the partition error_code. A response with a top-level error
-	// is not stepped (the host backs off and retries).
-	Error ErrorCode
-	// LeaderID and LeaderEpoch are current_leader.
-	LeaderID    NodeID
-	LeaderEpoch Epoch
-	// Snapshot is snapshot_id; Size the snapshot's total size and Position
-	// where the response's bytes start in it (size, position).
-	Snapshot LogEnd
-	Size     int64
-	Position int64
-	// Bytes is how many bytes of the snapshot the response carries (the
-	// length of its unaligned_records).
-	Bytes int64
-}
-
 // SnapshotCreated reports that the host wrote and froze a snapshot of the
 // replicated state up to Snapshot.Offset (exclusive), whose last record is
 // of epoch Snapshot.Epoch (Kafka's createSnapshot and onSnapshotFrozen).
@@ -232,17 +51,6 @@ type SnapshotCreated struct {
 // does not agree with the log, is a Fault (D45).
 type LogStartMoved struct {
 	Snapshot LogEnd
-}
-
-// ReceiveLeaderlessEpoch reports a response that named a higher epoch than
-// ours and no leader for it. It is the leaderless case of
-// ReceiveQuorumResponse, kept for hosts written before that event
-// (docs/design.md D28).
-// Every role moves to Unattached in that epoch (Kafka's
-// KafkaRaftClient.maybeHandleCommonResponse).
-type ReceiveLeaderlessEpoch struct {
-	From  NodeID
-	Epoch Epoch
 }
 
 // LogAppended reports that the host wrote records to its local log, which
@@ -302,51 +110,6 @@ type VotersAppended struct {
 	Voters []ReplicaKey
 }
 
-// ReceiveAddVoter is an AddRaftVoter request (KIP-853). Ref is the host's
-// handle for the request: the answer, SendVoterChangeResponse, carries it
-// back, at once or when the change commits, times out or fails. From is
-// the requester's node id, NoNode for an admin client. Listener says that
-// the request names an endpoint on the listener the replicas use (Kafka:
-// the default listener); the endpoints themselves are the host's.
-type ReceiveAddVoter struct {
-	Ref       uint64
-	From      NodeID
-	ClusterID uuid.NullUUID
-	Voter     ReplicaKey
-	Listener  bool
-}
-
-// ReceiveRemoveVoter is a RemoveRaftVoter request (KIP-853); see
-// ReceiveAddVoter for Ref and From.
-type ReceiveRemoveVoter struct {
-	Ref       uint64
-	From      NodeID
-	ClusterID uuid.NullUUID
-	Voter     ReplicaKey
-}
-
-// ReceiveUpdateVoter is an UpdateRaftVoter request (KIP-853): a voter
-// reports new endpoints or supported kraft.version levels. See
-// ReceiveAddVoter for Ref, From and Listener.
-type ReceiveUpdateVoter struct {
-	Ref                uint64
-	From               NodeID
-	ClusterID          uuid.NullUUID
-	CurrentLeaderEpoch Epoch
-	Voter              ReplicaKey
-	Listener           bool
-	KRaftVersions      VersionRange
-}
-
-// ReceiveAPIVersionsResponse is the answer to a SendAPIVersions: the
-// kraft.version levels the replica From supports (nil when its answer
-// names none), or the error that came instead.
-type ReceiveAPIVersionsResponse struct {
-	From          NodeID
-	Error         ErrorCode
-	KRaftVersions *VersionRange
-}
-
 // VoterChangeTimeout reports that the voter-change timer fired: the
 // leader's pending AddRaftVoter or RemoveRaftVoter ran out of time, or an
 // auto-joining observer may ask again.
@@ -356,28 +119,14 @@ func (ElectionTimeout) isEvent()         {}
 func (FetchTimeout) isEvent()            {}
 func (CheckQuorumTimeout) isEvent()      {}
 func (BeginQuorumEpochTimeout) isEvent() {}
-func (ReceiveVoteRequest) isEvent()      {}
-func (ReceiveVoteResponse) isEvent()     {}
-func (ReceiveBeginQuorumEpoch) isEvent() {}
-func (ReceiveEndQuorumEpoch) isEvent()   {}
-func (ReceiveFetch) isEvent()            {}
-func (ReceiveFetchSnapshot) isEvent()    {}
-func (ReceiveFetchResponse) isEvent()    {}
-func (ReceiveLeaderlessEpoch) isEvent()  {}
-func (ReceiveQuorumResponse) isEvent()   {}
 func (LogAppended) isEvent()             {}
 func (LogFlushed) isEvent()              {}
 func (Resign) isEvent()                  {}
 
 // Snapshots.
-func (ReceiveFetchSnapshotResponse) isEvent() {}
-func (SnapshotCreated) isEvent()              {}
-func (LogStartMoved) isEvent()                {}
+func (SnapshotCreated) isEvent() {}
+func (LogStartMoved) isEvent()   {}
 
 // Dynamic voter sets (KIP-853).
-func (VotersAppended) isEvent()             {}
-func (ReceiveAddVoter) isEvent()            {}
-func (ReceiveRemoveVoter) isEvent()         {}
-func (ReceiveUpdateVoter) isEvent()         {}
-func (ReceiveAPIVersionsResponse) isEvent() {}
-func (VoterChangeTimeout) isEvent()         {}
+func (VotersAppended) isEvent()     {}
+func (VoterChangeTimeout) isEvent() {}

@@ -189,11 +189,12 @@ func (t *stepper) persist() {
 		case Persist:
 			acts[i] = t.pooledPersist(p)
 			return
-		case SendVoteRequest, SendVoteResponse, SendBeginQuorumEpoch, SendBeginQuorumEpochResponse,
-			SendEndQuorumEpoch, SendEndQuorumEpochResponse, SendFetch, SendFetchResponse,
-			SendFetchSnapshot, SendFetchSnapshotResponse, AppendLeaderChange, AppendFetched, TruncateLog,
-			WriteSnapshotChunk, InstallSnapshot, AppendVoters, SendVoterChangeResponse, SendVoterChange,
-			SendAPIVersions:
+		case Fault, HighWatermarkChanged, LeaderRefused, ResetTimer, RoleChanged, StopTimer:
+			// Reports and timers rely on nothing durable.
+		default:
+			// A message (every RPC of the catalogue, with no list to
+			// keep) or a write to the log or a snapshot: the Persist
+			// before it stays (docs/design.md D281).
 			t.emitPersist(p)
 			return
 		}

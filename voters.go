@@ -6,7 +6,7 @@ import (
 )
 
 // Dynamic voter sets (KIP-853): the values the voter-set events and
-// actions (event.go, action.go) carry, and the checks on a voter set. The voter set in
+// actions (messages.go, event.go, action.go) carry, and the checks on a voter set. The voter set in
 // force is the latest one in the log, committed or not (Kafka's
 // KRaftControlRecordStateMachine and VoterSetHistory); the leader changes
 // it one voter at a time through AddRaftVoter, RemoveRaftVoter and

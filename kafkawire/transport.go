@@ -467,16 +467,9 @@ func (t *Transport) sendResponse(m node.Message) {
 // responseEndpoints are the node_endpoints of a response: the leader's it
 // names, if known (Kafka's KafkaRaftClient adds the leader's endpoint).
 func (t *Transport) responseEndpoints(ev kraft.Event) []Endpoint {
-	var leader kraft.NodeID = kraft.NoNode
-	switch e := ev.(type) {
-	case kraft.ReceiveVoteResponse:
-		leader = e.LeaderID
-	case kraft.ReceiveQuorumResponse:
-		leader = e.LeaderID
-	case kraft.ReceiveFetchResponse:
-		leader = e.LeaderID
-	case kraft.ReceiveFetchSnapshotResponse:
-		leader = e.LeaderID
+	leader := kraft.NoNode
+	if h, ok := kraft.MessageHeader(ev); ok {
+		leader = h.LeaderID // NoNode for a request (D280)
 	}
 	return t.endpointOf(leader)
 }
@@ -601,19 +594,10 @@ func (w *kafkaWire) Serve(sc *stream.Conn, r *bufio.Reader) {
 	}
 }
 
-// fromOf is the requester a request event names.
+// fromOf is the requester a request event names (its header, D280).
 func fromOf(ev kraft.Event) kraft.NodeID {
-	switch e := ev.(type) {
-	case kraft.ReceiveVoteRequest:
-		return e.From
-	case kraft.ReceiveBeginQuorumEpoch:
-		return e.From
-	case kraft.ReceiveEndQuorumEpoch:
-		return e.From
-	case kraft.ReceiveFetch:
-		return e.From
-	case kraft.ReceiveFetchSnapshot:
-		return e.From
+	if h, ok := kraft.MessageHeader(ev); ok && !h.Response {
+		return h.From
 	}
 	return kraft.NoNode
 }
@@ -745,28 +729,14 @@ func (t *Transport) request(to kraft.NodeID, c *conn, m node.Message) []byte {
 	return AppendRequest(nil, corr, &t.cfg.ClientID, req)
 }
 
-// apiOf is the API of a request message.
+// apiOf is the API of a request message: ApiVersions, or the API key
+// of the request event's row in kraft's catalogue (D230, D280).
 func apiOf(m node.Message) (int16, bool) {
 	if m.APIVersions {
 		return APIVersions, true
 	}
-	switch m.Event.(type) {
-	case kraft.ReceiveVoteRequest:
-		return Vote, true
-	case kraft.ReceiveBeginQuorumEpoch:
-		return BeginQuorumEpoch, true
-	case kraft.ReceiveEndQuorumEpoch:
-		return EndQuorumEpoch, true
-	case kraft.ReceiveFetch:
-		return Fetch, true
-	case kraft.ReceiveFetchSnapshot:
-		return FetchSnapshot, true
-	case kraft.ReceiveAddVoter:
-		return AddRaftVoter, true
-	case kraft.ReceiveRemoveVoter:
-		return RemoveRaftVoter, true
-	case kraft.ReceiveUpdateVoter:
-		return UpdateRaftVoter, true
+	if h, ok := kraft.MessageHeader(m.Event); ok && !h.Response && h.APIKey >= 0 {
+		return h.APIKey, true
 	}
 	return 0, false
 }

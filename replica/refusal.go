@@ -22,51 +22,11 @@ type ClusterIDRefused struct {
 
 func (ClusterIDRefused) isOutput() {}
 
-// requestOf is the kind (Kafka's API name) and the cluster id of a
-// request event; ok is false for any other event.
-func requestOf(e kraft.Event) (kind string, cluster uuid.NullUUID, ok bool) {
-	switch e := e.(type) {
-	case kraft.ReceiveVoteRequest:
-		return "Vote", e.ClusterID, true
-	case kraft.ReceiveBeginQuorumEpoch:
-		return "BeginQuorumEpoch", e.ClusterID, true
-	case kraft.ReceiveEndQuorumEpoch:
-		return "EndQuorumEpoch", e.ClusterID, true
-	case kraft.ReceiveFetch:
-		return "Fetch", e.ClusterID, true
-	case kraft.ReceiveFetchSnapshot:
-		return "FetchSnapshot", e.ClusterID, true
-	case kraft.ReceiveAddVoter:
-		return "AddRaftVoter", e.ClusterID, true
-	case kraft.ReceiveRemoveVoter:
-		return "RemoveRaftVoter", e.ClusterID, true
-	case kraft.ReceiveUpdateVoter:
-		return "UpdateRaftVoter", e.ClusterID, true
-	}
-	return "", uuid.NullUUID{}, false
-}
-
-// responseOf is the kind and the error code of a response event; ok is
-// false for any other event.
-func responseOf(e kraft.Event) (kind string, code kraft.ErrorCode, ok bool) {
-	switch e := e.(type) {
-	case kraft.ReceiveVoteResponse:
-		return "Vote", e.Error, true
-	case kraft.ReceiveQuorumResponse:
-		return "BeginQuorumEpoch or EndQuorumEpoch", e.Error, true
-	case kraft.ReceiveFetchResponse:
-		return "Fetch", e.Error, true
-	case kraft.ReceiveFetchSnapshotResponse:
-		return "FetchSnapshot", e.Error, true
-	}
-	return "", kraft.ErrNone, false
-}
-
 // refusedForCluster: a response that refuses this replica's request for
 // its cluster id.
 func refusedForCluster(e kraft.Event) bool {
-	_, code, ok := responseOf(e)
-	return ok && code == kraft.ErrInconsistentClusterID
+	h, ok := kraft.MessageHeader(e)
+	return ok && h.Response && h.Error == kraft.ErrInconsistentClusterID
 }
 
 // note notes what a message from the network says before it is taken:
@@ -74,14 +34,17 @@ func refusedForCluster(e kraft.Event) bool {
 // Fetch answers.
 func (r *Replica) note(m Message) {
 	ours := r.cfg.Kraft.ClusterID
+	// The API, the cluster id and the error are every message's header,
+	// from the catalogue (D280).
+	h, ok := kraft.MessageHeader(m.Event)
 	if !m.Response {
-		if kind, theirs, ok := requestOf(m.Event); ok && theirs.Valid && ours.Valid && theirs.UUID != ours.UUID {
-			r.emit(ClusterIDRefused{Peer: m.From, Request: kind, Inbound: true, Theirs: theirs})
+		if theirs := h.ClusterID; ok && !h.Response && theirs.Valid && ours.Valid && theirs.UUID != ours.UUID {
+			r.emit(ClusterIDRefused{Peer: m.From, Request: h.API, Inbound: true, Theirs: theirs})
 		}
 		return
 	}
-	if kind, code, ok := responseOf(m.Event); ok && code == kraft.ErrInconsistentClusterID {
-		r.emit(ClusterIDRefused{Peer: m.From, Request: kind})
+	if ok && h.Response && h.Error == kraft.ErrInconsistentClusterID {
+		r.emit(ClusterIDRefused{Peer: m.From, Request: h.API})
 	}
 	if f, ok := m.Event.(kraft.ReceiveFetchResponse); ok && f.Error == kraft.ErrNone && f.HighWatermark >= 0 &&
 		m.From == r.st.Leader() && f.LeaderEpoch == r.st.Epoch() && f.HighWatermark > r.leaderHWM {

@@ -395,13 +395,6 @@ func (r *Replica) carry(acts []kraft.Action, e kraft.Event) {
 				r.fail(fmt.Errorf("replica: persisting %+v: %w", a.Record, err))
 				return
 			}
-		case kraft.SendVoteRequest, kraft.SendBeginQuorumEpoch, kraft.SendEndQuorumEpoch, kraft.SendFetch, kraft.SendFetchSnapshot:
-			// The request's kind is the catalogue's (D230): one Fetch
-			// or FetchSnapshot in flight, a FetchSnapshot taking a
-			// Fetch's place with its retries.
-			r.send(a, kind(kraft.InFlightOf(a)))
-		case kraft.SendVoteResponse, kraft.SendBeginQuorumEpochResponse, kraft.SendEndQuorumEpochResponse:
-			r.respond(a, nil, nil)
 		case kraft.SendFetchResponse:
 			r.fetchResponse(a)
 		case kraft.SendFetchSnapshotResponse:
@@ -455,6 +448,17 @@ func (r *Replica) carry(acts []kraft.Action, e kraft.Event) {
 			r.emit(LeaderRefused{LeaderRefused: a})
 		case kraft.Fault:
 			// step stops the replica before carrying out a faulted step.
+		default:
+			// Every other message, read from the catalogue (D230,
+			// D280): a request goes out under its kind (one Fetch or
+			// FetchSnapshot in flight, a FetchSnapshot taking a
+			// Fetch's place with its retries), a response answers the
+			// request being stepped.
+			if kraft.IsRequest(a) {
+				r.send(a, kind(kraft.InFlightOf(a)))
+			} else if kraft.IsMessage(a) {
+				r.respond(a, nil, nil)
+			}
 		}
 	}
 }
@@ -621,14 +625,17 @@ func (r *Replica) onMessage(m Message, noPark bool) {
 		r.answerAPIVersions(m)
 		return
 	}
+	if h, ok := kraft.MessageHeader(m.Event); !ok || h.Response {
+		return // not a request
+	}
 	switch m.Event.(type) {
-	case kraft.ReceiveVoteRequest, kraft.ReceiveBeginQuorumEpoch, kraft.ReceiveEndQuorumEpoch,
-		kraft.ReceiveFetch, kraft.ReceiveFetchSnapshot:
 	case kraft.ReceiveAddVoter, kraft.ReceiveRemoveVoter:
+		// An auto-joining observer's, stepped with a handle of the
+		// layer's.
 		r.onVoterRequest(m)
 		return
-	default:
-		return // not a request
+	case kraft.ReceiveUpdateVoter:
+		return // the host's client asks it (UpdateVoter), not a peer
 	}
 	if fs, ok := m.Event.(kraft.ReceiveFetchSnapshot); ok {
 		// The size is the serving host's to look up (D44).

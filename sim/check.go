@@ -323,84 +323,31 @@ func durable(n *node) kraft.QuorumRecord {
 // AddRaftVoter or RemoveRaftVoter request (SendVoterChange) the record
 // naming its addressee leader, a leader's ApiVersions request the record
 // naming self leader, and no message may carry an epoch the record has not
-// reached. It returns what is wrong, or "" for an action that does not
-// leave the replica (Outbound). Its switch has a case for every outbound
-// action (TestPersistBeforeSendKnowsEveryAction, docs/design.md D115): a
-// new one it does not list fails every run that sends it. The explorer
+// reached. Each message says what it relies on beside its type
+// (kraft.RelianceOf, docs/design.md D282); this checks it against d. It
+// returns what is wrong, or "" for an action that does not leave the
+// replica (Outbound); a message with no reliance fails every run that
+// sends it (TestPersistBeforeSendKnowsEveryAction, D115). The explorer
 // checks with it too.
 func PersistBeforeSend(self kraft.ReplicaKey, d kraft.QuorumRecord, a kraft.Action, e kraft.Event) string {
-	epochSent := func(what string, epoch kraft.Epoch) string {
-		if epoch > d.Epoch {
-			return fmt.Sprintf("%s carries epoch %d but the durable record is %+v", what, epoch, d)
-		}
-		return ""
-	}
-	toLeader := func(what string, to kraft.NodeID, epoch kraft.Epoch) string {
-		if msg := epochSent(what, epoch); msg != "" {
-			return msg
-		}
-		if to != kraft.NoNode && (d.LeaderID != to || d.Epoch != epoch) {
-			return fmt.Sprintf("%s to %d in epoch %d sent with durable record %+v", what, to, epoch, d)
-		}
-		return ""
-	}
-	switch a := a.(type) {
-	case kraft.SendVoteRequest:
-		if a.PreVote {
-			return epochSent("pre-vote request", a.CandidateEpoch)
-		}
-		if d.Epoch != a.CandidateEpoch || !d.VotedKey.Matches(self) {
-			return fmt.Sprintf("vote request for epoch %d sent with durable record %+v", a.CandidateEpoch, d)
-		}
-	case kraft.SendVoteResponse:
-		if msg := epochSent("vote response", a.Epoch); msg != "" {
-			return msg
-		}
-		req, ok := e.(kraft.ReceiveVoteRequest)
-		if a.VoteGranted && ok && !req.PreVote {
-			cand := kraft.ReplicaKey{ID: req.Candidate, DirectoryID: req.CandidateDirectoryID}
-			if d.Epoch != a.Epoch || !d.VotedKey.Matches(cand) {
-				return fmt.Sprintf("vote for %v in epoch %d sent with durable record %+v", cand, a.Epoch, d)
-			}
-		}
-	case kraft.SendBeginQuorumEpoch:
-		if d.Epoch != a.Epoch || d.LeaderID != self.ID {
-			return fmt.Sprintf("BeginQuorumEpoch for epoch %d sent with durable record %+v", a.Epoch, d)
-		}
-	case kraft.SendEndQuorumEpoch:
-		if d.Epoch != a.Epoch || d.LeaderID != self.ID {
-			return fmt.Sprintf("EndQuorumEpoch for epoch %d sent with durable record %+v", a.Epoch, d)
-		}
-	case kraft.SendFetch:
-		return toLeader("fetch", a.To, a.CurrentLeaderEpoch)
-	case kraft.SendFetchSnapshot:
-		return toLeader("FetchSnapshot", a.To, a.CurrentLeaderEpoch)
-	case kraft.SendVoterChange:
-		// An auto-joining observer asks the leader it follows (Kafka's
-		// pollFollowerAsObserver); the request carries no epoch.
-		if d.LeaderID != a.To {
-			return fmt.Sprintf("%v request for %v to leader %d sent with durable record %+v", a.Kind, a.Voter, a.To, d)
-		}
-	case kraft.SendAPIVersions:
-		// A leader's, for a voter it is about to add (Kafka's
-		// AddVoterHandler); the request carries no epoch.
-		if d.LeaderID != self.ID {
-			return fmt.Sprintf("ApiVersions request to %v sent with durable record %+v", a.To, d)
-		}
-	case kraft.SendFetchResponse:
-		return epochSent("fetch response", a.Epoch)
-	case kraft.SendBeginQuorumEpochResponse:
-		return epochSent("BeginQuorumEpoch response", a.Epoch)
-	case kraft.SendEndQuorumEpochResponse:
-		return epochSent("EndQuorumEpoch response", a.Epoch)
-	case kraft.SendFetchSnapshotResponse:
-		return epochSent("FetchSnapshot response", a.Epoch)
-	case kraft.SendVoterChangeResponse:
-		return epochSent(fmt.Sprintf("%v response", a.Kind), a.Epoch)
-	default:
+	r, ok := kraft.RelianceOf(self, a, e)
+	if !ok {
 		if Outbound(a) {
 			return fmt.Sprintf("%T leaves the replica but has no persist-before-send rule", a)
 		}
+		return ""
+	}
+	if r.HasEpoch && r.Epoch > d.Epoch {
+		return fmt.Sprintf("%s carries epoch %d but the durable record is %+v", r.What, r.Epoch, d)
+	}
+	if r.InEpoch && d.Epoch != r.Epoch {
+		return fmt.Sprintf("%s in epoch %d sent with durable record %+v", r.What, r.Epoch, d)
+	}
+	if r.NamesLeader && d.LeaderID != r.Leader {
+		return fmt.Sprintf("%s relying on leader %d sent with durable record %+v", r.What, r.Leader, d)
+	}
+	if r.Vote && !d.VotedKey.Matches(r.Voted) {
+		return fmt.Sprintf("%s relying on a vote for %v sent with durable record %+v", r.What, r.Voted, d)
 	}
 	return ""
 }

@@ -116,3 +116,47 @@ func TestPersistBeforeSendOnSnapshotsAndVoterChanges(t *testing.T) {
 		require.Equal(t, c.ok, detail == "", "%s: %q", c.name, detail)
 	}
 }
+
+// TestPersistBeforeSendOnTheCoreMessages: each vote, epoch and fetch
+// message's reliance (kraft.RelianceOf, docs/design.md D282), with a
+// record it holds on and one it breaks on.
+func TestPersistBeforeSendOnTheCoreMessages(t *testing.T) {
+	self := kraft.ReplicaKey{ID: 1}
+	cand := kraft.ReplicaKey{ID: 2}
+	rec := func(epoch kraft.Epoch, leader kraft.NodeID, voted kraft.ReplicaKey) kraft.QuorumRecord {
+		r := kraft.EmptyRecord()
+		r.Epoch, r.LeaderID, r.VotedKey = epoch, leader, voted
+		return r
+	}
+	none := kraft.ReplicaKey{ID: kraft.NoNode}
+	standard := kraft.ReceiveVoteRequest{From: 2, CandidateEpoch: 4, Candidate: 2}
+	pre := standard
+	pre.PreVote = true
+	for _, c := range []struct {
+		name string
+		d    kraft.QuorumRecord
+		a    kraft.Action
+		e    kraft.Event
+		ok   bool
+	}{
+		{"vote request with its own vote durable", rec(4, kraft.NoNode, self), kraft.SendVoteRequest{CandidateEpoch: 4, Candidate: self}, nil, true},
+		{"vote request without its vote", rec(4, kraft.NoNode, none), kraft.SendVoteRequest{CandidateEpoch: 4, Candidate: self}, nil, false},
+		{"vote request in an earlier record", rec(3, kraft.NoNode, self), kraft.SendVoteRequest{CandidateEpoch: 4, Candidate: self}, nil, false},
+		{"pre-vote request in the record's epoch", rec(4, kraft.NoNode, none), kraft.SendVoteRequest{CandidateEpoch: 4, PreVote: true}, nil, true},
+		{"pre-vote request past the record", rec(3, kraft.NoNode, none), kraft.SendVoteRequest{CandidateEpoch: 4, PreVote: true}, nil, false},
+		{"granted vote durable", rec(4, kraft.NoNode, cand), kraft.SendVoteResponse{To: 2, Epoch: 4, VoteGranted: true}, standard, true},
+		{"granted vote not durable", rec(4, kraft.NoNode, none), kraft.SendVoteResponse{To: 2, Epoch: 4, VoteGranted: true}, standard, false},
+		{"granted pre-vote binds nothing", rec(4, kraft.NoNode, none), kraft.SendVoteResponse{To: 2, Epoch: 4, VoteGranted: true}, pre, true},
+		{"vote response past the record", rec(3, kraft.NoNode, none), kraft.SendVoteResponse{To: 2, Epoch: 4}, standard, false},
+		{"BeginQuorumEpoch of the recorded leader", rec(4, 1, self), kraft.SendBeginQuorumEpoch{Epoch: 4, LeaderID: 1}, nil, true},
+		{"BeginQuorumEpoch without the leader recorded", rec(4, kraft.NoNode, self), kraft.SendBeginQuorumEpoch{Epoch: 4, LeaderID: 1}, nil, false},
+		{"EndQuorumEpoch of an earlier epoch", rec(5, 1, none), kraft.SendEndQuorumEpoch{Epoch: 4, LeaderID: 1}, nil, false},
+		{"fetch to the recorded leader", rec(4, 2, none), kraft.SendFetch{To: 2, CurrentLeaderEpoch: 4}, nil, true},
+		{"fetch to another leader", rec(4, 3, none), kraft.SendFetch{To: 2, CurrentLeaderEpoch: 4}, nil, false},
+		{"observer's fetch to no one", rec(4, kraft.NoNode, none), kraft.SendFetch{To: kraft.NoNode, CurrentLeaderEpoch: 4}, nil, true},
+		{"fetch response past the record", rec(3, 1, none), kraft.SendFetchResponse{To: 2, Epoch: 4, LeaderID: 1}, nil, false},
+	} {
+		detail := PersistBeforeSend(self, c.d, c.a, c.e)
+		require.Equal(t, c.ok, detail == "", "%s: %q", c.name, detail)
+	}
+}

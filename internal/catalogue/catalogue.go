@@ -2,7 +2,8 @@
 // of events and actions, so that tests of kraft and of its hosts check
 // every type the package defines instead of a hand-kept count. An event is
 // a type with an isEvent method, an action one with an isAction method
-// (event.go and action.go seal the two interfaces that way).
+// (event.go and action.go seal the two interfaces that way; messages.go
+// declares the message types).
 package catalogue
 
 import (
