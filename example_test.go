@@ -24,6 +24,10 @@ type node struct {
 	// round counts RoleChanged actions. A networked host tags each request
 	// with it and drops responses to requests of an older round.
 	round int
+	// fetched are the records (their epochs) of the Fetch response being
+	// stepped, and fetchedAt the offset they start at.
+	fetched   []kraft.Epoch
+	fetchedAt int64
 }
 
 // startNode builds a replica from what survived on disk: the last record
@@ -73,6 +77,15 @@ func (n *node) apply(acts []kraft.Action) {
 			n.write(a.Epoch)
 		case kraft.TruncateLog:
 			n.log = n.log[:a.To]
+		case kraft.AppendFetched:
+			// The state took the Fetch response's records: append them at
+			// the log end, report them, then step Then (docs/design.md
+			// D240). Records that start elsewhere are dropped; a real host
+			// sends its latest Fetch again.
+			if n.fetchedAt == a.Offset {
+				n.write(n.fetched...)
+				n.pending = append(n.pending, a.Then)
+			}
 		case kraft.HighWatermarkChanged:
 			fmt.Printf("node %d: high watermark %d\n", n.id, a.HighWatermark)
 		case kraft.RoleChanged:
@@ -80,6 +93,8 @@ func (n *node) apply(acts []kraft.Action) {
 			fmt.Printf("node %d: %v -> %v in epoch %d (%s)\n", n.id, a.From, a.To, a.Epoch, a.Reason)
 		case kraft.Fault:
 			fmt.Printf("fault: %s\n", a.Reason) // a real host stops here
+		case kraft.LeaderRefused:
+			fmt.Printf("node %d refuses leader %d of epoch %d: %s\n", n.id, a.LeaderID, a.Epoch, a.Reason)
 		default:
 			n.outbox = append(n.outbox, a) // a message: send it
 		}
@@ -94,6 +109,16 @@ func (n *node) fire(t kraft.Timer) {
 	}
 	delete(n.timers, t)
 	n.step(t.Timeout())
+}
+
+// receiveFetchResponse steps a Fetch response that carries records (their
+// epochs), starting at offset at: Records tells the state they are there,
+// and it answers AppendFetched if it takes them.
+func (n *node) receiveFetchResponse(e kraft.ReceiveFetchResponse, at int64, records []kraft.Epoch) {
+	e.Records = len(records) > 0
+	n.fetched, n.fetchedAt = records, at
+	n.step(e)
+	n.fetched = nil
 }
 
 // appendRecord appends one record as the leader and reports it.
@@ -191,7 +216,9 @@ func Example_threeVoterElection() {
 
 	// The network delivers messages in order until none is left. For each
 	// Fetch a leader answers, its host remembers the request's fetch offset
-	// and high watermark, to attach records to the response or to hold it.
+	// and high watermark, to attach records to the response or to hold it;
+	// the follower's host steps the response with its records
+	// (receiveFetchResponse).
 	type fetch struct{ offset, hwm int64 }
 	fetches := map[kraft.NodeID]fetch{}
 	for busy := true; busy; {
@@ -206,24 +233,26 @@ func Example_threeVoterElection() {
 				if !ok {
 					continue
 				}
+				var records []kraft.Epoch
 				switch a := a.(type) {
 				case kraft.SendFetch:
 					fetches[from] = fetch{offset: a.FetchOffset, hwm: a.HighWatermark}
 				case kraft.SendFetchResponse:
 					if a.Error == kraft.ErrNone && a.Diverging == nil {
-						records := nodes[from].log[fetches[to].offset:]
+						records = nodes[from].log[fetches[to].offset:]
 						if len(records) == 0 && a.HighWatermark <= fetches[to].hwm {
 							// Nothing new: a real host parks the request
 							// (long poll) and steps it again later.
 							continue
 						}
-						// The follower's host appends the records and
-						// reports them before the response.
-						dst.write(records...)
 					}
 				}
 				fmt.Printf("%d -> %d %s\n", from, to, strings.TrimPrefix(fmt.Sprintf("%T", e), "kraft.Receive"))
-				dst.step(e)
+				if r, ok := e.(kraft.ReceiveFetchResponse); ok {
+					dst.receiveFetchResponse(r, fetches[to].offset, records)
+				} else {
+					dst.step(e)
+				}
 			}
 		}
 	}

@@ -27,7 +27,6 @@ var supportedKRaftVersions = replica.SupportedKRaftVersions
 func encodeVoters(vs []Voter) []byte                    { return replica.EncodeVoters(vs) }
 func decodeVoters(b []byte) ([]Voter, error)            { return replica.DecodeVoters(b) }
 func keysOf(vs []Voter) []kraft.ReplicaKey              { return replica.KeysOf(vs) }
-func votersRecord(vs []Voter) []byte                    { return append([]byte{recordVoters}, encodeVoters(vs)...) }
 func writeSnapshotVoters(w io.Writer, vs []Voter) error { return replica.WriteSnapshotVoters(w, vs) }
 func readSnapshotVoters(r io.Reader) ([]Voter, io.Reader, error) {
 	return replica.ReadSnapshotVoters(r)

@@ -25,10 +25,12 @@
 // are the leader's: elsewhere they return ErrNotLeader (ErrTransferring
 // during a transfer). After each input, and before the next, the host calls
 // Take and carries out the Outputs in order. The queries (State, Err,
-// NextDeadline, CurrentVoters, Correlations, Deadlines, ...) are safe
-// between inputs; State is a value. A replica that stopped (Err is not
-// nil) ignores every input. Close drops a partial snapshot download; the
-// host closes its storage.
+// NextDeadline, CurrentVoters, ...) are safe between inputs; State is a
+// value. A replica that stopped (Err is not nil) ignores every input.
+// Close drops a partial snapshot download; the host closes its storage.
+// A model checker's hooks (firing any deadline, cloning, canonical
+// encodings) are not Replica's methods but a Model's (ModelOf;
+// docs/design.md D290): a host never needs them.
 //
 // # What the host does with each Output
 //

@@ -13,11 +13,23 @@ import (
 )
 
 // Model checking. An explorer of every interleaving (package sim/explore)
-// runs replicas through these: it fires any armed deadline whatever its
+// runs replicas through a Model: it fires any armed deadline whatever its
 // time (Deadlines, Expire), copies a replica to branch (Clone), and
 // deduplicates the worlds it reaches by a canonical encoding in which
 // correlation ids are renamed after what they name (Canonicalize,
-// AppendCanonicalUntimed). A host never needs them.
+// AppendCanonicalUntimed). A host never needs them, so they are not
+// methods of Replica: its method set is what a host uses
+// (docs/design.md D290).
+
+// Model is a model checker's view of a Replica (ModelOf): its hooks act on
+// the replica they view. A zero Model views no replica; only
+// AppendCanonicalMessage, which reads none, may be called on it.
+type Model struct {
+	r *Replica
+}
+
+// ModelOf is the model checker's view of r (docs/design.md D290).
+func ModelOf(r *Replica) Model { return Model{r: r} }
 
 // DeadlineKind is what a deadline does when it fires.
 type DeadlineKind uint8
@@ -40,7 +52,7 @@ const (
 
 // Deadline is one armed deadline of a Replica: its kind, the kraft timer
 // or the index of the request, retry or parked Fetch (in their order at
-// the time Deadlines listed it), and its time.
+// the time Model.Deadlines listed it), and its time.
 type Deadline struct {
 	Kind  DeadlineKind
 	Timer kraft.Timer
@@ -68,14 +80,14 @@ func (d Deadline) String() string {
 
 // Deadlines lists the armed deadlines, in the order Tick runs those due at
 // the same time.
-func (r *Replica) Deadlines() []Deadline {
+func (m Model) Deadlines() []Deadline {
 	var out []Deadline
-	r.eachDeadline(func(d Deadline) { out = append(out, d) })
+	m.r.eachDeadline(func(d Deadline) { out = append(out, d) })
 	return out
 }
 
 // eachDeadline calls f with each armed deadline, in Deadlines' order; none
-// once the replica stopped. Deadlines, NextDeadline and Tick list them
+// once the replica stopped. Model.Deadlines, NextDeadline and Tick list them
 // from here alone.
 func (r *Replica) eachDeadline(f func(Deadline)) {
 	if r.err != nil {
@@ -106,7 +118,8 @@ func (r *Replica) eachDeadline(f func(Deadline)) {
 // Expire runs deadline d (one Deadlines listed, with no input since) at
 // time now, whether or not its time has come: a model checker's untimed
 // firing. Tick runs the due ones the same way.
-func (r *Replica) Expire(now time.Duration, d Deadline) {
+func (m Model) Expire(now time.Duration, d Deadline) {
+	r := m.r
 	if !r.input(now) {
 		return
 	}
@@ -155,7 +168,8 @@ func (r *Replica) expire(d Deadline) {
 // given storage (holding what the original's holds) and observer; the
 // copy and the original then go their own ways. A download in progress
 // is not copied (a model checker that clones has no snapshots).
-func (r *Replica) Clone(log storage.Log, records RecordStore, snaps Snapshots, obs Observer) *Replica {
+func (m Model) Clone(log storage.Log, records RecordStore, snaps Snapshots, obs Observer) *Replica {
+	r := m.r
 	c := *r
 	c.cfg.Log, c.cfg.Records, c.cfg.Snapshots, c.cfg.Observer = log, records, snaps, obs
 	c.buf = kraft.Buffer{}
@@ -207,7 +221,8 @@ func put[K comparable, V any](m *map[K]V, k K, v V) {
 // response with: those of its requests in flight and of its latest Fetch.
 // A response with any other id is dropped, now and later (ids are never
 // issued twice).
-func (r *Replica) Correlations() []uint64 {
+func (m Model) Correlations() []uint64 {
+	r := m.r
 	var out []uint64
 	for _, q := range r.inflight {
 		out = append(out, q.corr)
@@ -229,7 +244,8 @@ func (r *Replica) Correlations() []uint64 {
 // the Fetches other replicas hold parked (RenameParked). It also sorts
 // the requests in flight and the retries, whose order matters only to
 // deadlines due at the same time.
-func (r *Replica) Canonicalize() map[uint64]uint64 {
+func (m Model) Canonicalize() map[uint64]uint64 {
+	r := m.r
 	sort.SliceStable(r.inflight, func(i, j int) bool {
 		a, b := r.inflight[i], r.inflight[j]
 		if a.kind != b.kind {
@@ -277,7 +293,8 @@ func (r *Replica) Canonicalize() map[uint64]uint64 {
 
 // ParkedFrom lists the correlation ids of the Fetches of replica from
 // parked here.
-func (r *Replica) ParkedFrom(from kraft.NodeID) []uint64 {
+func (m Model) ParkedFrom(from kraft.NodeID) []uint64 {
+	r := m.r
 	var out []uint64
 	for _, p := range r.parked {
 		if p.msg.From == from {
@@ -290,7 +307,8 @@ func (r *Replica) ParkedFrom(from kraft.NodeID) []uint64 {
 // RenameParked renames the correlation ids of the Fetches of replica from
 // parked here with from's renaming (Canonicalize; 0 for an id it does not
 // name).
-func (r *Replica) RenameParked(from kraft.NodeID, names map[uint64]uint64) {
+func (m Model) RenameParked(from kraft.NodeID, names map[uint64]uint64) {
+	r := m.r
 	for i := range r.parked {
 		if m := &r.parked[i].msg; m.From == from {
 			m.Corr = names[m.Corr]
@@ -305,7 +323,8 @@ func (r *Replica) RenameParked(from kraft.NodeID, names map[uint64]uint64) {
 // rest of the layer's state. Two replicas between inputs with equal
 // encodings, given the same inputs (deadlines fired by Expire), give the
 // same outputs, once canonicalized (Canonicalize).
-func (r *Replica) AppendCanonicalUntimed(dst []byte) []byte {
+func (m Model) AppendCanonicalUntimed(dst []byte) []byte {
+	r := m.r
 	dst = r.st.AppendCanonicalUntimed(dst)
 	var armed uint64
 	for t, at := range r.timers {
@@ -318,7 +337,7 @@ func (r *Replica) AppendCanonicalUntimed(dst []byte) []byte {
 	for _, q := range r.inflight {
 		dst = append(dst, byte(q.kind))
 		dst = putUvarint(dst, q.corr)
-		dst = AppendCanonicalMessage(dst, q.msg)
+		dst = m.AppendCanonicalMessage(dst, q.msg)
 		if q.kind == kindRead {
 			dst = putVarint(dst, int64(q.round)-int64(r.reads.round))
 		}
@@ -327,17 +346,17 @@ func (r *Replica) AppendCanonicalUntimed(dst []byte) []byte {
 	for _, q := range r.retries {
 		dst = append(dst, byte(q.kind))
 		dst = putUvarint(dst, q.corr)
-		dst = AppendCanonicalMessage(dst, q.msg)
+		dst = m.AppendCanonicalMessage(dst, q.msg)
 	}
 	if r.lastFetch != nil {
 		dst = append(dst, 1)
-		dst = AppendCanonicalMessage(dst, *r.lastFetch)
+		dst = m.AppendCanonicalMessage(dst, *r.lastFetch)
 	} else {
 		dst = append(dst, 0)
 	}
 	dst = putUvarint(dst, uint64(len(r.parked)))
 	for _, p := range r.parked {
-		dst = AppendCanonicalMessage(dst, p.msg)
+		dst = m.AppendCanonicalMessage(dst, p.msg)
 	}
 	// bootNext picks among the voters or the bootstrap servers in turn:
 	// only its remainder matters.
@@ -369,8 +388,9 @@ func (r *Replica) AppendCanonicalUntimed(dst []byte) []byte {
 	return r.reads.appendCanonical(dst)
 }
 
-// AppendCanonicalMessage appends a message's canonical encoding.
-func AppendCanonicalMessage(dst []byte, m Message) []byte {
+// AppendCanonicalMessage appends a message's canonical encoding (a zero
+// Model will do: it reads no replica).
+func (Model) AppendCanonicalMessage(dst []byte, m Message) []byte {
 	dst = putVarint(dst, int64(m.From))
 	dst = putVarint(dst, int64(m.To))
 	dst = putUvarint(dst, m.Corr)

@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -468,8 +467,7 @@ func (r *Replica) carry(acts []kraft.Action, e kraft.Event) {
 // and the bootstrap voter set (it is never replicated otherwise): Kafka's
 // [LeaderChange, KRaftVersion, Voters] (docs/design.md D155).
 func (r *Replica) appendLeaderChange(a kraft.AppendLeaderChange) {
-	data, _ := json.Marshal(a)
-	records := [][]byte{append([]byte{RecordLeaderChange}, data...)}
+	records := [][]byte{leaderChangeRecord(a)}
 	var vs []Voter
 	if a.VotersRecord {
 		vs = r.votersWithEndpoints(a.Voters, nil)

@@ -203,7 +203,7 @@ func (g *engine) apply(w *world, m Move) (*world, *Violation, bool) {
 		w.net = append(w.net, w.net[m.Msg])
 	case Fire:
 		if r := g.own(m.Node); r != nil {
-			r.rep.Expire(0, m.Deadline)
+			r.model().Expire(0, m.Deadline)
 			g.carry(m.Node)
 		}
 	case Flush:
@@ -241,6 +241,11 @@ func (g *engine) apply(w *world, m Move) (*world, *Violation, bool) {
 	return w, g.viol, g.pruned
 }
 
+// model is the model checker's view of the replica's layer: its hooks
+// (Deadlines, Expire, Clone, Canonicalize, ...) are not methods of
+// layer.Replica, whose method set is a host's (docs/design.md D290).
+func (r *replica) model() layer.Model { return layer.ModelOf(r.rep) }
+
 // own makes replica id's layer this transition's own (a copy, bound to
 // this engine's storage and checks), before it takes an input; nil if the
 // replica is down.
@@ -250,7 +255,7 @@ func (g *engine) own(id kraft.NodeID) *replica {
 		return nil
 	}
 	if !g.owned[id] {
-		r.rep = r.rep.Clone(hostLog{g, id}, hostRecords{g, id}, nil, observer{g, id})
+		r.rep = r.model().Clone(hostLog{g, id}, hostRecords{g, id}, nil, observer{g, id})
 		g.owned[id] = true
 		g.w.touch(id)
 	}
@@ -328,10 +333,10 @@ func (g *engine) canonicalize() {
 		case !r.up || r.rep == nil:
 			changed = true
 		case g.owned[i]:
-			nm = r.rep.Canonicalize()
+			nm = r.model().Canonicalize()
 			changed = true
 		default:
-			lv = r.rep.Correlations()
+			lv = r.model().Correlations()
 		}
 		names, live = append(names, nm), append(live, lv)
 	}
@@ -394,13 +399,13 @@ func (g *engine) renameStaleParked() {
 				continue
 			}
 			stale := false
-			for _, c := range ry.rep.ParkedFrom(kraft.NodeID(x)) {
+			for _, c := range ry.model().ParkedFrom(kraft.NodeID(x)) {
 				if g.rename(kraft.NodeID(x), c) != c {
 					stale = true
 				}
 			}
 			if stale {
-				g.own(kraft.NodeID(y)).rep.RenameParked(kraft.NodeID(x), g.names[x])
+				g.own(kraft.NodeID(y)).model().RenameParked(kraft.NodeID(x), g.names[x])
 			}
 		}
 	}

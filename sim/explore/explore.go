@@ -204,7 +204,7 @@ func (g *engine) moves(w *world, out []Move) []Move {
 			}
 			continue
 		}
-		for _, d := range r.rep.Deadlines() {
+		for _, d := range r.model().Deadlines() {
 			out = append(out, Move{Kind: Fire, Node: id, Deadline: d})
 		}
 		if r.flushed < len(r.log) {

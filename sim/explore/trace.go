@@ -131,7 +131,7 @@ func describeWorld(w *world) string {
 		st, armed := "down", ""
 		if r.up {
 			st = r.st.String()
-			for _, d := range r.rep.Deadlines() {
+			for _, d := range r.model().Deadlines() {
 				armed += " " + d.String() + ";"
 			}
 		}

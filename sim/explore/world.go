@@ -138,7 +138,7 @@ func putBool(dst []byte, b bool) []byte {
 
 // encodeMsg is a message's canonical encoding.
 func encodeMsg(m *msg) string {
-	return string(layer.AppendCanonicalMessage(make([]byte, 0, 64), m.m))
+	return string(layer.Model{}.AppendCanonicalMessage(make([]byte, 0, 64), m.m))
 }
 
 // encode is the world's canonical encoding. A replica's layer and State
@@ -174,7 +174,7 @@ func (r *replica) encode(dst []byte) []byte {
 	dst = putV(dst, int64(r.flushed))
 	dst = putV(dst, int64(r.held))
 	if r.up {
-		dst = r.rep.AppendCanonicalUntimed(dst)
+		dst = r.model().AppendCanonicalUntimed(dst)
 	}
 	return dst
 }
