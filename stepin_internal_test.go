@@ -30,6 +30,8 @@ func TestStepInLeavesStateOnFaultAndDrop(t *testing.T) {
 		{"log end below the high watermark", follower, LogAppended{End: LogEnd{Offset: 0, Epoch: 1}}, isFault},
 		{"a second leader of the epoch", follower, ReceiveBeginQuorumEpoch{From: 3, LeaderID: 3, LeaderEpoch: follower.Epoch(), VoterID: NoNode}, isFault},
 		{"attached to a leader, then a lowered high watermark", unattached, ReceiveFetchResponse{From: 3, LeaderID: 3, LeaderEpoch: unattached.Epoch(), HighWatermark: 0}, isFault},
+		{"attached to a leader, then records to append first", unattached, ReceiveFetchResponse{From: 3, LeaderID: 3, LeaderEpoch: unattached.Epoch(), HighWatermark: unattached.HighWatermark(), Records: true},
+			func(acts []Action) bool { _, ok := only(acts).(AppendFetched); return ok }},
 		{"records to append first", follower, ReceiveFetchResponse{From: 1, LeaderID: 1, LeaderEpoch: follower.Epoch(), HighWatermark: follower.HighWatermark(), Records: true},
 			func(acts []Action) bool { _, ok := only(acts).(AppendFetched); return ok }},
 		{"a nil event", follower, nil, func(acts []Action) bool { return len(acts) == 0 }},
@@ -58,3 +60,20 @@ func only(acts []Action) Action {
 }
 
 func isFault(acts []Action) bool { _, ok := only(acts).(Fault); return ok }
+
+// StepCopying is StepInto as every step ran before D300, the reference of
+// TestPropertyStepInDecidesAsStepInto: whatever the event, the step keeps
+// a copy of the state it started from and returns to it if it ends with a
+// Fault or AppendFetched.
+func StepCopying(b *Buffer, s State, e Event) (State, []Action) {
+	b.acts = b.acts[:0]
+	b.arena.reset()
+	if s.c == nil || e == nil {
+		return s, b.acts
+	}
+	acts := stepSaved(b, &s, e)
+	if checkStep != nil {
+		runCheckStep(&s)
+	}
+	return s, acts
+}
