@@ -60,20 +60,3 @@ func only(acts []Action) Action {
 }
 
 func isFault(acts []Action) bool { _, ok := only(acts).(Fault); return ok }
-
-// StepCopying is StepInto as every step ran before D300, the reference of
-// TestPropertyStepInDecidesAsStepInto: whatever the event, the step keeps
-// a copy of the state it started from and returns to it if it ends with a
-// Fault or AppendFetched.
-func StepCopying(b *Buffer, s State, e Event) (State, []Action) {
-	b.acts = b.acts[:0]
-	b.arena.reset()
-	if s.c == nil || e == nil {
-		return s, b.acts
-	}
-	acts := stepSaved(b, &s, e)
-	if checkStep != nil {
-		runCheckStep(&s)
-	}
-	return s, acts
-}

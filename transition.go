@@ -18,9 +18,11 @@ import (
 // The actions are the caller's: Step allocates them (at most once per step)
 // and never touches them again.
 func Step(s State, e Event) (next State, acts []Action) {
-	// s is Step's own copy: StepIn updates it in place (D300).
-	acts = stepIn(nil, &s, e)
-	return s, acts
+	// next is built in place; s, untouched, is the state a Fault or
+	// AppendFetched returns to (D300).
+	next = s
+	acts = stepIn(nil, &next, e, &s)
+	return next, acts
 }
 
 // StepInto is Step with the actions stored in b, which a host reuses from
@@ -30,35 +32,41 @@ func Step(s State, e Event) (next State, acts []Action) {
 func StepInto(b *Buffer, s State, e Event) (next State, acts []Action) {
 	// Small enough to be inlined, so that the State is not copied through
 	// temporaries on its way in and out (a State is copied on every step).
-	acts = stepIn(b, &s, e)
-	return s, acts
+	// As in Step, s is the state to return to (D300).
+	next = s
+	acts = stepIn(b, &next, e, &s)
+	return next, acts
 }
 
 // StepIn is StepInto on the caller's State: it makes *s the next state in
-// place and returns the actions, so that no State is copied on the way in
-// or out (docs/design.md D300). Its decisions are StepInto's: *s ends as the
-// state StepInto would return and the actions are the same. An event that
-// Step drops or refuses, or answers with a Fault, leaves *s exactly as it
-// was. *s is the only thing StepIn changes besides b; it keeps no reference
-// to s. A nil s is a dropped event. The actions stay valid until the next
-// step with b, as with StepInto; a nil b allocates them, as Step does.
+// place and returns the actions, so that no State is copied into or out of
+// the step (docs/design.md D300); a leader's ack of a voter's Fetch, the
+// most frequent step, copies none at all. Its decisions are StepInto's: *s
+// ends as the state StepInto would return and the actions are the same. An
+// event that StepInto drops, or answers with a Fault or AppendFetched,
+// leaves *s exactly as it was. Besides b, *s is all StepIn changes, and it
+// keeps no reference to s. A nil s is a dropped event. The actions stay
+// valid until the next step with b, as with StepInto; a nil b allocates
+// them, as Step does.
 func StepIn(b *Buffer, s *State, e Event) []Action {
 	if s == nil {
 		return nil
 	}
-	return stepIn(b, s, e)
+	return stepIn(b, s, e, nil)
 }
 
-// stepIn is StepIn: a nil b is Step, otherwise b is reset for this step.
-func stepIn(b *Buffer, s *State, e Event) []Action {
+// stepIn is Step, StepInto and StepIn: a nil b is Step, otherwise b is
+// reset for this step. old is nil (StepIn) or the state to return to (see
+// stepTo).
+func stepIn(b *Buffer, s *State, e Event, old *State) []Action {
 	var acts []Action
 	if b == nil {
 		o := Buffer{oneShot: oneShotFor(e)}
-		acts = stepTo(&o, s, e, nil)
+		acts = stepTo(&o, s, e, old)
 	} else {
 		b.acts = b.acts[:0]
 		b.arena.reset()
-		acts = stepTo(b, s, e, nil)
+		acts = stepTo(b, s, e, old)
 	}
 	if checkStep != nil {
 		runCheckStep(s)
@@ -72,14 +80,16 @@ func stepIn(b *Buffer, s *State, e Event) []Action {
 //go:noinline
 func runCheckStep(s *State) { checkStep(*s) }
 
-// stepTo is Step, StepInto and StepIn: it builds the next state in *s, in
-// place, and returns the actions (D300). old is nil, or *s as it was before
-// the step: the events whose handlers may end the step with a Fault or with
-// AppendFetched (appendFirst) keep the state as it was in old (stepSaved)
-// before they change anything, and such a step ends with *s restored from
-// it. The others change *s as they go, with no copy of the State at all:
-// they can neither fail nor ask to append first, which
-// TestStepInPlaceCasesCannotUndo checks on the handlers' code.
+// stepTo builds the next state in *s, in place, and returns the actions
+// (D300). old is *s as it was before the step, or nil: a step that ends
+// with a Fault or AppendFetched (appendFirst) restores *s from old. Step
+// and StepInto step a copy of their input and pass the input as old, so
+// they copy the State as they always did. StepIn passes nil: the events
+// whose handlers may end the step with a Fault or AppendFetched first keep
+// a copy of the state (stepSaved); the others change *s as they go, with
+// no copy of the State at all, since they can neither fail nor ask to
+// append first (TestStepInPlaceCasesCannotUndo checks it on the handlers'
+// code).
 func stepTo(b *Buffer, s *State, e Event, old *State) []Action {
 	if s.c == nil || e == nil {
 		return nil
