@@ -8,7 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The steady-state steps allocate nothing through a warm Buffer, and Step
+// The steady-state steps allocate nothing through a warm Buffer (StepInto
+// and StepIn), and Step
 // allocates at most once (docs/design.md D47). Allocation counts are
 // deterministic, unlike timings, so they are checked here; the times are
 // the benchmarks' (bench_test.go).
@@ -133,6 +134,18 @@ func TestSteadyStepsDoNotAllocate(t *testing.T) {
 
 			into := testing.AllocsPerRun(100, func() { _, _ = StepInto(&buf, tc.s, tc.e) })
 			require.LessOrEqual(t, into, tc.intoMax, "StepInto allocates")
+			// StepIn (D300): the same step on a State of the caller's,
+			// through the warm Buffer; the copy that restarts it from
+			// tc.s allocates nothing.
+			s3 := tc.s
+			a3 := StepIn(&buf, &s3, tc.e)
+			require.True(t, tc.want(s3, a3), "%v", a3)
+			require.Equal(t, acts, a3)
+			in := testing.AllocsPerRun(100, func() {
+				s3 = tc.s
+				_ = StepIn(&buf, &s3, tc.e)
+			})
+			require.LessOrEqual(t, in, tc.intoMax, "StepIn allocates")
 			stepMax := tc.stepMax
 			if stepMax == 0 && len(acts) > 0 {
 				stepMax = 1

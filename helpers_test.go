@@ -55,7 +55,8 @@ func restart(t *testing.T, cfg Config, rec QuorumRecord, log LogState) (State, [
 	return s, acts
 }
 
-// step steps s with e and checks that s itself did not change.
+// step steps s with e and checks that s itself did not change, and that
+// StepIn on a copy of s decides the same (D300).
 func step(t *testing.T, s State, e Event) (State, []Action) {
 	t.Helper()
 	before := deepCopy(s)
@@ -64,6 +65,11 @@ func step(t *testing.T, s State, e Event) (State, []Action) {
 	again, acts2 := Step(s, e)
 	require.Equal(t, next, again, "Step is not deterministic")
 	require.Equal(t, acts, acts2, "Step is not deterministic")
+	in := s
+	inActs := StepIn(nil, &in, e)
+	require.Equal(t, next, in, "StepIn makes another state than Step")
+	require.Equal(t, acts, inActs, "StepIn acts otherwise than Step")
+	require.True(t, reflect.DeepEqual(before, s), "StepIn changed a State it does not own")
 	return next, acts
 }
 

@@ -18,7 +18,10 @@ import (
 // The actions are the caller's: Step allocates them (at most once per step)
 // and never touches them again.
 func Step(s State, e Event) (next State, acts []Action) {
-	acts = stepInto(nil, &s, e, &next)
+	// next is built in place; s, untouched, is the state a Fault or
+	// AppendFetched returns to (D300).
+	next = s
+	acts = stepIn(nil, &next, e, &s)
 	return next, acts
 }
 
@@ -29,43 +32,69 @@ func Step(s State, e Event) (next State, acts []Action) {
 func StepInto(b *Buffer, s State, e Event) (next State, acts []Action) {
 	// Small enough to be inlined, so that the State is not copied through
 	// temporaries on its way in and out (a State is copied on every step).
-	acts = stepInto(b, &s, e, &next)
+	// As in Step, s is the state to return to (D300).
+	next = s
+	acts = stepIn(b, &next, e, &s)
 	return next, acts
 }
 
-// stepInto is StepInto: a nil b is Step, otherwise b is reset for this
-// step.
-func stepInto(b *Buffer, s *State, e Event, next *State) []Action {
+// StepIn is StepInto on the caller's State: it makes *s the next state in
+// place and returns the actions, so that no State is copied into or out of
+// the step (docs/design.md D300); a leader's ack of a voter's Fetch, the
+// most frequent step, copies none at all. Its decisions are StepInto's: *s
+// ends as the state StepInto would return and the actions are the same. An
+// event that StepInto drops, or answers with a Fault or AppendFetched,
+// leaves *s exactly as it was. Besides b, *s is all StepIn changes, and it
+// keeps no reference to s. A nil s is a dropped event. The actions stay
+// valid until the next step with b, as with StepInto; a nil b allocates
+// them, as Step does.
+func StepIn(b *Buffer, s *State, e Event) []Action {
+	if s == nil {
+		return nil
+	}
+	return stepIn(b, s, e, nil)
+}
+
+// stepIn is Step, StepInto and StepIn: a nil b is Step, otherwise b is
+// reset for this step. old is nil (StepIn) or the state to return to (see
+// stepTo).
+func stepIn(b *Buffer, s *State, e Event, old *State) []Action {
 	var acts []Action
 	if b == nil {
 		o := Buffer{oneShot: oneShotFor(e)}
-		acts = stepTo(&o, s, e, next)
+		acts = stepTo(&o, s, e, old)
 	} else {
 		b.acts = b.acts[:0]
 		b.arena.reset()
-		acts = stepTo(b, s, e, next)
+		acts = stepTo(b, s, e, old)
 	}
 	if checkStep != nil {
-		runCheckStep(next)
+		runCheckStep(s)
 	}
 	return acts
 }
 
-// runCheckStep calls checkStep out of line, so that stepInto's frame does
+// runCheckStep calls checkStep out of line, so that stepIn's frame does
 // not grow by the State copy the call takes.
 //
 //go:noinline
 func runCheckStep(s *State) { checkStep(*s) }
 
-// stepTo is Step and StepInto: it builds the next state in *next, in place
-// (Step and StepInto pass their results, so the State, copied on every
-// step, is copied as few times as possible), and returns the actions.
-func stepTo(b *Buffer, s *State, e Event, next *State) []Action {
-	*next = *s
+// stepTo builds the next state in *s, in place, and returns the actions
+// (D300). old is *s as it was before the step, or nil: a step that ends
+// with a Fault or AppendFetched (appendFirst) restores *s from old. Step
+// and StepInto step a copy of their input and pass the input as old, so
+// they copy the State as they always did. StepIn passes nil: the events
+// whose handlers may end the step with a Fault or AppendFetched first keep
+// a copy of the state (stepSaved); the others change *s as they go, with
+// no copy of the State at all, since they can neither fail nor ask to
+// append first (TestStepInPlaceCasesCannotUndo checks it on the handlers'
+// code).
+func stepTo(b *Buffer, s *State, e Event, old *State) []Action {
 	if s.c == nil || e == nil {
 		return nil
 	}
-	t := stepper{s: next, buf: b}
+	t := stepper{s: s, buf: b}
 	switch e := e.(type) {
 	case ElectionTimeout:
 		t.onElectionTimeout()
@@ -78,34 +107,67 @@ func stepTo(b *Buffer, s *State, e Event, next *State) []Action {
 	case ReceiveVoteRequest:
 		t.onVoteRequest(e)
 	case ReceiveVoteResponse:
+		if old == nil {
+			return stepSaved(b, s, e)
+		}
 		t.onVoteResponse(e)
 	case ReceiveBeginQuorumEpoch:
+		if old == nil {
+			return stepSaved(b, s, e)
+		}
 		t.onBeginQuorumEpoch(e)
 	case ReceiveEndQuorumEpoch:
+		if old == nil {
+			return stepSaved(b, s, e)
+		}
 		t.onEndQuorumEpoch(e)
 	case ReceiveFetch:
 		t.onFetch(&e)
 	case ReceiveFetchSnapshot:
 		t.onFetchSnapshot(e)
 	case ReceiveFetchResponse:
+		if old == nil {
+			return stepSaved(b, s, e)
+		}
 		t.onFetchResponse(&e)
 	case ReceiveFetchSnapshotResponse:
+		if old == nil {
+			return stepSaved(b, s, e)
+		}
 		t.onFetchSnapshotResponse(e)
 	case ReceiveLeaderlessEpoch:
 		t.onLeaderlessEpoch(e)
 	case ReceiveQuorumResponse:
+		if old == nil {
+			return stepSaved(b, s, e)
+		}
 		t.commonResponse(e.Epoch, e.LeaderID, e.Error)
 	case LogAppended:
+		if old == nil {
+			return stepSaved(b, s, e)
+		}
 		t.onLogAppended(e)
 	case LogFlushed:
+		if old == nil {
+			return stepSaved(b, s, e)
+		}
 		t.onLogFlushed(e)
 	case SnapshotCreated:
+		if old == nil {
+			return stepSaved(b, s, e)
+		}
 		t.onSnapshotCreated(e)
 	case LogStartMoved:
+		if old == nil {
+			return stepSaved(b, s, e)
+		}
 		t.onLogStartMoved(e)
 	case Resign:
 		t.onResign(e)
 	case VotersAppended:
+		if old == nil {
+			return stepSaved(b, s, e)
+		}
 		t.onVotersAppended(e)
 	case ReceiveAddVoter:
 		t.onAddVoter(e)
@@ -118,9 +180,17 @@ func stepTo(b *Buffer, s *State, e Event, next *State) []Action {
 	case VoterChangeTimeout:
 		t.onVoterChangeTimeout()
 	}
+	if old == nil {
+		// An in-place step: no fault and no appendFirst can be pending
+		// (TestStepInPlaceCasesCannotUndo).
+		if t.resignDue && t.s.role == Leader {
+			t.toResigned("removed from the voter set")
+		}
+		return t.actions()
+	}
 	if t.appendFirst && t.fault == "" {
 		r, _ := e.(ReceiveFetchResponse)
-		return t.appendFetched(s, next, r)
+		return t.appendFetched(old, s, r)
 	}
 	if t.resignDue && t.fault == "" && t.s.role == Leader {
 		t.toResigned("removed from the voter set")
@@ -128,12 +198,23 @@ func stepTo(b *Buffer, s *State, e Event, next *State) []Action {
 	if t.fault != "" {
 		b := t.buffer()
 		// A copy of the reason: nothing of the stepper, which points at
-		// next, may reach the heap, or next would have to live there.
+		// s, may reach the heap, or the caller's State would have to
+		// live there.
 		b.acts = append(b.acts[:0], Fault{Reason: string([]byte(t.fault))})
-		*next = *s
+		*s = *old
 		return b.acts
 	}
 	return t.actions()
+}
+
+// stepSaved steps an event whose handler may end the step with a Fault or
+// with AppendFetched: it keeps *s as it was, in its own frame (so that the
+// in-place steps' frames do not carry the copy), for stepTo to restore.
+//
+//go:noinline
+func stepSaved(b *Buffer, s *State, e Event) []Action {
+	old := *s
+	return stepTo(b, s, e, &old)
 }
 
 // stepper carries one step: the state being built and the actions so far.

@@ -76,9 +76,9 @@ done
 
 # Name alignment. kraft's LeaderAck pairs with etcd's at hwm=same (nothing
 # new acknowledged, like a no-op MsgAppResp); each kraft result splits into
-# a Step and a StepInto column by its api= suffix. pkg: lines go, so that
-# benchstat puts all four columns in one table.
-for api in StepInto Step; do
+# a StepIn, a StepInto and a Step column by its api= suffix. pkg: lines go,
+# so that benchstat puts all five columns in one table.
+for api in StepIn StepInto Step; do
 	grep -v '^pkg:' "$out/kraft.raw" |
 		grep -v '/hwm=advance/' |
 		grep -E "^Benchmark.*/api=$api-[0-9]+[[:space:]]|^[a-z]+:" |
@@ -90,10 +90,10 @@ done
 
 cd "$out"
 echo
-echo "== benchstat (medians, 95% confidence; columns: kraft StepInto, kraft Step, etcd v3.6.0, etcd v3.7.0)"
-"$benchstat" kraft-StepInto=kraft-StepInto.txt kraft-Step=kraft-Step.txt \
+echo "== benchstat (medians, 95% confidence; columns: kraft StepIn, kraft StepInto, kraft Step, etcd v3.6.0, etcd v3.7.0)"
+"$benchstat" kraft-StepIn=kraft-StepIn.txt kraft-StepInto=kraft-StepInto.txt kraft-Step=kraft-Step.txt \
 	etcd-v3.6.0=etcd36.txt etcd-v3.7.0=etcd37.txt | tee benchstat.txt
-"$benchstat" -format csv kraft-StepInto=kraft-StepInto.txt kraft-Step=kraft-Step.txt \
+"$benchstat" -format csv kraft-StepIn=kraft-StepIn.txt kraft-StepInto=kraft-StepInto.txt kraft-Step=kraft-Step.txt \
 	etcd-v3.6.0=etcd36.txt etcd-v3.7.0=etcd37.txt >benchstat.csv 2>/dev/null
 
 # Ratio table from benchstat's medians: kraft / etcd, per release.
@@ -121,13 +121,14 @@ awk -F, '
 	$1 != "" && $1 != "geomean" && ("kraft-StepInto" in col) {
 		name = $1; sub(/-[0-9]+$/, "", name)
 		if (!(name in seen)) { seen[name] = 1; order[++n] = name }
+		kn[name, unit] = $(col["kraft-StepIn"])
 		ki[name, unit] = $(col["kraft-StepInto"]); ks[name, unit] = $(col["kraft-Step"])
 		e6[name, unit] = $(col["etcd-v3.6.0"]); e7[name, unit] = $(col["etcd-v3.7.0"])
 		has[name, unit] = 1
 	}
 	END {
-		f = "%-18s %-9s %10s %10s %10s %10s | %8s %8s | %8s %8s\n"
-		printf f, "job", "unit", "kraft Into", "kraft Step", "etcd 3.6", "etcd 3.7", "Into/3.6", "Into/3.7", "Step/3.6", "Step/3.7"
+		f = "%-18s %-9s %10s %10s %10s %10s %10s | %8s %8s | %8s %8s | %8s %8s\n"
+		printf f, "job", "unit", "kraft In", "kraft Into", "kraft Step", "etcd 3.6", "etcd 3.7", "In/3.6", "In/3.7", "Into/3.6", "Into/3.7", "Step/3.6", "Step/3.7"
 		split("sec/op allocs/op B/op", us, " ")
 		for (i = 1; i <= n; i++) {
 			name = order[i]
@@ -135,7 +136,8 @@ awk -F, '
 				u = us[j]
 				if (!((name, u) in has)) continue
 				printf f, (j == 1 ? name : ""), u,
-					human(ki[name, u], u), human(ks[name, u], u), human(e6[name, u], u), human(e7[name, u], u),
+					human(kn[name, u], u), human(ki[name, u], u), human(ks[name, u], u), human(e6[name, u], u), human(e7[name, u], u),
+					ratio(kn[name, u], e6[name, u]), ratio(kn[name, u], e7[name, u]),
 					ratio(ki[name, u], e6[name, u]), ratio(ki[name, u], e7[name, u]),
 					ratio(ks[name, u], e6[name, u]), ratio(ks[name, u], e7[name, u])
 			}
