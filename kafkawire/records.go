@@ -2,7 +2,6 @@ package kafkawire
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 
 	"github.com/kraftquorum/kraft"
@@ -105,7 +104,7 @@ func (f Format) AppendEntries(dst []byte, entries []storage.Entry, ts int64) ([]
 			value := barrierValue
 			if e.Data[0] == replica.RecordLeaderChange {
 				var err error
-				if value, err = leaderChangeValue(e.Data[1:]); err != nil {
+				if value, err = leaderChangeValue(e.Data); err != nil {
 					return dst, fmt.Errorf("kafkawire: entry at offset %d: %w", e.Offset, err)
 				}
 			}
@@ -165,8 +164,8 @@ func controlKey(typ int16) []byte {
 }
 
 func leaderChangeValue(data []byte) ([]byte, error) {
-	var a kraft.AppendLeaderChange
-	if err := json.Unmarshal(data, &a); err != nil {
+	a, err := replica.ReadLeaderChangeRecord(data)
+	if err != nil {
 		return nil, fmt.Errorf("LeaderChange record: %w", err)
 	}
 	if a.LeaderID < 0 {
@@ -266,9 +265,5 @@ func (f Format) controlEntry(epoch kraft.Epoch, r Record) ([]byte, error) {
 	for _, v := range m.GrantingVoters {
 		a.GrantingVoters = append(a.GrantingVoters, kraft.ReplicaKey{ID: kraft.NodeID(v.VoterID)})
 	}
-	data, err := json.Marshal(a)
-	if err != nil {
-		return nil, err
-	}
-	return append([]byte{replica.RecordLeaderChange}, data...), nil
+	return replica.LeaderChangeRecord(a), nil
 }

@@ -129,11 +129,22 @@ func DataRecords(records [][]byte) [][]byte {
 	return data
 }
 
-// leaderChangeRecord is the log payload of the LeaderChange record of a
+// LeaderChangeRecord is the log payload of the LeaderChange record of a
 // new leader's epoch: the action as JSON after the type byte.
-func leaderChangeRecord(a kraft.AppendLeaderChange) []byte {
+func LeaderChangeRecord(a kraft.AppendLeaderChange) []byte {
 	data, _ := json.Marshal(a)
 	return append([]byte{RecordLeaderChange}, data...)
+}
+
+// ReadLeaderChangeRecord decodes a LeaderChange record's log payload, the
+// type byte included.
+func ReadLeaderChangeRecord(data []byte) (kraft.AppendLeaderChange, error) {
+	var a kraft.AppendLeaderChange
+	if len(data) == 0 || data[0] != RecordLeaderChange {
+		return a, fmt.Errorf("replica: not a LeaderChange record")
+	}
+	err := json.Unmarshal(data[1:], &a)
+	return a, err
 }
 
 // The versions of the voter set encoding (the file's comment gives its
@@ -269,8 +280,8 @@ func DecodeVoters(b []byte) ([]Voter, error) {
 	return vs, nil
 }
 
-// votersRecord is a VotersRecord's log payload.
-func votersRecord(vs []Voter) []byte { return append([]byte{RecordVoters}, EncodeVoters(vs)...) }
+// VotersRecord is a VotersRecord's log payload.
+func VotersRecord(vs []Voter) []byte { return append([]byte{RecordVoters}, EncodeVoters(vs)...) }
 
 // IsVotersRecord reports whether a log payload is a VotersRecord.
 func IsVotersRecord(data []byte) bool { return len(data) > 0 && data[0] == RecordVoters }

@@ -43,7 +43,7 @@ func TestDataRecordIsTypeZeroThenTheBytes(t *testing.T) {
 // then kraft.AppendLeaderChange as encoding/json writes it.
 func TestLeaderChangeRecordIsTypeOneThenJSON(t *testing.T) {
 	k := listenerKey(1)
-	got := leaderChangeRecord(kraft.AppendLeaderChange{
+	got := LeaderChangeRecord(kraft.AppendLeaderChange{
 		Epoch: 3, LeaderID: 1, Voters: []kraft.ReplicaKey{k, listenerKey(2)}, GrantingVoters: []kraft.ReplicaKey{k}, VotersRecord: true,
 	})
 	want := "\x01" + `{"Epoch":3,"LeaderID":1,` +
@@ -51,7 +51,25 @@ func TestLeaderChangeRecordIsTypeOneThenJSON(t *testing.T) {
 		`"GrantingVoters":[{"ID":1,"DirectoryID":"6b720000-0000-0000-0000-000000000002"}],"VotersRecord":true}`
 	require.Equal(t, want, string(got))
 	require.Equal(t, "\x01"+`{"Epoch":1,"LeaderID":0,"Voters":null,"GrantingVoters":null,"VotersRecord":false}`,
-		string(leaderChangeRecord(kraft.AppendLeaderChange{Epoch: 1})))
+		string(LeaderChangeRecord(kraft.AppendLeaderChange{Epoch: 1})))
+}
+
+// TestReadLeaderChangeRecordReadsWhatLeaderChangeRecordWrote: the
+// decoder gives the action back, and refuses another record's type byte or
+// a payload that is not the JSON.
+func TestReadLeaderChangeRecordReadsWhatLeaderChangeRecordWrote(t *testing.T) {
+	a := kraft.AppendLeaderChange{
+		Epoch: 7, LeaderID: 2, Voters: []kraft.ReplicaKey{listenerKey(1), listenerKey(2)}, GrantingVoters: []kraft.ReplicaKey{listenerKey(2)}, VotersRecord: true,
+	}
+	got, err := ReadLeaderChangeRecord(LeaderChangeRecord(a))
+	require.NoError(t, err)
+	require.Equal(t, a, got)
+	_, err = ReadLeaderChangeRecord(append([]byte{RecordData}, LeaderChangeRecord(a)[1:]...))
+	require.Error(t, err)
+	_, err = ReadLeaderChangeRecord(nil)
+	require.Error(t, err)
+	_, err = ReadLeaderChangeRecord([]byte{RecordLeaderChange, '{'})
+	require.Error(t, err)
 }
 
 // TestKRaftVersionRecordIsTypeFourThenAnInt16: 4 then the level, big
@@ -95,7 +113,7 @@ func TestVoterSetOfVersionOneBytes(t *testing.T) {
 // TestVotersRecordIsTypeTwoThenTheVoterSet: a VotersRecord is 2 then the
 // voter set's encoding.
 func TestVotersRecordIsTypeTwoThenTheVoterSet(t *testing.T) {
-	rec := votersRecord(goldenVoters())
+	rec := VotersRecord(goldenVoters())
 	require.Equal(t, unhex(t, "02"+goldenVotersHex), rec)
 	require.True(t, IsVotersRecord(rec))
 	require.False(t, IsVotersRecord([]byte{RecordData}))

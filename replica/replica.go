@@ -467,11 +467,11 @@ func (r *Replica) carry(acts []kraft.Action, e kraft.Event) {
 // and the bootstrap voter set (it is never replicated otherwise): Kafka's
 // [LeaderChange, KRaftVersion, Voters] (docs/design.md D155).
 func (r *Replica) appendLeaderChange(a kraft.AppendLeaderChange) {
-	records := [][]byte{leaderChangeRecord(a)}
+	records := [][]byte{LeaderChangeRecord(a)}
 	var vs []Voter
 	if a.VotersRecord {
 		vs = r.votersWithEndpoints(a.Voters, nil)
-		records = append(records, KRaftVersionRecord(kraft.KRaftVersionReconfig), votersRecord(vs))
+		records = append(records, KRaftVersionRecord(kraft.KRaftVersionReconfig), VotersRecord(vs))
 	}
 	end, err := r.write(a.Epoch, records...)
 	if err != nil {

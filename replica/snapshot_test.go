@@ -129,7 +129,7 @@ func TestRecoverVotersAfterSnapshotBeforeCleaning(t *testing.T) {
 	}
 	one, two := []Voter{k(1)}, []Voter{k(1), k(2)}
 	lg := storage.NewMemLog()
-	_, err := lg.Append(1, []byte{RecordLeaderChange}, votersRecord(one), []byte{RecordData, 'a'}, votersRecord(two), []byte{RecordData, 'b'})
+	_, err := lg.Append(1, []byte{RecordLeaderChange}, VotersRecord(one), []byte{RecordData, 'a'}, VotersRecord(two), []byte{RecordData, 'b'})
 	require.NoError(t, err)
 	snaps, err := storage.OpenSnapshots(t.TempDir())
 	require.NoError(t, err)

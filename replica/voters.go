@@ -225,7 +225,7 @@ func (r *Replica) votersWithEndpoints(keys []kraft.ReplicaKey, change *kraft.Vot
 // then LogAppended and VotersAppended.
 func (r *Replica) appendVoters(a kraft.AppendVoters) {
 	vs := r.votersWithEndpoints(a.Voters, &a.Change)
-	end, err := r.write(a.Epoch, votersRecord(vs))
+	end, err := r.write(a.Epoch, VotersRecord(vs))
 	if err != nil {
 		return
 	}

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -329,8 +328,8 @@ func (c *Cluster) recordOf(epoch kraft.Epoch, data []byte) (Record, error) {
 	case replica.RecordData:
 		r.Payload = string(data[1:])
 	case replica.RecordLeaderChange:
-		var a kraft.AppendLeaderChange
-		if err := json.Unmarshal(data[1:], &a); err != nil {
+		a, err := replica.ReadLeaderChangeRecord(data)
+		if err != nil {
 			return Record{}, fmt.Errorf("a LeaderChange record: %v", err)
 		}
 		r.Payload = fmt.Sprintf("%sepoch=%d,leader=%d)", leaderChangePrefix, a.Epoch, a.LeaderID)
@@ -372,7 +371,7 @@ func dataOf(r Record) []byte {
 			for i, k := range keys {
 				vs[i] = replica.Voter{Key: k, KRaftVersions: replica.SupportedKRaftVersions}
 			}
-			return append([]byte{replica.RecordVoters}, replica.EncodeVoters(vs)...)
+			return replica.VotersRecord(vs)
 		}
 	case strings.HasPrefix(r.Payload, kraftVersionPrefix):
 		var v int16
@@ -382,8 +381,7 @@ func dataOf(r Record) []byte {
 	case len(r.Payload) > len(leaderChangePrefix) && r.Payload[:len(leaderChangePrefix)] == leaderChangePrefix:
 		var a kraft.AppendLeaderChange
 		if _, err := fmt.Sscanf(r.Payload, leaderChangePrefix+"epoch=%d,leader=%d)", &a.Epoch, &a.LeaderID); err == nil {
-			b, _ := json.Marshal(a)
-			return append([]byte{replica.RecordLeaderChange}, b...)
+			return replica.LeaderChangeRecord(a)
 		}
 	}
 	return append([]byte{replica.RecordData}, r.Payload...)
