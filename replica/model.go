@@ -1,5 +1,7 @@
 package replica
 
+//go:generate go run ../internal/cmd/gencodec -canonical
+
 import (
 	"encoding/binary"
 	"encoding/json"
@@ -7,7 +9,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/kraftquorum/kraft"
 	"github.com/kraftquorum/kraft/storage"
 )
@@ -417,97 +418,16 @@ func (Model) AppendCanonicalMessage(dst []byte, m Message) []byte {
 	return appendCanonicalEvent(dst, m.Event)
 }
 
-// appendCanonicalEvent encodes an event: the common messages field by
-// field, the others as their type and JSON (deterministic, pointers
-// followed).
+// appendCanonicalEvent encodes an event: a message event field by field
+// as canonical_gen.go has it, generated from the catalogue of messages
+// (docs/design.md D320); any other as its type and JSON (deterministic,
+// pointers followed).
 func appendCanonicalEvent(dst []byte, e kraft.Event) []byte {
-	putKey := func(dst []byte, k kraft.ReplicaKey) []byte {
-		return append(putVarint(dst, int64(k.ID)), k.DirectoryID[:]...)
+	if e == nil {
+		return append(dst, 0)
 	}
-	putCluster := func(dst []byte, c uuid.NullUUID) []byte {
-		if !c.Valid {
-			return append(dst, 0)
-		}
-		return append(append(dst, 1), c.UUID[:]...)
-	}
-	switch e := e.(type) {
-	case nil:
-		return append(dst, 0)
-	case kraft.ReceiveVoteRequest:
-		dst = append(dst, 1)
-		dst = putVarint(dst, int64(e.From))
-		dst = putCluster(dst, e.ClusterID)
-		dst = putKey(dst, kraft.ReplicaKey{ID: e.VoterID, DirectoryID: e.VoterDirectoryID})
-		dst = putVarint(dst, int64(e.CandidateEpoch))
-		dst = putKey(dst, kraft.ReplicaKey{ID: e.Candidate, DirectoryID: e.CandidateDirectoryID})
-		dst = putVarint(dst, e.CandidateLogEnd.Offset)
-		dst = putVarint(dst, int64(e.CandidateLogEnd.Epoch))
-		if e.PreVote {
-			return append(dst, 1)
-		}
-		return append(dst, 0)
-	case kraft.ReceiveVoteResponse:
-		dst = append(dst, 2)
-		dst = putVarint(dst, int64(e.From))
-		dst = putVarint(dst, int64(e.Error))
-		dst = putVarint(dst, int64(e.Epoch))
-		dst = putVarint(dst, int64(e.LeaderID))
-		if e.VoteGranted {
-			return append(dst, 1)
-		}
-		return append(dst, 0)
-	case kraft.ReceiveFetch:
-		dst = append(dst, 3)
-		dst = putKey(dst, kraft.ReplicaKey{ID: e.From, DirectoryID: e.FromDirectoryID})
-		dst = putCluster(dst, e.ClusterID)
-		dst = putVarint(dst, int64(e.CurrentLeaderEpoch))
-		dst = putVarint(dst, int64(e.FetchEpoch))
-		return putVarint(dst, e.FetchOffset)
-	case kraft.ReceiveFetchResponse:
-		dst = append(dst, 4)
-		dst = putVarint(dst, int64(e.From))
-		dst = putVarint(dst, int64(e.Error))
-		dst = putVarint(dst, int64(e.LeaderID))
-		dst = putVarint(dst, int64(e.LeaderEpoch))
-		dst = putVarint(dst, e.HighWatermark)
-		if p := e.Diverging; p != nil {
-			dst = append(dst, 1)
-			dst = putVarint(dst, p.Offset)
-			dst = putVarint(dst, int64(p.Epoch))
-		} else {
-			dst = append(dst, 0)
-		}
-		if p := e.Snapshot; p != nil {
-			dst = append(dst, 1)
-			dst = putVarint(dst, p.Offset)
-			return putVarint(dst, int64(p.Epoch))
-		}
-		return append(dst, 0)
-	case kraft.ReceiveBeginQuorumEpoch:
-		dst = append(dst, 5)
-		dst = putVarint(dst, int64(e.From))
-		dst = putCluster(dst, e.ClusterID)
-		dst = putVarint(dst, int64(e.LeaderID))
-		dst = putVarint(dst, int64(e.LeaderEpoch))
-		return putKey(dst, kraft.ReplicaKey{ID: e.VoterID, DirectoryID: e.VoterDirectoryID})
-	case kraft.ReceiveEndQuorumEpoch:
-		dst = append(dst, 6)
-		dst = putVarint(dst, int64(e.From))
-		dst = putCluster(dst, e.ClusterID)
-		dst = putVarint(dst, int64(e.LeaderID))
-		dst = putVarint(dst, int64(e.LeaderEpoch))
-		dst = putVarint(dst, int64(e.SuccessorRank.Position))
-		return putVarint(dst, int64(e.SuccessorRank.Of))
-	case kraft.ReceiveQuorumResponse:
-		dst = append(dst, 7)
-		dst = putVarint(dst, int64(e.From))
-		dst = putVarint(dst, int64(e.Error))
-		dst = putVarint(dst, int64(e.Epoch))
-		return putVarint(dst, int64(e.LeaderID))
-	case kraft.ReceiveLeaderlessEpoch:
-		dst = append(dst, 8)
-		dst = putVarint(dst, int64(e.From))
-		return putVarint(dst, int64(e.Epoch))
+	if out, ok := appendCanonicalMessageEvent(dst, e); ok {
+		return out
 	}
 	dst = append(dst, 255)
 	dst = append(dst, fmt.Sprintf("%T", e)...)
@@ -527,4 +447,11 @@ func putUvarint(dst []byte, x uint64) []byte {
 func putVarint(dst []byte, x int64) []byte {
 	var b [binary.MaxVarintLen64]byte
 	return append(dst, b[:binary.PutVarint(b[:], x)]...)
+}
+
+func putBool(dst []byte, x bool) []byte {
+	if x {
+		return append(dst, 1)
+	}
+	return append(dst, 0)
 }

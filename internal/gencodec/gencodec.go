@@ -4,6 +4,8 @@
 // each event's struct, its fields (D270). The command
 // internal/cmd/gencodec runs it (`go generate ./node`);
 // node's TestCodecIsGenerated runs it into memory and compares.
+// GenerateCanonical writes replica/canonical_gen.go, the explorer's
+// canonical encoding of the same events (D320).
 //
 // Tags are append-only (D271): an event keeps the tag pinnedTags or the
 // previous generated file gives it, and a new event gets the next free

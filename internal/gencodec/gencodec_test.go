@@ -81,3 +81,16 @@ func TestGenerateRefusesWhatHasNoEncoding(t *testing.T) {
 	_, err = generate([]reflect.Type{reflect.TypeOf(kraft.VotersAppended{})}, nil)
 	require.ErrorContains(t, err, "VotersAppended.Voters: no wire encoding")
 }
+
+// TestGenerateCanonicalRefusesWhatHasNoEncoding: the canonical encoding,
+// too, stops at a type outside package kraft or a field it has no
+// encoding for, rather than leaving the field out (D320).
+func TestGenerateCanonicalRefusesWhatHasNoEncoding(t *testing.T) {
+	_, err := generateCanonical([]reflect.Type{reflect.TypeOf(notKraft{})})
+	require.ErrorContains(t, err, "not a struct of package kraft")
+	_, err = generateCanonical([]reflect.Type{reflect.TypeOf(kraft.VotersAppended{})})
+	require.ErrorContains(t, err, "VotersAppended.Voters: no canonical encoding")
+	src, err := GenerateCanonical()
+	require.NoError(t, err)
+	require.Contains(t, string(src), "case kraft.ReceiveUpdateVoter:", "every message event, those off kraft's wire too")
+}

@@ -2,7 +2,9 @@
 // decoders of kraft's own wire format, from the catalogue of messages
 // (kraft.RPCs; docs/design.md D270). node/codec.go runs it with
 // `go generate ./node`; it reads the file it replaces to keep its tags
-// (D271).
+// (D271). With -canonical it writes replica/canonical_gen.go instead, the
+// explorer's canonical encoding of the message events (D320), which
+// replica/model.go runs; `go generate ./...` writes both.
 package main
 
 import (
@@ -16,9 +18,17 @@ import (
 )
 
 func main() {
-	out := flag.String("o", "codec_gen.go", "the file to write; its current tags are kept")
+	out := flag.String("o", "", "the file to write (codec_gen.go, or canonical_gen.go with -canonical); a codec's current tags are kept")
+	canonical := flag.Bool("canonical", false, "write the explorer's canonical encoding (replica/canonical_gen.go) instead of the wire codec")
 	flag.Parse()
-	if err := run(*out); err != nil {
+	var err error
+	switch {
+	case *canonical:
+		err = runCanonical(or(*out, "canonical_gen.go"))
+	default:
+		err = run(or(*out, "codec_gen.go"))
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -34,4 +44,20 @@ func run(out string) error {
 		return err
 	}
 	return os.WriteFile(out, src, 0o644)
+}
+
+func runCanonical(out string) error {
+	src, err := gencodec.GenerateCanonical()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out, src, 0o644)
+}
+
+// or is s, or def if s is empty.
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
