@@ -73,8 +73,8 @@ func step(t *testing.T, s State, e Event) (State, []Action) {
 	return next, acts
 }
 
-// deepCopy copies every slice a State refers to, so that a later in-place
-// write into a shared slice shows up as a difference. A nil slice stays nil
+// deepCopy copies every slice and struct a State refers to, so that a
+// later in-place write into shared storage shows up as a difference. A nil slice stays nil
 // and an empty one empty (reflect.DeepEqual tells them apart).
 func deepCopy(s State) State {
 	c := s
@@ -86,12 +86,29 @@ func deepCopy(s State) State {
 	if s.log.h != nil {
 		h := *s.log.h
 		h.epochs = cloneSlice(h.epochs)
+		h.voters = cloneSlice(h.voters)
+		for i := range h.voters {
+			h.voters[i].Voters = cloneSlice(h.voters[i].Voters)
+		}
 		c.log.h = &h
 	}
 	if s.c != nil {
 		cc := *s.c
 		cc.voters = cloneSlice(s.c.voters)
+		cc.voterIDs = cloneSlice(s.c.voterIDs)
+		cc.static = cloneSlice(s.c.static)
 		c.c = &cc
+	}
+	// The pending voter change and the snapshot download are shared
+	// between states and never written (D43, D51): copied, a write
+	// through the pointer shows up too.
+	if s.change != nil {
+		ch := *s.change
+		c.change = &ch
+	}
+	if s.download != nil {
+		d := *s.download
+		c.download = &d
 	}
 	return c
 }

@@ -74,8 +74,9 @@ func TestPropertyStepInDecidesAsStepInto(t *testing.T) {
 // to be appended first (a write of appendFirst), nor may the end of an
 // in-place step (toResigned). And no case keeps the state without need.
 // The package's calls are read from its source by name (a method of any
-// type with the name counts, which can only add calls); docs/design.md
-// D300.
+// type with the name counts, and so does a name read without a call, such
+// as a method value f := t.failf called as f: both can only add calls);
+// docs/design.md D300.
 func TestStepInPlaceCasesCannotUndo(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)
@@ -169,8 +170,10 @@ func TestStepInPlaceCasesCannotUndo(t *testing.T) {
 	require.Positive(t, inPlace)
 }
 
-// calledIn lists the names n calls (f(), x.f()) and the fields it assigns
-// that undo a step, as "=fault" and "=appendFirst".
+// calledIn lists the names n calls (f(), x.f()) or reads (any identifier
+// or selector, so that a function value a handler calls later counts as
+// called), and the fields it assigns that undo a step, as "=fault" and
+// "=appendFirst".
 func calledIn(n ast.Node) map[string]bool {
 	out := map[string]bool{}
 	ast.Inspect(n, func(n ast.Node) bool {
@@ -185,6 +188,17 @@ func calledIn(n ast.Node) map[string]bool {
 				if id, ok := fn.X.(*ast.Ident); ok {
 					out[id.Name] = true
 				}
+			}
+		case *ast.SelectorExpr:
+			// A method value (f := t.failf; f()) or a method passed on
+			// (g(t.failf)) counts as a call: any name read may be called.
+			out[x.Sel.Name] = true
+		case *ast.Ident:
+			out[x.Name] = true
+		case *ast.UnaryExpr:
+			// &t.fault: a write through the pointer cannot be seen.
+			if sel, ok := x.X.(*ast.SelectorExpr); ok && x.Op == token.AND && (sel.Sel.Name == "fault" || sel.Sel.Name == "appendFirst") {
+				out["="+sel.Sel.Name] = true
 			}
 		case *ast.AssignStmt:
 			for _, l := range x.Lhs {
