@@ -108,8 +108,12 @@
 //
 // StepInto is Step with the actions stored in a Buffer the host reuses
 // from step to step, so that a running quorum's steps allocate nothing;
-// the actions stay valid until the next StepInto with that Buffer. The
-// package examples contain a complete in-memory host.
+// the actions stay valid until the next StepInto with that Buffer.
+// StepIn(b, &s, e) decides as StepInto does but makes the host's State the
+// next one in place, so a step copies no State in or out (a leader's ack
+// none at all; docs/design.md D300); an event StepInto drops or answers
+// with a Fault or AppendFetched leaves the State as it was. The package
+// examples contain a complete in-memory host.
 //
 // Events a host reports about its own log are events too. The state keeps
 // the log as Kafka does, the written log apart from the flushed offset

@@ -25,8 +25,9 @@
 //   - Drop any message (Options.Full only: by default a message is lost
 //     only as part of a move that the in-flight bound would otherwise cut
 //     off, Move.Drops); Duplicate any message (at most MaxDuplicates).
-//   - Fire any armed deadline of a replica (Replica.Deadlines, Expire): a
-//     kraft timer, a request's timeout, a retry, a parked Fetch's wait. The
+//   - Fire any armed deadline of a replica (replica.Model's Deadlines and
+//     Expire, docs/design.md D290): a kraft timer, a request's timeout, a
+//     retry, a parked Fetch's wait. The
 //     model is untimed: an armed deadline may fire at any moment, once. This
 //     over-approximates every timing a real host can produce (a deadline
 //     that fires "too early" is a behaviour no clock allows), so a violation
@@ -54,7 +55,7 @@
 //     instead, and starts the replica under its old identity and vote.
 //
 // After every move the correlation ids are renamed after what they name
-// (Replica.Canonicalize, RenameParked): ids only need to be equal or not,
+// (replica.Model's Canonicalize, RenameParked): ids only need to be equal or not,
 // and the layer issues new ones forever. A response whose id its requester
 // no longer matches is lost at once. A Fetch parked at a leader counts as
 // a message in flight for MaxMessages.
@@ -72,7 +73,7 @@
 // # Deduplication
 //
 // Worlds are deduplicated by a 128-bit fingerprint of a canonical
-// encoding: replica.Replica.AppendCanonicalUntimed for each up replica
+// encoding: replica.Model.AppendCanonicalUntimed for each up replica
 // (kraft.State.AppendCanonicalUntimed, and the layer's state without its
 // times), the host's data, the network sorted by each message's encoding,
 // the counters and the checker's history. Run keeps each distinct replica, message and

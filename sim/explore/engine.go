@@ -311,7 +311,7 @@ func (g *engine) finish() {
 }
 
 // canonicalize renames every correlation id of the world after what it
-// names (replica.Replica.Canonicalize): in the layers this transition
+// names (replica.Model.Canonicalize): in the layers this transition
 // changed, in the messages in flight, and in the Fetches parked at the
 // leaders; an id of a down replica, or one its replica no longer matches,
 // becomes 0. The replicas this transition did not change are canonical
