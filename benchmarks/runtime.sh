@@ -14,6 +14,7 @@
 #   -cells mem-100,mem-1k,durable-100,durable-1k
 #   -clients 1,16,64
 #   -libs kraft,hashicorp
+#   -voters 3      voters per cluster (1: one writer on the disk, D350)
 #   -cpuprofile F / -memprofile F   one profile per measurement, F.<lib>.<cell>.c<clients>.r<round>
 #   -json F        every measurement as a JSON line
 #   -v             every measurement as it ends, on stderr
@@ -24,7 +25,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 case "${1:-}" in
--h | --help) sed -n '2,24p' "$0"; exit 0 ;;
+-h | --help) sed -n '2,23p' "$0"; exit 0 ;;
 esac
 bin="$(mktemp -d "${TMPDIR:-/tmp}/kraft-runtimebench.XXXXXX")"
 trap 'rm -rf "$bin"' EXIT

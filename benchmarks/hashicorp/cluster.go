@@ -21,14 +21,16 @@ import (
 	"github.com/kraftquorum/kraft/storage"
 )
 
-// voters is the size of every cluster: three voters in one process.
-const voters = 3
+// voters is the size of every cluster, all in one process: three unless
+// -voters says otherwise (one voter puts a single writer on the disk,
+// the one-writer limit's setting; see limit).
+var voters = 3
 
 // leaderWait bounds the wait for a first leader (and for a new one after
 // an append failed).
 const leaderWait = 30 * time.Second
 
-// cluster is three voters of one library in this process.
+// cluster is the voters of one library in this process.
 type cluster interface {
 	// append appends rec at the leader and returns once it is committed
 	// (kraft: Node.Append; hashicorp: Apply(...).Error(), which also
@@ -41,7 +43,7 @@ type cluster interface {
 	close() error
 }
 
-// startCluster starts three voters of lib ("kraft" or "hashicorp"),
+// startCluster starts the voters of lib ("kraft" or "hashicorp"),
 // durable or in memory, with their directories under tmp, and waits until
 // one leads and has committed a first record.
 func startCluster(lib string, durable bool, tmp string) (cluster, error) {

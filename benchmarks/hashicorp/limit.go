@@ -200,6 +200,10 @@ func (p parent) limitTable(w io.Writer, lims []limit, results map[key][]result) 
 		ss = append(ss, float64(l.Shared))
 	}
 	l := limit{Fsync: time.Duration(median(fs)), RTT: time.Duration(median(rs)), Shared: time.Duration(median(ss))}
+	if voters == 1 {
+		p.oneWriterTable(w, l, len(lims), results)
+		return
+	}
 	shared := l.Shared + l.RTT
 	fmt.Fprintf(w, "\nPhysical limit of one durable append (medians of %d rounds, in the run's temporary directory): fsync p50 %s, loopback round trip p50 %s; limit = 2 fsyncs + a round trip = %s. Three replicas syncing at once on this one disk: the second of three two-fsync syncs done after %s (p50), + a round trip = %s (shared limit).\n\n",
 		len(lims), dur(float64(l.Fsync)), dur(float64(l.RTT)), dur(float64(l.Limit())), dur(float64(l.Shared)), dur(float64(shared)))
@@ -210,18 +214,46 @@ func (p parent) limitTable(w io.Writer, lims []limit, results map[key][]result) 
 			continue
 		}
 		for _, lib := range p.libs {
-			rs := results[key{c.Name, 1, lib}]
-			if len(rs) == 0 {
+			m, ok := medianP50(results[key{c.Name, 1, lib}])
+			if !ok {
 				continue
 			}
-			vs := make([]float64, len(rs))
-			for i, r := range rs {
-				vs[i] = float64(r.P50)
-			}
-			m := median(vs)
 			fmt.Fprintf(w, "| %s | 1 | %s | %s | %.2f | %.2f |\n", c.Label, lib, dur(m), m/float64(l.Limit()), m/float64(shared))
 		}
 	}
+}
+
+// oneWriterTable is limitTable for clusters of one voter (-voters 1): the
+// leader is the only writer on the disk and nothing crosses the network,
+// so the limit of one durable append is its Sync's two fsyncs (D102).
+func (p parent) oneWriterTable(w io.Writer, l limit, rounds int, results map[key][]result) {
+	one := 2 * l.Fsync
+	fmt.Fprintf(w, "\nOne voter, so one writer on the disk and no network on the append's path (medians of %d rounds, in the run's temporary directory): fsync p50 %s; limit = 2 fsyncs = %s.\n\n",
+		rounds, dur(float64(l.Fsync)), dur(float64(one)))
+	fmt.Fprintln(w, "| cell | clients | lib | p50 | p50 / limit |")
+	fmt.Fprintln(w, "| --- | ---: | --- | ---: | ---: |")
+	for _, c := range p.cells {
+		if !c.Durable {
+			continue
+		}
+		for _, lib := range p.libs {
+			if m, ok := medianP50(results[key{c.Name, 1, lib}]); ok {
+				fmt.Fprintf(w, "| %s | 1 | %s | %s | %.2f |\n", c.Label, lib, dur(m), m/float64(one))
+			}
+		}
+	}
+}
+
+// medianP50 is the median over rounds of the results' p50s.
+func medianP50(rs []result) (float64, bool) {
+	if len(rs) == 0 {
+		return 0, false
+	}
+	vs := make([]float64, len(rs))
+	for i, r := range rs {
+		vs[i] = float64(r.P50)
+	}
+	return median(vs), true
 }
 
 // limitDir is where the fsyncs of the limit are measured: the durable

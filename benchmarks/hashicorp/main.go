@@ -53,8 +53,13 @@ func main() {
 		stall      = flag.Duration("stall", 3*time.Minute, "a measurement that takes longer is stopped: its goroutines are summarized and it counts as failed")
 		jsonOut    = flag.String("json", "", "also write every measurement as a JSON line to `file`")
 		verbose    = flag.Bool("v", false, "print every measurement as it ends")
+		nVoters    = flag.Int("voters", 3, "voters in each cluster (1: one writer on the disk, no network on the append's path)")
 	)
 	flag.Parse()
+	if *nVoters < 1 {
+		fatalf("-voters: at least 1")
+	}
+	voters = *nVoters
 	clients, err := parseInts(*clientsArg)
 	if err != nil {
 		fatalf("-clients: %v", err)
@@ -75,6 +80,7 @@ func main() {
 		cells: cells, clients: clients, libs: run, rounds: *rounds,
 		args: []string{
 			"-d", dur.String(), "-records", strconv.Itoa(*records), "-stall", stall.String(),
+			"-voters", strconv.Itoa(voters),
 		},
 		tmpdir: *tmpdir, cpuprofile: *cpuprofile, memprofile: *memprofile,
 		jsonOut: *jsonOut, verbose: *verbose,

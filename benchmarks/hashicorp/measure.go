@@ -128,7 +128,7 @@ func measure(s spec) (res result) {
 	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
-	res.Heap = (float64(ms.HeapAlloc) - float64(baseHeap)) / voters
+	res.Heap = (float64(ms.HeapAlloc) - float64(baseHeap)) / float64(voters)
 
 	// Phase 2: the timed appends.
 	if !res.measureTimed(c, s, newRecord, fail) {
