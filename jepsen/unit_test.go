@@ -1,6 +1,8 @@
 package jepsen
 
 import (
+	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"testing"
@@ -202,4 +204,83 @@ func TestLinkCutsOneDirection(t *testing.T) {
 	l.cut(false, false)
 	a, e = try("healed")
 	require.True(t, a && e)
+}
+
+// TestRouterHandsAConnectionToTheDialersLink: a dynamic quorum's router
+// reads the hello's node id and hands the connection, hello included, to
+// that dialer's link, so a cut of one dialer's link leaves another's
+// traffic through the same router alone; a connection with no hello, or
+// the hello of an id that has no link, is closed.
+func TestRouterHandsAConnectionToTheDialersLink(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer func() { _ = ln.Close() }()
+	got := make(chan []byte, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				buf := make([]byte, helloLen+16)
+				n, _ := io.ReadAtLeast(c, buf, helloLen+1)
+				got <- append([]byte(nil), buf[:n]...)
+				_ = c.Close()
+			}()
+		}
+	}()
+	links := map[int]*link{}
+	for _, from := range []int{1, 3} {
+		l, err := newLink(from, 2, ln.Addr().String())
+		require.NoError(t, err)
+		defer l.close()
+		links[from] = l
+	}
+	r, err := newRouter(2, links)
+	require.NoError(t, err)
+	defer func() { _ = r.ln.Close() }()
+	hello := func(id int32) []byte {
+		h := make([]byte, helloLen)
+		binary.BigEndian.PutUint32(h, uint32(helloLen-4))
+		copy(h[4:8], "KRFT")
+		h[8] = 1
+		binary.BigEndian.PutUint32(h[9:13], uint32(id))
+		return h
+	}
+	// send dials the router, writes the hello of id and one byte, and
+	// returns what reached the target (nil if nothing did) and whether
+	// the router closed the connection.
+	send := func(first []byte) (arrived []byte, closed bool) {
+		c, err := net.Dial("tcp", r.addr())
+		require.NoError(t, err)
+		defer func() { _ = c.Close() }()
+		_, err = c.Write(append(append([]byte(nil), first...), 'x'))
+		require.NoError(t, err)
+		select {
+		case arrived = <-got:
+		case <-time.After(300 * time.Millisecond):
+		}
+		_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		_, err = c.Read(make([]byte, 1))
+		// Closed with the byte after the hello unread, the connection may
+		// end in a reset rather than EOF; a timeout means it is open.
+		var ne net.Error
+		return arrived, err != nil && !(errors.As(err, &ne) && ne.Timeout())
+	}
+	b, _ := send(hello(1))
+	require.Equal(t, append(hello(1), 'x'), b, "the target gets the hello and what follows it")
+	links[1].cut(true, false)
+	b, _ = send(hello(1))
+	require.Nil(t, b, "node 1's link is cut: nothing of node 1 arrives")
+	b, _ = send(hello(3))
+	require.Equal(t, append(hello(3), 'x'), b, "node 3's link is open: node 3's arrives")
+	b, closed := send(hello(4))
+	require.Nil(t, b)
+	require.True(t, closed, "no link for node 4: the router closes the connection")
+	bad := hello(3)
+	copy(bad[4:8], "NOPE")
+	b, closed = send(bad)
+	require.Nil(t, b)
+	require.True(t, closed, "no hello: the router closes the connection")
 }
