@@ -1,7 +1,6 @@
 package datadir
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,91 +8,10 @@ import (
 	"testing"
 
 	"github.com/kraftquorum/kraft"
+	"github.com/kraftquorum/kraft/internal/dyingfs"
 	"github.com/kraftquorum/kraft/storage"
 	"github.com/stretchr/testify/require"
 )
-
-// dyingFS is the operating system's file system for a process that dies
-// after `left` more changes to the disk: every later call fails, and the
-// disk holds what the calls before did.
-type dyingFS struct {
-	storage.FS
-	left int
-}
-
-var errDied = errors.New("the process died")
-
-func (f *dyingFS) step() error {
-	if f.left <= 0 {
-		return errDied
-	}
-	f.left--
-	return nil
-}
-
-func (f *dyingFS) OpenFile(name string, flag int, perm os.FileMode) (storage.File, error) {
-	if flag != os.O_RDONLY {
-		if err := f.step(); err != nil {
-			return nil, err
-		}
-		file, err := f.FS.OpenFile(name, flag, perm)
-		if err != nil {
-			return nil, err
-		}
-		return &dyingFile{File: file, fs: f}, nil
-	}
-	if f.left <= 0 {
-		return nil, errDied
-	}
-	return f.FS.OpenFile(name, flag, perm)
-}
-
-func (f *dyingFS) Remove(name string) error {
-	if err := f.step(); err != nil {
-		return err
-	}
-	return f.FS.Remove(name)
-}
-
-func (f *dyingFS) Rename(o, n string) error {
-	if err := f.step(); err != nil {
-		return err
-	}
-	return f.FS.Rename(o, n)
-}
-
-func (f *dyingFS) MkdirAll(dir string) error {
-	if err := f.step(); err != nil {
-		return err
-	}
-	return f.FS.MkdirAll(dir)
-}
-
-func (f *dyingFS) SyncDir(dir string) error {
-	if err := f.step(); err != nil {
-		return err
-	}
-	return f.FS.SyncDir(dir)
-}
-
-type dyingFile struct {
-	storage.File
-	fs *dyingFS
-}
-
-func (f *dyingFile) WriteAt(p []byte, off int64) (int, error) {
-	if err := f.fs.step(); err != nil {
-		return 0, err
-	}
-	return f.File.WriteAt(p, off)
-}
-
-func (f *dyingFile) Sync() error {
-	if err := f.fs.step(); err != nil {
-		return err
-	}
-	return f.File.Sync()
-}
 
 // damagedDir makes a formatted dynamic replica's directory with a log
 // file, a quorum state, snapshots and a bootstrap checkpoint, as a start
@@ -158,7 +76,7 @@ func checkNeverOldKeyWithoutItsData(t *testing.T, dir string, data []string, wha
 func TestReplaceSurvivesACrashAtEveryStep(t *testing.T) {
 	for n := 0; ; n++ {
 		dir, data := damagedDir(t)
-		fsys := &dyingFS{FS: storage.OS(), left: n}
+		fsys := dyingfs.New(storage.OS(), n)
 		err := Replace(fsys, dir, dynamicID(newDirID), aside)
 		replaced := checkNeverOldKeyWithoutItsData(t, dir, data, fmt.Sprintf("died after %d changes", n))
 		if err == nil {
@@ -167,7 +85,7 @@ func TestReplaceSurvivesACrashAtEveryStep(t *testing.T) {
 			require.Greater(t, n, 8)
 			return
 		}
-		require.ErrorIs(t, err, errDied)
+		require.ErrorIs(t, err, dyingfs.ErrDied)
 		require.Less(t, n, 100)
 	}
 }

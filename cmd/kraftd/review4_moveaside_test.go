@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/kraftquorum/kraft/datadir"
+	"github.com/kraftquorum/kraft/internal/dyingfs"
 	"github.com/kraftquorum/kraft/storage"
 	"github.com/stretchr/testify/require"
 )
@@ -42,7 +42,7 @@ func TestReview4CrashDuringMoveAsideRejoinsUnderTheOldKey(t *testing.T) {
 			flipSegment(t, dir)
 			cfg, err := parseConfig(args)
 			require.NoError(t, err)
-			dataFS = &dyingFS{FS: storage.OS(), left: n}
+			dataFS = dyingfs.New(storage.OS(), n)
 			d, ok := openDataDir(&cfg, log.New(io.Discard, "", 0))
 			dataFS = storage.OS()
 			if ok {
@@ -106,86 +106,4 @@ func TestReview4DeletedDirectoryIDRevertsToTheDamagedKey(t *testing.T) {
 	}
 	require.False(t, ok, "a directory without meta.properties starts as %s observer %v:\n%s", uuid.UUID(cfg.dirID), cfg.observer, out.String())
 	require.Contains(t, out.String(), "is not formatted")
-}
-
-// dyingFS is the operating system's file system for a process that dies
-// after `left` more changes to the disk: every later call fails, and the
-// disk holds what the calls before did.
-type dyingFS struct {
-	storage.FS
-	left int
-}
-
-var errDied = errors.New("the process died")
-
-func (f *dyingFS) step() error {
-	if f.left <= 0 {
-		return errDied
-	}
-	f.left--
-	return nil
-}
-
-func (f *dyingFS) OpenFile(name string, flag int, perm os.FileMode) (storage.File, error) {
-	if flag == os.O_RDONLY {
-		if f.left <= 0 {
-			return nil, errDied
-		}
-		return f.FS.OpenFile(name, flag, perm)
-	}
-	if err := f.step(); err != nil {
-		return nil, err
-	}
-	file, err := f.FS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return &dyingFile{File: file, fs: f}, nil
-}
-
-func (f *dyingFS) Remove(name string) error {
-	if err := f.step(); err != nil {
-		return err
-	}
-	return f.FS.Remove(name)
-}
-
-func (f *dyingFS) Rename(o, n string) error {
-	if err := f.step(); err != nil {
-		return err
-	}
-	return f.FS.Rename(o, n)
-}
-
-func (f *dyingFS) MkdirAll(dir string) error {
-	if err := f.step(); err != nil {
-		return err
-	}
-	return f.FS.MkdirAll(dir)
-}
-
-func (f *dyingFS) SyncDir(dir string) error {
-	if err := f.step(); err != nil {
-		return err
-	}
-	return f.FS.SyncDir(dir)
-}
-
-type dyingFile struct {
-	storage.File
-	fs *dyingFS
-}
-
-func (f *dyingFile) WriteAt(p []byte, off int64) (int, error) {
-	if err := f.fs.step(); err != nil {
-		return 0, err
-	}
-	return f.File.WriteAt(p, off)
-}
-
-func (f *dyingFile) Sync() error {
-	if err := f.fs.step(); err != nil {
-		return err
-	}
-	return f.File.Sync()
 }
