@@ -67,11 +67,12 @@ func fetchTypeWord() unsafe.Pointer {
 }
 
 // receivedFetch returns the ReceiveFetch that e holds, where e holds it, or
-// nil when e holds another event (or always, if the check failed). A leader's step
-// on a voter's Fetch, the most frequent step, reaches its handler through
-// it without the type switch and without copying the 80-byte event out of
-// the interface (D340). The value is only read: an interface's value is
-// immutable, and no handler writes through the pointer it is given.
+// nil when e holds another event (always, if checkFetchIn failed). A
+// leader's step on a voter's Fetch, the most frequent step, reaches its
+// handler through it without the type switch and without copying the
+// 80-byte event out of the interface (D340). The value is only read: an
+// interface's value is immutable, and no handler writes through the
+// pointer it is given.
 func receivedFetch(e Event) *ReceiveFetch {
 	w := (*ifaceWords)(unsafe.Pointer(&e))
 	if w.tab != tabReceiveFetch || w.tab == nil {
