@@ -319,7 +319,9 @@ func (t *stepper) sendEndQuorumEpoch(successors []ReplicaKey) {
 // Fetch path, the hottest in a running quorum.
 func (t *stepper) fetchResponse(to NodeID, code ErrorCode, hwm int64, diverging *LogOffsetMetadata) {
 	b := t.buffer()
-	p := b.arena.fetchResponse.slot()
-	p.To, p.Error, p.Epoch, p.LeaderID, p.HighWatermark, p.Diverging = to, code, t.s.epoch, t.s.leader, hwm, diverging
+	// Every field, as next requires.
+	p := b.arena.fetchResponse.next()
+	p.To, p.Error, p.Epoch, p.LeaderID, p.HighWatermark = to, code, t.s.epoch, t.s.leader, hwm
+	p.Diverging, p.Snapshot = diverging, nil
 	b.acts = append(b.acts, referTo(tabFetchResponse, p))
 }

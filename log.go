@@ -303,6 +303,20 @@ const (
 // returned end offset and epoch), or needs the latest snapshot (answered
 // with it) because the log no longer holds what the follower lacks.
 func (v *logView) validateOffsetAndEpoch(offset int64, epoch Epoch) (fetchCheck, LogEnd) {
+	if epoch == v.end.Epoch && offset <= v.end.Offset && !v.hasSnapshots() {
+		// The steady fetch: at the log's last epoch (end.Epoch, which
+		// NewState, appended and truncated keep the last epoch of the
+		// history), within the log, and no snapshot to send: the general
+		// path below finds the log end as the epoch's end and the fetch
+		// valid (D340).
+		return fetchValid, LogEnd{}
+	}
+	return v.validateAt(offset, epoch)
+}
+
+// validateAt is validateOffsetAndEpoch without its shortcut for the steady
+// fetch.
+func (v *logView) validateAt(offset int64, epoch Epoch) (fetchCheck, LogEnd) {
 	if v.start() == 0 && offset == 0 {
 		return fetchValid, LogEnd{}
 	}

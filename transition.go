@@ -95,6 +95,14 @@ func stepTo(b *Buffer, s *State, e Event, old *State) []Action {
 		return nil
 	}
 	t := stepper{s: s, buf: b}
+	if f := receivedFetch(e); f != nil {
+		// A Fetch, without the type switch and the copy of the event
+		// (D340). Its handler can neither fault nor append first, as
+		// the switch's ReceiveFetch case, which runs it when
+		// receivedFetch cannot, shows TestStepInPlaceCasesCannotUndo.
+		t.onFetch(f)
+		return t.endInPlace()
+	}
 	switch e := e.(type) {
 	case ElectionTimeout:
 		t.onElectionTimeout()
@@ -183,17 +191,14 @@ func stepTo(b *Buffer, s *State, e Event, old *State) []Action {
 	if old == nil {
 		// An in-place step: no fault and no appendFirst can be pending
 		// (TestStepInPlaceCasesCannotUndo).
-		if t.resignDue && t.s.role == Leader {
-			t.toResigned("removed from the voter set")
-		}
-		return t.actions()
+		return t.endInPlace()
 	}
 	if t.appendFirst && t.fault == "" {
 		r, _ := e.(ReceiveFetchResponse)
 		return t.appendFetched(old, s, r)
 	}
-	if t.resignDue && t.fault == "" && t.s.role == Leader {
-		t.toResigned("removed from the voter set")
+	if t.resignDue && t.fault == "" {
+		t.resignRemoved()
 	}
 	if t.fault != "" {
 		b := t.buffer()
@@ -205,6 +210,26 @@ func stepTo(b *Buffer, s *State, e Event, old *State) []Action {
 		return b.acts
 	}
 	return t.actions()
+}
+
+// endInPlace ends a step that can neither fault nor append first: a
+// leader whose removal from the voter set committed resigns.
+func (t *stepper) endInPlace() []Action {
+	if t.resignDue {
+		t.resignRemoved()
+	}
+	return t.actions()
+}
+
+// resignRemoved: a leader whose removal from the voter set committed
+// during the step resigns at its end (Kafka's requestResign, acted on by
+// pollLeader). Rare: out of line, so that endInPlace is inlined.
+//
+//go:noinline
+func (t *stepper) resignRemoved() {
+	if t.s.role == Leader {
+		t.toResigned("removed from the voter set")
+	}
 }
 
 // stepSaved steps an event whose handler may end the step with a Fault or
