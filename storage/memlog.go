@@ -14,7 +14,7 @@ import (
 // FileLog's are.
 type MemLog struct {
 	mu      sync.Mutex
-	entries []Entry // the records from the log start, epochs.base.Offset
+	entries entryList // the records from the log start, epochs.base.Offset (D352)
 	epochs  epochHistory
 	flushed int64
 	closed  bool
@@ -39,7 +39,7 @@ func (m *MemLog) Clone() *MemLog {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return &MemLog{
-		entries: append([]Entry(nil), m.entries...),
+		entries: m.entries.clone(),
 		epochs: epochHistory{
 			base:   m.epochs.base,
 			starts: append([]kraft.EpochStart(nil), m.epochs.starts...),
@@ -109,14 +109,14 @@ func (m *MemLog) append(n int, epoch func(int) kraft.Epoch, data func(int) []byt
 	}
 	for i := 0; i < n; i++ {
 		off := end.Offset + int64(i)
-		m.entries = append(m.entries, Entry{Offset: off, Epoch: epoch(i), Data: keep(data(i))})
+		m.entries.push(Entry{Offset: off, Epoch: epoch(i), Data: keep(data(i))})
 		m.epochs.add(epoch(i), off)
 	}
 	return m.endLocked(), nil
 }
 
 func (m *MemLog) endLocked() kraft.LogEnd {
-	return kraft.LogEnd{Offset: m.epochs.base.Offset + int64(len(m.entries)), Epoch: m.epochs.last()}
+	return kraft.LogEnd{Offset: m.epochs.base.Offset + int64(m.entries.len()), Epoch: m.epochs.last()}
 }
 
 func copyBytes(b []byte) []byte { return append(make([]byte, 0, len(b)), b...) }
@@ -144,13 +144,14 @@ func (m *MemLog) read(from int64, maxBytes int, data func([]byte) []byte) ([]Ent
 	}
 	var out []Entry
 	total := 0
-	for _, e := range m.entries[from-m.epochs.base.Offset:] {
+	m.entries.from(int(from-m.epochs.base.Offset), func(e *Entry) bool {
 		if len(out) > 0 && total+len(e.Data) > maxBytes {
-			break
+			return false
 		}
 		out = append(out, Entry{Offset: e.Offset, Epoch: e.Epoch, Data: data(e.Data)})
 		total += len(e.Data)
-	}
+		return true
+	})
 	return out, nil
 }
 
@@ -177,11 +178,7 @@ func (m *MemLog) Truncate(to int64) error {
 }
 
 func (m *MemLog) cut(to int64) {
-	keep := to - m.epochs.base.Offset
-	for i := keep; i < int64(len(m.entries)); i++ {
-		m.entries[i] = Entry{} // let the payloads go
-	}
-	m.entries = m.entries[:keep]
+	m.entries.truncate(int(to - m.epochs.base.Offset)) // and lets the payloads go
 	m.epochs.truncate(to)
 }
 
@@ -214,7 +211,7 @@ func (m *MemLog) DeleteBefore(offset int64) error {
 	if offset > end {
 		return fmt.Errorf("%w: delete before %d, past the log end %d", ErrOutOfRange, offset, end)
 	}
-	m.entries = append([]Entry(nil), m.entries[offset-m.epochs.base.Offset:]...)
+	m.entries.dropFront(int(offset - m.epochs.base.Offset))
 	m.epochs.startAt(kraft.LogEnd{Offset: offset, Epoch: m.epochs.epochFor(offset - 1)}, end)
 	if m.flushed < offset {
 		m.flushed = offset
@@ -232,7 +229,7 @@ func (m *MemLog) ResetTo(start kraft.LogEnd) error {
 	if start.Offset < 0 || start.Epoch < 0 {
 		return fmt.Errorf("%w: reset to %+v", ErrOutOfRange, start)
 	}
-	m.entries = nil
+	m.entries = entryList{}
 	m.epochs.reset(start)
 	m.flushed = start.Offset
 	return nil
@@ -285,7 +282,7 @@ func (m *MemLog) EpochFor(offset int64) (kraft.Epoch, bool) {
 	if offset < m.epochs.base.Offset || offset >= m.endLocked().Offset {
 		return 0, false
 	}
-	return m.entries[offset-m.epochs.base.Offset].Epoch, true
+	return m.entries.at(int(offset - m.epochs.base.Offset)).Epoch, true
 }
 
 // Close closes the log; later calls fail with ErrClosed.
