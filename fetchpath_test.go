@@ -3,6 +3,7 @@ package kraft
 import (
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 )
@@ -19,6 +20,17 @@ func TestReceivedFetchFindsOnlyAFetchInPlace(t *testing.T) {
 	fetches := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		e := genEvent(rt, 3)
+		if rapid.Bool().Draw(rt, "fetch") {
+			// genEvent draws a Fetch once in 25 events; half the cases
+			// are one, so that every run checks some.
+			e = ReceiveFetch{
+				From: NodeID(rapid.IntRange(-1, 5).Draw(rt, "from")), FromDirectoryID: dirA,
+				ClusterID:          rapid.SampledFrom([]uuid.NullUUID{{}, testClusterID}).Draw(rt, "cluster"),
+				CurrentLeaderEpoch: Epoch(rapid.IntRange(-1, 5).Draw(rt, "epoch")),
+				FetchEpoch:         Epoch(rapid.IntRange(-1, 5).Draw(rt, "fetchEpoch")),
+				FetchOffset:        int64(rapid.IntRange(-1, 1<<20).Draw(rt, "fetchOffset")),
+			}
+		}
 		f := receivedFetch(e)
 		want, isFetch := e.(ReceiveFetch)
 		if !isFetch {
